@@ -1,0 +1,16 @@
+//! runner.toml, the prepared environment snapshot and executable resolution.
+//!
+//! [`parse_runner_config`] validates the whole plugin part of a runner.toml before any provider
+//! starts; [`prepare_environment`] builds the exact environment a plugin is started with;
+//! [`resolve_executable`] finds the program on the snapshot's PATH (never the host's).
+
+mod config;
+mod resolve;
+mod snapshot;
+
+pub use config::{
+    load_runner_config, parse_runner_config, PluginsConfig, ProfileConfig, ProviderConfig,
+    RunnerConfig, ShellConfig, DEFAULT_MAX_PROVIDERS, DEFAULT_REQUEST_TIMEOUT,
+};
+pub use resolve::resolve_executable;
+pub use snapshot::{is_sensitive_variable, prepare_environment, EnvSnapshot, INIT_SCRIPT_LIMIT};

@@ -1,0 +1,323 @@
+//! One error type for the whole runtime.
+//!
+//! # The problem
+//! A caller that sent a request to a plugin must know whether the effect of that request may
+//! have happened. A write that failed halfway, a response that never came, a plugin that died
+//! after reading its input: in each case the tool may or may not have run.
+//!
+//! # The mechanism
+//! Every [`Error`] carries a stable [`ErrorCode`], a [`Dispatch`] state that says how far the
+//! request got, and whether the failure retired the provider instance ([`Error::is_fatal`]).
+//! `Dispatch::NotStarted` is only used when it is provable that no byte of the request reached
+//! the plugin; anything else is `OutcomeUnknown` (never retry) or `Completed` (the plugin answered).
+//!
+//! # What it never contains
+//! The message is written for operators and callers alike, so it never contains the plugin's
+//! command, argv, cwd, environment, PID, stderr, raw parser errors or raw protocol lines.
+
+use std::fmt;
+
+use crate::catalog::Diagnostic;
+
+/// How far a failed request got before it failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dispatch {
+    /// Provably no byte of the request reached the plugin: safe to retry.
+    NotStarted,
+    /// The request may have been delivered; its effect may have happened. Never retry.
+    OutcomeUnknown,
+    /// The plugin answered, but the answer was an error or broke the contract.
+    Completed,
+}
+
+impl Dispatch {
+    /// The wire name: `not_started`, `outcome_unknown` or `completed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dispatch::NotStarted => "not_started",
+            Dispatch::OutcomeUnknown => "outcome_unknown",
+            Dispatch::Completed => "completed",
+        }
+    }
+}
+
+impl fmt::Display for Dispatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The phase of provider admission in which a failure happened (`ready` on success).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Reading or validating runner.toml.
+    Config,
+    /// Preparing the environment snapshot (profiles, init_script).
+    Environment,
+    /// Resolving the plugin executable.
+    Executable,
+    /// Spawning the process.
+    Spawn,
+    /// Setting up the stdio pipes and I/O threads.
+    Stdio,
+    /// The initialize handshake.
+    Initialize,
+    /// The tools/list request.
+    ToolsList,
+    /// Validating the tool list.
+    Validation,
+    /// Admitted.
+    Ready,
+}
+
+impl Phase {
+    /// The wire name of the phase.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Config => "config",
+            Phase::Environment => "environment",
+            Phase::Executable => "executable",
+            Phase::Spawn => "spawn",
+            Phase::Stdio => "stdio",
+            Phase::Initialize => "initialize",
+            Phase::ToolsList => "tools_list",
+            Phase::Validation => "validation",
+            Phase::Ready => "ready",
+        }
+    }
+}
+
+macro_rules! error_codes {
+    ($( $(#[$doc:meta])* $variant:ident => $name:literal, )*) => {
+        /// Every stable error code of the runtime and the gateway.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl ErrorCode {
+            /// The stable wire name of the code.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( ErrorCode::$variant => $name, )*
+                }
+            }
+
+            /// Every code, in declaration order.
+            pub const ALL: &'static [ErrorCode] = &[ $( ErrorCode::$variant, )* ];
+        }
+    };
+}
+
+error_codes! {
+    /// Another request is running on this provider; requests are never queued.
+    ProviderBusy => "plugin_provider_busy",
+    /// The tool is not in the provider's frozen catalog.
+    ToolUnavailable => "plugin_tool_unavailable",
+    /// The schema observation recorded by a binding differs from the frozen tool.
+    SchemaChanged => "plugin_schema_changed",
+    /// The call arguments do not match the tool's input schema.
+    ArgumentsSchemaInvalid => "plugin_arguments_schema_invalid",
+    /// The request's total time budget ran out.
+    Timeout => "plugin_timeout",
+    /// The encoded request is larger than one protocol line.
+    RequestTooLarge => "plugin_request_too_large",
+    /// The plugin wrote something before it was asked.
+    UnexpectedMessage => "plugin_unexpected_message",
+    /// Writing to the plugin's stdin failed.
+    StdinFailed => "plugin_stdin_failed",
+    /// The plugin closed its stdout or exited.
+    Eof => "plugin_eof",
+    /// The plugin wrote a line that is not one JSON value.
+    MalformedJson => "plugin_malformed_json",
+    /// The plugin wrote a line longer than 1 MiB.
+    MessageTooLarge => "plugin_message_too_large",
+    /// Reading the plugin's stdout failed.
+    StdoutFailed => "plugin_stdout_failed",
+    /// The response envelope broke JSON-RPC 2.0.
+    ProtocolError => "plugin_protocol_error",
+    /// The response id is not a non-negative integer.
+    ResponseIdInvalid => "plugin_response_id_invalid",
+    /// The response id is below the expected one.
+    DuplicateResponseId => "plugin_duplicate_response_id",
+    /// The response id is above the expected one.
+    UnknownResponseId => "plugin_unknown_response_id",
+    /// The host is shutting down.
+    ManagerStopping => "plugin_manager_stopping",
+    /// The plugin answered with a well-formed JSON-RPC error.
+    RpcError => "plugin_rpc_error",
+    /// The tools/call result broke the result contract.
+    ResultInvalid => "plugin_result_invalid",
+    /// structuredContent is missing or does not match the declared outputSchema.
+    OutputSchemaViolation => "plugin_output_schema_violation",
+    /// The provider instance is no longer committed.
+    StaleProvider => "stale_plugin_provider",
+    /// The provider instance was retired after a fault.
+    ProviderUnavailable => "plugin_provider_unavailable",
+    /// runner.toml could not be read.
+    ConfigReadFailed => "plugin_config_read_failed",
+    /// runner.toml is not valid TOML.
+    ConfigParseFailed => "plugin_config_parse_failed",
+    /// runner.toml is valid TOML but breaks the model.
+    ConfigInvalid => "plugin_config_invalid",
+    /// No provider with that id is configured.
+    NotConfigured => "plugin_not_configured",
+    /// The environment snapshot could not be prepared.
+    EnvironmentPrepareFailed => "plugin_environment_prepare_failed",
+    /// The plugin executable was not found or is not executable.
+    ExecutableUnavailable => "plugin_executable_unavailable",
+    /// The plugin executable is of a kind that is not supported (Windows `.cmd`/`.bat`).
+    ExecutableUnsupported => "plugin_executable_unsupported",
+    /// The process could not be spawned.
+    SpawnFailed => "plugin_spawn_failed",
+    /// initialize answered with another protocol version.
+    ProtocolVersionMismatch => "plugin_protocol_version_mismatch",
+    /// initialize answered with something that is not a valid result.
+    InitializeInvalid => "plugin_initialize_invalid",
+    /// tools/list answered with an invalid tool list (carries a diagnostic).
+    ToolsListInvalid => "plugin_tools_list_invalid",
+    /// Another check or reload is running.
+    CheckBusy => "plugin_check_busy",
+    /// Another check or reload is running.
+    ReloadBusy => "plugin_reload_busy",
+    /// plugin_tool parameters are invalid for the action.
+    InvalidArguments => "invalid_arguments",
+    /// The caller lacks the scope the action needs.
+    InsufficientScope => "insufficient_scope",
+    /// The binding is unknown or was evicted: describe the tool again.
+    DescribeRequired => "describe_required",
+    /// The binding's runner or provider instance was replaced.
+    Replaced => "plugin_replaced",
+    /// No runner with that id.
+    RunnerNotFound => "plugin_runner_not_found",
+    /// Too many gateway requests in flight.
+    GatewaySaturated => "gateway_saturated",
+    /// A transport request line is not a valid request.
+    InvalidRequest => "invalid_request",
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A runtime failure: a stable code, how far the request got, whether the provider was retired,
+/// and a message that is safe to show to any caller.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Error {
+    code: ErrorCode,
+    dispatch: Dispatch,
+    fatal: bool,
+    message: String,
+    phase: Option<Phase>,
+    diagnostic: Option<Diagnostic>,
+}
+
+impl Error {
+    /// A new error. `message` must not contain command, argv, cwd, env, PID or stderr.
+    pub(crate) fn new(code: ErrorCode, dispatch: Dispatch, message: impl Into<String>) -> Error {
+        Error {
+            code,
+            dispatch,
+            fatal: false,
+            message: message.into(),
+            phase: None,
+            diagnostic: None,
+        }
+    }
+
+    /// A not-started error that leaves the provider live.
+    pub(crate) fn not_started(code: ErrorCode, message: impl Into<String>) -> Error {
+        Error::new(code, Dispatch::NotStarted, message)
+    }
+
+    /// Marks the error as having retired the provider instance.
+    pub(crate) fn retiring(mut self) -> Error {
+        self.fatal = true;
+        self
+    }
+
+    /// Sets the admission phase.
+    pub(crate) fn in_phase(mut self, phase: Phase) -> Error {
+        self.phase = Some(phase);
+        self
+    }
+
+    /// Attaches an admission diagnostic (only for `plugin_tools_list_invalid`).
+    pub(crate) fn with_diagnostic(mut self, diagnostic: Diagnostic) -> Error {
+        self.diagnostic = Some(diagnostic);
+        self
+    }
+
+    /// Replaces the dispatch state (admission requests are never `outcome_unknown`).
+    pub(crate) fn with_dispatch(mut self, dispatch: Dispatch) -> Error {
+        self.dispatch = dispatch;
+        self
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+
+    /// How far the request got.
+    pub fn dispatch(&self) -> Dispatch {
+        self.dispatch
+    }
+
+    /// True when this failure retired the provider instance.
+    pub fn is_fatal(&self) -> bool {
+        self.fatal
+    }
+
+    /// The safe, human-readable message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The admission phase, for admission failures.
+    pub fn phase(&self) -> Option<Phase> {
+        self.phase
+    }
+
+    /// The admission diagnostic, for `plugin_tools_list_invalid`.
+    pub fn diagnostic(&self) -> Option<&Diagnostic> {
+        self.diagnostic.as_ref()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} ({})", self.code, self.message, self.dispatch)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The runtime's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_have_unique_wire_names() {
+        let mut names: Vec<_> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), n);
+    }
+
+    #[test]
+    fn display_names_code_message_and_dispatch() {
+        let e = Error::not_started(ErrorCode::ProviderBusy, "another request is running");
+        assert_eq!(
+            e.to_string(),
+            "plugin_provider_busy: another request is running (not_started)"
+        );
+        assert!(!e.is_fatal());
+    }
+}

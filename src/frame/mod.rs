@@ -1,0 +1,19 @@
+//! Newline-delimited JSON-RPC 2.0 framing for protocol `webcodex-plugin-v1`.
+//!
+//! Pure: no process code. The bounded [`LineReader`] reads one line of at most
+//! [`MAX_LINE_BYTES`]; the [`RequestEncoder`] writes the three requests the host sends;
+//! [`validate_response`] checks a response envelope; [`check_json_bounds`] enforces the JSON
+//! bounds of DESIGN §4 on one value.
+
+mod bounds;
+mod encode;
+mod envelope;
+mod reader;
+
+pub use bounds::{check_json_bounds, JsonBoundsError, MAX_DEPTH, MAX_KEY_BYTES, MAX_NODES, MAX_STRING_BYTES};
+pub use encode::{RequestEncoder, PROTOCOL_VERSION};
+pub use envelope::{validate_response, Envelope, EnvelopeFault};
+pub use reader::{LineReader, ReadFault};
+
+/// The longest protocol line in either direction, without its newline.
+pub const MAX_LINE_BYTES: usize = 1 << 20;

@@ -1,0 +1,1 @@
+//! One runner's committed provider set.

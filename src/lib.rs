@@ -1,0 +1,12 @@
+//! Synchronous host for `webcodex-plugin-v1` Native Tool Plugins.
+
+#![warn(missing_docs)]
+
+pub mod catalog;
+pub mod env;
+pub mod error;
+pub mod frame;
+pub mod host;
+pub mod provider;
+
+pub use error::{Dispatch, Error, ErrorCode, Phase, Result};

@@ -1,0 +1,1 @@
+//! One plugin process.
