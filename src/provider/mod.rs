@@ -1,1 +1,422 @@
-//! One plugin process.
+//! One plugin process: spawn, admission, calls and termination.
+//!
+//! # The problem
+//! A plugin is a separate program on the other end of two pipes. It can stop reading, stop
+//! answering, answer garbage, flood stderr, die halfway or leave grandchildren behind, and the
+//! caller must still learn, within its deadline, whether its request may have taken effect.
+//!
+//! # The mechanism
+//! Each [`Provider`] runs its plugin in a new process group with four named threads: a writer,
+//! a stdout reader, a stderr drain (into a bounded [`StderrRing`]) and a waiter that judges exit
+//! by wait status. The calling thread is the coordinator: it takes the session with a try-lock
+//! (a second caller gets `plugin_provider_busy`), arms one deadline before encoding, queues the
+//! frame and waits for one event. Every failure is classified (see [`crate::Dispatch`]): a frame
+//! the writer provably never claimed is `not_started`; once it may have been written, a
+//! tools/call failure is `outcome_unknown` and the instance is retired (its whole process
+//! group is killed). A retired instance is never respawned; only a reload makes a new one.
+//!
+//! # Caveats
+//! Grandchildren that leave the process group (`setsid`) escape the group kill. Termination
+//! waits at most one second for the group to empty; zombies reparented to init are reaped by init.
+
+mod io;
+mod process;
+mod session;
+mod stderr_ring;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Sender;
+use parking_lot::Mutex;
+use serde_json::Value;
+
+pub use process::LaunchSpec;
+pub use stderr_ring::{
+    StderrLine, StderrRing, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
+};
+
+use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
+use crate::error::{Dispatch, Error, ErrorCode, Phase};
+use crate::frame::{check_json_bounds, PROTOCOL_VERSION};
+use io::{Event, IoThreads};
+use process::PluginProcess;
+use session::{into_result, RequestKind, Session};
+
+/// Largest serialized call arguments.
+pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
+/// How long termination may wait for the process group to empty.
+pub const TERMINATION_BOUND: Duration = Duration::from_secs(1);
+
+/// A unique id of one provider instance (one spawned process), never reused in this host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct InstanceId(u64);
+
+impl InstanceId {
+    fn next() -> InstanceId {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        InstanceId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The raw number (local use only: never shown to plugin_tool callers).
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// Everything needed to start one provider.
+#[derive(Debug, Clone)]
+pub struct ProviderSpec {
+    /// Provider id (`^[a-z0-9_.-]{1,64}$`).
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// The process to run.
+    pub launch: LaunchSpec,
+    /// Total budget of each request.
+    pub timeout: Duration,
+}
+
+/// A live, admitted plugin instance with its frozen catalog.
+///
+/// Dropping the last handle kills the process group, joins the I/O threads and reaps the
+/// process, all bounded by [`TERMINATION_BOUND`].
+#[derive(Debug)]
+pub struct Provider {
+    id: String,
+    name: String,
+    instance: InstanceId,
+    timeout: Duration,
+    catalog: FrozenCatalog,
+    connection: Connection,
+}
+
+/// The process, its threads and the coordinator session.
+#[derive(Debug)]
+struct Connection {
+    process: Arc<PluginProcess>,
+    ring: Arc<Mutex<StderrRing>>,
+    session: Mutex<Option<Session>>,
+    stop: Sender<Event>,
+    threads: Option<IoThreads>,
+}
+
+impl Provider {
+    /// Spawns the plugin and admits it: initialize → tools/list → validate → freeze.
+    ///
+    /// Failures carry their [`Phase`]; the process group is always killed on failure.
+    pub fn start(spec: ProviderSpec) -> Result<Provider, Error> {
+        Provider::start_observed(spec, &mut |_| {})
+    }
+
+    /// Like [`Provider::start`], and hands the stderr ring to `observe` as soon as it exists,
+    /// so a failed admission's stderr can still be shown to the operator.
+    pub fn start_observed(
+        spec: ProviderSpec,
+        observe: &mut dyn FnMut(Arc<Mutex<StderrRing>>),
+    ) -> Result<Provider, Error> {
+        let connection = Connection::open(&spec.id, &spec.launch)?;
+        observe(connection.ring.clone());
+        let catalog = connection.admit(spec.timeout)?;
+        Ok(Provider {
+            id: spec.id,
+            name: spec.name,
+            instance: InstanceId::next(),
+            timeout: spec.timeout,
+            catalog,
+            connection,
+        })
+    }
+
+    /// The provider id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The display name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// This instance's id.
+    pub fn instance(&self) -> InstanceId {
+        self.instance
+    }
+
+    /// The configured request timeout.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The frozen catalog admitted at start.
+    pub fn catalog(&self) -> &FrozenCatalog {
+        &self.catalog
+    }
+
+    /// True once the instance was retired (a fatal fault, its exit, or shutdown).
+    pub fn is_retired(&self) -> bool {
+        self.connection.process.is_retired()
+    }
+
+    /// The recent stderr lines (local operators only; never shown to plugin_tool callers).
+    pub fn stderr_lines(&self) -> Vec<StderrLine> {
+        self.connection.ring.lock().lines()
+    }
+
+    /// Calls `tool` with `arguments` within the configured timeout.
+    pub fn call(&self, tool: &str, arguments: &Value) -> Result<ToolResult, Error> {
+        self.call_checked(tool, None, arguments, self.timeout)
+    }
+
+    /// Calls `tool`, first checking that its schema observation still equals `observation`
+    /// (when given), with an explicit total `timeout`.
+    ///
+    /// Before the budget starts: retired check, catalog lookup, observation comparison,
+    /// argument validation and the busy try-lock, all `not_started`.
+    pub fn call_checked(
+        &self,
+        tool: &str,
+        observation: Option<&str>,
+        arguments: &Value,
+        timeout: Duration,
+    ) -> Result<ToolResult, Error> {
+        if self.is_retired() {
+            return Err(Error::not_started(
+                ErrorCode::ProviderUnavailable,
+                "the provider was retired after a fault; reload to start it again",
+            ));
+        }
+        let tool = self.lookup(tool, observation)?;
+        validate_arguments(tool, arguments)?;
+        let mut guard = self.connection.session.try_lock().ok_or_else(|| {
+            Error::not_started(
+                ErrorCode::ProviderBusy,
+                "another request is running on this provider; try again when it finishes",
+            )
+        })?;
+        let session = guard.as_mut().ok_or_else(stopping)?;
+        let deadline = Instant::now() + timeout;
+        let envelope = session.round_trip(
+            &self.connection.process,
+            RequestKind::Call,
+            deadline,
+            |encoder, out| encoder.tools_call(tool.name(), arguments, out),
+        )?;
+        drop(guard);
+        let result = into_result(envelope)?;
+        crate::catalog::validate_tool_result(result, tool.output_schema()).map_err(|fault| {
+            self.connection.process.retire();
+            let message = match fault.code() {
+                ErrorCode::OutputSchemaViolation => {
+                    "structuredContent is missing or does not match the tool's outputSchema"
+                }
+                _ => "the tool result breaks the result contract",
+            };
+            Error::new(fault.code(), Dispatch::Completed, message).retiring()
+        })
+    }
+
+    fn lookup(&self, name: &str, observation: Option<&str>) -> Result<&Tool, Error> {
+        let tool = self.catalog.get(name).ok_or_else(|| {
+            Error::not_started(
+                ErrorCode::ToolUnavailable,
+                "the provider has no tool with that name",
+            )
+        })?;
+        if let Some(expected) = observation {
+            if tool.observation() != expected {
+                return Err(Error::not_started(
+                    ErrorCode::SchemaChanged,
+                    "the tool's schema changed since it was described; describe it again",
+                ));
+            }
+        }
+        Ok(tool)
+    }
+
+    /// Announces shutdown: a waiting request ends with `plugin_manager_stopping`, the process
+    /// group is killed. Does not wait; dropping the provider does the bounded cleanup.
+    pub fn stop(&self) {
+        let _ = self.connection.stop.try_send(Event::Stopping);
+        self.connection.process.retire();
+    }
+}
+
+fn stopping() -> Error {
+    Error::not_started(ErrorCode::ManagerStopping, "the plugin host is stopping")
+}
+
+/// Validates call arguments: an object within the JSON and size bounds that matches the tool's
+/// input schema. Failures are `plugin_arguments_schema_invalid` / not_started.
+fn validate_arguments(tool: &Tool, arguments: &Value) -> Result<(), Error> {
+    let invalid = |message: String| Error::not_started(ErrorCode::ArgumentsSchemaInvalid, message);
+    if check_json_bounds(arguments).is_err() {
+        return Err(invalid(
+            "arguments exceed the JSON bounds (depth 16, 4096 values, 512 KiB strings, 1024-byte keys)"
+                .into(),
+        ));
+    }
+    let mut counter = ByteCounter(0);
+    if serde_json::to_writer(&mut counter, arguments).is_err() || counter.0 > MAX_ARGUMENTS_BYTES {
+        return Err(invalid("arguments exceed 64 KiB when serialized".into()));
+    }
+    tool.input_schema().check(arguments).map_err(|mismatch| {
+        let at = if mismatch.path.is_empty() {
+            "the arguments".to_string()
+        } else {
+            format!("arguments at {}", mismatch.path)
+        };
+        invalid(format!(
+            "{at} do not match the tool's inputSchema: {}",
+            mismatch.reason
+        ))
+    })
+}
+
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Connection {
+    fn open(id: &str, launch: &LaunchSpec) -> Result<Connection, Error> {
+        let process = PluginProcess::spawn(launch).map_err(|e| {
+            Error::not_started(
+                ErrorCode::SpawnFailed,
+                format!("the plugin process could not be started ({})", e.kind()),
+            )
+            .in_phase(Phase::Spawn)
+        })?;
+        let process = Arc::new(process);
+        let stdio_failed = |process: &PluginProcess| {
+            process.retire();
+            Error::not_started(
+                ErrorCode::SpawnFailed,
+                "the plugin's stdio could not be set up",
+            )
+            .in_phase(Phase::Stdio)
+        };
+        let child = process.child();
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.take_stdin(), child.take_stdout(), child.take_stderr())
+        else {
+            return Err(stdio_failed(&process));
+        };
+        let ring = Arc::new(Mutex::new(StderrRing::new()));
+        let (channels, stop, threads) =
+            match io::start(id, &process, stdin, stdout, stderr, ring.clone()) {
+                Ok(started) => started,
+                Err(_) => return Err(stdio_failed(&process)),
+            };
+        Ok(Connection {
+            process,
+            ring,
+            session: Mutex::new(Some(Session::new(channels))),
+            stop,
+            threads: Some(threads),
+        })
+    }
+
+    /// initialize → tools/list → validate → freeze, each request with its own budget.
+    fn admit(&self, timeout: Duration) -> Result<FrozenCatalog, Error> {
+        let mut guard = self.session.lock();
+        let session = guard.as_mut().ok_or_else(stopping)?;
+
+        let deadline = Instant::now() + timeout;
+        let initialize = session
+            .round_trip(&self.process, RequestKind::Admission, deadline, |e, out| {
+                e.initialize(out)
+            })
+            .and_then(into_result)
+            .map_err(|e| self.admission_failure(e, Phase::Initialize))?;
+        check_initialize_result(&initialize)
+            .map_err(|e| self.admission_failure(e, Phase::Initialize))?;
+
+        let deadline = Instant::now() + timeout;
+        let tools = session
+            .round_trip(&self.process, RequestKind::Admission, deadline, |e, out| {
+                e.tools_list(out)
+            })
+            .and_then(into_result)
+            .map_err(|e| self.admission_failure(e, Phase::ToolsList))?;
+        admit_tools_list(&tools).map_err(|diagnostic| {
+            self.admission_failure(
+                Error::not_started(
+                    ErrorCode::ToolsListInvalid,
+                    format!(
+                        "the tool list was rejected: {}",
+                        diagnostic.code.as_str()
+                    ),
+                )
+                .with_diagnostic(diagnostic),
+                Phase::Validation,
+            )
+        })
+    }
+
+    /// Retires the process and turns a request failure into an admission failure with a phase
+    /// and a message that tells the plugin author where to look.
+    fn admission_failure(&self, error: Error, phase: Phase) -> Error {
+        self.process.retire();
+        let hint = match error.code() {
+            ErrorCode::MalformedJson | ErrorCode::ProtocolError | ErrorCode::UnexpectedMessage => {
+                "; stdout must carry only protocol lines: check the command, its args and any build or log output printed to stdout"
+            }
+            ErrorCode::Eof => "; the plugin exited or closed stdout: check the command and its args",
+            ErrorCode::Timeout => "; the plugin must answer initialize and tools/list promptly",
+            _ => "",
+        };
+        let message = format!("{}{hint}", error.message());
+        let mut out = Error::new(error.code(), Dispatch::NotStarted, message)
+            .in_phase(phase)
+            .retiring();
+        if let Some(d) = error.diagnostic() {
+            out = out.with_diagnostic(d.clone());
+        }
+        out
+    }
+}
+
+/// The initialize result must be an object within the JSON bounds whose `protocolVersion` is
+/// `webcodex-plugin-v1`.
+fn check_initialize_result(result: &Value) -> Result<(), Error> {
+    let invalid = |message: &str| Error::not_started(ErrorCode::InitializeInvalid, message);
+    if check_json_bounds(result).is_err() {
+        return Err(invalid("the initialize result exceeds the JSON bounds"));
+    }
+    let Some(object) = result.as_object() else {
+        return Err(invalid("the initialize result is not an object"));
+    };
+    match object.get("protocolVersion") {
+        Some(Value::String(version)) if version == PROTOCOL_VERSION => Ok(()),
+        Some(Value::String(_)) => Err(Error::not_started(
+            ErrorCode::ProtocolVersionMismatch,
+            "the plugin speaks another protocol version; it must answer protocolVersion \"webcodex-plugin-v1\"",
+        )),
+        _ => Err(invalid(
+            "the initialize result has no protocolVersion string",
+        )),
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.process.retire();
+        // Dropping the session drops the job sender and the event receiver: the writer and any
+        // blocked sender end.
+        drop(self.session.get_mut().take());
+        let deadline = Instant::now() + TERMINATION_BOUND;
+        if let Some(threads) = self.threads.take() {
+            threads.join_until(deadline);
+        }
+        self.process.reap(deadline);
+    }
+}

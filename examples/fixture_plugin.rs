@@ -1,0 +1,233 @@
+//! Test fixture: a webcodex-plugin-v1 plugin with misbehaviour modes.
+//!
+//! `fixture_plugin [MODE]` where MODE changes the handshake:
+//! `normal` (default), `stray-stdout` (a line before the handshake), `silent-init` (never answers
+//! initialize), `bad-version`, `bad-tools` (an unsupported schema keyword), `exit-at-start`,
+//! `stop-reading` (after the handshake it never reads stdin again).
+//!
+//! Tools exercise call-time faults (see `TOOLS`). When `FIXTURE_LOG` is set, every line read from
+//! stdin is appended to that file, so tests can prove what reached the plugin.
+
+use std::io::{self, BufRead, Write};
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+const TOOLS: &str = r#"[
+ {"name":"echo","title":"Echo","description":"Returns the text.",
+  "inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false},
+  "outputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]},
+  "annotations":{"readOnlyHint":true}},
+ {"name":"add","inputSchema":{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]},
+  "outputSchema":{"type":"object","properties":{"sum":{"type":"integer"}},"required":["sum"]}},
+ {"name":"env","inputSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}},
+ {"name":"cwd","inputSchema":{"type":"object"}},
+ {"name":"sleep","inputSchema":{"type":"object","properties":{"ms":{"type":"integer"}},"required":["ms"]}},
+ {"name":"stderr","inputSchema":{"type":"object","properties":{"bytes":{"type":"integer"}},"required":["bytes"]}},
+ {"name":"grandchild","inputSchema":{"type":"object"}},
+ {"name":"big_args","inputSchema":{"type":"object"}},
+ {"name":"crash","inputSchema":{"type":"object"}},
+ {"name":"hang","inputSchema":{"type":"object"}},
+ {"name":"garbage","inputSchema":{"type":"object"}},
+ {"name":"huge_line","inputSchema":{"type":"object"}},
+ {"name":"wrong_id","inputSchema":{"type":"object","properties":{"delta":{"type":"integer"}},"required":["delta"]}},
+ {"name":"rpc_error","inputSchema":{"type":"object"}},
+ {"name":"bad_error","inputSchema":{"type":"object"}},
+ {"name":"invalid_result","inputSchema":{"type":"object"}},
+ {"name":"bad_output","inputSchema":{"type":"object"},
+  "outputSchema":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}},
+ {"name":"then_unsolicited","inputSchema":{"type":"object"}},
+ {"name":"exit_keep_stdout","inputSchema":{"type":"object"}},
+ {"name":"is_error","inputSchema":{"type":"object"}}
+]"#;
+
+fn main() {
+    let mode = std::env::args().nth(1).unwrap_or_else(|| "normal".into());
+    let stdin = io::stdin();
+    let mut input = stdin.lock();
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let log_path = std::env::var_os("FIXTURE_LOG");
+
+    match mode.as_str() {
+        "stray-stdout" => {
+            writeln!(out, "starting up...").unwrap();
+            out.flush().unwrap();
+        }
+        "exit-at-start" => std::process::exit(7),
+        _ => {}
+    }
+
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match input.read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if let Some(path) = &log_path {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .unwrap();
+            f.write_all(line.as_bytes()).unwrap();
+        }
+        let request: Value = match serde_json::from_str(&line) {
+            Ok(v) => v,
+            Err(_) => continue,
+        };
+        let id = request["id"].as_u64().unwrap_or(0);
+        let method = request["method"].as_str().unwrap_or("");
+        let reply = match method {
+            "initialize" => match mode.as_str() {
+                "silent-init" => continue,
+                "bad-version" => json!({"protocolVersion": "2024-11-05"}),
+                _ => json!({"protocolVersion": "webcodex-plugin-v1", "serverInfo": {"name": "fixture"}}),
+            },
+            "tools/list" => {
+                let mut tools: Value = serde_json::from_str(TOOLS).unwrap();
+                if mode == "bad-tools" {
+                    tools[1]["inputSchema"]["properties"]["a"]["minimum"] = json!(0);
+                }
+                let reply = json!({"tools": tools});
+                if mode == "stop-reading" {
+                    send(&mut out, id, reply);
+                    loop {
+                        std::thread::park();
+                    }
+                }
+                reply
+            }
+            "tools/call" => {
+                let name = request["params"]["name"].as_str().unwrap_or("").to_string();
+                let args = request["params"]["arguments"].clone();
+                match call(&name, &args, id, &mut out) {
+                    Some(reply) => reply,
+                    None => continue,
+                }
+            }
+            _ => {
+                write_line(
+                    &mut out,
+                    &json!({"jsonrpc":"2.0","id":id,"error":{"code":-32601,"message":"method not found"}}),
+                );
+                continue;
+            }
+        };
+        send(&mut out, id, reply);
+    }
+}
+
+fn text(s: &str) -> Value {
+    json!({"content":[{"type":"text","text":s}]})
+}
+
+/// Answers one tools/call; `None` when the tool already wrote its own reply (or none).
+fn call(name: &str, args: &Value, id: u64, out: &mut impl Write) -> Option<Value> {
+    Some(match name {
+        "echo" => {
+            let t = args["text"].as_str().unwrap_or("");
+            json!({"content":[{"type":"text","text":t}],"structuredContent":{"text":t}})
+        }
+        "add" => {
+            let sum = args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0);
+            json!({"content":[{"type":"text","text":sum.to_string()}],"structuredContent":{"sum":sum}})
+        }
+        "env" => {
+            let v = std::env::var(args["name"].as_str().unwrap_or("")).ok();
+            json!({"content":[{"type":"text","text":v.clone().unwrap_or_default()}],"structuredContent":{"value":v}})
+        }
+        "cwd" => text(&std::env::current_dir().unwrap().display().to_string()),
+        "sleep" => {
+            let ms = args["ms"].as_u64().unwrap_or(0);
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            text("slept")
+        }
+        "stderr" => {
+            let n = args["bytes"].as_u64().unwrap_or(0) as usize;
+            let chunk = "0123456789abcdefghijklmnopqrstuvwxyz noise from the plugin on stderr\n".repeat(512);
+            let mut err = io::stderr().lock();
+            let mut left = n;
+            while left > 0 {
+                let k = left.min(chunk.len());
+                err.write_all(&chunk.as_bytes()[..k]).unwrap();
+                left -= k;
+            }
+            err.flush().unwrap();
+            text("wrote stderr")
+        }
+        "grandchild" => {
+            let child = Command::new("sleep")
+                .arg("1000")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            text(&child.id().to_string())
+        }
+        "big_args" => text("ok"),
+        "crash" => std::process::exit(3),
+        "hang" => loop {
+            std::thread::park();
+        },
+        "garbage" => {
+            out.write_all(b"this is not json\n").unwrap();
+            out.flush().unwrap();
+            return None;
+        }
+        "huge_line" => {
+            let mut s = vec![b' '; (1 << 20) + 10];
+            s.push(b'\n');
+            out.write_all(&s).unwrap();
+            out.flush().unwrap();
+            return None;
+        }
+        "wrong_id" => {
+            let delta = args["delta"].as_i64().unwrap_or(1);
+            let rid = id as i64 + delta;
+            write_line(out, &json!({"jsonrpc":"2.0","id":rid,"result":text("x")}));
+            return None;
+        }
+        "rpc_error" => {
+            write_line(
+                out,
+                &json!({"jsonrpc":"2.0","id":id,"error":{"code":-32000,"message":"tool failed on purpose","data":{"secret":"x"}}}),
+            );
+            return None;
+        }
+        "bad_error" => {
+            write_line(out, &json!({"jsonrpc":"2.0","id":id,"error":{"code":"nope"}}));
+            return None;
+        }
+        "invalid_result" => json!({"content":[{"type":"image","data":"x"}]}),
+        "bad_output" => json!({"content":[],"structuredContent":{"n":"not a number"}}),
+        "then_unsolicited" => {
+            send(out, id, text("first"));
+            write_line(out, &json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}}));
+            return None;
+        }
+        "exit_keep_stdout" => {
+            // A grandchild inherits stdout and outlives the plugin.
+            Command::new("sleep").arg("1000").stdin(Stdio::null()).spawn().unwrap();
+            std::process::exit(0);
+        }
+        "is_error" => json!({"content":[{"type":"text","text":"bad input"}],"isError":true}),
+        _ => {
+            write_line(out, &json!({"jsonrpc":"2.0","id":id,"error":{"code":-32602,"message":"unknown tool"}}));
+            return None;
+        }
+    })
+}
+
+fn send(out: &mut impl Write, id: u64, result: Value) {
+    write_line(out, &json!({"jsonrpc":"2.0","id":id,"result":result}));
+}
+
+fn write_line(out: &mut impl Write, v: &Value) {
+    let mut s = serde_json::to_vec(v).unwrap();
+    s.push(b'\n');
+    out.write_all(&s).unwrap();
+    out.flush().unwrap();
+}

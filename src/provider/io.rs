@@ -1,0 +1,253 @@
+//! The I/O threads of one provider and the typed messages between them and the coordinator.
+//!
+//! ```text
+//!  coordinator ── WriteJob, bounded(1) ──► writer ──► stdin
+//!  coordinator ◄── Event, bounded(16) ──── reader ◄── stdout   (messages and read faults)
+//!                                      ├── writer              (write failures only)
+//!                                      └── waiter              (process exit, by wait status)
+//!  StderrRing  ◄────────────────────────── stderr drain ◄── stderr
+//! ```
+//! The writer reports only failures: a response proves the write. Every thread ends on its
+//! own once its pipe closes or its channel peer is dropped; none polls or sleeps.
+
+use std::io::{BufReader, Read, Write};
+use std::process::{ChildStderr, ChildStdin, ChildStdout};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use super::process::{wait_exit_noreap, PluginProcess};
+use super::stderr_ring::StderrRing;
+use crate::error::ErrorCode;
+use crate::frame::LineReader;
+
+/// Capacity of the event channel (reader messages beyond it wait in the pipe).
+pub(crate) const EVENT_CAPACITY: usize = 16;
+const READER_STACK: usize = 256 * 1024;
+const SMALL_STACK: usize = 64 * 1024;
+const STDOUT_BUFFER: usize = 64 * 1024;
+const STDERR_CHUNK: usize = 8 * 1024;
+
+/// Something the coordinator must hear about.
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// One JSON value read from stdout.
+    Message(Value),
+    /// stdout ended or broke; the code says how. Terminal.
+    ReadFault(ErrorCode),
+    /// Writing job `seq` failed; `wrote_any` says whether any byte of it was written.
+    WriteFailed { seq: u64, wrote_any: bool },
+    /// The plugin process exited (judged by wait status, not by pipe EOF).
+    Exited,
+    /// The host is stopping this provider.
+    Stopping,
+}
+
+/// A frame for the writer. The writer claims it on the shared gate before its first byte.
+#[derive(Debug)]
+pub(crate) struct WriteJob {
+    pub(crate) seq: u64,
+    pub(crate) frame: Vec<u8>,
+}
+
+/// The claim handshake between coordinator and writer for job `seq`:
+/// `2·seq` = queued, `2·seq + 1` = claimed by the writer, `0` = cancelled by the coordinator.
+#[derive(Debug, Default)]
+pub(crate) struct WriteGate(AtomicU64);
+
+impl WriteGate {
+    pub(crate) fn queue(&self, seq: u64) {
+        self.0.store(seq * 2, Ordering::Release);
+    }
+    /// The writer's claim; false when the coordinator cancelled the job first.
+    fn claim(&self, seq: u64) -> bool {
+        self.0
+            .compare_exchange(seq * 2, seq * 2 + 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+    /// The coordinator's cancel; true when the writer had not claimed the job, so no byte of it
+    /// was or will be written.
+    pub(crate) fn cancel(&self, seq: u64) -> bool {
+        self.0
+            .compare_exchange(seq * 2, 0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+}
+
+/// The coordinator's ends of the channels.
+#[derive(Debug)]
+pub(crate) struct Channels {
+    pub(crate) jobs: Sender<WriteJob>,
+    pub(crate) events: Receiver<Event>,
+    pub(crate) gate: Arc<WriteGate>,
+}
+
+/// Handles of the four threads; `join_until` waits for them with a bound.
+#[derive(Debug)]
+pub(crate) struct IoThreads {
+    handles: Vec<JoinHandle<()>>,
+    /// Disconnects when every thread has dropped its token, i.e. has ended.
+    done: Receiver<()>,
+}
+
+impl IoThreads {
+    /// Joins every thread that ends before `deadline`; the rest are detached with a warning.
+    pub(crate) fn join_until(self, deadline: Instant) {
+        loop {
+            match self.done.recv_deadline(deadline) {
+                Ok(()) => continue,
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    log::warn!("provider I/O threads did not end within the termination bound");
+                    return;
+                }
+            }
+        }
+        for handle in self.handles {
+            if handle.join().is_err() {
+                log::error!("a provider I/O thread panicked");
+            }
+        }
+    }
+}
+
+/// Starts the writer, reader, stderr-drain and waiter threads, named after the provider id.
+/// Also returns the sender the host uses to announce `Stopping`.
+pub(crate) fn start(
+    id: &str,
+    process: &Arc<PluginProcess>,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+    ring: Arc<Mutex<StderrRing>>,
+) -> std::io::Result<(Channels, Sender<Event>, IoThreads)> {
+    let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
+    let (event_tx, event_rx) = crossbeam_channel::bounded::<Event>(EVENT_CAPACITY);
+    let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
+    let gate = Arc::new(WriteGate::default());
+    let mut handles = Vec::with_capacity(4);
+
+    let spawn = |name: String, stack: usize, body: Box<dyn FnOnce() + Send>| {
+        let token = done_tx.clone();
+        std::thread::Builder::new()
+            .name(name)
+            .stack_size(stack)
+            .spawn(move || {
+                body();
+                drop(token);
+            })
+    };
+
+    let (events, writer_gate) = (event_tx.clone(), gate.clone());
+    handles.push(spawn(
+        format!("wc-write-{id}"),
+        SMALL_STACK,
+        Box::new(move || write_loop(stdin, job_rx, writer_gate, events)),
+    )?);
+    let events = event_tx.clone();
+    handles.push(spawn(
+        format!("wc-read-{id}"),
+        READER_STACK,
+        Box::new(move || read_loop(stdout, events)),
+    )?);
+    handles.push(spawn(
+        format!("wc-stderr-{id}"),
+        SMALL_STACK,
+        Box::new(move || drain_stderr(stderr, ring)),
+    )?);
+    let (events, waited) = (event_tx.clone(), process.clone());
+    handles.push(spawn(
+        format!("wc-wait-{id}"),
+        SMALL_STACK,
+        Box::new(move || wait_loop(waited, events)),
+    )?);
+
+    let channels = Channels {
+        jobs: job_tx,
+        events: event_rx,
+        gate,
+    };
+    Ok((
+        channels,
+        event_tx,
+        IoThreads {
+            handles,
+            done: done_rx,
+        },
+    ))
+}
+
+fn write_loop(
+    mut stdin: ChildStdin,
+    jobs: Receiver<WriteJob>,
+    gate: Arc<WriteGate>,
+    events: Sender<Event>,
+) {
+    for job in jobs {
+        if !gate.claim(job.seq) {
+            continue;
+        }
+        let mut written = 0;
+        let result = loop {
+            match stdin.write(&job.frame[written..]) {
+                Ok(0) => break Err(()),
+                Ok(n) => {
+                    written += n;
+                    if written == job.frame.len() {
+                        break stdin.flush().map_err(|_| ());
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break Err(()),
+            }
+        };
+        if result.is_err() {
+            let _ = events.send(Event::WriteFailed {
+                seq: job.seq,
+                wrote_any: written > 0,
+            });
+            return;
+        }
+    }
+}
+
+fn read_loop(stdout: ChildStdout, events: Sender<Event>) {
+    let mut reader = LineReader::new(BufReader::with_capacity(STDOUT_BUFFER, stdout));
+    loop {
+        match reader.read_value() {
+            Ok(value) => {
+                if events.send(Event::Message(value)).is_err() {
+                    return;
+                }
+            }
+            Err(fault) => {
+                let _ = events.send(Event::ReadFault(fault.code()));
+                return;
+            }
+        }
+    }
+}
+
+fn drain_stderr(mut stderr: ChildStderr, ring: Arc<Mutex<StderrRing>>) {
+    let mut chunk = vec![0u8; STDERR_CHUNK];
+    loop {
+        match stderr.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => ring.lock().push_bytes(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
+fn wait_loop(process: Arc<PluginProcess>, events: Sender<Event>) {
+    wait_exit_noreap(process.pid());
+    // The plugin is gone: the instance is dead, and so is anything it left in its group.
+    process.retire();
+    let _ = events.send(Event::Exited);
+}

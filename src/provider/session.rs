@@ -1,0 +1,222 @@
+//! The deadline-driven coordinator: one request at a time, one total budget per request.
+//!
+//! The budget's clock starts before encoding and covers the unsolicited-output check, queue
+//! admission, write + flush and the response wait. Waiting is a single `recv_deadline` on the
+//! event channel: no polling, no sleeps.
+
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{RecvTimeoutError, SendTimeoutError, TryRecvError};
+use serde_json::Value;
+
+use super::io::{Channels, Event, WriteJob};
+use super::process::PluginProcess;
+use crate::error::{Dispatch, Error, ErrorCode};
+use crate::frame::{validate_response, Envelope, RequestEncoder, MAX_LINE_BYTES};
+
+/// After the plugin exits, how long a response already in the pipe may still take to arrive.
+const EXIT_GRACE: Duration = Duration::from_millis(200);
+
+/// Which request is in flight: it decides what "the frame may have been written" means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RequestKind {
+    /// initialize and tools/list have no effect: a failure after queueing is still not_started.
+    Admission,
+    /// tools/call: a failure after queueing is outcome_unknown.
+    Call,
+}
+
+impl RequestKind {
+    fn after_queue(self) -> Dispatch {
+        match self {
+            RequestKind::Admission => Dispatch::NotStarted,
+            RequestKind::Call => Dispatch::OutcomeUnknown,
+        }
+    }
+}
+
+/// The coordinator state of one provider connection. Owned behind the provider's try-lock.
+#[derive(Debug)]
+pub(crate) struct Session {
+    encoder: RequestEncoder,
+    channels: Channels,
+    seq: u64,
+}
+
+impl Session {
+    pub(crate) fn new(channels: Channels) -> Session {
+        Session {
+            encoder: RequestEncoder::new(),
+            channels,
+            seq: 0,
+        }
+    }
+
+    /// Sends one request built by `encode` and waits for its response envelope until
+    /// `deadline`. Every failure that may leave the connection out of step retires `process`.
+    pub(crate) fn round_trip(
+        &mut self,
+        process: &PluginProcess,
+        kind: RequestKind,
+        deadline: Instant,
+        encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
+    ) -> Result<Envelope, Error> {
+        let fail = |code: ErrorCode, dispatch: Dispatch, message: &str| {
+            process.retire();
+            Err(Error::new(code, dispatch, message).retiring())
+        };
+
+        // Anything already waiting means the connection is out of step.
+        match self.channels.events.try_recv() {
+            Ok(Event::Message(_)) => {
+                return fail(
+                    ErrorCode::UnexpectedMessage,
+                    Dispatch::NotStarted,
+                    "the plugin wrote to stdout without being asked",
+                )
+            }
+            Ok(event) => {
+                let (code, message) = describe_dead_connection(&event);
+                return fail(code, Dispatch::NotStarted, message);
+            }
+            Err(TryRecvError::Disconnected) => {
+                return fail(ErrorCode::Eof, Dispatch::NotStarted, "the plugin connection is closed")
+            }
+            Err(TryRecvError::Empty) => {}
+        }
+
+        let mut frame = Vec::with_capacity(256);
+        let id = encode(&mut self.encoder, &mut frame);
+        if frame.len() - 1 > MAX_LINE_BYTES {
+            self.encoder.unsend_last();
+            return fail(
+                ErrorCode::RequestTooLarge,
+                Dispatch::NotStarted,
+                "the request is larger than one protocol line (1 MiB)",
+            );
+        }
+
+        self.seq += 1;
+        let seq = self.seq;
+        self.channels.gate.queue(seq);
+        match self.channels.jobs.send_deadline(WriteJob { seq, frame }, deadline) {
+            Ok(()) => {}
+            Err(SendTimeoutError::Timeout(_)) => {
+                self.encoder.unsend_last();
+                return Err(Error::not_started(
+                    ErrorCode::Timeout,
+                    "the request timed out before it could be queued for writing",
+                ));
+            }
+            Err(SendTimeoutError::Disconnected(_)) => {
+                self.encoder.unsend_last();
+                return fail(
+                    ErrorCode::StdinFailed,
+                    Dispatch::NotStarted,
+                    "the plugin's stdin is closed",
+                );
+            }
+        }
+
+        let after = kind.after_queue();
+        let mut wait_until = deadline;
+        let mut exited = false;
+        loop {
+            match self.channels.events.recv_deadline(wait_until) {
+                Ok(Event::Message(message)) => {
+                    return match validate_response(message, id) {
+                        Ok(envelope) => Ok(envelope),
+                        Err(fault) => fail(
+                            fault.code(),
+                            after,
+                            "the plugin's response broke the JSON-RPC 2.0 envelope",
+                        ),
+                    }
+                }
+                Ok(Event::WriteFailed { wrote_any, .. }) => {
+                    let dispatch = if wrote_any { after } else { Dispatch::NotStarted };
+                    return fail(
+                        ErrorCode::StdinFailed,
+                        dispatch,
+                        "writing the request to the plugin's stdin failed",
+                    );
+                }
+                Ok(Event::Exited) => {
+                    // A response may still be in the pipe: give the reader a short grace.
+                    exited = true;
+                    wait_until = deadline.min(Instant::now() + EXIT_GRACE);
+                }
+                Ok(event) => {
+                    let (code, message) = describe_dead_connection(&event);
+                    return fail(code, after, message);
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return fail(ErrorCode::Eof, after, "the plugin connection is closed")
+                }
+                Err(RecvTimeoutError::Timeout) if exited && Instant::now() < deadline => {
+                    return fail(ErrorCode::Eof, after, "the plugin exited before answering");
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if self.channels.gate.cancel(seq) {
+                        // The writer never claimed the frame: provably no byte left.
+                        self.encoder.unsend_last();
+                        return Err(Error::not_started(
+                            ErrorCode::Timeout,
+                            "the request timed out before any byte of it was written",
+                        ));
+                    }
+                    return fail(
+                        ErrorCode::Timeout,
+                        after,
+                        "the plugin did not answer within the request timeout",
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Code and message for an event that ends the connection.
+fn describe_dead_connection(event: &Event) -> (ErrorCode, &'static str) {
+    match event {
+        Event::Message(_) => (
+            ErrorCode::UnexpectedMessage,
+            "the plugin wrote to stdout without being asked",
+        ),
+        Event::ReadFault(code) => (*code, read_fault_message(*code)),
+        Event::WriteFailed { .. } => (ErrorCode::StdinFailed, "the plugin's stdin is closed"),
+        Event::Exited => (ErrorCode::Eof, "the plugin process exited"),
+        Event::Stopping => (ErrorCode::ManagerStopping, "the plugin host is stopping"),
+    }
+}
+
+/// The message for a stdout read fault.
+pub(crate) fn read_fault_message(code: ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::Eof => "the plugin closed its stdout",
+        ErrorCode::MessageTooLarge => "the plugin wrote a line longer than 1 MiB",
+        ErrorCode::MalformedJson => "the plugin wrote a line that is not one JSON value",
+        _ => "reading the plugin's stdout failed",
+    }
+}
+
+/// Extracts the `result` of a request that has no meaningful JSON-RPC error (admission).
+pub(crate) fn rpc_error_message(code: i64, message: &str) -> String {
+    let clean: String = message
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    format!("the plugin answered with JSON-RPC error {code}: {clean}")
+}
+
+/// Turns an envelope into its result value, or a completed `plugin_rpc_error`.
+pub(crate) fn into_result(envelope: Envelope) -> Result<Value, Error> {
+    match envelope {
+        Envelope::Result(value) => Ok(value),
+        Envelope::Error { code, message } => Err(Error::new(
+            ErrorCode::RpcError,
+            Dispatch::Completed,
+            rpc_error_message(code, &message),
+        )),
+    }
+}

@@ -1,0 +1,138 @@
+//! The bounded ring of a plugin's recent stderr lines.
+
+use std::collections::VecDeque;
+
+/// Most lines kept.
+pub const STDERR_MAX_LINES: usize = 64;
+/// Longest kept line, in bytes; longer lines are cut and marked truncated.
+pub const STDERR_MAX_LINE_BYTES: usize = 1024;
+/// Most bytes kept over all lines.
+pub const STDERR_MAX_TOTAL_BYTES: usize = 32 * 1024;
+
+/// One kept stderr line, already mapped to printable ASCII.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StderrLine {
+    /// The mapped text (tab → space, printable ASCII kept, CR dropped, other bytes → `?`).
+    pub text: String,
+    /// True when the line was longer than [`STDERR_MAX_LINE_BYTES`] and was cut.
+    pub truncated: bool,
+}
+
+/// Recent stderr lines of one plugin, bounded in lines, line length and total bytes.
+#[derive(Debug, Default)]
+pub struct StderrRing {
+    lines: VecDeque<StderrLine>,
+    total: usize,
+    current: String,
+    current_truncated: bool,
+}
+
+impl StderrRing {
+    /// An empty ring.
+    pub fn new() -> StderrRing {
+        StderrRing::default()
+    }
+
+    /// Maps and appends raw stderr bytes, splitting on LF.
+    pub fn push_bytes(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            let mapped = match b {
+                b'\n' => {
+                    self.finish_line();
+                    continue;
+                }
+                b'\r' => continue,
+                b'\t' => ' ',
+                0x20..=0x7e => b as char,
+                _ => '?',
+            };
+            if self.current.len() < STDERR_MAX_LINE_BYTES {
+                self.current.push(mapped);
+            } else {
+                self.current_truncated = true;
+            }
+        }
+    }
+
+    fn finish_line(&mut self) {
+        let line = StderrLine {
+            text: std::mem::take(&mut self.current),
+            truncated: std::mem::take(&mut self.current_truncated),
+        };
+        self.total += line.text.len();
+        self.lines.push_back(line);
+        while self.lines.len() > STDERR_MAX_LINES || self.total > STDERR_MAX_TOTAL_BYTES {
+            match self.lines.pop_front() {
+                Some(old) => self.total -= old.text.len(),
+                None => break,
+            }
+        }
+    }
+
+    /// The kept lines, oldest first, plus the unfinished last line if any.
+    pub fn lines(&self) -> Vec<StderrLine> {
+        let mut out: Vec<StderrLine> = self.lines.iter().cloned().collect();
+        if !self.current.is_empty() || self.current_truncated {
+            out.push(StderrLine {
+                text: self.current.clone(),
+                truncated: self.current_truncated,
+            });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_are_mapped_to_printable_ascii() {
+        let mut ring = StderrRing::new();
+        ring.push_bytes(b"a\tb\r\x01\xffc\n");
+        assert_eq!(ring.lines()[0].text, "a b??c");
+    }
+
+    #[test]
+    fn long_lines_are_cut_and_marked() {
+        let mut ring = StderrRing::new();
+        ring.push_bytes(&vec![b'x'; 5000]);
+        ring.push_bytes(b"\n");
+        let lines = ring.lines();
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].text.len(), STDERR_MAX_LINE_BYTES);
+        assert!(lines[0].truncated);
+    }
+
+    #[test]
+    fn keeps_at_most_64_lines() {
+        let mut ring = StderrRing::new();
+        for i in 0..200 {
+            ring.push_bytes(format!("line {i}\n").as_bytes());
+        }
+        let lines = ring.lines();
+        assert_eq!(lines.len(), STDERR_MAX_LINES);
+        assert_eq!(lines.last().unwrap().text, "line 199");
+    }
+
+    #[test]
+    fn keeps_at_most_32_kib() {
+        let mut ring = StderrRing::new();
+        for _ in 0..60 {
+            ring.push_bytes(&vec![b'y'; 1000]);
+            ring.push_bytes(b"\n");
+        }
+        let total: usize = ring.lines().iter().map(|l| l.text.len()).sum();
+        assert!(total <= STDERR_MAX_TOTAL_BYTES);
+        assert_eq!(ring.lines().len(), 32);
+    }
+
+    #[test]
+    fn unfinished_line_is_visible() {
+        let mut ring = StderrRing::new();
+        ring.push_bytes(b"done\npartial");
+        let lines = ring.lines();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[1].text, "partial");
+    }
+}
