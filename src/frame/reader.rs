@@ -1,10 +1,22 @@
 //! Bounded line reader: reads at most `MAX_LINE_BYTES + 1` bytes before deciding.
+//!
+//! The common case — a short line that lies entirely inside the underlying reader's buffer — is
+//! parsed straight from that buffer without copying. Only lines split across `fill_buf` chunks
+//! are assembled in the reader's own line buffer, which is reused across calls and never grows
+//! past `MAX_LINE_BYTES + 1` bytes.
 
 use std::io::{self, BufRead};
 
 use serde_json::Value;
 
+use super::MAX_LINE_BYTES;
 use crate::error::ErrorCode;
+
+/// The UTF-8 byte order mark, which the protocol forbids.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// The most bytes of one line that are ever buffered: the limit plus room for a trailing `\r`.
+const MAX_BUFFERED: usize = MAX_LINE_BYTES + 1;
 
 /// Why no value could be read. Every fault is terminal for the connection.
 #[derive(Debug)]
@@ -32,6 +44,10 @@ impl ReadFault {
 }
 
 /// Reads newline-terminated JSON values with a hard cap on line length.
+///
+/// A line is its bytes before `\n`, with one trailing `\r` stripped; it may be at most
+/// [`MAX_LINE_BYTES`] long. After any [`ReadFault`] the stream position is unspecified and the
+/// reader must not be used again.
 #[derive(Debug)]
 pub struct LineReader<R> {
     inner: R,
@@ -48,8 +64,366 @@ impl<R: BufRead> LineReader<R> {
     }
 
     /// Reads the next line and parses it as one JSON value.
+    ///
+    /// Fails with [`ReadFault::TooLarge`] as soon as the line is known to exceed
+    /// [`MAX_LINE_BYTES`] (the rest of it is not consumed), [`ReadFault::Malformed`] for an empty
+    /// line, a BOM, invalid UTF-8 or anything but exactly one JSON value, [`ReadFault::Eof`] at
+    /// end of stream (even in the middle of a line) and [`ReadFault::Io`] for a read error other
+    /// than `Interrupted`, which is retried.
     pub fn read_value(&mut self) -> Result<Value, ReadFault> {
-        let _ = (&mut self.inner, &mut self.line);
-        todo!()
+        self.line.clear();
+        loop {
+            let buf = match self.inner.fill_buf() {
+                Ok(buf) => buf,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(ReadFault::Io(e)),
+            };
+            if buf.is_empty() {
+                return Err(ReadFault::Eof);
+            }
+            match buf.iter().position(|&b| b == b'\n') {
+                Some(pos) if self.line.is_empty() => {
+                    // Fast path: the whole line is in the first chunk; parse it in place.
+                    let parsed = parse_line(&buf[..pos]);
+                    self.inner.consume(pos + 1);
+                    return parsed;
+                }
+                Some(pos) => {
+                    if self.line.len() + pos > MAX_BUFFERED {
+                        return Err(ReadFault::TooLarge);
+                    }
+                    push_capped(&mut self.line, &buf[..pos]);
+                    self.inner.consume(pos + 1);
+                    return parse_line(&self.line);
+                }
+                None => {
+                    let n = buf.len();
+                    if self.line.len() + n > MAX_BUFFERED {
+                        return Err(ReadFault::TooLarge);
+                    }
+                    push_capped(&mut self.line, buf);
+                    self.inner.consume(n);
+                    // A full buffer can only still be valid if its last byte is the `\r` of `\r\n`.
+                    if self.line.len() == MAX_BUFFERED && self.line.last() != Some(&b'\r') {
+                        return Err(ReadFault::TooLarge);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Appends `bytes` to `line`, growing its capacity geometrically but never past
+/// `MAX_BUFFERED`. The caller guarantees the result fits.
+fn push_capped(line: &mut Vec<u8>, bytes: &[u8]) {
+    let needed = line.len() + bytes.len();
+    debug_assert!(needed <= MAX_BUFFERED);
+    if needed > line.capacity() {
+        let target = needed.max(line.capacity() * 2).min(MAX_BUFFERED);
+        line.reserve_exact(target - line.len());
+    }
+    line.extend_from_slice(bytes);
+}
+
+/// Parses one line (without its `\n`) as exactly one JSON value.
+fn parse_line(raw: &[u8]) -> Result<Value, ReadFault> {
+    let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+    if line.len() > MAX_LINE_BYTES {
+        return Err(ReadFault::TooLarge);
+    }
+    if line.is_empty() || line.starts_with(BOM) {
+        return Err(ReadFault::Malformed);
+    }
+    let text = std::str::from_utf8(line).map_err(|_| ReadFault::Malformed)?;
+    // `from_str` rejects trailing non-whitespace, so a second value on the line is malformed.
+    serde_json::from_str(text).map_err(|_| ReadFault::Malformed)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufReader, Cursor, Read};
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// A `BufRead` that hands out its data at most `chunk` bytes per `fill_buf`.
+    struct Chunked {
+        data: Vec<u8>,
+        pos: usize,
+        chunk: usize,
+    }
+
+    impl Chunked {
+        fn new(data: impl Into<Vec<u8>>, chunk: usize) -> Chunked {
+            Chunked {
+                data: data.into(),
+                pos: 0,
+                chunk,
+            }
+        }
+    }
+
+    impl Read for Chunked {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.fill_buf()?.len().min(out.len());
+            out[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+            self.consume(n);
+            Ok(n)
+        }
+    }
+
+    impl BufRead for Chunked {
+        fn fill_buf(&mut self) -> io::Result<&[u8]> {
+            let end = (self.pos + self.chunk).min(self.data.len());
+            Ok(&self.data[self.pos..end])
+        }
+
+        fn consume(&mut self, n: usize) {
+            self.pos += n;
+        }
+    }
+
+    /// A reader that never ends and never writes a newline.
+    struct Endless;
+
+    impl Read for Endless {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            out.fill(b'a');
+            Ok(out.len())
+        }
+    }
+
+    /// A reader that fails with `kind` `failures` times, then yields `data`.
+    struct Failing {
+        kind: io::ErrorKind,
+        failures: usize,
+        data: Cursor<Vec<u8>>,
+    }
+
+    impl Read for Failing {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            if self.failures > 0 {
+                self.failures -= 1;
+                return Err(io::Error::new(self.kind, "test failure"));
+            }
+            self.data.read(out)
+        }
+    }
+
+    fn reader(data: &[u8]) -> LineReader<Cursor<Vec<u8>>> {
+        LineReader::new(Cursor::new(data.to_vec()))
+    }
+
+    /// A line holding one JSON string, exactly `len` bytes long.
+    fn string_line(len: usize) -> Vec<u8> {
+        let mut line = vec![b'"'];
+        line.resize(len - 1, b'a');
+        line.push(b'"');
+        line
+    }
+
+    #[test]
+    fn reads_consecutive_values() {
+        let mut r = reader(b"{\"a\":1}\n[2]\n");
+        assert_eq!(r.read_value().unwrap(), json!({"a": 1}));
+        assert_eq!(r.read_value().unwrap(), json!([2]));
+        assert!(matches!(r.read_value(), Err(ReadFault::Eof)));
+    }
+
+    #[test]
+    fn line_split_across_chunks_is_assembled() {
+        let mut r = LineReader::new(Chunked::new(&b"{\"key\":\"value\"}\n7\n"[..], 3));
+        assert_eq!(r.read_value().unwrap(), json!({"key": "value"}));
+        assert_eq!(r.read_value().unwrap(), json!(7));
+        assert!(matches!(r.read_value(), Err(ReadFault::Eof)));
+    }
+
+    #[test]
+    fn crlf_is_tolerated() {
+        let mut r = reader(b"{\"a\":1}\r\n2\r\n");
+        assert_eq!(r.read_value().unwrap(), json!({"a": 1}));
+        assert_eq!(r.read_value().unwrap(), json!(2));
+    }
+
+    #[test]
+    fn crlf_split_across_chunks_is_tolerated() {
+        let mut r = LineReader::new(Chunked::new(&b"[1,2]\r\n"[..], 1));
+        assert_eq!(r.read_value().unwrap(), json!([1, 2]));
+    }
+
+    #[test]
+    fn empty_line_is_malformed() {
+        assert!(matches!(
+            reader(b"\n").read_value(),
+            Err(ReadFault::Malformed)
+        ));
+    }
+
+    #[test]
+    fn bare_cr_line_is_malformed() {
+        assert!(matches!(
+            reader(b"\r\n").read_value(),
+            Err(ReadFault::Malformed)
+        ));
+    }
+
+    #[test]
+    fn whitespace_only_line_is_malformed() {
+        assert!(matches!(
+            reader(b"   \n").read_value(),
+            Err(ReadFault::Malformed)
+        ));
+    }
+
+    #[test]
+    fn bom_is_malformed() {
+        let r = reader(b"\xEF\xBB\xBF{}\n").read_value();
+        assert!(matches!(r, Err(ReadFault::Malformed)));
+    }
+
+    #[test]
+    fn invalid_utf8_is_malformed() {
+        let r = reader(b"\"\xFF\"\n").read_value();
+        assert!(matches!(r, Err(ReadFault::Malformed)));
+    }
+
+    #[test]
+    fn invalid_json_is_malformed() {
+        assert!(matches!(
+            reader(b"{\"a\":}\n").read_value(),
+            Err(ReadFault::Malformed)
+        ));
+    }
+
+    #[test]
+    fn trailing_garbage_is_malformed() {
+        assert!(matches!(
+            reader(b"{} x\n").read_value(),
+            Err(ReadFault::Malformed)
+        ));
+    }
+
+    #[test]
+    fn two_values_on_one_line_are_malformed() {
+        assert!(matches!(
+            reader(b"{} {}\n").read_value(),
+            Err(ReadFault::Malformed)
+        ));
+    }
+
+    #[test]
+    fn eof_at_line_start_is_eof() {
+        assert!(matches!(reader(b"").read_value(), Err(ReadFault::Eof)));
+    }
+
+    #[test]
+    fn partial_last_line_is_eof() {
+        let mut r = reader(b"1\n{\"a\":1}");
+        assert_eq!(r.read_value().unwrap(), json!(1));
+        assert!(matches!(r.read_value(), Err(ReadFault::Eof)));
+    }
+
+    #[test]
+    fn partial_line_split_across_chunks_is_eof() {
+        let mut r = LineReader::new(Chunked::new(&b"{\"a\":1}"[..], 2));
+        assert!(matches!(r.read_value(), Err(ReadFault::Eof)));
+    }
+
+    #[test]
+    fn exactly_one_mib_line_is_accepted() {
+        let mut data = string_line(MAX_LINE_BYTES);
+        data.push(b'\n');
+        let v = reader(&data).read_value().unwrap();
+        assert_eq!(v.as_str().unwrap().len(), MAX_LINE_BYTES - 2);
+    }
+
+    #[test]
+    fn exactly_one_mib_line_across_chunks_is_accepted() {
+        let mut data = string_line(MAX_LINE_BYTES);
+        data.push(b'\n');
+        let mut r = LineReader::new(BufReader::with_capacity(4096, Cursor::new(data)));
+        assert_eq!(
+            r.read_value().unwrap().as_str().unwrap().len(),
+            MAX_LINE_BYTES - 2
+        );
+        assert!(r.line.capacity() <= MAX_BUFFERED);
+    }
+
+    #[test]
+    fn exactly_one_mib_line_with_crlf_is_accepted() {
+        let mut data = string_line(MAX_LINE_BYTES);
+        data.extend_from_slice(b"\r\n");
+        let mut r = LineReader::new(BufReader::with_capacity(4096, Cursor::new(data.clone())));
+        assert!(r.read_value().is_ok());
+        assert!(reader(&data).read_value().is_ok());
+    }
+
+    #[test]
+    fn line_longer_than_one_mib_is_too_large() {
+        let mut data = string_line(MAX_LINE_BYTES + 1);
+        data.push(b'\n');
+        assert!(matches!(
+            reader(&data).read_value(),
+            Err(ReadFault::TooLarge)
+        ));
+    }
+
+    #[test]
+    fn line_longer_than_one_mib_across_chunks_is_too_large() {
+        let mut data = string_line(MAX_LINE_BYTES + 1);
+        data.push(b'\n');
+        let mut r = LineReader::new(BufReader::with_capacity(4096, Cursor::new(data)));
+        assert!(matches!(r.read_value(), Err(ReadFault::TooLarge)));
+    }
+
+    #[test]
+    fn line_longer_than_one_mib_with_crlf_is_too_large() {
+        let mut data = string_line(MAX_LINE_BYTES + 1);
+        data.extend_from_slice(b"\r\n");
+        let mut r = LineReader::new(BufReader::with_capacity(4096, Cursor::new(data.clone())));
+        assert!(matches!(r.read_value(), Err(ReadFault::TooLarge)));
+        assert!(matches!(
+            reader(&data).read_value(),
+            Err(ReadFault::TooLarge)
+        ));
+    }
+
+    #[test]
+    fn endless_line_is_too_large_without_growing_past_the_cap() {
+        let mut r = LineReader::new(BufReader::with_capacity(4096, Endless));
+        assert!(matches!(r.read_value(), Err(ReadFault::TooLarge)));
+        assert!(r.line.capacity() <= MAX_BUFFERED);
+    }
+
+    #[test]
+    fn interrupted_read_is_retried() {
+        let failing = Failing {
+            kind: io::ErrorKind::Interrupted,
+            failures: 2,
+            data: Cursor::new(b"[true]\n".to_vec()),
+        };
+        let mut r = LineReader::new(BufReader::new(failing));
+        assert_eq!(r.read_value().unwrap(), json!([true]));
+    }
+
+    #[test]
+    fn read_error_is_io() {
+        let failing = Failing {
+            kind: io::ErrorKind::BrokenPipe,
+            failures: 1,
+            data: Cursor::new(Vec::new()),
+        };
+        let mut r = LineReader::new(BufReader::new(failing));
+        let fault = r.read_value().unwrap_err();
+        assert!(matches!(&fault, ReadFault::Io(e) if e.kind() == io::ErrorKind::BrokenPipe));
+        assert_eq!(fault.code(), ErrorCode::StdoutFailed);
+    }
+
+    #[test]
+    fn faults_map_to_stable_codes() {
+        assert_eq!(ReadFault::Eof.code(), ErrorCode::Eof);
+        assert_eq!(ReadFault::TooLarge.code(), ErrorCode::MessageTooLarge);
+        assert_eq!(ReadFault::Malformed.code(), ErrorCode::MalformedJson);
     }
 }
