@@ -250,12 +250,6 @@ impl Error {
         self
     }
 
-    /// Replaces the dispatch state (admission requests are never `outcome_unknown`).
-    pub(crate) fn with_dispatch(mut self, dispatch: Dispatch) -> Error {
-        self.dispatch = dispatch;
-        self
-    }
-
     /// The stable code.
     pub fn code(&self) -> ErrorCode {
         self.code

@@ -1,1 +1,438 @@
-//! One runner's committed provider set.
+//! One runner's committed provider set: eager parallel startup, check, reload, shutdown and the
+//! project catalog.
+//!
+//! The committed set is an immutable [`ProviderSet`] behind an atomic pointer swap: readers
+//! clone an `Arc` and never wait for a check or reload. Check and reload share one candidate
+//! gate (a try-lock): a second one is refused with `plugin_check_busy` / `plugin_reload_busy`.
+//! An instance replaced by a reload is not killed under its in-flight calls: its process tree
+//! is killed when its last user lets go.
+
+mod project;
+mod set;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+use serde_json::Value;
+
+pub use project::{ProjectCatalog, ProjectTool, DEFAULT_PROJECT_CATALOG_BYTES};
+pub use set::{ProviderEntry, ProviderSet, ProviderState};
+
+use crate::catalog::{Diagnostic, Tool, ToolResult};
+use crate::env::{
+    load_runner_config, prepare_environment, resolve_executable, ProviderConfig, RunnerConfig,
+    DEFAULT_MAX_PROVIDERS,
+};
+use crate::error::{Error, ErrorCode, Phase};
+use crate::provider::{InstanceId, LaunchSpec, Provider, ProviderSpec, StderrLine, StderrRing};
+
+/// Where a host reads its runner configuration (again at every check and reload).
+#[derive(Debug, Clone)]
+pub enum ConfigSource {
+    /// A runner.toml file, re-read by check and reload.
+    File(PathBuf),
+    /// A configuration held in memory (embedders, the demo, ad-hoc benches).
+    Fixed(RunnerConfig),
+}
+
+/// Host knobs for embedders.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    /// Most providers per runner (default 8). Raising it is an explicit embedder decision.
+    pub max_providers: usize,
+    /// The base environment plugins start from; `None` = the host's own environment, read at
+    /// each preparation.
+    pub base_env: Option<Vec<(OsString, OsString)>>,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        HostOptions {
+            max_providers: DEFAULT_MAX_PROVIDERS,
+            base_env: None,
+        }
+    }
+}
+
+/// The result of `check(plugin)`: a disposable candidate's admission, never a tools/call.
+#[derive(Debug, Clone)]
+pub struct CheckReport {
+    /// The provider id.
+    pub plugin: String,
+    /// True when the candidate was admitted.
+    pub ready: bool,
+    /// `ready`, or the phase that failed.
+    pub phase: Phase,
+    /// Admitted tools (name, title), empty when not ready.
+    pub tools: Vec<(String, Option<String>)>,
+    /// The failure, when not ready.
+    pub error: Option<Error>,
+    /// The candidate's stderr (local operators only; never shown to plugin_tool callers).
+    pub stderr: Vec<StderrLine>,
+}
+
+impl CheckReport {
+    /// The admission diagnostic, when the tool list was rejected.
+    pub fn diagnostic(&self) -> Option<&Diagnostic> {
+        self.error.as_ref().and_then(|e| e.diagnostic())
+    }
+}
+
+/// The result of a reload: the set now committed and, when it was kept, why.
+#[derive(Debug, Clone)]
+pub struct ReloadReport {
+    /// True when the candidate set was committed.
+    pub committed: bool,
+    /// The committed set after the reload (the old one when not committed).
+    pub providers: Arc<ProviderSet>,
+    /// The candidates that failed, `(provider id, error)`.
+    pub failures: Vec<(String, Error)>,
+}
+
+/// One runner: a committed provider set and the operations on it.
+#[derive(Debug)]
+pub struct Host {
+    runner: RunnerId,
+    source: ConfigSource,
+    options: HostOptions,
+    committed: RwLock<Arc<ProviderSet>>,
+    gate: Mutex<()>,
+    stopping: AtomicBool,
+    last_check_stderr: Mutex<Vec<StderrLine>>,
+}
+
+/// A unique id of one host (runner) instance, never reused in this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RunnerId(u64);
+
+impl RunnerId {
+    fn next() -> RunnerId {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        RunnerId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl Host {
+    /// Reads the configuration and starts every provider eagerly, in parallel.
+    ///
+    /// An invalid configuration is an error (nothing starts); a provider that fails admission is
+    /// listed as failed and does not block the others.
+    pub fn start(source: ConfigSource, options: HostOptions) -> Result<Host, Error> {
+        let config = read_config(&source, &options)?;
+        let results = prepare_all(&config, &options);
+        let entries = config
+            .plugins
+            .providers
+            .iter()
+            .zip(results)
+            .map(|(cfg, result)| ProviderEntry::new(cfg, result))
+            .collect();
+        Ok(Host {
+            runner: RunnerId::next(),
+            source,
+            options,
+            committed: RwLock::new(Arc::new(ProviderSet::new(entries))),
+            gate: Mutex::new(()),
+            stopping: AtomicBool::new(false),
+            last_check_stderr: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// This runner instance's id (changes when the host restarts).
+    pub fn runner_id(&self) -> RunnerId {
+        self.runner
+    }
+
+    /// The committed provider set (a cheap snapshot).
+    pub fn providers(&self) -> Arc<ProviderSet> {
+        self.committed.read().clone()
+    }
+
+    /// The committed, ready provider with this id.
+    pub fn provider(&self, id: &str) -> Result<Arc<Provider>, Error> {
+        self.providers().ready(id)
+    }
+
+    /// Looks up a tool of a committed provider (for describe).
+    pub fn tool(&self, plugin: &str, tool: &str) -> Result<(Arc<Provider>, Tool), Error> {
+        let provider = self.provider(plugin)?;
+        let found = provider.catalog().get(tool).cloned().ok_or_else(|| {
+            Error::not_started(
+                ErrorCode::ToolUnavailable,
+                "the provider has no tool with that name",
+            )
+        })?;
+        Ok((provider, found))
+    }
+
+    /// Calls a tool of the committed provider `plugin` with its configured timeout.
+    pub fn call(&self, plugin: &str, tool: &str, arguments: &Value) -> Result<ToolResult, Error> {
+        let provider = self.provider(plugin)?;
+        provider.call(tool, arguments)
+    }
+
+    /// Calls a tool on the exact provider `instance` (as recorded by a binding); a replaced or
+    /// removed instance is `stale_plugin_provider`, a retired one `plugin_provider_unavailable`.
+    pub fn call_instance(
+        &self,
+        plugin: &str,
+        instance: InstanceId,
+        tool: &str,
+        observation: Option<&str>,
+        arguments: &Value,
+        timeout: Option<Duration>,
+    ) -> Result<ToolResult, Error> {
+        let provider = self.providers().instance(plugin, instance)?;
+        let timeout = timeout.unwrap_or_else(|| provider.timeout());
+        provider.call_checked(tool, observation, arguments, timeout)
+    }
+
+    /// Re-reads the configuration and admits only `plugin` as a disposable candidate: never a
+    /// tools/call, its process tree always killed, the committed set untouched. A bad plugin is a
+    /// report with `ready == false`; only a busy gate, a stopping host or an unknown plugin is
+    /// an error.
+    pub fn check(&self, plugin: &str) -> Result<CheckReport, Error> {
+        let _gate = self.gate.try_lock().ok_or_else(|| {
+            Error::not_started(
+                ErrorCode::CheckBusy,
+                "another check or reload is running; try again when it finishes",
+            )
+        })?;
+        self.ensure_running()?;
+        let config = match read_config(&self.source, &self.options) {
+            Ok(config) => config,
+            Err(error) => return Ok(CheckReport::failed(plugin, error, Vec::new())),
+        };
+        let cfg = config.provider(plugin).ok_or_else(|| not_configured(plugin))?;
+        let mut ring: Option<Arc<Mutex<StderrRing>>> = None;
+        let result = prepare(&config, cfg, &self.options, &mut |r| ring = Some(r));
+        let report = match result {
+            Ok(candidate) => {
+                let tools = candidate
+                    .catalog()
+                    .tools()
+                    .iter()
+                    .map(|t| (t.name().to_string(), t.title().map(str::to_string)))
+                    .collect();
+                let stderr = candidate.stderr_lines();
+                drop(candidate);
+                CheckReport {
+                    plugin: plugin.to_string(),
+                    ready: true,
+                    phase: Phase::Ready,
+                    tools,
+                    error: None,
+                    stderr,
+                }
+            }
+            Err(error) => {
+                let stderr = ring.map(|r| r.lock().lines()).unwrap_or_default();
+                CheckReport::failed(plugin, error, stderr)
+            }
+        };
+        *self.last_check_stderr.lock() = report.stderr.clone();
+        Ok(report)
+    }
+
+    /// The stderr lines of the last check candidate (local operators only).
+    pub fn last_check_stderr(&self) -> Vec<StderrLine> {
+        self.last_check_stderr.lock().clone()
+    }
+
+    /// Re-reads the configuration, prepares the complete candidate set in parallel and commits it
+    /// only if every candidate was admitted; otherwise the old set stays and the failures are
+    /// reported. Every provider restarts, even when nothing changed.
+    pub fn reload(&self) -> Result<ReloadReport, Error> {
+        let _gate = self.gate.try_lock().ok_or_else(|| {
+            Error::not_started(
+                ErrorCode::ReloadBusy,
+                "another check or reload is running; try again when it finishes",
+            )
+        })?;
+        self.ensure_running()?;
+        let config = read_config(&self.source, &self.options)?;
+        let results = prepare_all(&config, &self.options);
+        let failures: Vec<(String, Error)> = config
+            .plugins
+            .providers
+            .iter()
+            .zip(results.iter())
+            .filter_map(|(cfg, r)| r.as_ref().err().map(|e| (cfg.id.clone(), e.clone())))
+            .collect();
+        if !failures.is_empty() {
+            // Candidates are dropped here: their process trees are killed.
+            drop(results);
+            return Ok(ReloadReport {
+                committed: false,
+                providers: self.providers(),
+                failures,
+            });
+        }
+        let entries = config
+            .plugins
+            .providers
+            .iter()
+            .zip(results)
+            .map(|(cfg, result)| ProviderEntry::new(cfg, result))
+            .collect();
+        let new_set = Arc::new(ProviderSet::new(entries));
+        let old = {
+            let mut committed = self.committed.write();
+            if self.stopping.load(Ordering::Acquire) {
+                drop(committed);
+                new_set.stop_all();
+                return Err(host_stopping());
+            }
+            std::mem::replace(&mut *committed, new_set.clone())
+        };
+        // Old instances are retired only when their last in-flight user lets go.
+        drop(old);
+        Ok(ReloadReport {
+            committed: true,
+            providers: new_set,
+            failures: Vec::new(),
+        })
+    }
+
+    /// Stops every provider: waiting requests end with `plugin_manager_stopping`, process groups
+    /// are killed and reaped (bounded). Does not wait for a running check or reload, and a reload
+    /// in progress never commits afterwards. Idempotent; also run on drop.
+    pub fn shutdown(&self) {
+        self.stopping.store(true, Ordering::Release);
+        let old = std::mem::replace(&mut *self.committed.write(), Arc::new(ProviderSet::empty()));
+        old.stop_all();
+        drop(old);
+    }
+
+    /// The project catalog for an absolute project root: tools of ready providers whose
+    /// configured cwd canonicalizes to that root, bounded by `max_bytes` of serialized entries.
+    /// No process I/O.
+    pub fn project_catalog(
+        &self,
+        root: &std::path::Path,
+        max_bytes: usize,
+    ) -> Result<ProjectCatalog, Error> {
+        project::build(&self.providers(), root, max_bytes)
+    }
+
+    fn ensure_running(&self) -> Result<(), Error> {
+        if self.stopping.load(Ordering::Acquire) {
+            Err(host_stopping())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl CheckReport {
+    fn failed(plugin: &str, error: Error, stderr: Vec<StderrLine>) -> CheckReport {
+        CheckReport {
+            plugin: plugin.to_string(),
+            ready: false,
+            phase: error.phase().unwrap_or(Phase::Config),
+            tools: Vec::new(),
+            error: Some(error),
+            stderr,
+        }
+    }
+}
+
+fn host_stopping() -> Error {
+    Error::not_started(ErrorCode::ManagerStopping, "the plugin host is stopping")
+}
+
+pub(crate) fn not_configured(_plugin: &str) -> Error {
+    Error::not_started(
+        ErrorCode::NotConfigured,
+        "no provider with that id is configured in this runner",
+    )
+}
+
+fn read_config(source: &ConfigSource, options: &HostOptions) -> Result<RunnerConfig, Error> {
+    match source {
+        ConfigSource::File(path) => load_runner_config(path, options.max_providers),
+        ConfigSource::Fixed(config) => {
+            if config.plugins.providers.len() > options.max_providers {
+                return Err(Error::not_started(
+                    ErrorCode::ConfigInvalid,
+                    format!(
+                        "plugins.providers has more than {} entries",
+                        options.max_providers
+                    ),
+                )
+                .in_phase(Phase::Config));
+            }
+            Ok(config.clone())
+        }
+    }
+}
+
+/// Prepares every provider of `config` in parallel, one thread each; results in config order.
+fn prepare_all(config: &RunnerConfig, options: &HostOptions) -> Vec<Result<Provider, Error>> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = config
+            .plugins
+            .providers
+            .iter()
+            .map(|cfg| {
+                std::thread::Builder::new()
+                    .name(format!("wc-start-{}", cfg.id))
+                    .spawn_scoped(scope, move || prepare(config, cfg, options, &mut |_| {}))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|spawned| match spawned {
+                Ok(handle) => handle.join().unwrap_or_else(|_| {
+                    Err(Error::not_started(
+                        ErrorCode::SpawnFailed,
+                        "provider preparation panicked",
+                    )
+                    .in_phase(Phase::Spawn))
+                }),
+                Err(_) => Err(Error::not_started(
+                    ErrorCode::SpawnFailed,
+                    "could not start a thread to prepare the provider",
+                )
+                .in_phase(Phase::Spawn)),
+            })
+            .collect()
+    })
+}
+
+/// environment → executable → spawn → initialize → tools/list → validate → freeze.
+fn prepare(
+    config: &RunnerConfig,
+    cfg: &ProviderConfig,
+    options: &HostOptions,
+    observe: &mut dyn FnMut(Arc<Mutex<StderrRing>>),
+) -> Result<Provider, Error> {
+    let base = match &options.base_env {
+        Some(vars) => vars.clone(),
+        None => std::env::vars_os().collect(),
+    };
+    let env = prepare_environment(&config.shell, cfg, base)?;
+    let program = resolve_executable(&cfg.command, &env, cfg.cwd.as_deref())?;
+    let spec = ProviderSpec {
+        id: cfg.id.clone(),
+        name: cfg.name.clone(),
+        launch: LaunchSpec {
+            program,
+            args: cfg.args.clone(),
+            cwd: cfg.cwd.clone(),
+            env,
+        },
+        timeout: cfg.timeout,
+    };
+    Provider::start_observed(spec, observe)
+}

@@ -40,8 +40,8 @@ pub(crate) enum Event {
     Message(Value),
     /// stdout ended or broke; the code says how. Terminal.
     ReadFault(ErrorCode),
-    /// Writing job `seq` failed; `wrote_any` says whether any byte of it was written.
-    WriteFailed { seq: u64, wrote_any: bool },
+    /// Writing a job failed; `wrote_any` says whether any byte of it was written.
+    WriteFailed { wrote_any: bool },
     /// The plugin process exited (judged by wait status, not by pipe EOF).
     Exited,
     /// The host is stopping this provider.
@@ -208,7 +208,6 @@ fn write_loop(
         };
         if result.is_err() {
             let _ = events.send(Event::WriteFailed {
-                seq: job.seq,
                 wrote_any: written > 0,
             });
             return;
