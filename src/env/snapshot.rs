@@ -1,13 +1,47 @@
 //! The prepared environment snapshot a plugin is started with.
+//!
+//! [`prepare_environment`] builds it in this order: the host's environment, `shell.path_prepend`
+//! in front of PATH, `shell.env`, the profile's `env` (later wins). When the profile has an
+//! `init_script`, the profile program runs it once and the environment it prints with `env -0`
+//! after a unique marker line *replaces* what was built so far. Sensitive variables are removed
+//! before the script runs and again from its output.
+//!
+//! The init_script runs in its own process group with a time limit; on timeout the whole group is
+//! killed. Its stderr is only logged at debug level, and no error message ever carries the script
+//! text, an environment value or stderr.
 
+use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
-use std::time::Duration;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{ProviderConfig, ShellConfig};
-use crate::error::Result;
+use wait_timeout::ChildExt;
+
+use super::{ProfileConfig, ProviderConfig, ShellConfig};
+use crate::error::{Dispatch, Error, ErrorCode, Phase, Result};
 
 /// How long a profile's init_script may run.
 pub const INIT_SCRIPT_LIMIT: Duration = Duration::from_secs(30);
+
+/// The most init_script stdout the host accepts (chatter plus the environment).
+const STDOUT_LIMIT: usize = 4 * 1024 * 1024;
+/// The most init_script stderr kept for the debug log; the rest is read and discarded.
+const STDERR_LIMIT: usize = 64 * 1024;
+/// How long to wait for stdout to close after the script exited (a background process may still
+/// hold it open).
+const DRAIN_GRACE: Duration = Duration::from_secs(1);
+
+const SENSITIVE: &[&str] = &[
+    "WEBCODEX_TOKEN",
+    "WEBCODEX_PAT",
+    "WEBCODEX_AGENT_TOKEN",
+    "WEBCODEX_USER_TOKEN",
+    "AUTHORIZATION",
+];
 
 /// An exact environment: the plugin gets these variables and no others.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -16,16 +50,26 @@ pub struct EnvSnapshot {
 }
 
 impl EnvSnapshot {
-    /// A snapshot of exactly these variables (sensitive ones removed).
+    /// A snapshot of exactly these variables (sensitive ones removed), sorted by name; for a
+    /// name given twice the last value wins.
     pub fn from_vars(vars: impl IntoIterator<Item = (OsString, OsString)>) -> EnvSnapshot {
-        let _ = vars;
-        todo!()
+        let map: BTreeMap<OsString, OsString> = vars
+            .into_iter()
+            .filter(|(k, _)| !is_sensitive_variable(k))
+            .collect();
+        EnvSnapshot {
+            vars: map.into_iter().collect(),
+        }
     }
-    /// The value of one variable.
+
+    /// The value of one variable, by exact name.
     pub fn get(&self, key: &str) -> Option<&OsStr> {
-        let _ = key;
-        todo!()
+        self.vars
+            .binary_search_by(|(k, _)| k.as_os_str().cmp(OsStr::new(key)))
+            .ok()
+            .map(|i| self.vars[i].1.as_os_str())
     }
+
     /// Every variable, sorted by name.
     pub fn vars(&self) -> &[(OsString, OsString)] {
         &self.vars
@@ -33,23 +77,645 @@ impl EnvSnapshot {
 }
 
 /// True for the variables that are always removed (`WEBCODEX_TOKEN`, `WEBCODEX_PAT`,
-/// `WEBCODEX_AGENT_TOKEN`, `WEBCODEX_USER_TOKEN`, `AUTHORIZATION`).
+/// `WEBCODEX_AGENT_TOKEN`, `WEBCODEX_USER_TOKEN`, `AUTHORIZATION`). Exact on Unix,
+/// ASCII case-insensitive on Windows, where variable names are case-insensitive.
 pub fn is_sensitive_variable(name: &OsStr) -> bool {
-    let _ = name;
-    todo!()
+    let Some(name) = name.to_str() else {
+        return false;
+    };
+    if cfg!(windows) {
+        SENSITIVE.iter().any(|s| s.eq_ignore_ascii_case(name))
+    } else {
+        SENSITIVE.contains(&name)
+    }
 }
 
 /// Prepares the environment for `provider` from the host's own environment (`base`).
 ///
 /// Profile: the provider's, else `shell.default_profile`, else none. Then PATH gets
 /// `path_prepend`, `shell.env` and the profile's `env` are applied; with an init_script the
-/// profile program runs once and its `env -0` output becomes the snapshot. Sensitive variables are
-/// always removed. Failure: `plugin_environment_prepare_failed` (phase `environment`).
+/// profile program runs once (at most [`INIT_SCRIPT_LIMIT`], in the provider's cwd) and its
+/// `env -0` output becomes the snapshot. Sensitive variables are always removed. Failure:
+/// `plugin_environment_prepare_failed` (phase `environment`).
 pub fn prepare_environment(
     shell: &ShellConfig,
     provider: &ProviderConfig,
     base: impl IntoIterator<Item = (OsString, OsString)>,
 ) -> Result<EnvSnapshot> {
-    let _ = (shell, provider, base);
-    todo!()
+    prepare_with_limit(shell, provider, base, INIT_SCRIPT_LIMIT)
+}
+
+fn failed(message: impl Into<String>) -> Error {
+    Error::new(
+        ErrorCode::EnvironmentPrepareFailed,
+        Dispatch::NotStarted,
+        message,
+    )
+    .in_phase(Phase::Environment)
+}
+
+fn prepare_with_limit(
+    shell: &ShellConfig,
+    provider: &ProviderConfig,
+    base: impl IntoIterator<Item = (OsString, OsString)>,
+    limit: Duration,
+) -> Result<EnvSnapshot> {
+    let profile = match provider.profile.as_ref().or(shell.default_profile.as_ref()) {
+        None => None,
+        Some(name) => Some((
+            name.as_str(),
+            shell.profiles.get(name).ok_or_else(|| {
+                failed(format!("profile '{name}' is not defined in shell.profiles"))
+            })?,
+        )),
+    };
+
+    let mut vars: Vec<(OsString, OsString)> = base.into_iter().collect();
+    prepend_path(&mut vars, &shell.path_prepend)?;
+    vars.extend(
+        shell
+            .env
+            .iter()
+            .chain(profile.iter().flat_map(|(_, p)| p.env.iter()))
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
+    let built = EnvSnapshot::from_vars(vars);
+
+    match profile {
+        Some((name, p)) if p.init_script.is_some() => {
+            let vars = run_init_script(name, p, &built, provider.cwd.as_deref(), limit)?;
+            Ok(EnvSnapshot::from_vars(vars))
+        }
+        _ => Ok(built),
+    }
+}
+
+/// Puts `entries` in front of PATH (the last PATH in `vars` wins, as in a snapshot).
+fn prepend_path(vars: &mut Vec<(OsString, OsString)>, entries: &[String]) -> Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let mut path = std::env::join_paths(entries).map_err(|_| {
+        failed("a shell.path_prepend entry contains the PATH separator; split it into entries")
+    })?;
+    let existing = vars
+        .iter()
+        .rposition(|(k, _)| is_path_key(k))
+        .map(|i| vars.remove(i));
+    let key = match existing {
+        Some((key, value)) => {
+            if !value.is_empty() {
+                path.push(if cfg!(windows) { ";" } else { ":" });
+                path.push(value);
+            }
+            key
+        }
+        None => OsString::from("PATH"),
+    };
+    vars.retain(|(k, _)| !is_path_key(k));
+    vars.push((key, path));
+    Ok(())
+}
+
+fn is_path_key(key: &OsStr) -> bool {
+    if cfg!(windows) {
+        key.to_str().is_some_and(|k| k.eq_ignore_ascii_case("PATH"))
+    } else {
+        key == "PATH"
+    }
+}
+
+static MARKER_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A marker line no init_script can predict.
+fn unique_marker() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = MARKER_COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("__WEBCODEX_ENV_{}_{nanos}_{n}__", std::process::id())
+}
+
+/// Strict mode, the init script, the marker line, then the environment. The marker is preceded by
+/// a newline so chatter without a trailing newline cannot hide it.
+fn generated_script(init_script: &str, marker: &str) -> String {
+    format!("set -eu\n{init_script}\nprintf '\\n%s\\n' '{marker}'\nenv -0\n")
+}
+
+/// What the stdout reader thread reports.
+enum Captured {
+    Output(Vec<u8>),
+    TooLarge,
+    Failed,
+}
+
+fn run_init_script(
+    name: &str,
+    profile: &ProfileConfig,
+    env: &EnvSnapshot,
+    cwd: Option<&Path>,
+    limit: Duration,
+) -> Result<Vec<(OsString, OsString)>> {
+    let marker = unique_marker();
+    let script = generated_script(profile.init_script.as_deref().unwrap_or(""), &marker);
+
+    let mut command = Command::new(&profile.program);
+    command
+        .args(&profile.args)
+        .arg(script)
+        .env_clear()
+        .envs(env.vars().iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command.spawn().map_err(|e| {
+        failed(format!(
+            "the shell program of profile '{name}' could not be started ({}); check its program and the provider's cwd",
+            e.kind()
+        ))
+    })?;
+
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let (tx, rx) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("env-init-stdout".into())
+        .spawn(move || {
+            let _ = tx.send(match stdout {
+                Some(out) => read_bounded(out),
+                None => Captured::Failed,
+            });
+        });
+    if spawned.is_err() {
+        kill_and_reap(&mut child);
+        return Err(failed(format!(
+            "could not start a thread to read the init_script output of profile '{name}'"
+        )));
+    }
+    if let Some(err) = stderr {
+        // Detached: it ends when the last holder of the pipe closes it.
+        let _ = std::thread::Builder::new()
+            .name("env-init-stderr".into())
+            .spawn(move || log_stderr(err));
+    }
+
+    let status = match child.wait_timeout(limit) {
+        Ok(Some(status)) => status,
+        Ok(None) => {
+            kill_and_reap(&mut child);
+            return Err(failed(format!(
+                "init_script of profile '{name}' did not finish within {} s",
+                limit.as_secs()
+            )));
+        }
+        Err(e) => {
+            kill_and_reap(&mut child);
+            return Err(failed(format!(
+                "waiting for the init_script of profile '{name}' failed ({})",
+                e.kind()
+            )));
+        }
+    };
+
+    let captured = match rx.recv_timeout(DRAIN_GRACE) {
+        Ok(c) => c,
+        Err(_) => {
+            // Something the script started still holds stdout; end the rest of its group.
+            kill_group(&child);
+            rx.recv_timeout(DRAIN_GRACE).map_err(|_| {
+                failed(format!(
+                    "init_script of profile '{name}' left a background process holding its output open"
+                ))
+            })?
+        }
+    };
+    let output = match captured {
+        Captured::Output(bytes) => bytes,
+        Captured::TooLarge => {
+            return Err(failed(format!(
+                "init_script of profile '{name}' printed more than 4 MiB"
+            )))
+        }
+        Captured::Failed => {
+            return Err(failed(format!(
+                "reading the init_script output of profile '{name}' failed"
+            )))
+        }
+    };
+    if !status.success() {
+        return Err(failed(format!(
+            "init_script of profile '{name}' {}",
+            describe_status(status)
+        )));
+    }
+    parse_env_output(&output, &marker).ok_or_else(|| {
+        failed(format!(
+            "init_script of profile '{name}' did not print the environment; it must not exit or exec early"
+        ))
+    })
+}
+
+fn describe_status(status: ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        return format!("exited with status {code}");
+    }
+    #[cfg(unix)]
+    if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&status) {
+        return format!("was killed by signal {signal}");
+    }
+    "failed".to_string()
+}
+
+/// Reads at most [`STDOUT_LIMIT`] bytes. Beyond that the pipe is dropped, so the script's next
+/// write fails instead of blocking until the time limit.
+fn read_bounded(out: impl Read) -> Captured {
+    let mut bytes = Vec::new();
+    match out.take(STDOUT_LIMIT as u64 + 1).read_to_end(&mut bytes) {
+        Ok(_) if bytes.len() > STDOUT_LIMIT => Captured::TooLarge,
+        Ok(_) => Captured::Output(bytes),
+        Err(_) => Captured::Failed,
+    }
+}
+
+fn log_stderr(mut err: impl Read) {
+    let mut kept = Vec::new();
+    let mut buf = [0u8; 8192];
+    let mut total = 0usize;
+    loop {
+        match err.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                total += n;
+                let room = STDERR_LIMIT.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+        }
+    }
+    if total > 0 {
+        log::debug!(
+            "init_script stderr ({total} bytes, first {} shown): {}",
+            kept.len(),
+            String::from_utf8_lossy(&kept)
+        );
+    }
+}
+
+/// SIGKILL to the script's process group (its pgid is its pid: `process_group(0)`).
+fn kill_group(child: &Child) {
+    #[cfg(unix)]
+    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = child;
+}
+
+/// Kills the group while the child is still unreaped (so its pgid cannot be reused), then reaps.
+fn kill_and_reap(child: &mut Child) {
+    kill_group(child);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The `KEY=VALUE` list after the first `\nMARKER\n`; `None` when it is missing.
+fn parse_env_output(output: &[u8], marker: &str) -> Option<Vec<(OsString, OsString)>> {
+    let line = format!("\n{marker}\n");
+    let line = line.as_bytes();
+    let start = output.windows(line.len()).position(|w| w == line)? + line.len();
+    Some(
+        output[start..]
+            .split(|&b| b == 0)
+            .filter_map(|entry| {
+                let eq = entry.iter().position(|&b| b == b'=')?;
+                (eq > 0).then(|| (os_string(&entry[..eq]), os_string(&entry[eq + 1..])))
+            })
+            .collect(),
+    )
+}
+
+#[cfg(unix)]
+fn os_string(bytes: &[u8]) -> OsString {
+    std::os::unix::ffi::OsStringExt::from_vec(bytes.to_vec())
+}
+
+#[cfg(not(unix))]
+fn os_string(bytes: &[u8]) -> OsString {
+    OsString::from(String::from_utf8_lossy(bytes).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
+    }
+
+    fn provider(profile: Option<&str>) -> ProviderConfig {
+        ProviderConfig {
+            id: "p".into(),
+            name: "P".into(),
+            command: "x".into(),
+            args: Vec::new(),
+            cwd: None,
+            profile: profile.map(str::to_string),
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    fn profile(env: &[(&str, &str)], init_script: Option<&str>) -> ProfileConfig {
+        ProfileConfig {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into()],
+            init_script: init_script.map(str::to_string),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    fn shell_with(profiles: &[(&str, ProfileConfig)]) -> ShellConfig {
+        ShellConfig {
+            profiles: profiles
+                .iter()
+                .map(|(n, p)| (n.to_string(), p.clone()))
+                .collect(),
+            ..ShellConfig::default()
+        }
+    }
+
+    fn base() -> Vec<(OsString, OsString)> {
+        os(&[("PATH", "/usr/bin:/bin"), ("HOME", "/home/u")])
+    }
+
+    fn get(s: &EnvSnapshot, key: &str) -> Option<String> {
+        s.get(key).map(|v| v.to_string_lossy().into_owned())
+    }
+
+    fn assert_prepare_failed(err: &Error, needle: &str) {
+        assert_eq!(err.code(), ErrorCode::EnvironmentPrepareFailed);
+        assert_eq!(err.phase(), Some(Phase::Environment));
+        assert!(
+            err.message().contains(needle),
+            "message {:?} should contain {:?}",
+            err.message(),
+            needle
+        );
+    }
+
+    #[test]
+    fn from_vars_sorts_and_last_duplicate_wins() {
+        let s = EnvSnapshot::from_vars(os(&[("B", "1"), ("A", "2"), ("B", "3")]));
+        assert_eq!(s.vars(), os(&[("A", "2"), ("B", "3")]).as_slice());
+        assert_eq!(get(&s, "B").as_deref(), Some("3"));
+        assert_eq!(s.get("C"), None);
+    }
+
+    #[test]
+    fn from_vars_drops_sensitive_variables() {
+        let s = EnvSnapshot::from_vars(os(&[
+            ("WEBCODEX_TOKEN", "t"),
+            ("WEBCODEX_PAT", "t"),
+            ("WEBCODEX_AGENT_TOKEN", "t"),
+            ("WEBCODEX_USER_TOKEN", "t"),
+            ("AUTHORIZATION", "t"),
+            ("KEEP", "k"),
+        ]));
+        assert_eq!(s.vars(), os(&[("KEEP", "k")]).as_slice());
+    }
+
+    #[test]
+    fn sensitive_names_are_exact_on_unix() {
+        assert!(is_sensitive_variable(OsStr::new("WEBCODEX_TOKEN")));
+        assert!(!is_sensitive_variable(OsStr::new("WEBCODEX_TOKENS")));
+        assert_eq!(
+            is_sensitive_variable(OsStr::new("authorization")),
+            cfg!(windows)
+        );
+    }
+
+    #[test]
+    fn without_profile_the_base_environment_is_used() {
+        let s = prepare_environment(&ShellConfig::default(), &provider(None), base()).unwrap();
+        assert_eq!(s, EnvSnapshot::from_vars(base()));
+    }
+
+    #[test]
+    fn path_prepend_goes_in_front_in_order() {
+        let shell = ShellConfig {
+            path_prepend: vec!["/opt/a".into(), "/opt/b".into()],
+            ..ShellConfig::default()
+        };
+        let s = prepare_environment(&shell, &provider(None), base()).unwrap();
+        assert_eq!(get(&s, "PATH").unwrap(), "/opt/a:/opt/b:/usr/bin:/bin");
+    }
+
+    #[test]
+    fn path_prepend_alone_when_path_is_absent() {
+        let shell = ShellConfig {
+            path_prepend: vec!["/opt/a".into(), "/opt/b".into()],
+            ..ShellConfig::default()
+        };
+        let s = prepare_environment(&shell, &provider(None), os(&[("HOME", "/h")])).unwrap();
+        assert_eq!(get(&s, "PATH").unwrap(), "/opt/a:/opt/b");
+    }
+
+    #[test]
+    fn path_prepend_entry_with_separator_fails() {
+        let shell = ShellConfig {
+            path_prepend: vec!["/a:/b".into()],
+            ..ShellConfig::default()
+        };
+        let err = prepare_environment(&shell, &provider(None), base()).unwrap_err();
+        assert_prepare_failed(&err, "path_prepend");
+        assert!(!err.message().contains("/a:/b"));
+    }
+
+    #[test]
+    fn profile_env_overrides_shell_env_which_overrides_base() {
+        let mut shell = shell_with(&[("n", profile(&[("B", "profile"), ("C", "profile")], None))]);
+        shell.env = [("A", "shell"), ("B", "shell")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let base = os(&[("A", "base"), ("D", "base")]);
+        let s = prepare_environment(&shell, &provider(Some("n")), base).unwrap();
+        assert_eq!(get(&s, "A").as_deref(), Some("shell"));
+        assert_eq!(get(&s, "B").as_deref(), Some("profile"));
+        assert_eq!(get(&s, "C").as_deref(), Some("profile"));
+        assert_eq!(get(&s, "D").as_deref(), Some("base"));
+    }
+
+    #[test]
+    fn provider_profile_wins_over_default_profile() {
+        let mut shell = shell_with(&[
+            ("a", profile(&[("WHO", "a")], None)),
+            ("b", profile(&[("WHO", "b")], None)),
+        ]);
+        shell.default_profile = Some("a".into());
+        let s = prepare_environment(&shell, &provider(Some("b")), base()).unwrap();
+        assert_eq!(get(&s, "WHO").as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn default_profile_applies_when_provider_has_none() {
+        let mut shell = shell_with(&[("a", profile(&[("WHO", "a")], None))]);
+        shell.default_profile = Some("a".into());
+        let s = prepare_environment(&shell, &provider(None), base()).unwrap();
+        assert_eq!(get(&s, "WHO").as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn undefined_profile_fails() {
+        let err = prepare_environment(&ShellConfig::default(), &provider(Some("zz")), base())
+            .unwrap_err();
+        assert_prepare_failed(&err, "profile 'zz' is not defined");
+    }
+
+    #[test]
+    fn init_script_output_replaces_the_environment_and_chatter_is_ignored() {
+        let script =
+            "echo 'chatter NOT_A=VAR'\nprintf 'x\\0Y=1\\0'\nexport FROM_SCRIPT='a=b'\nunset HOME";
+        let shell = shell_with(&[("n", profile(&[("FROM_PROFILE", "1")], Some(script)))]);
+        let s = prepare_environment(&shell, &provider(Some("n")), base()).unwrap();
+        assert_eq!(get(&s, "FROM_SCRIPT").as_deref(), Some("a=b"));
+        assert_eq!(get(&s, "FROM_PROFILE").as_deref(), Some("1"));
+        assert_eq!(get(&s, "HOME"), None, "the script's unset must stick");
+        assert_eq!(get(&s, "Y"), None);
+        assert_eq!(get(&s, "NOT_A"), None);
+        assert!(s
+            .vars()
+            .iter()
+            .all(|(k, _)| !k.to_string_lossy().contains("chatter")));
+    }
+
+    #[test]
+    fn init_script_runs_in_provider_cwd() {
+        let shell = shell_with(&[("n", profile(&[], Some("export WHERE=\"$(pwd)\"")))]);
+        let mut p = provider(Some("n"));
+        p.cwd = Some("/".into());
+        let s = prepare_environment(&shell, &p, base()).unwrap();
+        assert_eq!(get(&s, "WHERE").as_deref(), Some("/"));
+    }
+
+    #[test]
+    fn init_script_sees_the_built_environment() {
+        let mut shell = shell_with(&[("n", profile(&[], Some("export SEEN=\"$PATH\"")))]);
+        shell.path_prepend = vec!["/opt/x".into()];
+        let s = prepare_environment(&shell, &provider(Some("n")), base()).unwrap();
+        assert_eq!(get(&s, "SEEN").as_deref(), Some("/opt/x:/usr/bin:/bin"));
+    }
+
+    #[test]
+    fn init_script_failure_reports_exit_status_without_stderr() {
+        let shell = shell_with(&[("node", profile(&[], Some("echo SECRET_STDERR >&2\nexit 3")))]);
+        let err = prepare_environment(&shell, &provider(Some("node")), base()).unwrap_err();
+        assert_prepare_failed(&err, "init_script of profile 'node' exited with status 3");
+        assert!(!err.message().contains("SECRET"));
+    }
+
+    #[test]
+    fn init_script_runs_in_strict_mode() {
+        let shell = shell_with(&[("node", profile(&[], Some("echo \"$UNSET_VARIABLE_X\"")))]);
+        let err = prepare_environment(&shell, &provider(Some("node")), base()).unwrap_err();
+        assert_prepare_failed(&err, "init_script of profile 'node' exited with status");
+    }
+
+    #[test]
+    fn init_script_timeout_kills_and_fails() {
+        let shell = shell_with(&[("node", profile(&[], Some("sleep 30 & sleep 30")))]);
+        let started = std::time::Instant::now();
+        let err = prepare_with_limit(
+            &shell,
+            &provider(Some("node")),
+            base(),
+            Duration::from_secs(1),
+        )
+        .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert_prepare_failed(
+            &err,
+            "init_script of profile 'node' did not finish within 1 s",
+        );
+    }
+
+    #[test]
+    fn background_process_holding_stdout_is_killed_after_the_script_exits() {
+        let shell = shell_with(&[("node", profile(&[], Some("sleep 30 &\nexport DONE=1")))]);
+        let started = std::time::Instant::now();
+        let s = prepare_environment(&shell, &provider(Some("node")), base()).unwrap();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert_eq!(get(&s, "DONE").as_deref(), Some("1"));
+    }
+
+    #[test]
+    fn init_script_exit_before_marker_fails() {
+        let shell = shell_with(&[("node", profile(&[], Some("exec true")))]);
+        let err = prepare_environment(&shell, &provider(Some("node")), base()).unwrap_err();
+        assert_prepare_failed(&err, "did not print the environment");
+    }
+
+    #[test]
+    fn unstartable_profile_program_fails() {
+        let mut p = profile(&[], Some("true"));
+        p.program = "/nonexistent/webcodex-shell".into();
+        let shell = shell_with(&[("node", p)]);
+        let err = prepare_environment(&shell, &provider(Some("node")), base()).unwrap_err();
+        assert_prepare_failed(
+            &err,
+            "the shell program of profile 'node' could not be started",
+        );
+        assert!(!err.message().contains("nonexistent"));
+    }
+
+    #[test]
+    fn sensitive_variables_are_removed_from_every_source() {
+        let mut shell = shell_with(&[(
+            "n",
+            profile(
+                &[],
+                Some("export WEBCODEX_PAT=s3\nexport SAW_TOKEN=\"${WEBCODEX_TOKEN:-none}\""),
+            ),
+        )]);
+        shell.env = [("AUTHORIZATION".to_string(), "s2".to_string())].into();
+        let mut base = base();
+        base.push(("WEBCODEX_TOKEN".into(), "s1".into()));
+        let s = prepare_environment(&shell, &provider(Some("n")), base).unwrap();
+        for key in ["WEBCODEX_TOKEN", "AUTHORIZATION", "WEBCODEX_PAT"] {
+            assert_eq!(s.get(key), None, "{key} must be removed");
+        }
+        assert_eq!(
+            get(&s, "SAW_TOKEN").as_deref(),
+            Some("none"),
+            "the script must not see it either"
+        );
+    }
+
+    #[test]
+    fn parse_env_output_needs_the_marker_on_its_own_line() {
+        let out = b"say M\n\nM\nA=1\0B=x=y\0=skip\0noeq\0";
+        assert_eq!(
+            parse_env_output(out, "M").unwrap(),
+            os(&[("A", "1"), ("B", "x=y")])
+        );
+        assert_eq!(parse_env_output(b"\nxM\nA=1\0", "M"), None);
+        assert_eq!(parse_env_output(b"\nMx\nA=1\0", "M"), None);
+    }
+
+    #[test]
+    fn markers_are_unique() {
+        assert_ne!(unique_marker(), unique_marker());
+    }
 }
