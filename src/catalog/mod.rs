@@ -25,38 +25,16 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::frame::{MAX_DEPTH, MAX_KEY_BYTES, MAX_NODES, MAX_STRING_BYTES};
+use crate::frame::check_json_bounds;
 
-/// True when `value` is within the JSON bounds of DESIGN §4: depth ≤ 16 (root = 0), ≤ 4096
-/// nodes, strings ≤ 512 KiB, keys ≤ 1024 bytes without control characters.
-///
-/// A private stand-in for `frame::bounds::check_json_bounds`, which is built in parallel;
-/// both implement the same rule.
+/// True when `value` is within the JSON bounds of DESIGN §4 (see [`check_json_bounds`]).
 fn json_bounds_ok(value: &Value) -> bool {
-    let mut nodes = 0usize;
-    within_bounds(value, 0, &mut nodes)
-}
-
-fn within_bounds(value: &Value, depth: usize, nodes: &mut usize) -> bool {
-    *nodes += 1;
-    if depth > MAX_DEPTH || *nodes > MAX_NODES {
-        return false;
-    }
-    match value {
-        Value::String(s) => s.len() <= MAX_STRING_BYTES,
-        Value::Array(items) => items.iter().all(|v| within_bounds(v, depth + 1, nodes)),
-        Value::Object(map) => map.iter().all(|(k, v)| {
-            k.len() <= MAX_KEY_BYTES
-                && !k.chars().any(char::is_control)
-                && within_bounds(v, depth + 1, nodes)
-        }),
-        Value::Null | Value::Bool(_) | Value::Number(_) => true,
-    }
+    check_json_bounds(value).is_ok()
 }
 
 /// True when the compact JSON serialization of `value` is at most `limit` bytes.
 /// Counts without allocating and stops as soon as the limit is passed.
-fn serialized_len_within(value: &Value, limit: usize) -> bool {
+pub(crate) fn serialized_len_within(value: &Value, limit: usize) -> bool {
     struct Counter {
         len: usize,
         limit: usize,
