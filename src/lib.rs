@@ -8,5 +8,6 @@ pub mod error;
 pub mod frame;
 pub mod host;
 pub mod provider;
+pub mod sdk;
 
 pub use error::{Dispatch, Error, ErrorCode, Phase, Result};
