@@ -2,6 +2,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod catalog;
 pub mod env;
 pub mod error;
