@@ -8,8 +8,6 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::error::Error;
-
 /// A latency summary in the result-line format of the side-by-side harness.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BenchSummary {
@@ -32,12 +30,12 @@ pub struct BenchSummary {
 }
 
 /// Runs `warmup` unmeasured then `n` measured sequential calls; stops at the first failure.
-pub fn measure(
+pub fn measure<E>(
     name: &str,
     n: usize,
     warmup: usize,
-    mut call: impl FnMut() -> Result<(), Error>,
-) -> Result<BenchSummary, Error> {
+    mut call: impl FnMut() -> Result<(), E>,
+) -> Result<BenchSummary, E> {
     for _ in 0..warmup {
         call()?;
     }
@@ -140,7 +138,7 @@ mod tests {
         let mut calls = 0;
         let s = measure("x", 7, 3, || {
             calls += 1;
-            Ok(())
+            Ok::<(), ()>(())
         })
         .unwrap();
         assert_eq!(calls, 10);

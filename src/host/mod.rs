@@ -131,15 +131,26 @@ impl Host {
             .zip(results)
             .map(|(cfg, result)| ProviderEntry::new(cfg, result))
             .collect();
-        Ok(Host {
+        Ok(Host::with_set(source, options, ProviderSet::new(entries)))
+    }
+
+    /// Validates the configuration without starting any provider: the committed set is empty.
+    /// For tools that only `check` (a check re-reads the configuration anyway).
+    pub fn configured(source: ConfigSource, options: HostOptions) -> Result<Host, Error> {
+        read_config(&source, &options)?;
+        Ok(Host::with_set(source, options, ProviderSet::empty()))
+    }
+
+    fn with_set(source: ConfigSource, options: HostOptions, set: ProviderSet) -> Host {
+        Host {
             runner: RunnerId::next(),
             source,
             options,
-            committed: RwLock::new(Arc::new(ProviderSet::new(entries))),
+            committed: RwLock::new(Arc::new(set)),
             gate: Mutex::new(()),
             stopping: AtomicBool::new(false),
             last_check_stderr: Mutex::new(Vec::new()),
-        })
+        }
     }
 
     /// This runner instance's id (changes when the host restarts).

@@ -1,16 +1,22 @@
 //! The I/O threads of one provider and the typed messages between them and the coordinator.
 //!
 //! ```text
-//!  coordinator ── WriteJob, bounded(1) ──► writer ──► stdin
+//!  coordinator ──────────── direct, non-blocking write ────────► stdin
+//!  coordinator ── WriteJob, bounded(1) ──► writer ──► stdin     (what did not fit the pipe)
 //!  coordinator ◄── Event, bounded(16) ──── reader ◄── stdout   (messages and read faults)
 //!                                      ├── writer              (write failures only)
 //!                                      └── waiter              (process exit, by wait status)
 //!  StderrRing  ◄────────────────────────── stderr drain ◄── stderr
 //! ```
-//! The writer reports only failures: a response proves the write. Every thread ends on its
-//! own once its pipe closes or its channel peer is dropped; none polls or sleeps.
+//! stdin is non-blocking. The coordinator writes a frame itself when the pipe has room (the
+//! common case: no hand-off on the success path) and gives the writer only what did not fit;
+//! the writer then waits for the pipe with `poll(2)` and a blocked write never holds the caller
+//! past its deadline. The writer reports only failures: a response proves the write. Every
+//! thread ends on its own once its pipe closes or its channel peer is dropped; none spins or
+//! sleeps.
 
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, ErrorKind, Read, Write};
+use std::os::fd::AsRawFd;
 use std::process::{ChildStderr, ChildStdin, ChildStdout};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -82,6 +88,7 @@ impl WriteGate {
 /// The coordinator's ends of the channels.
 #[derive(Debug)]
 pub(crate) struct Channels {
+    pub(crate) stdin: Arc<ChildStdin>,
     pub(crate) jobs: Sender<WriteJob>,
     pub(crate) events: Receiver<Event>,
     pub(crate) gate: Arc<WriteGate>,
@@ -130,6 +137,8 @@ pub(crate) fn start(
     let (event_tx, event_rx) = crossbeam_channel::bounded::<Event>(EVENT_CAPACITY);
     let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
     let gate = Arc::new(WriteGate::default());
+    set_nonblocking(&stdin)?;
+    let stdin = Arc::new(stdin);
     let mut handles = Vec::with_capacity(4);
 
     let spawn = |name: String, stack: usize, body: Box<dyn FnOnce() + Send>| {
@@ -143,11 +152,11 @@ pub(crate) fn start(
             })
     };
 
-    let (events, writer_gate) = (event_tx.clone(), gate.clone());
+    let (events, writer_gate, writer_stdin) = (event_tx.clone(), gate.clone(), stdin.clone());
     handles.push(spawn(
         format!("wc-write-{id}"),
         SMALL_STACK,
-        Box::new(move || write_loop(stdin, job_rx, writer_gate, events)),
+        Box::new(move || write_loop(writer_stdin, job_rx, writer_gate, events)),
     )?);
     let events = event_tx.clone();
     handles.push(spawn(
@@ -168,6 +177,7 @@ pub(crate) fn start(
     )?);
 
     let channels = Channels {
+        stdin,
         jobs: job_tx,
         events: event_rx,
         gate,
@@ -182,8 +192,61 @@ pub(crate) fn start(
     ))
 }
 
+fn set_nonblocking(stdin: &ChildStdin) -> std::io::Result<()> {
+    let fd = stdin.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// How a non-blocking write ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum WriteOutcome {
+    /// Every byte was written.
+    Done,
+    /// The pipe is full after `written` bytes.
+    WouldBlock { written: usize },
+    /// The write failed after `written` bytes.
+    Failed { written: usize },
+}
+
+/// Writes as much of `frame` as the pipe takes now, without blocking.
+pub(crate) fn write_nonblocking(mut stdin: &ChildStdin, frame: &[u8]) -> WriteOutcome {
+    let mut written = 0;
+    while written < frame.len() {
+        match stdin.write(&frame[written..]) {
+            Ok(0) => return WriteOutcome::Failed { written },
+            Ok(n) => written += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                return WriteOutcome::WouldBlock { written }
+            }
+            Err(_) => return WriteOutcome::Failed { written },
+        }
+    }
+    WriteOutcome::Done
+}
+
+/// Blocks in `poll(2)` until stdin can take more bytes or is broken.
+fn wait_writable(stdin: &ChildStdin) {
+    let mut fds = libc::pollfd {
+        fd: stdin.as_raw_fd(),
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; an infinite timeout is a blocking wait, not a poll loop.
+    while unsafe { libc::poll(&mut fds, 1, -1) } < 0 {
+        if std::io::Error::last_os_error().kind() != ErrorKind::Interrupted {
+            return;
+        }
+    }
+}
+
 fn write_loop(
-    mut stdin: ChildStdin,
+    stdin: Arc<ChildStdin>,
     jobs: Receiver<WriteJob>,
     gate: Arc<WriteGate>,
     events: Sender<Event>,
@@ -193,24 +256,20 @@ fn write_loop(
             continue;
         }
         let mut written = 0;
-        let result = loop {
-            match stdin.write(&job.frame[written..]) {
-                Ok(0) => break Err(()),
-                Ok(n) => {
+        loop {
+            match write_nonblocking(&stdin, &job.frame[written..]) {
+                WriteOutcome::Done => break,
+                WriteOutcome::WouldBlock { written: n } => {
                     written += n;
-                    if written == job.frame.len() {
-                        break stdin.flush().map_err(|_| ());
-                    }
+                    wait_writable(&stdin);
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => break Err(()),
+                WriteOutcome::Failed { written: n } => {
+                    let _ = events.send(Event::WriteFailed {
+                        wrote_any: written + n > 0,
+                    });
+                    return;
+                }
             }
-        };
-        if result.is_err() {
-            let _ = events.send(Event::WriteFailed {
-                wrote_any: written > 0,
-            });
-            return;
         }
     }
 }

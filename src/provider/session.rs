@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{RecvTimeoutError, SendTimeoutError, TryRecvError};
 use serde_json::Value;
 
-use super::io::{Channels, Event, WriteJob};
+use super::io::{write_nonblocking, Channels, Event, WriteJob, WriteOutcome};
 use super::process::PluginProcess;
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::frame::{validate_response, Envelope, RequestEncoder, MAX_LINE_BYTES};
@@ -100,23 +100,11 @@ impl Session {
             );
         }
 
-        self.seq += 1;
-        let seq = self.seq;
-        self.channels.gate.queue(seq);
-        match self
-            .channels
-            .jobs
-            .send_deadline(WriteJob { seq, frame }, deadline)
-        {
-            Ok(()) => {}
-            Err(SendTimeoutError::Timeout(_)) => {
-                self.encoder.unsend_last();
-                return Err(Error::not_started(
-                    ErrorCode::Timeout,
-                    "the request timed out before it could be queued for writing",
-                ));
-            }
-            Err(SendTimeoutError::Disconnected(_)) => {
+        // The common case: the pipe has room and the frame is written right here.
+        let after = kind.after_queue();
+        let (direct, queued) = match write_nonblocking(&self.channels.stdin, &frame) {
+            WriteOutcome::Done => (frame.len(), None),
+            WriteOutcome::Failed { written: 0 } => {
                 self.encoder.unsend_last();
                 return fail(
                     ErrorCode::StdinFailed,
@@ -124,9 +112,50 @@ impl Session {
                     "the plugin's stdin is closed",
                 );
             }
-        }
+            WriteOutcome::Failed { .. } => {
+                return fail(
+                    ErrorCode::StdinFailed,
+                    after,
+                    "writing the request to the plugin's stdin failed",
+                )
+            }
+            WriteOutcome::WouldBlock { written } => {
+                // The rest goes to the writer, which waits for the pipe.
+                self.seq += 1;
+                let seq = self.seq;
+                self.channels.gate.queue(seq);
+                let job = WriteJob {
+                    seq,
+                    frame: frame[written..].to_vec(),
+                };
+                match self.channels.jobs.send_deadline(job, deadline) {
+                    Ok(()) => (written, Some(seq)),
+                    Err(_) if written > 0 => {
+                        return fail(
+                            ErrorCode::Timeout,
+                            after,
+                            "the request timed out while it was being written",
+                        )
+                    }
+                    Err(SendTimeoutError::Timeout(_)) => {
+                        self.encoder.unsend_last();
+                        return Err(Error::not_started(
+                            ErrorCode::Timeout,
+                            "the request timed out before it could be queued for writing",
+                        ));
+                    }
+                    Err(SendTimeoutError::Disconnected(_)) => {
+                        self.encoder.unsend_last();
+                        return fail(
+                            ErrorCode::StdinFailed,
+                            Dispatch::NotStarted,
+                            "the plugin's stdin is closed",
+                        );
+                    }
+                }
+            }
+        };
 
-        let after = kind.after_queue();
         let mut wait_until = deadline;
         let mut exited = false;
         loop {
@@ -169,7 +198,8 @@ impl Session {
                     return fail(ErrorCode::Eof, after, "the plugin exited before answering");
                 }
                 Err(RecvTimeoutError::Timeout) => {
-                    if self.channels.gate.cancel(seq) {
+                    let unclaimed = queued.is_some_and(|seq| self.channels.gate.cancel(seq));
+                    if unclaimed && direct == 0 {
                         // The writer never claimed the frame: provably no byte left.
                         self.encoder.unsend_last();
                         return Err(Error::not_started(
