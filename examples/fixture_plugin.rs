@@ -1,5 +1,7 @@
 //! Test fixture: a webcodex-plugin-v1 plugin with misbehaviour modes.
 //!
+//! Its grandchildren are left running on purpose: the host must kill them.
+//!
 //! `fixture_plugin [MODE]` where MODE changes the handshake:
 //! `normal` (default), `stray-stdout` (a line before the handshake), `silent-init` (never answers
 //! initialize), `bad-version`, `bad-tools` (an unsupported schema keyword), `exit-at-start`,
@@ -7,6 +9,8 @@
 //!
 //! Tools exercise call-time faults (see `TOOLS`). When `FIXTURE_LOG` is set, every line read from
 //! stdin is appended to that file, so tests can prove what reached the plugin.
+
+#![allow(clippy::zombie_processes)]
 
 use std::io::{self, BufRead, Write};
 use std::process::{Command, Stdio};
@@ -83,7 +87,9 @@ fn main() {
             "initialize" => match mode.as_str() {
                 "silent-init" => continue,
                 "bad-version" => json!({"protocolVersion": "2024-11-05"}),
-                _ => json!({"protocolVersion": "webcodex-plugin-v1", "serverInfo": {"name": "fixture"}}),
+                _ => {
+                    json!({"protocolVersion": "webcodex-plugin-v1", "serverInfo": {"name": "fixture"}})
+                }
             },
             "tools/list" => {
                 let mut tools: Value = serde_json::from_str(TOOLS).unwrap();
@@ -146,7 +152,8 @@ fn call(name: &str, args: &Value, id: u64, out: &mut impl Write) -> Option<Value
         }
         "stderr" => {
             let n = args["bytes"].as_u64().unwrap_or(0) as usize;
-            let chunk = "0123456789abcdefghijklmnopqrstuvwxyz noise from the plugin on stderr\n".repeat(512);
+            let chunk = "0123456789abcdefghijklmnopqrstuvwxyz noise from the plugin on stderr\n"
+                .repeat(512);
             let mut err = io::stderr().lock();
             let mut left = n;
             while left > 0 {
@@ -198,24 +205,37 @@ fn call(name: &str, args: &Value, id: u64, out: &mut impl Write) -> Option<Value
             return None;
         }
         "bad_error" => {
-            write_line(out, &json!({"jsonrpc":"2.0","id":id,"error":{"code":"nope"}}));
+            write_line(
+                out,
+                &json!({"jsonrpc":"2.0","id":id,"error":{"code":"nope"}}),
+            );
             return None;
         }
         "invalid_result" => json!({"content":[{"type":"image","data":"x"}]}),
         "bad_output" => json!({"content":[],"structuredContent":{"n":"not a number"}}),
         "then_unsolicited" => {
             send(out, id, text("first"));
-            write_line(out, &json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}}));
+            write_line(
+                out,
+                &json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}}),
+            );
             return None;
         }
         "exit_keep_stdout" => {
             // A grandchild inherits stdout and outlives the plugin.
-            Command::new("sleep").arg("1000").stdin(Stdio::null()).spawn().unwrap();
+            Command::new("sleep")
+                .arg("1000")
+                .stdin(Stdio::null())
+                .spawn()
+                .unwrap();
             std::process::exit(0);
         }
         "is_error" => json!({"content":[{"type":"text","text":"bad input"}],"isError":true}),
         _ => {
-            write_line(out, &json!({"jsonrpc":"2.0","id":id,"error":{"code":-32602,"message":"unknown tool"}}));
+            write_line(
+                out,
+                &json!({"jsonrpc":"2.0","id":id,"error":{"code":-32602,"message":"unknown tool"}}),
+            );
             return None;
         }
     })

@@ -75,3 +75,33 @@ impl Diagnostic {
         serde_json::Value::Object(map)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn to_json_holds_only_the_parts_present() {
+        let d = Diagnostic {
+            code: DiagnosticCode::ToolCountExceeded,
+            tool: None,
+            field: None,
+        };
+        assert_eq!(d.to_json(), json!({"code": "tool_count_exceeded"}));
+    }
+
+    #[test]
+    fn to_json_names_tool_and_field() {
+        let d = Diagnostic {
+            code: DiagnosticCode::SchemaKeywordUnsupported,
+            tool: Some("add".into()),
+            field: Some("inputSchema"),
+        };
+        assert_eq!(
+            d.to_json(),
+            json!({"code": "schema_keyword_unsupported", "tool": "add", "field": "inputSchema"})
+        );
+    }
+}

@@ -3,6 +3,9 @@
 //! Pure: no process code. [`admit_tools_list`] turns a tools/list result into a
 //! [`FrozenCatalog`] or the first [`Diagnostic`]; [`Schema`] admits a schema and matches
 //! instances against it; [`validate_tool_result`] checks a tools/call result.
+//!
+//! Every value validated here is checked on its own against the JSON bounds of DESIGN §4
+//! (§13.12): each inputSchema, outputSchema and annotations object, and each call result.
 
 mod diagnostic;
 mod frozen;
@@ -15,3 +18,121 @@ pub use frozen::{admit_tools_list, FrozenCatalog, MAX_TOOLS};
 pub use result::{validate_tool_result, ResultFault, TextContent, ToolResult};
 pub use schema::{Schema, SchemaFault, SchemaMismatch};
 pub use tool::{Tool, ToolHints};
+
+use std::io;
+
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::frame::check_json_bounds;
+
+/// True when `value` is within the JSON bounds of DESIGN §4 (see [`check_json_bounds`]).
+fn json_bounds_ok(value: &Value) -> bool {
+    check_json_bounds(value).is_ok()
+}
+
+/// True when the compact JSON serialization of `value` is at most `limit` bytes.
+/// Counts without allocating and stops as soon as the limit is passed.
+pub(crate) fn serialized_len_within(value: &Value, limit: usize) -> bool {
+    struct Counter {
+        len: usize,
+        limit: usize,
+    }
+    impl io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.len += buf.len();
+            if self.len > self.limit {
+                return Err(io::Error::other("over limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter { len: 0, limit };
+    serde_json::to_writer(&mut counter, value).is_ok()
+}
+
+/// `sha256:` + lowercase hex SHA-256 of `tag` followed by the canonical JSON of `value`.
+///
+/// serde_json is built without `preserve_order`, so object keys serialize sorted: the compact
+/// serialization is canonical.
+fn tagged_digest<T: Serialize + ?Sized>(tag: &[u8], value: &T) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(tag);
+    serde_json::to_writer(&mut hasher, value).expect("serializing a JSON value cannot fail");
+    let digest = hasher.finalize();
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    for byte in digest {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        out.push(HEX[usize::from(byte >> 4)] as char);
+        out.push(HEX[usize::from(byte & 0xf)] as char);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn nested_arrays(depth: usize) -> Value {
+        let mut v = json!(null);
+        for _ in 0..depth {
+            v = json!([v]);
+        }
+        v
+    }
+
+    #[test]
+    fn bounds_accept_depth_16_and_reject_17() {
+        assert!(json_bounds_ok(&nested_arrays(16)));
+        assert!(!json_bounds_ok(&nested_arrays(17)));
+    }
+
+    #[test]
+    fn bounds_accept_4096_nodes_and_reject_4097() {
+        assert!(json_bounds_ok(&Value::Array(vec![json!(1); 4095])));
+        assert!(!json_bounds_ok(&Value::Array(vec![json!(1); 4096])));
+    }
+
+    #[test]
+    fn bounds_accept_512_kib_string_and_reject_one_more_byte() {
+        assert!(json_bounds_ok(&json!("x".repeat(512 * 1024))));
+        assert!(!json_bounds_ok(&json!("x".repeat(512 * 1024 + 1))));
+    }
+
+    #[test]
+    fn bounds_accept_1024_byte_key_and_reject_1025() {
+        assert!(json_bounds_ok(&json!({ "k".repeat(1024): 1 })));
+        assert!(!json_bounds_ok(&json!({ "k".repeat(1025): 1 })));
+    }
+
+    #[test]
+    fn bounds_reject_control_characters_in_keys() {
+        assert!(!json_bounds_ok(&json!({ "a\nb": 1 })));
+        assert!(!json_bounds_ok(&json!({ "a\u{7f}": 1 })));
+        assert!(json_bounds_ok(&json!({ "a": "values may hold \n" })));
+    }
+
+    #[test]
+    fn serialized_len_is_exact_at_the_limit() {
+        let v = json!({"a": "bc"});
+        let len = serde_json::to_vec(&v).unwrap().len();
+        assert!(serialized_len_within(&v, len));
+        assert!(!serialized_len_within(&v, len - 1));
+    }
+
+    #[test]
+    fn tagged_digest_is_sha256_of_tag_and_canonical_json() {
+        let v = json!({"b": 1, "a": [true]});
+        let mut bytes = b"tag\0".to_vec();
+        bytes.extend_from_slice(br#"{"a":[true],"b":1}"#);
+        let expected = Sha256::digest(&bytes);
+        let hex: String = expected.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(tagged_digest(b"tag\0", &v), format!("sha256:{hex}"));
+    }
+}

@@ -57,14 +57,109 @@ impl Tool {
     }
     /// The four interpreted hints (booleans only; others ignored).
     pub fn hints(&self) -> ToolHints {
-        todo!()
+        let Some(Value::Object(annotations)) = &self.annotations else {
+            return ToolHints::default();
+        };
+        let hint = |key: &str| annotations.get(key).and_then(Value::as_bool);
+        ToolHints {
+            read_only: hint("readOnlyHint"),
+            destructive: hint("destructiveHint"),
+            idempotent: hint("idempotentHint"),
+            open_world: hint("openWorldHint"),
+        }
     }
-    /// The full definition as admitted (canonical key order).
+    /// The full definition as admitted (canonical key order): `name`, and `title`,
+    /// `description`, `inputSchema`, `outputSchema`, `annotations` when present.
     pub fn definition(&self) -> &Value {
         &self.definition
     }
-    /// The schema observation: `sha256:` + hex digest of the canonical definition.
+    /// The schema observation: `sha256:` + hex SHA-256 of `webcodex-plugin-tool-v1\0` followed
+    /// by the canonical JSON of [`Tool::definition`]. Any change to the definition changes it.
     pub fn observation(&self) -> &str {
         &self.observation
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::catalog::admit_tools_list;
+
+    fn tool_with(annotations: Option<Value>) -> Tool {
+        let mut def = json!({"name": "t", "inputSchema": {"type": "object"}});
+        if let Some(a) = annotations {
+            def["annotations"] = a;
+        }
+        let catalog = admit_tools_list(&json!({ "tools": [def] })).unwrap();
+        catalog.tools()[0].clone()
+    }
+
+    #[test]
+    fn hints_read_the_four_booleans() {
+        let t = tool_with(Some(json!({"readOnlyHint": true, "destructiveHint": false,
+            "idempotentHint": true, "openWorldHint": false})));
+        assert_eq!(
+            t.hints(),
+            ToolHints {
+                read_only: Some(true),
+                destructive: Some(false),
+                idempotent: Some(true),
+                open_world: Some(false),
+            }
+        );
+    }
+
+    #[test]
+    fn hints_ignore_non_boolean_values() {
+        let t = tool_with(Some(json!({"readOnlyHint": "yes", "destructiveHint": 1,
+            "idempotentHint": null, "openWorldHint": true})));
+        assert_eq!(
+            t.hints(),
+            ToolHints {
+                open_world: Some(true),
+                ..ToolHints::default()
+            }
+        );
+    }
+
+    #[test]
+    fn hints_are_empty_without_annotations() {
+        assert_eq!(tool_with(None).hints(), ToolHints::default());
+        assert_eq!(
+            tool_with(Some(json!({"other": 1}))).hints(),
+            ToolHints::default()
+        );
+    }
+
+    #[test]
+    fn accessors_return_the_admitted_parts() {
+        let def = json!({"name": "t", "title": "T", "description": "D",
+            "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"},
+            "annotations": {"x": 1}});
+        let catalog = admit_tools_list(&json!({ "tools": [def.clone()] })).unwrap();
+        let t = &catalog.tools()[0];
+        assert_eq!(t.name(), "t");
+        assert_eq!(t.title(), Some("T"));
+        assert_eq!(t.description(), Some("D"));
+        assert_eq!(t.input_schema().source(), &json!({"type": "object"}));
+        assert_eq!(
+            t.output_schema().map(Schema::source),
+            Some(&json!({"type": "object"}))
+        );
+        assert_eq!(t.annotations(), Some(&json!({"x": 1})));
+        assert_eq!(t.definition(), &def);
+    }
+
+    #[test]
+    fn definition_holds_only_the_keys_present() {
+        let t = tool_with(None);
+        assert_eq!(
+            t.definition(),
+            &json!({"name": "t", "inputSchema": {"type": "object"}})
+        );
+        assert_eq!(t.title(), None);
+        assert!(t.output_schema().is_none());
     }
 }

@@ -207,7 +207,9 @@ impl Host {
             Ok(config) => config,
             Err(error) => return Ok(CheckReport::failed(plugin, error, Vec::new())),
         };
-        let cfg = config.provider(plugin).ok_or_else(|| not_configured(plugin))?;
+        let cfg = config
+            .provider(plugin)
+            .ok_or_else(|| not_configured(plugin))?;
         let mut ring: Option<Arc<Mutex<StderrRing>>> = None;
         let result = prepare(&config, cfg, &self.options, &mut |r| ring = Some(r));
         let report = match result {
@@ -394,11 +396,10 @@ fn prepare_all(config: &RunnerConfig, options: &HostOptions) -> Vec<Result<Provi
             .into_iter()
             .map(|spawned| match spawned {
                 Ok(handle) => handle.join().unwrap_or_else(|_| {
-                    Err(Error::not_started(
-                        ErrorCode::SpawnFailed,
-                        "provider preparation panicked",
+                    Err(
+                        Error::not_started(ErrorCode::SpawnFailed, "provider preparation panicked")
+                            .in_phase(Phase::Spawn),
                     )
-                    .in_phase(Phase::Spawn))
                 }),
                 Err(_) => Err(Error::not_started(
                     ErrorCode::SpawnFailed,

@@ -101,7 +101,9 @@ pub(super) fn build(
     let mut used = 0;
     let mut tools = Vec::new();
     for tool in all {
-        let size = serde_json::to_vec(&tool).map(|v| v.len()).unwrap_or(usize::MAX);
+        let size = serde_json::to_vec(&tool)
+            .map(|v| v.len())
+            .unwrap_or(usize::MAX);
         if used + size > max_bytes {
             break;
         }

@@ -94,7 +94,10 @@ impl ProviderSet {
             ProviderState::Ready(p) => Ok(p.clone()),
             ProviderState::Failed(e) => Err(Error::not_started(
                 ErrorCode::ProviderUnavailable,
-                format!("the provider failed to start ({}); fix it and reload", e.code()),
+                format!(
+                    "the provider failed to start ({}); fix it and reload",
+                    e.code()
+                ),
             )),
         }
     }

@@ -37,7 +37,7 @@ pub use stderr_ring::{
     StderrLine, StderrRing, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
 };
 
-use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
+use crate::catalog::{admit_tools_list, serialized_len_within, FrozenCatalog, Tool, ToolResult};
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
 use crate::frame::{check_json_bounds, PROTOCOL_VERSION};
 use io::{Event, IoThreads};
@@ -257,8 +257,7 @@ fn validate_arguments(tool: &Tool, arguments: &Value) -> Result<(), Error> {
                 .into(),
         ));
     }
-    let mut counter = ByteCounter(0);
-    if serde_json::to_writer(&mut counter, arguments).is_err() || counter.0 > MAX_ARGUMENTS_BYTES {
+    if !serialized_len_within(arguments, MAX_ARGUMENTS_BYTES) {
         return Err(invalid("arguments exceed 64 KiB when serialized".into()));
     }
     tool.input_schema().check(arguments).map_err(|mismatch| {
@@ -272,18 +271,6 @@ fn validate_arguments(tool: &Tool, arguments: &Value) -> Result<(), Error> {
             mismatch.reason
         ))
     })
-}
-
-struct ByteCounter(usize);
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 impl Connection {
@@ -351,10 +338,7 @@ impl Connection {
             self.admission_failure(
                 Error::not_started(
                     ErrorCode::ToolsListInvalid,
-                    format!(
-                        "the tool list was rejected: {}",
-                        diagnostic.code.as_str()
-                    ),
+                    format!("the tool list was rejected: {}", diagnostic.code.as_str()),
                 )
                 .with_diagnostic(diagnostic),
                 Phase::Validation,

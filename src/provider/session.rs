@@ -80,7 +80,11 @@ impl Session {
                 return fail(code, Dispatch::NotStarted, message);
             }
             Err(TryRecvError::Disconnected) => {
-                return fail(ErrorCode::Eof, Dispatch::NotStarted, "the plugin connection is closed")
+                return fail(
+                    ErrorCode::Eof,
+                    Dispatch::NotStarted,
+                    "the plugin connection is closed",
+                )
             }
             Err(TryRecvError::Empty) => {}
         }
@@ -99,7 +103,11 @@ impl Session {
         self.seq += 1;
         let seq = self.seq;
         self.channels.gate.queue(seq);
-        match self.channels.jobs.send_deadline(WriteJob { seq, frame }, deadline) {
+        match self
+            .channels
+            .jobs
+            .send_deadline(WriteJob { seq, frame }, deadline)
+        {
             Ok(()) => {}
             Err(SendTimeoutError::Timeout(_)) => {
                 self.encoder.unsend_last();
@@ -134,7 +142,11 @@ impl Session {
                     }
                 }
                 Ok(Event::WriteFailed { wrote_any, .. }) => {
-                    let dispatch = if wrote_any { after } else { Dispatch::NotStarted };
+                    let dispatch = if wrote_any {
+                        after
+                    } else {
+                        Dispatch::NotStarted
+                    };
                     return fail(
                         ErrorCode::StdinFailed,
                         dispatch,
