@@ -8,7 +8,9 @@
 //! `stop-reading` (after the handshake it never reads stdin again).
 //!
 //! Tools exercise call-time faults (see `TOOLS`). When `FIXTURE_LOG` is set, every line read from
-//! stdin is appended to that file, so tests can prove what reached the plugin.
+//! stdin is appended to that file, so tests can prove what reached the plugin. When
+//! `FIXTURE_STDERR` is set, its value is written to stderr at start and before each tools/call,
+//! so tests can prove stderr never leaks. Arguments after MODE are ignored.
 
 #![allow(clippy::zombie_processes)]
 
@@ -52,6 +54,10 @@ fn main() {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let log_path = std::env::var_os("FIXTURE_LOG");
+    let stderr_text = std::env::var("FIXTURE_STDERR").ok();
+    if let Some(text) = &stderr_text {
+        eprintln!("{text}");
+    }
 
     match mode.as_str() {
         "stray-stdout" => {
@@ -106,6 +112,9 @@ fn main() {
                 reply
             }
             "tools/call" => {
+                if let Some(text) = &stderr_text {
+                    eprintln!("{text}");
+                }
                 let name = request["params"]["name"].as_str().unwrap_or("").to_string();
                 let args = request["params"]["arguments"].clone();
                 match call(&name, &args, id, &mut out) {

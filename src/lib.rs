@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod env;
 pub mod error;
 pub mod frame;
+pub mod gateway;
 pub mod host;
 pub mod provider;
 pub mod sdk;

@@ -1,0 +1,300 @@
+//! Bindings: opaque handles from a describe to the exact tool instance it described.
+//!
+//! A binding is `wc_pbind_` + base64url (no padding) of 16 random bytes, 22 characters. It
+//! encodes nothing: the runner, provider instance, tool name and schema observation it stands
+//! for live only in the [`BindingStore`], which keeps the newest [`BINDING_CAPACITY`] bindings
+//! and evicts the oldest first. A binding is not a bearer token: every call re-checks scope.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::host::RunnerId;
+use crate::provider::InstanceId;
+
+/// How many bindings the store keeps (DESIGN §4).
+pub const BINDING_CAPACITY: usize = 512;
+/// The prefix of every binding.
+pub const BINDING_PREFIX: &str = "wc_pbind_";
+const RANDOM_BYTES: usize = 16;
+const ENCODED_LEN: usize = 22;
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// A well-formed binding. Built only by [`Binding::generate`] or validated by
+/// [`Binding::parse`]; whether it is still known is the store's business.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Binding([u8; RANDOM_BYTES]);
+
+impl Binding {
+    /// A fresh binding from the OS random source; `None` if the source failed.
+    pub fn generate() -> Option<Binding> {
+        let mut bytes = [0u8; RANDOM_BYTES];
+        getrandom::getrandom(&mut bytes).ok()?;
+        Some(Binding(bytes))
+    }
+
+    /// Parses the wire form; `None` unless it is exactly a canonical binding.
+    pub fn parse(text: &str) -> Option<Binding> {
+        let encoded = text.strip_prefix(BINDING_PREFIX)?.as_bytes();
+        if encoded.len() != ENCODED_LEN {
+            return None;
+        }
+        let mut sextets = [0u8; ENCODED_LEN];
+        for (slot, &c) in sextets.iter_mut().zip(encoded) {
+            *slot = decode_char(c)?;
+        }
+        let mut bytes = [0u8; RANDOM_BYTES];
+        let mut acc: u32 = 0;
+        let mut bits = 0;
+        let mut out = 0;
+        for s in sextets {
+            acc = (acc << 6) | u32::from(s);
+            bits += 6;
+            if bits >= 8 {
+                bits -= 8;
+                bytes[out] = (acc >> bits) as u8;
+                out += 1;
+                acc &= (1 << bits) - 1;
+            }
+        }
+        // 22 sextets carry 132 bits: the 4 left over must be zero for the canonical form.
+        (acc == 0 && out == RANDOM_BYTES).then_some(Binding(bytes))
+    }
+
+    /// The wire form: `wc_pbind_` + 22 base64url characters.
+    pub fn encode(&self) -> String {
+        let mut out = String::with_capacity(BINDING_PREFIX.len() + ENCODED_LEN);
+        out.push_str(BINDING_PREFIX);
+        for chunk in self.0.chunks(3) {
+            let mut n = 0u32;
+            for (i, b) in chunk.iter().enumerate() {
+                n |= u32::from(*b) << (16 - 8 * i);
+            }
+            for i in 0..=chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            }
+        }
+        out
+    }
+}
+
+impl fmt::Display for Binding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.encode())
+    }
+}
+
+impl fmt::Debug for Binding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Binding({})", self.encode())
+    }
+}
+
+fn decode_char(c: u8) -> Option<u8> {
+    match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'-' => Some(62),
+        b'_' => Some(63),
+        _ => None,
+    }
+}
+
+/// What a binding stands for: the exact runner instance, provider instance, tool and schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BindingTarget {
+    /// The runner name, as routed (e.g. `local`).
+    pub runner: String,
+    /// The runner instance described.
+    pub runner_id: RunnerId,
+    /// The provider id.
+    pub plugin: String,
+    /// The provider instance described.
+    pub instance: InstanceId,
+    /// The tool name.
+    pub tool: String,
+    /// The tool's schema observation at describe time.
+    pub observation: String,
+}
+
+/// The newest bindings, oldest evicted first (FIFO, not LRU: a call does not refresh one).
+///
+/// Generic over what a binding stands for so that its eviction logic is testable on its own;
+/// the gateway stores [`BindingTarget`]s.
+#[derive(Debug)]
+pub struct BindingStore<T = BindingTarget> {
+    capacity: usize,
+    inner: Mutex<Inner<T>>,
+}
+
+#[derive(Debug)]
+struct Inner<T> {
+    order: VecDeque<Binding>,
+    targets: HashMap<Binding, Arc<T>>,
+}
+
+impl<T> Default for BindingStore<T> {
+    fn default() -> Self {
+        BindingStore::new(BINDING_CAPACITY)
+    }
+}
+
+impl<T> BindingStore<T> {
+    /// A store keeping at most `capacity` bindings (at least one).
+    pub fn new(capacity: usize) -> BindingStore<T> {
+        BindingStore {
+            capacity: capacity.max(1),
+            inner: Mutex::new(Inner {
+                order: VecDeque::new(),
+                targets: HashMap::new(),
+            }),
+        }
+    }
+
+    /// Stores `target` under a fresh binding, evicting the oldest when full; `None` only if the
+    /// OS random source failed.
+    pub fn insert(&self, target: T) -> Option<Binding> {
+        let target = Arc::new(target);
+        let mut inner = self.inner.lock();
+        let binding = loop {
+            let candidate = Binding::generate()?;
+            if !inner.targets.contains_key(&candidate) {
+                break candidate;
+            }
+        };
+        while inner.order.len() >= self.capacity {
+            if let Some(oldest) = inner.order.pop_front() {
+                inner.targets.remove(&oldest);
+            }
+        }
+        inner.order.push_back(binding);
+        inner.targets.insert(binding, target);
+        Some(binding)
+    }
+
+    /// The target of a binding given in wire form; `None` when the text is not a well-formed
+    /// binding or the binding is unknown or evicted.
+    pub fn resolve(&self, text: &str) -> Option<Arc<T>> {
+        let binding = Binding::parse(text)?;
+        self.inner.lock().targets.get(&binding).cloned()
+    }
+
+    /// How many bindings are stored.
+    pub fn len(&self) -> usize {
+        self.inner.lock().order.len()
+    }
+
+    /// True when no binding is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    struct Target {
+        tool: String,
+    }
+
+    fn target(tool: &str) -> Target {
+        Target { tool: tool.into() }
+    }
+
+    fn well_formed(s: &str) -> bool {
+        let Some(rest) = s.strip_prefix("wc_pbind_") else {
+            return false;
+        };
+        rest.len() == 22
+            && rest
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    }
+
+    #[test]
+    fn binding_has_the_documented_format() {
+        for _ in 0..200 {
+            let b = Binding::generate().unwrap().encode();
+            assert!(well_formed(&b), "{b}");
+        }
+    }
+
+    #[test]
+    fn encode_and_parse_round_trip() {
+        for bytes in [[0u8; 16], [255u8; 16], *b"0123456789abcdef"] {
+            let b = Binding(bytes);
+            assert_eq!(Binding::parse(&b.encode()), Some(b));
+        }
+        assert_eq!(Binding([0; 16]).encode(), "wc_pbind_AAAAAAAAAAAAAAAAAAAAAA");
+        assert_eq!(
+            Binding([255; 16]).encode(),
+            "wc_pbind______________________w"
+        );
+    }
+
+    #[test]
+    fn parse_rejects_malformed_text() {
+        let good = Binding::generate().unwrap().encode();
+        assert!(Binding::parse(&good).is_some());
+        for bad in [
+            String::new(),
+            "wc_pbind_".to_string(),
+            good[..good.len() - 1].to_string(),
+            format!("{good}A"),
+            good.replace("wc_pbind_", "wc_pbinx_"),
+            format!("wc_pbind_{}", "A".repeat(21) + "="),
+            format!("wc_pbind_{}", "A".repeat(21) + "+"),
+            // Non-zero trailing bits: not the canonical encoding.
+            format!("wc_pbind_{}", "A".repeat(21) + "B"),
+            format!("wc_pbind_{}", "é".repeat(11)),
+        ] {
+            assert!(Binding::parse(&bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn two_inserts_give_two_bindings_for_the_same_target() {
+        let store = BindingStore::<Target>::default();
+        let a = store.insert(target("t")).unwrap();
+        let b = store.insert(target("t")).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(store.resolve(&a.encode()).unwrap().tool, "t");
+        assert_eq!(store.resolve(&b.encode()).unwrap().tool, "t");
+    }
+
+    #[test]
+    fn unknown_or_malformed_bindings_do_not_resolve() {
+        let store = BindingStore::<Target>::default();
+        store.insert(target("t")).unwrap();
+        assert!(store
+            .resolve(&Binding::generate().unwrap().encode())
+            .is_none());
+        assert!(store.resolve("not a binding").is_none());
+    }
+
+    #[test]
+    fn evicts_oldest_first_at_capacity() {
+        let store = BindingStore::<Target>::default();
+        let bindings: Vec<Binding> = (0..BINDING_CAPACITY)
+            .map(|i| store.insert(target(&format!("t{i}"))).unwrap())
+            .collect();
+        assert_eq!(store.len(), BINDING_CAPACITY);
+        assert!(bindings
+            .iter()
+            .all(|b| store.resolve(&b.encode()).is_some()));
+        // Resolving does not refresh: the first one is still the oldest.
+        let newest = store.insert(target("new")).unwrap();
+        assert_eq!(store.len(), BINDING_CAPACITY);
+        assert!(store.resolve(&bindings[0].encode()).is_none());
+        assert_eq!(store.resolve(&bindings[1].encode()).unwrap().tool, "t1");
+        assert_eq!(store.resolve(&newest.encode()).unwrap().tool, "new");
+        store.insert(target("newer")).unwrap();
+        assert!(store.resolve(&bindings[1].encode()).is_none());
+        assert!(store.resolve(&bindings[2].encode()).is_some());
+    }
+}

@@ -1,0 +1,535 @@
+//! Strict, action-aware parsing of `plugin_tool` parameters (DESIGN §9).
+//!
+//! Every action has a fixed set of fields; any other field, a wrong type or a missing required
+//! field is `invalid_arguments`, with a message that names the field and the action. Parsing
+//! looks only at the shape of the parameters: whether a runner, plugin or binding exists is
+//! decided later, after the scope check.
+
+use serde_json::{Map, Value};
+
+use super::scope::Scope;
+use crate::error::{Error, ErrorCode};
+
+/// Longest `recording_session_id`, in bytes.
+pub const MAX_RECORDING_SESSION_ID_BYTES: usize = 256;
+/// Longest field name echoed back in an `invalid_arguments` message.
+const MAX_ECHOED_FIELD_BYTES: usize = 64;
+
+/// The six actions of `plugin_tool`, without their parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ActionKind {
+    /// `list`: runners, providers or one provider's tools.
+    List,
+    /// `describe`: one tool's full definition and a fresh binding.
+    Describe,
+    /// `call`: call the tool a binding points at.
+    Call,
+    /// `check`: admit a disposable candidate of one provider.
+    Check,
+    /// `reload`: restart every provider of a runner.
+    Reload,
+    /// `catalog`: the project catalog of one project root (an addition to DESIGN §9).
+    Catalog,
+}
+
+impl ActionKind {
+    /// Every action, in documentation order.
+    pub const ALL: [ActionKind; 6] = [
+        ActionKind::List,
+        ActionKind::Describe,
+        ActionKind::Call,
+        ActionKind::Check,
+        ActionKind::Reload,
+        ActionKind::Catalog,
+    ];
+
+    /// The wire name, e.g. `describe`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionKind::List => "list",
+            ActionKind::Describe => "describe",
+            ActionKind::Call => "call",
+            ActionKind::Check => "check",
+            ActionKind::Reload => "reload",
+            ActionKind::Catalog => "catalog",
+        }
+    }
+
+    /// The scope the action needs.
+    pub fn scope(self) -> Scope {
+        match self {
+            ActionKind::List | ActionKind::Describe | ActionKind::Catalog => Scope::Inspect,
+            ActionKind::Call => Scope::Invoke,
+            ActionKind::Check | ActionKind::Reload => Scope::Manage,
+        }
+    }
+
+    /// The fields this action accepts besides `action`.
+    fn fields(self) -> &'static [&'static str] {
+        match self {
+            ActionKind::List => &["runner", "plugin"],
+            ActionKind::Describe => &["runner", "plugin", "tool"],
+            ActionKind::Call => &["binding", "arguments", "recording_session_id"],
+            ActionKind::Check => &["runner", "plugin", "recording_session_id"],
+            ActionKind::Reload => &["runner", "recording_session_id"],
+            ActionKind::Catalog => &["runner", "project"],
+        }
+    }
+
+    fn parse(name: &str) -> Option<ActionKind> {
+        ActionKind::ALL.into_iter().find(|a| a.as_str() == name)
+    }
+}
+
+/// Parsed `plugin_tool` parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// `list`: no runner → the runners; a runner → its providers; runner + plugin → its tools.
+    List {
+        /// The runner to list.
+        runner: Option<String>,
+        /// The provider to list (requires `runner`).
+        plugin: Option<String>,
+    },
+    /// `describe` one tool.
+    Describe {
+        /// The runner.
+        runner: String,
+        /// The provider id.
+        plugin: String,
+        /// The tool name.
+        tool: String,
+    },
+    /// `call` the tool a binding points at.
+    Call {
+        /// The binding as sent (validated when it is resolved: a malformed one is
+        /// `describe_required`, not `invalid_arguments`).
+        binding: String,
+        /// The tool arguments (always a JSON object).
+        arguments: Value,
+        /// Passed to the recording hook when present.
+        recording_session_id: Option<String>,
+    },
+    /// `check` one provider.
+    Check {
+        /// The runner.
+        runner: String,
+        /// The provider id.
+        plugin: String,
+        /// Passed to the recording hook when present.
+        recording_session_id: Option<String>,
+    },
+    /// `reload` a runner.
+    Reload {
+        /// The runner.
+        runner: String,
+        /// Passed to the recording hook when present.
+        recording_session_id: Option<String>,
+    },
+    /// `catalog`: the tools of the providers working in one project root.
+    Catalog {
+        /// The runner.
+        runner: String,
+        /// The absolute project root.
+        project: String,
+    },
+}
+
+impl Action {
+    /// Parses `plugin_tool` parameters strictly; every failure is `invalid_arguments`.
+    pub fn parse(params: &Value) -> Result<Action, Error> {
+        let map = params
+            .as_object()
+            .ok_or_else(|| invalid("the parameters must be a JSON object".to_string()))?;
+        let kind = match map.get("action") {
+            None => return Err(invalid("field `action` is required".to_string())),
+            Some(Value::String(name)) => ActionKind::parse(name).ok_or_else(|| {
+                invalid(
+                    "unknown action; use list, describe, call, check, reload or catalog"
+                        .to_string(),
+                )
+            })?,
+            Some(_) => return Err(invalid("field `action` must be a string".to_string())),
+        };
+        let allowed = kind.fields();
+        if let Some(field) = map
+            .keys()
+            .find(|k| k.as_str() != "action" && !allowed.contains(&k.as_str()))
+        {
+            return Err(invalid(format!(
+                "field `{}` is not allowed for action `{}`",
+                echo(field),
+                kind.as_str()
+            )));
+        }
+        let fields = Fields { map, kind };
+        Ok(match kind {
+            ActionKind::List => {
+                let runner = fields.optional_string("runner")?;
+                let plugin = fields.optional_string("plugin")?;
+                if plugin.is_some() && runner.is_none() {
+                    return Err(invalid(
+                        "field `plugin` needs field `runner` for action `list`".to_string(),
+                    ));
+                }
+                Action::List { runner, plugin }
+            }
+            ActionKind::Describe => Action::Describe {
+                runner: fields.string("runner")?,
+                plugin: fields.string("plugin")?,
+                tool: fields.string("tool")?,
+            },
+            ActionKind::Call => Action::Call {
+                binding: fields.string("binding")?,
+                arguments: fields.object("arguments")?,
+                recording_session_id: fields.session_id()?,
+            },
+            ActionKind::Check => Action::Check {
+                runner: fields.string("runner")?,
+                plugin: fields.string("plugin")?,
+                recording_session_id: fields.session_id()?,
+            },
+            ActionKind::Reload => Action::Reload {
+                runner: fields.string("runner")?,
+                recording_session_id: fields.session_id()?,
+            },
+            ActionKind::Catalog => Action::Catalog {
+                runner: fields.string("runner")?,
+                project: fields.string("project")?,
+            },
+        })
+    }
+
+    /// The action without its parameters.
+    pub fn kind(&self) -> ActionKind {
+        match self {
+            Action::List { .. } => ActionKind::List,
+            Action::Describe { .. } => ActionKind::Describe,
+            Action::Call { .. } => ActionKind::Call,
+            Action::Check { .. } => ActionKind::Check,
+            Action::Reload { .. } => ActionKind::Reload,
+            Action::Catalog { .. } => ActionKind::Catalog,
+        }
+    }
+
+    /// The explicit `recording_session_id`, if the action carries one.
+    pub fn recording_session_id(&self) -> Option<&str> {
+        match self {
+            Action::Call {
+                recording_session_id,
+                ..
+            }
+            | Action::Check {
+                recording_session_id,
+                ..
+            }
+            | Action::Reload {
+                recording_session_id,
+                ..
+            } => recording_session_id.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+struct Fields<'a> {
+    map: &'a Map<String, Value>,
+    kind: ActionKind,
+}
+
+impl Fields<'_> {
+    fn optional_string(&self, field: &str) -> Result<Option<String>, Error> {
+        match self.map.get(field) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(self.wrong_type(field, "a string")),
+        }
+    }
+
+    fn string(&self, field: &str) -> Result<String, Error> {
+        self.optional_string(field)?
+            .ok_or_else(|| self.missing(field))
+    }
+
+    fn object(&self, field: &str) -> Result<Value, Error> {
+        match self.map.get(field) {
+            None => Err(self.missing(field)),
+            Some(v @ Value::Object(_)) => Ok(v.clone()),
+            Some(_) => Err(self.wrong_type(field, "a JSON object")),
+        }
+    }
+
+    fn session_id(&self) -> Result<Option<String>, Error> {
+        let id = self.optional_string("recording_session_id")?;
+        if let Some(id) = &id {
+            if id.is_empty()
+                || id.len() > MAX_RECORDING_SESSION_ID_BYTES
+                || id.chars().any(char::is_control)
+            {
+                return Err(invalid(format!(
+                    "field `recording_session_id` must be 1..={MAX_RECORDING_SESSION_ID_BYTES} \
+                     bytes without control characters for action `{}`",
+                    self.kind.as_str()
+                )));
+            }
+        }
+        Ok(id)
+    }
+
+    fn missing(&self, field: &str) -> Error {
+        invalid(format!(
+            "field `{field}` is required for action `{}`",
+            self.kind.as_str()
+        ))
+    }
+
+    fn wrong_type(&self, field: &str, expected: &str) -> Error {
+        invalid(format!(
+            "field `{field}` must be {expected} for action `{}`",
+            self.kind.as_str()
+        ))
+    }
+}
+
+fn invalid(message: String) -> Error {
+    Error::not_started(ErrorCode::InvalidArguments, message)
+}
+
+/// A caller-supplied field name made safe to echo: control characters replaced, length cut.
+fn echo(field: &str) -> String {
+    let mut out = String::new();
+    for c in field.chars() {
+        if out.len() + c.len_utf8() > MAX_ECHOED_FIELD_BYTES {
+            out.push('…');
+            break;
+        }
+        out.push(if c.is_control() { '?' } else { c });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn parse(v: Value) -> Result<Action, Error> {
+        Action::parse(&v)
+    }
+
+    fn invalid_message(v: Value) -> String {
+        let e = parse(v).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArguments);
+        assert_eq!(e.dispatch(), crate::Dispatch::NotStarted);
+        e.message().to_string()
+    }
+
+    #[test]
+    fn list_without_fields_lists_runners() {
+        assert_eq!(
+            parse(json!({"action":"list"})).unwrap(),
+            Action::List {
+                runner: None,
+                plugin: None
+            }
+        );
+    }
+
+    #[test]
+    fn list_with_runner_and_plugin() {
+        assert_eq!(
+            parse(json!({"action":"list","runner":"local","plugin":"p"})).unwrap(),
+            Action::List {
+                runner: Some("local".into()),
+                plugin: Some("p".into())
+            }
+        );
+    }
+
+    #[test]
+    fn list_plugin_needs_runner() {
+        let m = invalid_message(json!({"action":"list","plugin":"p"}));
+        assert!(m.contains("`plugin`") && m.contains("`runner`"), "{m}");
+    }
+
+    #[test]
+    fn describe_needs_runner_plugin_and_tool() {
+        assert_eq!(
+            parse(json!({"action":"describe","runner":"local","plugin":"p","tool":"t"})).unwrap(),
+            Action::Describe {
+                runner: "local".into(),
+                plugin: "p".into(),
+                tool: "t".into()
+            }
+        );
+        for missing in ["runner", "plugin", "tool"] {
+            let mut v = json!({"action":"describe","runner":"local","plugin":"p","tool":"t"});
+            v.as_object_mut().unwrap().remove(missing);
+            let m = invalid_message(v);
+            assert!(m.contains(&format!("`{missing}` is required")), "{m}");
+            assert!(m.contains("`describe`"), "{m}");
+        }
+    }
+
+    #[test]
+    fn call_takes_binding_arguments_and_session() {
+        assert_eq!(
+            parse(json!({"action":"call","binding":"b","arguments":{"a":1},
+                         "recording_session_id":"s1"}))
+            .unwrap(),
+            Action::Call {
+                binding: "b".into(),
+                arguments: json!({"a":1}),
+                recording_session_id: Some("s1".into())
+            }
+        );
+    }
+
+    #[test]
+    fn call_arguments_must_be_an_object() {
+        for args in [json!([]), json!("x"), json!(1), json!(null)] {
+            let m = invalid_message(json!({"action":"call","binding":"b","arguments":args}));
+            assert!(m.contains("`arguments`"), "{m}");
+        }
+        let m = invalid_message(json!({"action":"call","binding":"b"}));
+        assert!(m.contains("`arguments` is required"), "{m}");
+    }
+
+    #[test]
+    fn call_forbids_runner_plugin_and_tool() {
+        for field in ["runner", "plugin", "tool"] {
+            let mut v = json!({"action":"call","binding":"b","arguments":{}});
+            v[field] = json!("x");
+            let m = invalid_message(v);
+            assert_eq!(
+                m,
+                format!("field `{field}` is not allowed for action `call`")
+            );
+        }
+    }
+
+    #[test]
+    fn check_and_reload_need_runner() {
+        assert_eq!(
+            parse(json!({"action":"check","runner":"local","plugin":"p"})).unwrap(),
+            Action::Check {
+                runner: "local".into(),
+                plugin: "p".into(),
+                recording_session_id: None
+            }
+        );
+        assert_eq!(
+            parse(json!({"action":"reload","runner":"local","recording_session_id":"s"})).unwrap(),
+            Action::Reload {
+                runner: "local".into(),
+                recording_session_id: Some("s".into())
+            }
+        );
+        assert!(invalid_message(json!({"action":"reload"})).contains("`runner` is required"));
+        assert!(invalid_message(json!({"action":"check","plugin":"p"}))
+            .contains("`runner` is required"));
+        assert!(invalid_message(json!({"action":"check","runner":"local"}))
+            .contains("`plugin` is required"));
+    }
+
+    #[test]
+    fn catalog_needs_runner_and_project() {
+        assert_eq!(
+            parse(json!({"action":"catalog","runner":"local","project":"/p"})).unwrap(),
+            Action::Catalog {
+                runner: "local".into(),
+                project: "/p".into()
+            }
+        );
+        assert!(
+            invalid_message(json!({"action":"catalog","runner":"local"}))
+                .contains("`project` is required")
+        );
+    }
+
+    #[test]
+    fn every_field_not_allowed_for_an_action_is_named() {
+        let all = [
+            "runner",
+            "plugin",
+            "tool",
+            "binding",
+            "arguments",
+            "recording_session_id",
+            "project",
+        ];
+        for kind in ActionKind::ALL {
+            for field in all {
+                if kind.fields().contains(&field) {
+                    continue;
+                }
+                let v = json!({"action": kind.as_str(), field: "x"});
+                let m = invalid_message(v);
+                assert_eq!(
+                    m,
+                    format!(
+                        "field `{field}` is not allowed for action `{}`",
+                        kind.as_str()
+                    )
+                );
+            }
+            let m = invalid_message(json!({"action": kind.as_str(), "extra": 1}));
+            assert!(m.contains("`extra`") && m.contains(kind.as_str()), "{m}");
+        }
+    }
+
+    #[test]
+    fn recording_session_id_only_on_call_check_reload() {
+        for kind in [ActionKind::List, ActionKind::Describe, ActionKind::Catalog] {
+            let m = invalid_message(json!({"action": kind.as_str(), "recording_session_id":"s"}));
+            assert!(m.contains("`recording_session_id` is not allowed"), "{m}");
+        }
+    }
+
+    #[test]
+    fn recording_session_id_must_be_a_sane_string() {
+        for bad in [json!(""), json!(1), json!("a\nb"), json!("x".repeat(257))] {
+            let m = invalid_message(json!({"action":"reload","runner":"local",
+                                           "recording_session_id": bad}));
+            assert!(m.contains("`recording_session_id`"), "{m}");
+        }
+    }
+
+    #[test]
+    fn action_is_required_and_must_be_known() {
+        assert!(invalid_message(json!({})).contains("`action` is required"));
+        assert!(invalid_message(json!({"action":1})).contains("must be a string"));
+        assert!(invalid_message(json!({"action":"delete"})).contains("unknown action"));
+        assert!(invalid_message(json!([])).contains("JSON object"));
+        assert!(invalid_message(json!(null)).contains("JSON object"));
+    }
+
+    #[test]
+    fn wrong_types_are_invalid_arguments() {
+        let m = invalid_message(json!({"action":"list","runner":1}));
+        assert_eq!(m, "field `runner` must be a string for action `list`");
+        let m = invalid_message(json!({"action":"describe","runner":"l","plugin":null,"tool":"t"}));
+        assert!(m.contains("`plugin` must be a string"), "{m}");
+        let m = invalid_message(json!({"action":"call","binding":5,"arguments":{}}));
+        assert!(m.contains("`binding` must be a string"), "{m}");
+    }
+
+    #[test]
+    fn echoed_field_names_are_bounded_and_clean() {
+        let long = format!("a\u{1}{}", "b".repeat(500));
+        let m = invalid_message(json!({"action":"list", long: 1}));
+        assert!(!m.chars().any(char::is_control));
+        assert!(m.len() < 200, "{m}");
+    }
+
+    #[test]
+    fn scopes_per_action() {
+        assert_eq!(ActionKind::List.scope(), Scope::Inspect);
+        assert_eq!(ActionKind::Describe.scope(), Scope::Inspect);
+        assert_eq!(ActionKind::Catalog.scope(), Scope::Inspect);
+        assert_eq!(ActionKind::Call.scope(), Scope::Invoke);
+        assert_eq!(ActionKind::Check.scope(), Scope::Manage);
+        assert_eq!(ActionKind::Reload.scope(), Scope::Manage);
+    }
+}

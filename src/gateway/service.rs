@@ -1,0 +1,331 @@
+//! The `plugin_tool` service: parse → scope → route → act → canonical output.
+
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use serde_json::Value;
+
+use super::binding::{BindingStore, BindingTarget};
+use super::failure::failure_output;
+use super::output;
+use super::params::Action;
+use super::recording::{RecordingEvent, RecordingHook};
+use super::scope::Caller;
+use crate::error::{Dispatch, Error, ErrorCode};
+use crate::host::{Host, DEFAULT_PROJECT_CATALOG_BYTES};
+
+/// The runner name [`Gateway::single`] registers its host under.
+pub const LOCAL_RUNNER: &str = "local";
+
+/// The result of one `plugin_tool` request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// True when the action succeeded.
+    pub success: bool,
+    /// The canonical success object, or the failure object
+    /// `{"error":{"code","message"},"dispatch","recovery"?}`.
+    pub output: Value,
+}
+
+impl ToolOutput {
+    fn ok(output: Value) -> ToolOutput {
+        ToolOutput {
+            success: true,
+            output,
+        }
+    }
+
+    /// The failure output for `error`.
+    pub fn failure(error: &Error) -> ToolOutput {
+        ToolOutput {
+            success: false,
+            output: failure_output(error),
+        }
+    }
+}
+
+type SharedHook = Arc<dyn Fn(&RecordingEvent) + Send + Sync>;
+
+/// Routes `plugin_tool` requests to named runners and keeps the binding store.
+///
+/// `Send + Sync`: one gateway serves concurrent requests from many threads. A slow call holds
+/// only its own provider; list, describe, check and other providers are not blocked.
+pub struct Gateway {
+    runners: RwLock<BTreeMap<String, Arc<Host>>>,
+    bindings: BindingStore,
+    hook: RwLock<Option<SharedHook>>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("runners", &self.runner_names())
+            .field("bindings", &self.bindings.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// A gateway over these named runners.
+    pub fn new(runners: impl IntoIterator<Item = (String, Arc<Host>)>) -> Gateway {
+        Gateway {
+            runners: RwLock::new(runners.into_iter().collect()),
+            bindings: BindingStore::default(),
+            hook: RwLock::new(None),
+        }
+    }
+
+    /// A gateway with one runner, `local`.
+    pub fn single(host: Arc<Host>) -> Gateway {
+        Gateway::new([(LOCAL_RUNNER.to_string(), host)])
+    }
+
+    /// Registers (or replaces) a runner; returns the host previously registered under `name`.
+    /// Bindings described on a replaced runner then fail with `plugin_replaced`.
+    pub fn insert_runner(&self, name: impl Into<String>, host: Arc<Host>) -> Option<Arc<Host>> {
+        self.runners.write().insert(name.into(), host)
+    }
+
+    /// The host registered under `name`.
+    pub fn runner(&self, name: &str) -> Option<Arc<Host>> {
+        self.runners.read().get(name).cloned()
+    }
+
+    /// The registered runner names, sorted.
+    pub fn runner_names(&self) -> Vec<String> {
+        self.runners.read().keys().cloned().collect()
+    }
+
+    /// Shuts every registered host down (see [`Host::shutdown`]).
+    pub fn shutdown(&self) {
+        let hosts: Vec<Arc<Host>> = self.runners.read().values().cloned().collect();
+        for host in hosts {
+            host.shutdown();
+        }
+    }
+
+    /// Installs the recording hook, replacing any previous one. It is called for `call`,
+    /// `check` and `reload` requests that carry an explicit `recording_session_id`, and never
+    /// otherwise.
+    pub fn set_recording_hook(&self, hook: RecordingHook) {
+        *self.hook.write() = Some(Arc::from(hook));
+    }
+
+    /// Handles one `plugin_tool` request: strict parameter parsing (`invalid_arguments`), then
+    /// the scope check (`insufficient_scope`), then the action.
+    pub fn plugin_tool(&self, caller: &Caller, params: &Value) -> ToolOutput {
+        let action = match Action::parse(params) {
+            Ok(action) => action,
+            Err(error) => return ToolOutput::failure(&error),
+        };
+        let mut target = None;
+        let scope = action.kind().scope();
+        let result = if caller.has(scope) {
+            self.act(&action, &mut target)
+        } else {
+            Err(Error::not_started(
+                ErrorCode::InsufficientScope,
+                format!(
+                    "action `{}` needs scope {}",
+                    action.kind().as_str(),
+                    scope.as_str()
+                ),
+            ))
+        };
+        if let Some(session_id) = action.recording_session_id() {
+            self.record(&action, session_id, target.as_deref(), &result);
+        }
+        match result {
+            Ok(output) => ToolOutput::ok(output),
+            Err(error) => ToolOutput::failure(&error),
+        }
+    }
+
+    fn act(
+        &self,
+        action: &Action,
+        target: &mut Option<Arc<BindingTarget>>,
+    ) -> Result<Value, Error> {
+        match action {
+            Action::List {
+                runner: None,
+                plugin: _,
+            } => Ok(output::runners(
+                self.runner_names().iter().map(String::as_str),
+            )),
+            Action::List {
+                runner: Some(runner),
+                plugin: None,
+            } => {
+                let set = self.host(runner)?.providers();
+                Ok(output::providers(runner, set.entries()))
+            }
+            Action::List {
+                runner: Some(runner),
+                plugin: Some(plugin),
+            } => {
+                let set = self.host(runner)?.providers();
+                let entry = set
+                    .entry(plugin)
+                    .ok_or_else(|| crate::host::not_configured(plugin))?;
+                Ok(output::provider_detail(entry))
+            }
+            Action::Describe {
+                runner,
+                plugin,
+                tool,
+            } => self.describe(runner, plugin, tool),
+            Action::Call {
+                binding, arguments, ..
+            } => self.call(binding, arguments, target),
+            Action::Check { runner, plugin, .. } => {
+                let report = self.host(runner)?.check(plugin)?;
+                Ok(output::check(runner, &report))
+            }
+            Action::Reload { runner, .. } => {
+                let report = self.host(runner)?.reload()?;
+                Ok(output::reload(runner, &report))
+            }
+            Action::Catalog { runner, project } => {
+                let catalog = self
+                    .host(runner)?
+                    .project_catalog(Path::new(project), DEFAULT_PROJECT_CATALOG_BYTES)?;
+                Ok(output::catalog(runner, &catalog))
+            }
+        }
+    }
+
+    fn describe(&self, runner: &str, plugin: &str, tool: &str) -> Result<Value, Error> {
+        let host = self.host(runner)?;
+        let (provider, tool) = host.tool(plugin, tool)?;
+        let binding = self
+            .bindings
+            .insert(BindingTarget {
+                runner: runner.to_string(),
+                runner_id: host.runner_id(),
+                plugin: provider.id().to_string(),
+                instance: provider.instance(),
+                tool: tool.name().to_string(),
+                observation: tool.observation().to_string(),
+            })
+            .ok_or_else(|| {
+                Error::not_started(
+                    ErrorCode::GatewaySaturated,
+                    "the gateway could not create a binding; try again",
+                )
+            })?;
+        Ok(output::describe(
+            runner,
+            &provider,
+            &tool,
+            &binding.encode(),
+        ))
+    }
+
+    /// Calls exactly the instance a binding recorded; never re-resolves to a same-named tool.
+    fn call(
+        &self,
+        binding: &str,
+        arguments: &Value,
+        seen: &mut Option<Arc<BindingTarget>>,
+    ) -> Result<Value, Error> {
+        let target = self.bindings.resolve(binding).ok_or_else(|| {
+            Error::not_started(
+                ErrorCode::DescribeRequired,
+                "the binding is unknown or expired; describe the tool again",
+            )
+        })?;
+        *seen = Some(target.clone());
+        let host = self
+            .runner(&target.runner)
+            .filter(|h| h.runner_id() == target.runner_id)
+            .ok_or_else(replaced)?;
+        host.call_instance(
+            &target.plugin,
+            target.instance,
+            &target.tool,
+            Some(&target.observation),
+            arguments,
+            None,
+        )
+        .map(|result| result.to_json())
+        .map_err(|e| match e.code() {
+            ErrorCode::StaleProvider => replaced(),
+            _ => e,
+        })
+    }
+
+    fn host(&self, runner: &str) -> Result<Arc<Host>, Error> {
+        self.runner(runner).ok_or_else(|| {
+            Error::not_started(
+                ErrorCode::RunnerNotFound,
+                "no runner with that name; list to see the runners",
+            )
+        })
+    }
+
+    fn record(
+        &self,
+        action: &Action,
+        session_id: &str,
+        target: Option<&BindingTarget>,
+        result: &Result<Value, Error>,
+    ) {
+        let Some(hook) = self.hook.read().clone() else {
+            return;
+        };
+        let (runner, plugin, tool) = match action {
+            Action::Call { .. } => match target {
+                Some(t) => (
+                    Some(t.runner.clone()),
+                    Some(t.plugin.clone()),
+                    Some(t.tool.clone()),
+                ),
+                None => (None, None, None),
+            },
+            Action::Check { runner, plugin, .. } => {
+                (Some(runner.clone()), Some(plugin.clone()), None)
+            }
+            Action::Reload { runner, .. } => (Some(runner.clone()), None, None),
+            _ => return,
+        };
+        let event = RecordingEvent {
+            action: action.kind(),
+            session_id: session_id.to_string(),
+            runner,
+            plugin,
+            tool,
+            success: result.is_ok(),
+            dispatch: match result {
+                Ok(_) => Dispatch::Completed,
+                Err(e) => e.dispatch(),
+            },
+            error_code: result.as_ref().err().map(Error::code),
+        };
+        if catch_unwind(AssertUnwindSafe(|| hook(&event))).is_err() {
+            log::error!("the recording hook panicked; the event was dropped");
+        }
+    }
+}
+
+fn replaced() -> Error {
+    Error::not_started(
+        ErrorCode::Replaced,
+        "the provider or runner was replaced since the tool was described; list and describe again",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gateway_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Gateway>();
+        assert_send_sync::<ToolOutput>();
+    }
+}

@@ -1,0 +1,132 @@
+//! Shared helpers of the gateway integration tests: fixture hosts built in code.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use webcodex_plugin_host::env::{PluginsConfig, ProviderConfig, RunnerConfig, ShellConfig};
+use webcodex_plugin_host::gateway::{Caller, Gateway, ToolOutput};
+use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
+
+/// The fixture plugin built next to the test binary.
+pub fn fixture() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/fixture_plugin")
+}
+
+/// A fresh temp dir whose name contains `tag`.
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let dir = std::env::temp_dir().join(format!("wc-gw-{tag}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A provider running the fixture with `args` (the first is the mode).
+pub fn provider(id: &str, args: &[&str]) -> ProviderConfig {
+    ProviderConfig {
+        id: id.to_string(),
+        name: format!("Provider {id}"),
+        command: fixture().display().to_string(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        cwd: None,
+        profile: None,
+        timeout: Duration::from_secs(5),
+    }
+}
+
+/// A runner config with these providers and `shell.env`.
+pub fn config(providers: Vec<ProviderConfig>, env: &[(&str, &str)]) -> RunnerConfig {
+    RunnerConfig {
+        shell: ShellConfig {
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            ..ShellConfig::default()
+        },
+        plugins: PluginsConfig {
+            providers,
+            ..PluginsConfig::default()
+        },
+    }
+}
+
+/// Starts a host on a fixed config.
+pub fn host(config: RunnerConfig) -> Arc<Host> {
+    Arc::new(Host::start(ConfigSource::Fixed(config), HostOptions::default()).unwrap())
+}
+
+/// A gateway whose `local` runner runs these providers.
+pub fn gateway(providers: Vec<ProviderConfig>) -> Gateway {
+    Gateway::single(host(config(providers, &[])))
+}
+
+/// One request with every scope.
+pub fn run(gateway: &Gateway, params: Value) -> ToolOutput {
+    gateway.plugin_tool(&Caller::trusted(), &params)
+}
+
+/// One request that must succeed; its output.
+pub fn ok(gateway: &Gateway, params: Value) -> Value {
+    let out = run(gateway, params.clone());
+    assert!(out.success, "{params} failed: {}", out.output);
+    out.output
+}
+
+/// One request that must fail; its output.
+pub fn fail(gateway: &Gateway, params: Value) -> Value {
+    let out = run(gateway, params.clone());
+    assert!(!out.success, "{params} succeeded: {}", out.output);
+    out.output
+}
+
+/// The error code of a failure output.
+pub fn code(output: &Value) -> &str {
+    output["error"]["code"].as_str().unwrap()
+}
+
+/// The sorted keys of an object.
+pub fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// Describes `tool` of `plugin` on `local` and returns its binding.
+pub fn bind(gateway: &Gateway, plugin: &str, tool: &str) -> String {
+    let out = ok(
+        gateway,
+        serde_json::json!({"action":"describe","runner":"local","plugin":plugin,"tool":tool}),
+    );
+    out["binding"].as_str().unwrap().to_string()
+}
+
+/// True when `s` matches `^wc_pbind_[A-Za-z0-9_-]{22}$`.
+pub fn is_binding(s: &str) -> bool {
+    match s.strip_prefix("wc_pbind_") {
+        Some(rest) => {
+            rest.len() == 22
+                && rest
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        }
+        None => false,
+    }
+}
