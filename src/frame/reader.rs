@@ -63,6 +63,11 @@ impl<R: BufRead> LineReader<R> {
         }
     }
 
+    /// The wrapped reader (e.g. to see whether more bytes are already buffered).
+    pub fn get_ref(&self) -> &R {
+        &self.inner
+    }
+
     /// Reads the next line and parses it as one JSON value.
     ///
     /// Fails with [`ReadFault::TooLarge`] as soon as the line is known to exceed

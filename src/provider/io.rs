@@ -18,7 +18,7 @@
 use std::io::{BufReader, ErrorKind, Read, Write};
 use std::os::fd::AsRawFd;
 use std::process::{ChildStderr, ChildStdin, ChildStdout};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -92,6 +92,9 @@ pub(crate) struct Channels {
     pub(crate) jobs: Sender<WriteJob>,
     pub(crate) events: Receiver<Event>,
     pub(crate) gate: Arc<WriteGate>,
+    /// Set by the reader when, as it hands over a message, more stdout bytes are already
+    /// buffered: something unasked is on its way.
+    pub(crate) more_pending: Arc<AtomicBool>,
 }
 
 /// Handles of the four threads; `join_until` waits for them with a bound.
@@ -158,11 +161,12 @@ pub(crate) fn start(
         SMALL_STACK,
         Box::new(move || write_loop(writer_stdin, job_rx, writer_gate, events)),
     )?);
-    let events = event_tx.clone();
+    let more_pending = Arc::new(AtomicBool::new(false));
+    let (events, pending) = (event_tx.clone(), more_pending.clone());
     handles.push(spawn(
         format!("wc-read-{id}"),
         READER_STACK,
-        Box::new(move || read_loop(stdout, events)),
+        Box::new(move || read_loop(stdout, events, pending)),
     )?);
     handles.push(spawn(
         format!("wc-stderr-{id}"),
@@ -181,6 +185,7 @@ pub(crate) fn start(
         jobs: job_tx,
         events: event_rx,
         gate,
+        more_pending,
     };
     Ok((
         channels,
@@ -274,11 +279,15 @@ fn write_loop(
     }
 }
 
-fn read_loop(stdout: ChildStdout, events: Sender<Event>) {
+fn read_loop(stdout: ChildStdout, events: Sender<Event>, more_pending: Arc<AtomicBool>) {
     let mut reader = LineReader::new(BufReader::with_capacity(STDOUT_BUFFER, stdout));
     loop {
         match reader.read_value() {
             Ok(value) => {
+                // Published before the hand-over, so the coordinator that receives this message
+                // knows whether more was already written behind it.
+                let pending = !reader.get_ref().buffer().is_empty();
+                more_pending.store(pending, Ordering::Release);
                 if events.send(Event::Message(value)).is_err() {
                     return;
                 }

@@ -4,6 +4,7 @@
 //! admission, write + flush and the response wait. Waiting is a single `recv_deadline` on the
 //! event channel: no polling, no sleeps.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{RecvTimeoutError, SendTimeoutError, TryRecvError};
@@ -16,6 +17,8 @@ use crate::frame::{validate_response, Envelope, RequestEncoder, MAX_LINE_BYTES};
 
 /// After the plugin exits, how long a response already in the pipe may still take to arrive.
 const EXIT_GRACE: Duration = Duration::from_millis(200);
+/// How long an unasked message already buffered by the reader may take to be handed over.
+const PENDING_GRACE: Duration = Duration::from_millis(100);
 
 /// Which request is in flight: it decides what "the frame may have been written" means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +90,19 @@ impl Session {
                 )
             }
             Err(TryRecvError::Empty) => {}
+        }
+        if self.channels.more_pending.load(Ordering::Acquire) {
+            // The plugin wrote more behind its last response; it is still being parsed.
+            let until = deadline.min(Instant::now() + PENDING_GRACE);
+            let code = match self.channels.events.recv_deadline(until) {
+                Ok(Event::ReadFault(code)) => code,
+                _ => ErrorCode::UnexpectedMessage,
+            };
+            let message = match code {
+                ErrorCode::UnexpectedMessage => "the plugin wrote to stdout without being asked",
+                code => read_fault_message(code),
+            };
+            return fail(code, Dispatch::NotStarted, message);
         }
 
         let mut frame = Vec::with_capacity(256);

@@ -69,10 +69,23 @@ impl StderrRing {
         }
     }
 
-    /// The kept lines, oldest first, plus the unfinished last line if any.
+    /// The kept lines, oldest first, plus the unfinished last line if any; the unfinished line
+    /// counts against the same bounds (older lines make room for it).
     pub fn lines(&self) -> Vec<StderrLine> {
-        let mut out: Vec<StderrLine> = self.lines.iter().cloned().collect();
-        if !self.current.is_empty() || self.current_truncated {
+        let partial = !self.current.is_empty() || self.current_truncated;
+        let (mut skip, mut total) = (0, self.total);
+        if partial {
+            total += self.current.len();
+            while skip < self.lines.len()
+                && (self.lines.len() - skip + 1 > STDERR_MAX_LINES
+                    || total > STDERR_MAX_TOTAL_BYTES)
+            {
+                total -= self.lines[skip].text.len();
+                skip += 1;
+            }
+        }
+        let mut out: Vec<StderrLine> = self.lines.iter().skip(skip).cloned().collect();
+        if partial {
             out.push(StderrLine {
                 text: self.current.clone(),
                 truncated: self.current_truncated,
