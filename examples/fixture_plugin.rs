@@ -10,7 +10,9 @@
 //! Tools exercise call-time faults (see `TOOLS`). When `FIXTURE_LOG` is set, every line read from
 //! stdin is appended to that file, so tests can prove what reached the plugin. When
 //! `FIXTURE_STDERR` is set, its value is written to stderr at start and before each tools/call,
-//! so tests can prove stderr never leaks. Arguments after MODE are ignored.
+//! so tests can prove stderr never leaks. When `FIXTURE_PIDS` is set, the plugin appends
+//! `self PID` to that file at start and `grandchild PID` for every grandchild it spawns, so tests
+//! can prove those processes are gone. Arguments after MODE are ignored.
 
 #![allow(clippy::zombie_processes)]
 
@@ -58,6 +60,7 @@ fn main() {
     if let Some(text) = &stderr_text {
         eprintln!("{text}");
     }
+    record_pid("self", std::process::id());
 
     match mode.as_str() {
         "stray-stdout" => {
@@ -160,9 +163,17 @@ fn call(name: &str, args: &Value, id: u64, out: &mut impl Write) -> Option<Value
             text("slept")
         }
         "stderr" => {
+            // Writes `bytes` bytes of lines. `"newlines": false` makes it one endless line;
+            // `"line_bytes": N` makes every line N bytes of `e` (plus its newline).
             let n = args["bytes"].as_u64().unwrap_or(0) as usize;
-            let chunk = "0123456789abcdefghijklmnopqrstuvwxyz noise from the plugin on stderr\n"
-                .repeat(512);
+            let line = if args["newlines"] == json!(false) {
+                "0123456789abcdefghijklmnopqrstuvwxyz noise from the plugin on stderr ".to_string()
+            } else if let Some(len) = args["line_bytes"].as_u64() {
+                format!("{}\n", "e".repeat(len as usize))
+            } else {
+                "0123456789abcdefghijklmnopqrstuvwxyz noise from the plugin on stderr\n".to_string()
+            };
+            let chunk = line.repeat((64 * 1024 / line.len()).max(1));
             let mut err = io::stderr().lock();
             let mut left = n;
             while left > 0 {
@@ -174,6 +185,7 @@ fn call(name: &str, args: &Value, id: u64, out: &mut impl Write) -> Option<Value
             text("wrote stderr")
         }
         "grandchild" => {
+            // Deliberately never waited for: it must outlive this call (and the plugin).
             let child = Command::new("sleep")
                 .arg("1000")
                 .stdin(Stdio::null())
@@ -181,6 +193,7 @@ fn call(name: &str, args: &Value, id: u64, out: &mut impl Write) -> Option<Value
                 .stderr(Stdio::null())
                 .spawn()
                 .unwrap();
+            record_pid("grandchild", child.id());
             text(&child.id().to_string())
         }
         "big_args" => text("ok"),
@@ -201,8 +214,12 @@ fn call(name: &str, args: &Value, id: u64, out: &mut impl Write) -> Option<Value
             return None;
         }
         "wrong_id" => {
+            // `"id": VALUE` answers with that literal id instead of `id + delta`.
             let delta = args["delta"].as_i64().unwrap_or(1);
-            let rid = id as i64 + delta;
+            let rid = match args.get("id") {
+                Some(literal) => literal.clone(),
+                None => json!(id as i64 + delta),
+            };
             write_line(out, &json!({"jsonrpc":"2.0","id":rid,"result":text("x")}));
             return None;
         }
@@ -223,20 +240,29 @@ fn call(name: &str, args: &Value, id: u64, out: &mut impl Write) -> Option<Value
         "invalid_result" => json!({"content":[{"type":"image","data":"x"}]}),
         "bad_output" => json!({"content":[],"structuredContent":{"n":"not a number"}}),
         "then_unsolicited" => {
-            send(out, id, text("first"));
-            write_line(
-                out,
+            // The response and the unsolicited notification leave in one write(2).
+            let mut both =
+                serde_json::to_vec(&json!({"jsonrpc":"2.0","id":id,"result":text("first")}))
+                    .unwrap();
+            both.push(b'\n');
+            serde_json::to_writer(
+                &mut both,
                 &json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}}),
-            );
+            )
+            .unwrap();
+            both.push(b'\n');
+            out.write_all(&both).unwrap();
+            out.flush().unwrap();
             return None;
         }
         "exit_keep_stdout" => {
             // A grandchild inherits stdout and outlives the plugin.
-            Command::new("sleep")
+            let child = Command::new("sleep")
                 .arg("1000")
                 .stdin(Stdio::null())
                 .spawn()
                 .unwrap();
+            record_pid("grandchild", child.id());
             std::process::exit(0);
         }
         "is_error" => json!({"content":[{"type":"text","text":"bad input"}],"isError":true}),
@@ -259,4 +285,16 @@ fn write_line(out: &mut impl Write, v: &Value) {
     s.push(b'\n');
     out.write_all(&s).unwrap();
     out.flush().unwrap();
+}
+
+/// Appends `KIND PID` to the file named by `FIXTURE_PIDS`, if set.
+fn record_pid(kind: &str, pid: u32) {
+    if let Some(path) = std::env::var_os("FIXTURE_PIDS") {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        writeln!(f, "{kind} {pid}").unwrap();
+    }
 }

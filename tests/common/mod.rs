@@ -1,0 +1,324 @@
+//! Helpers shared by the provider integration tests: the fixture plugin, its side files
+//! (`FIXTURE_LOG`, `FIXTURE_PIDS`) and process-table checks.
+#![allow(dead_code)]
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use webcodex_plugin_host::env::EnvSnapshot;
+use webcodex_plugin_host::provider::{LaunchSpec, Provider, ProviderSpec};
+use webcodex_plugin_host::{Dispatch, Error, ErrorCode};
+
+/// How long "does not hang" checks wait at most. Never an expected duration.
+pub const GENEROUS: Duration = Duration::from_secs(5);
+
+/// `target/debug/examples/fixture_plugin`, next to the test binary's `deps` directory.
+///
+/// `cargo test` builds examples, but `cargo test --test NAME` does not: the first call builds
+/// the fixture with the same cargo (a no-op when it is fresh), so a stale fixture is never used.
+pub fn fixture_path() -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    let exe = std::env::current_exe().expect("current_exe");
+    let deps = exe.parent().expect("test binary has a parent directory");
+    let profile_dir = deps.parent().expect("deps has a parent directory");
+    BUILT.get_or_init(|| build_fixture(profile_dir));
+    let path = profile_dir
+        .join("examples")
+        .join(format!("fixture_plugin{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "fixture plugin not built at {}: run `cargo test` (or `cargo build --example fixture_plugin`)",
+        path.display()
+    );
+    path
+}
+
+/// Builds the fixture into `profile_dir` (`target/debug` → the dev profile, else the profile
+/// named like the directory).
+fn build_fixture(profile_dir: &Path) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev",
+        Some(other) => other,
+    };
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "--quiet",
+            "--example",
+            "fixture_plugin",
+            "--profile",
+            profile,
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::null())
+        .status()
+        .expect("run cargo build --example fixture_plugin");
+    assert!(status.success(), "building the fixture plugin failed");
+}
+
+/// One fixture plugin run: a private temp directory holding the stdin log and the pid file.
+/// The directory is removed on drop.
+pub struct Fixture {
+    dir: PathBuf,
+    log: PathBuf,
+    pids: PathBuf,
+    extra_env: Vec<(OsString, OsString)>,
+}
+
+impl Fixture {
+    /// A fresh fixture directory named after `label`.
+    pub fn new(label: &str) -> Fixture {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("wc-ptest-{}-{}-{label}", std::process::id(), n));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create fixture temp dir");
+        Fixture {
+            log: dir.join("stdin.log"),
+            pids: dir.join("pids"),
+            dir,
+            extra_env: Vec::new(),
+        }
+    }
+
+    /// Adds one environment variable for the plugin.
+    pub fn with_env(mut self, key: &str, value: &str) -> Fixture {
+        self.extra_env.push((key.into(), value.into()));
+        self
+    }
+
+    /// The `FIXTURE_LOG` path.
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
+    /// The environment for the plugin: the host's own, minus any inherited `FIXTURE_*`, plus
+    /// this fixture's side files and the extra variables.
+    pub fn env(&self) -> EnvSnapshot {
+        let mut vars: Vec<(OsString, OsString)> = std::env::vars_os()
+            .filter(|(k, _)| !k.to_string_lossy().starts_with("FIXTURE_"))
+            .collect();
+        vars.push(("FIXTURE_LOG".into(), self.log.clone().into_os_string()));
+        vars.push(("FIXTURE_PIDS".into(), self.pids.clone().into_os_string()));
+        vars.extend(self.extra_env.iter().cloned());
+        EnvSnapshot::from_vars(vars)
+    }
+
+    /// A spec that runs the fixture in `mode` with the given request timeout.
+    pub fn spec(&self, mode: &str, timeout: Duration) -> ProviderSpec {
+        self.spec_for(fixture_path(), vec![mode.to_string()], timeout)
+    }
+
+    /// A spec that runs `program` with `args` and this fixture's environment.
+    pub fn spec_for(&self, program: PathBuf, args: Vec<String>, timeout: Duration) -> ProviderSpec {
+        ProviderSpec {
+            id: "fixture".into(),
+            name: "Fixture".into(),
+            launch: LaunchSpec {
+                program,
+                args,
+                cwd: None,
+                env: self.env(),
+            },
+            timeout,
+        }
+    }
+
+    /// Starts the fixture in `mode` and expects admission to succeed.
+    pub fn start(&self, mode: &str, timeout: Duration) -> Provider {
+        match Provider::start(self.spec(mode, timeout)) {
+            Ok(provider) => provider,
+            Err(e) => panic!(
+                "fixture in mode {mode} was not admitted: {e} (phase {:?})",
+                e.phase()
+            ),
+        }
+    }
+
+    /// Starts the fixture in `mode` and expects admission to fail.
+    pub fn start_err(&self, mode: &str, timeout: Duration) -> Error {
+        match Provider::start(self.spec(mode, timeout)) {
+            Ok(_) => panic!("fixture in mode {mode} was admitted, expected a failure"),
+            Err(e) => e,
+        }
+    }
+
+    /// Every line the plugin read from stdin, parsed as JSON (unparsable lines as `Null`).
+    pub fn log_lines(&self) -> Vec<Value> {
+        match std::fs::read_to_string(&self.log) {
+            Ok(text) => text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// The `id` of every logged request, in order.
+    pub fn logged_ids(&self) -> Vec<u64> {
+        self.log_lines()
+            .iter()
+            .map(|v| v["id"].as_u64().expect("logged request has an integer id"))
+            .collect()
+    }
+
+    /// The `method` of every logged request, in order.
+    pub fn logged_methods(&self) -> Vec<String> {
+        self.log_lines()
+            .iter()
+            .map(|v| v["method"].as_str().unwrap_or("").to_string())
+            .collect()
+    }
+
+    /// The tool names of every logged tools/call, in order.
+    pub fn logged_calls(&self) -> Vec<String> {
+        self.log_lines()
+            .iter()
+            .filter(|v| v["method"] == "tools/call")
+            .map(|v| v["params"]["name"].as_str().unwrap_or("").to_string())
+            .collect()
+    }
+
+    /// Waits (bounded by [`GENEROUS`]) until the plugin has read a tools/call of `tool`.
+    pub fn wait_for_call(&self, tool: &str) {
+        let deadline = Instant::now() + GENEROUS;
+        while !self.logged_calls().iter().any(|t| t == tool) {
+            assert!(
+                Instant::now() < deadline,
+                "the plugin never read the tools/call of {tool}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn recorded_pids(&self, kind: &str) -> Vec<i32> {
+        std::fs::read_to_string(&self.pids)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.strip_prefix(kind)?.trim().parse().ok())
+            .collect()
+    }
+
+    /// The pid of the plugin process (it records itself at start).
+    pub fn plugin_pid(&self) -> i32 {
+        let pids = self.recorded_pids("self ");
+        assert_eq!(pids.len(), 1, "expected exactly one plugin process");
+        pids[0]
+    }
+
+    /// The pids of every grandchild the plugin spawned.
+    pub fn grandchild_pids(&self) -> Vec<i32> {
+        self.recorded_pids("grandchild ")
+    }
+
+    /// Asserts that an error message leaks nothing about the process: no program path, no
+    /// side-file path, no fixture name.
+    pub fn assert_message_is_safe(&self, error: &Error) {
+        let message = error.message();
+        for needle in [
+            fixture_path().display().to_string(),
+            self.dir.display().to_string(),
+            "fixture_plugin".to_string(),
+            "FIXTURE_".to_string(),
+        ] {
+            assert!(
+                !message.contains(&needle),
+                "error message leaks {needle:?}: {message}"
+            );
+        }
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `(ppid, state)` of a process from `/proc/PID/stat`, or `None` when it does not exist.
+pub fn proc_stat(pid: i32) -> Option<(i32, char)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may contain spaces: parse after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((ppid, state))
+}
+
+/// Every zombie whose parent is this test process.
+pub fn zombie_children_of_self() -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut zombies = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            if let Some((ppid, 'Z')) = proc_stat(pid) {
+                if ppid == me {
+                    zombies.push(pid);
+                }
+            }
+        }
+    }
+    zombies
+}
+
+/// True when `pid` no longer runs: `/proc/PID` is missing or it is a zombie.
+pub fn process_is_gone(pid: i32) -> bool {
+    !matches!(proc_stat(pid), Some((_, state)) if state != 'Z')
+}
+
+/// Waits (bounded by [`GENEROUS`]) until `pid` no longer runs.
+pub fn wait_gone(pid: i32) -> bool {
+    let deadline = Instant::now() + GENEROUS;
+    loop {
+        if process_is_gone(pid) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Asserts that the plugin process `pid` (a child of this test process) is gone and was reaped.
+pub fn assert_reaped(pid: i32) {
+    assert!(wait_gone(pid), "plugin process {pid} still runs");
+    assert!(
+        !zombie_children_of_self().contains(&pid),
+        "plugin process {pid} was left as a zombie"
+    );
+}
+
+/// Asserts code and dispatch of an error, with a readable failure.
+pub fn assert_error(error: &Error, code: ErrorCode, dispatch: Dispatch) {
+    assert_eq!(
+        (error.code(), error.dispatch()),
+        (code, dispatch),
+        "unexpected error: {error}"
+    );
+}
+
+/// Asserts that `provider` was retired: the next call is `plugin_provider_unavailable`,
+/// not_started.
+pub fn assert_retired(provider: &Provider) {
+    assert!(provider.is_retired(), "the provider should be retired");
+    let err = provider
+        .call("echo", &serde_json::json!({"text": "after"}))
+        .expect_err("a retired provider must not serve calls");
+    assert_error(&err, ErrorCode::ProviderUnavailable, Dispatch::NotStarted);
+}
