@@ -1,0 +1,311 @@
+//! `bench`: RPC latency through the full call path (DESIGN §11), plus cold starts and
+//! concurrent providers.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde_json::{json, Value};
+use webcodex_plugin_host::bench::{measure, summarize, BenchSummary};
+use webcodex_plugin_host::env::{
+    load_runner_config, prepare_environment, resolve_executable, PluginsConfig, ProviderConfig,
+    RunnerConfig, DEFAULT_MAX_PROVIDERS, DEFAULT_REQUEST_TIMEOUT,
+};
+use webcodex_plugin_host::gateway::{Caller, Gateway};
+use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
+use webcodex_plugin_host::provider::{LaunchSpec, Provider, ProviderSpec};
+use webcodex_plugin_host::Error;
+
+use super::{demo, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
+
+/// Options of `bench`.
+#[derive(Debug, Args)]
+pub(super) struct BenchArgs {
+    /// A runner.toml whose provider `--plugin` is benched.
+    #[arg(long, requires = "plugin", conflicts_with = "command")]
+    config: Option<PathBuf>,
+    /// The provider id in `--config`.
+    #[arg(long, requires = "config")]
+    plugin: Option<String>,
+    /// An ad-hoc plugin program (no config file needed).
+    #[arg(long)]
+    command: Option<String>,
+    /// An argument of the ad-hoc program (repeatable).
+    #[arg(long = "arg", allow_hyphen_values = true)]
+    args: Vec<String>,
+    /// The tool to call.
+    #[arg(long, default_value = "echo")]
+    tool: String,
+    /// The call arguments (a JSON object).
+    #[arg(long, default_value = r#"{"text":"hello"}"#)]
+    arguments: String,
+    /// Measured calls (cold: measured starts).
+    #[arg(short = 'n', long = "n")]
+    n: Option<usize>,
+    /// Unmeasured warm-up calls.
+    #[arg(long, default_value_t = 1000)]
+    warmup: usize,
+    /// The name in the result line.
+    #[arg(long, default_value = "webcodex-plugin-host")]
+    name: String,
+    /// Print one JSON result line.
+    #[arg(long)]
+    json: bool,
+    /// Measure cold starts (spawn + initialize + tools/list) instead of warm calls.
+    #[arg(long, conflicts_with = "providers")]
+    cold: bool,
+    /// K providers of the same plugin called concurrently from K threads.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    providers: Option<u16>,
+}
+
+pub(super) fn run(args: BenchArgs) -> i32 {
+    let arguments: Value = match serde_json::from_str(&args.arguments) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => {
+            eprintln!("error: --arguments must be a JSON object");
+            return EXIT_USAGE;
+        }
+    };
+    let provider = match target_provider(&args) {
+        Ok(p) => p,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    let result = if args.cold {
+        cold(&args, provider.0, provider.1)
+    } else {
+        warm(&args, provider.0, provider.1, &arguments)
+    };
+    match result {
+        Ok(summary) => {
+            if args.json {
+                println!("{}", serde_json::to_string(&summary).unwrap_or_default());
+            } else {
+                print_human(&summary, &args);
+            }
+            EXIT_OK
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            EXIT_FAILURE
+        }
+    }
+}
+
+/// The provider to bench and the runner config it lives in.
+fn target_provider(args: &BenchArgs) -> Result<(RunnerConfig, ProviderConfig), String> {
+    if let (Some(path), Some(plugin)) = (&args.config, &args.plugin) {
+        let config = load_runner_config(path, DEFAULT_MAX_PROVIDERS)
+            .map_err(|e| format!("{}: {}", e.code(), e.message()))?;
+        let provider = config
+            .provider(plugin)
+            .cloned()
+            .ok_or("no provider with that id in the config")?;
+        return Ok((config, provider));
+    }
+    let mut config = match &args.command {
+        Some(command) => RunnerConfig {
+            plugins: PluginsConfig {
+                request_timeout: DEFAULT_REQUEST_TIMEOUT,
+                providers: vec![ProviderConfig {
+                    id: "bench".into(),
+                    name: "bench".into(),
+                    command: command.clone(),
+                    args: args.args.clone(),
+                    cwd: None,
+                    profile: None,
+                    timeout: DEFAULT_REQUEST_TIMEOUT,
+                }],
+            },
+            ..RunnerConfig::default()
+        },
+        None => demo::example_runner()?,
+    };
+    let provider = config.plugins.providers.remove(0);
+    Ok((config, provider))
+}
+
+/// A runner with `k` copies of `provider` (ids `<id>-0`…), all started in parallel.
+fn start_host(config: RunnerConfig, provider: &ProviderConfig, k: usize) -> Result<Host, String> {
+    let mut config = config;
+    config.plugins.providers = (0..k)
+        .map(|i| {
+            let mut p = provider.clone();
+            if k > 1 {
+                p.id = format!("{}-{i}", provider.id);
+            }
+            p
+        })
+        .collect();
+    let options = HostOptions {
+        max_providers: k.max(DEFAULT_MAX_PROVIDERS),
+        ..HostOptions::default()
+    };
+    Host::start(ConfigSource::Fixed(config), options).map_err(runtime_error)
+}
+
+fn warm(
+    args: &BenchArgs,
+    config: RunnerConfig,
+    provider: ProviderConfig,
+    arguments: &Value,
+) -> Result<BenchSummary, String> {
+    let k = args.providers.map(usize::from).unwrap_or(1);
+    let n = args.n.unwrap_or(20_000);
+    let host = start_host(config, &provider, k)?;
+    let ids: Vec<String> = host
+        .providers()
+        .entries()
+        .iter()
+        .map(|e| e.id.clone())
+        .collect();
+    let gateway = Arc::new(Gateway::single(Arc::new(host)));
+    let caller = Caller::trusted();
+    // One binding per provider; each call goes binding → arguments → frame → result.
+    let mut calls = Vec::new();
+    for id in &ids {
+        let described = gateway.plugin_tool(
+            &caller,
+            &json!({"action": "describe", "runner": "local", "plugin": id, "tool": args.tool}),
+        );
+        if !described.success {
+            gateway.shutdown();
+            return Err(output_error(&described.output));
+        }
+        let binding = described.output["binding"].clone();
+        calls.push(json!({"action": "call", "binding": binding, "arguments": arguments}));
+    }
+    let call_once = |params: &Value| {
+        let out = gateway.plugin_tool(&caller, params);
+        if out.success {
+            Ok(())
+        } else {
+            Err(output_error(&out.output))
+        }
+    };
+    let result = if k == 1 {
+        measure(&args.name, n, args.warmup, || call_once(&calls[0]))
+    } else {
+        concurrent(args, n, &calls, &call_once)
+    };
+    gateway.shutdown();
+    result
+}
+
+/// K threads, each with its own provider: warm-up, then N measured calls each.
+fn concurrent(
+    args: &BenchArgs,
+    n: usize,
+    calls: &[Value],
+    call_once: &(dyn Fn(&Value) -> Result<(), String> + Sync),
+) -> Result<BenchSummary, String> {
+    let barrier = std::sync::Barrier::new(calls.len());
+    let started = Instant::now();
+    let per_thread: Vec<Result<Vec<Duration>, String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = calls
+            .iter()
+            .map(|params| {
+                let barrier = &barrier;
+                scope.spawn(move || {
+                    for _ in 0..args.warmup {
+                        call_once(params)?;
+                    }
+                    barrier.wait();
+                    let mut samples = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        let t0 = Instant::now();
+                        call_once(params)?;
+                        samples.push(t0.elapsed());
+                    }
+                    Ok(samples)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a bench thread panicked".to_string()))
+            })
+            .collect()
+    });
+    let wall = started.elapsed();
+    let mut all = Vec::with_capacity(n * calls.len());
+    for samples in per_thread {
+        all.extend(samples?);
+    }
+    Ok(summarize(&args.name, &mut all, wall))
+}
+
+/// Repeated spawn + initialize + tools/list of one provider; each instance is killed (outside
+/// the timed part) before the next start.
+fn cold(
+    args: &BenchArgs,
+    config: RunnerConfig,
+    provider: ProviderConfig,
+) -> Result<BenchSummary, String> {
+    let n = args.n.unwrap_or(50);
+    let env = prepare_environment(&config.shell, &provider, std::env::vars_os())
+        .map_err(runtime_error)?;
+    let program = resolve_executable(&provider.command, &env, provider.cwd.as_deref())
+        .map_err(runtime_error)?;
+    let spec = ProviderSpec {
+        id: provider.id.clone(),
+        name: provider.name.clone(),
+        launch: LaunchSpec {
+            program,
+            args: provider.args.clone(),
+            cwd: provider.cwd.clone(),
+            env,
+        },
+        timeout: provider.timeout,
+    };
+    let mut samples = Vec::with_capacity(n);
+    let mut busy = Duration::ZERO;
+    for _ in 0..n {
+        let t0 = Instant::now();
+        let started = Provider::start(spec.clone()).map_err(runtime_error)?;
+        let elapsed = t0.elapsed();
+        samples.push(elapsed);
+        busy += elapsed;
+        drop(started);
+    }
+    Ok(summarize(&args.name, &mut samples, busy))
+}
+
+/// A failed plugin_tool output as one line: `code: message (dispatch)`.
+fn output_error(output: &Value) -> String {
+    format!(
+        "{}: {} ({})",
+        output["error"]["code"].as_str().unwrap_or("unknown"),
+        output["error"]["message"].as_str().unwrap_or(""),
+        output["dispatch"].as_str().unwrap_or("")
+    )
+}
+
+fn runtime_error(e: Error) -> String {
+    format!("{}: {} ({})", e.code(), e.message(), e.dispatch())
+}
+
+fn print_human(s: &BenchSummary, args: &BenchArgs) {
+    let what = if args.cold {
+        "cold starts (spawn + initialize + tools/list)".to_string()
+    } else if let Some(k) = args.providers {
+        format!("calls of `{}` on {k} providers concurrently", args.tool)
+    } else {
+        format!("sequential calls of `{}`", args.tool)
+    };
+    println!("{}: {} {what}", s.name, s.n);
+    println!(
+        "  p50 {:.1} µs   p90 {:.1} µs   p99 {:.1} µs   max {:.1} µs",
+        s.p50_us, s.p90_us, s.p99_us, s.max_us
+    );
+    println!(
+        "  {:.0} per second   host peak RSS {} KiB",
+        s.calls_per_s, s.rss_kb
+    );
+}

@@ -1,0 +1,232 @@
+//! Short, bounded human output, free of control characters. `--json` prints the canonical
+//! object instead.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+/// Longest single text printed; longer texts are cut with a note pointing at `--json`.
+const MAX_TEXT_BYTES: usize = 16 * 1024;
+
+/// `text` with control characters replaced (newlines kept when `multiline`) and cut to the bound.
+pub(super) fn clean(text: &str, multiline: bool) -> String {
+    let mut out = String::with_capacity(text.len().min(MAX_TEXT_BYTES));
+    for c in text.chars() {
+        if out.len() >= MAX_TEXT_BYTES {
+            out.push_str(" … (cut; use --json for the whole output)");
+            break;
+        }
+        match c {
+            '\n' if multiline => out.push('\n'),
+            '\t' => out.push(' '),
+            c if c.is_control() => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn field<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// A failure object: `error: CODE: message (dispatch; recovery)`.
+pub(super) fn failure(output: &Value) -> String {
+    let error = &output["error"];
+    let mut line = format!(
+        "error: {}: {} (dispatch: {}",
+        clean(field(error, "code"), false),
+        clean(field(error, "message"), false),
+        clean(field(output, "dispatch"), false)
+    );
+    if let Some(recovery) = output.get("recovery").and_then(Value::as_str) {
+        let _ = write!(line, "; recovery: {}", clean(recovery, false));
+    }
+    line.push(')');
+    line
+}
+
+fn provider_line(plugin: &Value) -> String {
+    let mut line = format!(
+        "{:<24} {:<7} {}",
+        clean(field(plugin, "plugin"), false),
+        clean(field(plugin, "status"), false),
+        clean(field(plugin, "name"), false)
+    );
+    if let Some(code) = plugin.get("errorCode").and_then(Value::as_str) {
+        let _ = write!(line, "  ({})", clean(code, false));
+    }
+    line
+}
+
+/// `list(runner)`.
+pub(super) fn providers(output: &Value) -> String {
+    let plugins = output["plugins"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    if plugins.is_empty() {
+        return "no providers configured".into();
+    }
+    plugins
+        .iter()
+        .map(provider_line)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn tool_lines(tools: &Value, out: &mut String) {
+    for tool in tools.as_array().map(Vec::as_slice).unwrap_or(&[]) {
+        let _ = write!(out, "\n  {}", clean(field(tool, "name"), false));
+        if let Some(title) = tool.get("title").and_then(Value::as_str) {
+            let _ = write!(out, " — {}", clean(title, false));
+        }
+    }
+}
+
+/// `list(runner, plugin)`.
+pub(super) fn provider_detail(output: &Value) -> String {
+    let mut out = provider_line(output);
+    let _ = write!(out, "\n{} tools:", output["toolCount"]);
+    tool_lines(&output["tools"], &mut out);
+    out
+}
+
+/// `describe`.
+pub(super) fn describe(output: &Value) -> String {
+    let tool = &output["tool"];
+    let mut out = format!(
+        "{} / {}",
+        clean(field(output, "plugin"), false),
+        clean(field(tool, "name"), false)
+    );
+    if let Some(title) = tool.get("title").and_then(Value::as_str) {
+        let _ = write!(out, " — {}", clean(title, false));
+    }
+    if let Some(description) = tool.get("description").and_then(Value::as_str) {
+        let _ = write!(out, "\n{}", clean(description, true));
+    }
+    let _ = write!(
+        out,
+        "\ninputSchema: {}",
+        clean(&tool["inputSchema"].to_string(), false)
+    );
+    if let Some(schema) = tool.get("outputSchema") {
+        let _ = write!(out, "\noutputSchema: {}", clean(&schema.to_string(), false));
+    }
+    out
+}
+
+/// `call`: the text content, then structuredContent, then the tool's own error flag.
+pub(super) fn call(output: &Value) -> String {
+    let mut parts = Vec::new();
+    for item in output["content"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+    {
+        parts.push(clean(field(item, "text"), true));
+    }
+    if let Some(structured) = output.get("structuredContent") {
+        parts.push(format!(
+            "structuredContent: {}",
+            clean(&structured.to_string(), false)
+        ));
+    }
+    if output["isError"] == Value::Bool(true) {
+        parts.push("(the tool reported an error: isError = true)".into());
+    }
+    parts.join("\n")
+}
+
+/// `check`.
+pub(super) fn check(output: &Value) -> String {
+    let plugin = clean(field(output, "plugin"), false);
+    if output["ready"] == Value::Bool(true) {
+        let mut out = format!("{plugin}: ready, {} tools:", output["toolCount"]);
+        tool_lines(&output["tools"], &mut out);
+        return out;
+    }
+    let mut out = format!(
+        "{plugin}: not ready (phase {}): {}\n{}",
+        clean(field(output, "phase"), false),
+        clean(field(output, "code"), false),
+        clean(field(output, "detail"), false)
+    );
+    if let Some(diagnostic) = output.get("diagnostic") {
+        let _ = write!(
+            out,
+            "\ndiagnostic: {}",
+            clean(&diagnostic.to_string(), false)
+        );
+    }
+    out
+}
+
+/// `reload`.
+pub(super) fn reload(output: &Value) -> String {
+    let failures = output["failures"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    if failures.is_empty() {
+        return format!("reloaded:\n{}", providers(output));
+    }
+    let mut out = String::from("reload kept the previous providers; these candidates failed:");
+    for failure in failures {
+        let _ = write!(
+            out,
+            "\n  {}: {}",
+            clean(field(failure, "plugin"), false),
+            clean(field(failure, "code"), false)
+        );
+    }
+    out
+}
+
+/// `catalog`.
+pub(super) fn catalog(output: &Value) -> String {
+    let tools = output["tools"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let mut out = format!(
+        "{} tools (revision {})",
+        output["total_count"],
+        clean(field(output, "catalog_revision"), false)
+    );
+    for tool in tools {
+        let _ = write!(
+            out,
+            "\n  {} / {}",
+            clean(field(tool, "plugin"), false),
+            clean(field(tool, "tool"), false)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn control_characters_are_replaced() {
+        assert_eq!(clean("a\u{1b}[31mb\tc", false), "a?[31mb c");
+        assert_eq!(clean("a\nb", false), "a?b");
+        assert_eq!(clean("a\nb", true), "a\nb");
+    }
+
+    #[test]
+    fn long_text_is_cut() {
+        let text = "x".repeat(100_000);
+        assert!(clean(&text, false).len() < MAX_TEXT_BYTES + 100);
+    }
+
+    #[test]
+    fn failure_names_code_dispatch_and_recovery() {
+        let out = json!({"error":{"code":"plugin_timeout","message":"late"},"dispatch":"outcome_unknown","recovery":"do_not_retry"});
+        assert_eq!(
+            failure(&out),
+            "error: plugin_timeout: late (dispatch: outcome_unknown; recovery: do_not_retry)"
+        );
+    }
+}

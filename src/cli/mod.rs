@@ -1,0 +1,179 @@
+//! Command-line parsing and dispatch. Exit codes: 0 ok; 1 tool failure; 2 usage error, invalid
+//! configuration, check not ready, reload with failures.
+
+mod bench;
+mod demo;
+mod human;
+mod oneshot;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Exit code for success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code for a tool failure.
+pub const EXIT_FAILURE: i32 = 1;
+/// Exit code for usage errors, invalid configs, a check that is not ready, a reload with failures.
+pub const EXIT_USAGE: i32 = 2;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "webcodex-plugin",
+    version,
+    about = "Host Native Tool Plugins (webcodex-plugin-v1) behind the plugin_tool gateway"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a built-in runner (this binary's example plugin) through check → list → describe → call.
+    Demo,
+    /// Serve plugin_tool as JSON lines on stdin/stdout.
+    Gateway {
+        /// The runner.toml to host.
+        #[arg(long)]
+        config: PathBuf,
+        /// Scopes of the stdio caller (default: all three).
+        #[arg(long, default_value = "plugin:inspect,plugin:invoke,plugin:manage")]
+        scopes: String,
+    },
+    /// List the providers of a runner, or one provider's tools.
+    List {
+        /// The runner.toml to host.
+        #[arg(long)]
+        config: PathBuf,
+        /// A provider id: list its tools.
+        #[arg(long)]
+        plugin: Option<String>,
+        /// Print the canonical output object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Describe one tool (its full definition).
+    Describe {
+        /// The runner.toml to host.
+        #[arg(long)]
+        config: PathBuf,
+        /// The provider id.
+        #[arg(long)]
+        plugin: String,
+        /// The tool name.
+        #[arg(long)]
+        tool: String,
+        /// Print the canonical output object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Describe and call one tool.
+    Call {
+        /// The runner.toml to host.
+        #[arg(long)]
+        config: PathBuf,
+        /// The provider id.
+        #[arg(long)]
+        plugin: String,
+        /// The tool name.
+        #[arg(long)]
+        tool: String,
+        /// The arguments, a JSON object.
+        #[arg(long, default_value = "{}")]
+        arguments: String,
+        /// Print the canonical output object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Admit one provider as a disposable candidate and report what a plugin author should fix.
+    Check {
+        /// The runner.toml to read.
+        #[arg(long)]
+        config: PathBuf,
+        /// The provider id.
+        #[arg(long)]
+        plugin: String,
+        /// Print the canonical output object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Restart every provider from the configuration, all or nothing.
+    Reload {
+        /// The runner.toml to host.
+        #[arg(long)]
+        config: PathBuf,
+        /// Print the canonical output object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The tools of providers whose cwd is a project root.
+    Catalog {
+        /// The runner.toml to host.
+        #[arg(long)]
+        config: PathBuf,
+        /// The absolute project root.
+        #[arg(long)]
+        project: PathBuf,
+        /// Print the canonical output object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure plugin RPC latency through the full call path.
+    Bench(bench::BenchArgs),
+    /// The built-in example plugin (speaks webcodex-plugin-v1 on stdin/stdout).
+    #[command(hide = true)]
+    ExamplePlugin,
+}
+
+/// Parses the command line, runs the command and returns the process exit code.
+pub fn run() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+        }
+    };
+    match cli.command {
+        Command::Demo => demo::run(),
+        Command::Gateway { config, scopes } => oneshot::gateway(&config, &scopes),
+        Command::List {
+            config,
+            plugin,
+            json,
+        } => oneshot::list(&config, plugin.as_deref(), json),
+        Command::Describe {
+            config,
+            plugin,
+            tool,
+            json,
+        } => oneshot::describe(&config, &plugin, &tool, json),
+        Command::Call {
+            config,
+            plugin,
+            tool,
+            arguments,
+            json,
+        } => oneshot::call(&config, &plugin, &tool, &arguments, json),
+        Command::Check {
+            config,
+            plugin,
+            json,
+        } => oneshot::check(&config, &plugin, json),
+        Command::Reload { config, json } => oneshot::reload(&config, json),
+        Command::Catalog {
+            config,
+            project,
+            json,
+        } => oneshot::catalog(&config, &project, json),
+        Command::Bench(args) => bench::run(args),
+        Command::ExamplePlugin => match webcodex_plugin_host::sdk::example_plugin().serve_stdio() {
+            Ok(()) => EXIT_OK,
+            Err(e) => {
+                eprintln!("example-plugin: {e}");
+                EXIT_FAILURE
+            }
+        },
+    }
+}
