@@ -9,6 +9,7 @@ pub mod error;
 pub mod frame;
 pub mod host;
 pub mod provider;
+pub mod scaffold;
 pub mod sdk;
 
 pub use error::{Dispatch, Error, ErrorCode, Phase, Result};
