@@ -10,6 +10,7 @@ pub mod frame;
 pub mod gateway;
 pub mod host;
 pub mod provider;
+pub mod scaffold;
 pub mod sdk;
 
 pub use error::{Dispatch, Error, ErrorCode, Phase, Result};

@@ -1,0 +1,376 @@
+//! `init`: a local, offline plugin scaffold (DESIGN §10).
+//!
+//! [`create`] writes a small echo plugin in TypeScript, Python or Rust into a new or empty
+//! directory and returns a ready-to-paste `[[plugins.providers]]` block for runner.toml.
+//! Every generated plugin speaks `webcodex-plugin-v1` on its own (no SDK helpers needed),
+//! prints only protocol lines to stdout and declares its schemas in Schema Profile v1.
+//!
+//! - Local only: the templates are embedded in this binary; nothing is downloaded or installed.
+//! - A target that exists and is not an empty directory is refused before anything is written.
+//! - The id is the explicit one, validated, or one derived from the directory name; both must
+//!   match `^[a-z0-9_.-]{1,64}$`, which also makes them safe to embed in every template.
+//! - The provider block is serialized by the `toml` crate, so any path is escaped correctly.
+//!
+//! If writing fails half-way, the files written so far, the subdirectories made for them and
+//! the target directory itself (when `create` made it) are removed again, best effort, so that
+//! a retry does not meet a non-empty target. Missing parents of the target are left in place.
+
+mod block;
+mod error;
+mod id;
+
+use std::fmt;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+pub use error::ScaffoldError;
+pub use id::{derive_id, id_from_name, is_valid_id, validate_id, MAX_ID_LEN};
+
+use block::{provider_block, ProviderEntry};
+
+/// The pinned version of `@yyjeqhc/webcodex-plugin-sdk` in the TypeScript scaffold.
+pub const TS_SDK_VERSION: &str = "0.1.0";
+
+/// The language of a scaffold; parsed from `ts`, `python` or `rust`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lang {
+    /// TypeScript on Node.js: `package.json`, `tsconfig.json`, `src/plugin.ts`.
+    TypeScript,
+    /// Python 3, standard library only: `plugin.py`.
+    Python,
+    /// Rust with `serde_json`: `Cargo.toml`, `src/main.rs`.
+    Rust,
+}
+
+impl Lang {
+    /// Every language, in CLI order.
+    pub const ALL: [Lang; 3] = [Lang::TypeScript, Lang::Python, Lang::Rust];
+
+    /// The CLI spelling: `ts`, `python` or `rust`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lang::TypeScript => "ts",
+            Lang::Python => "python",
+            Lang::Rust => "rust",
+        }
+    }
+}
+
+impl fmt::Display for Lang {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Lang {
+    type Err = ScaffoldError;
+
+    /// Accepts exactly `ts`, `python` or `rust`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Lang::ALL
+            .into_iter()
+            .find(|lang| lang.as_str() == s)
+            .ok_or_else(|| ScaffoldError::UnknownLang {
+                given: s.to_owned(),
+            })
+    }
+}
+
+/// What [`create`] made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scaffold {
+    /// The files written, as absolute paths under the canonicalized target directory.
+    pub files: Vec<PathBuf>,
+    /// A `[[plugins.providers]]` block for runner.toml, serialized by the `toml` crate.
+    pub provider_block: String,
+}
+
+/// One embedded template: where it goes (relative, `/`-separated) and its text.
+struct Template {
+    path: &'static str,
+    text: &'static str,
+}
+
+const PYTHON: &[Template] = &[
+    Template {
+        path: "plugin.py",
+        text: include_str!("templates/python/plugin.py.tmpl"),
+    },
+    Template {
+        path: "README.md",
+        text: include_str!("templates/python/README.md.tmpl"),
+    },
+    Template {
+        path: ".gitignore",
+        text: include_str!("templates/python/gitignore.tmpl"),
+    },
+];
+
+const TYPESCRIPT: &[Template] = &[
+    Template {
+        path: "package.json",
+        text: include_str!("templates/typescript/package.json.tmpl"),
+    },
+    Template {
+        path: "tsconfig.json",
+        text: include_str!("templates/typescript/tsconfig.json.tmpl"),
+    },
+    Template {
+        path: "src/plugin.ts",
+        text: include_str!("templates/typescript/plugin.ts.tmpl"),
+    },
+    Template {
+        path: "README.md",
+        text: include_str!("templates/typescript/README.md.tmpl"),
+    },
+    Template {
+        path: ".gitignore",
+        text: include_str!("templates/typescript/gitignore.tmpl"),
+    },
+];
+
+const RUST: &[Template] = &[
+    Template {
+        path: "Cargo.toml",
+        text: include_str!("templates/rust/Cargo.toml.tmpl"),
+    },
+    Template {
+        path: "src/main.rs",
+        text: include_str!("templates/rust/main.rs.tmpl"),
+    },
+    Template {
+        path: "README.md",
+        text: include_str!("templates/rust/README.md.tmpl"),
+    },
+    Template {
+        path: ".gitignore",
+        text: include_str!("templates/rust/gitignore.tmpl"),
+    },
+];
+
+fn templates(lang: Lang) -> &'static [Template] {
+    match lang {
+        Lang::TypeScript => TYPESCRIPT,
+        Lang::Python => PYTHON,
+        Lang::Rust => RUST,
+    }
+}
+
+/// The package name the scaffold declares (npm or Cargo), derived from the id; empty for
+/// Python, which has no package manifest.
+fn package_name(id: &str, lang: Lang) -> String {
+    match lang {
+        Lang::TypeScript => id::npm_package_name(id),
+        Lang::Python => String::new(),
+        Lang::Rust => id::crate_name(id),
+    }
+}
+
+/// Fills `{{id}}` and `{{package}}`. Both values match `[a-z0-9_.-]+`, so they need no
+/// escaping in JSON, TOML, Python, TypeScript, Rust or Markdown.
+fn render(text: &str, id: &str, package: &str) -> String {
+    text.replace("{{id}}", id).replace("{{package}}", package)
+}
+
+/// Creates a `lang` echo plugin in `dir` and returns the files written and the provider block.
+///
+/// `id` defaults to one derived from the directory name ([`derive_id`]); an explicit id is
+/// checked with [`validate_id`]. `dir` and its parents are created when missing. Fails,
+/// before writing anything, when the id is invalid, when `dir` exists and is not a directory,
+/// or when it is a non-empty directory.
+///
+/// The provider block's `cwd` is the canonicalized `dir`; its command is `python3 plugin.py`,
+/// `node dist/plugin.js`, or the absolute path of the Rust release binary.
+pub fn create(dir: &Path, id: Option<&str>, lang: Lang) -> Result<Scaffold, ScaffoldError> {
+    let id = match id {
+        Some(id) => {
+            validate_id(id)?;
+            id.to_owned()
+        }
+        None => derive_id(dir)?,
+    };
+    let created_dir = prepare_target(dir)?;
+    let mut written = Written {
+        files: Vec::new(),
+        dirs: Vec::new(),
+        done: false,
+    };
+    if created_dir {
+        written.dirs.push(dir.to_path_buf());
+    }
+    let cwd = fs::canonicalize(dir).map_err(|e| ScaffoldError::io(dir, e))?;
+    let cwd = strip_verbatim_prefix(cwd);
+    let cwd_text = cwd
+        .to_str()
+        .ok_or_else(|| ScaffoldError::NonUtf8Path { path: cwd.clone() })?
+        .to_owned();
+    let package = package_name(&id, lang);
+    let (command, args) = match lang {
+        Lang::Python => ("python3".to_owned(), vec!["plugin.py".to_owned()]),
+        Lang::TypeScript => ("node".to_owned(), vec!["dist/plugin.js".to_owned()]),
+        Lang::Rust => {
+            let binary = format!("{package}{}", std::env::consts::EXE_SUFFIX);
+            let path = cwd.join("target").join("release").join(binary);
+            let path = path
+                .into_os_string()
+                .into_string()
+                .map_err(|p| ScaffoldError::NonUtf8Path { path: p.into() })?;
+            (path, Vec::new())
+        }
+    };
+    let provider_block = provider_block(&ProviderEntry {
+        id: id.clone(),
+        name: id.clone(),
+        command,
+        args,
+        cwd: cwd_text,
+    })?;
+    for template in templates(lang) {
+        let path = template
+            .path
+            .split('/')
+            .fold(cwd.clone(), |path, part| path.join(part));
+        written.write(&path, &render(template.text, &id, &package))?;
+    }
+    written.done = true;
+    Ok(Scaffold {
+        files: std::mem::take(&mut written.files),
+        provider_block,
+    })
+}
+
+/// Checks the target and creates it when missing; true when it was created.
+fn prepare_target(dir: &Path) -> Result<bool, ScaffoldError> {
+    match fs::metadata(dir) {
+        Ok(meta) if !meta.is_dir() => Err(ScaffoldError::NotADirectory {
+            path: dir.to_path_buf(),
+        }),
+        Ok(_) => {
+            let mut entries = fs::read_dir(dir).map_err(|e| ScaffoldError::io(dir, e))?;
+            match entries.next() {
+                None => Ok(false),
+                Some(Ok(_)) => Err(ScaffoldError::NotEmpty {
+                    dir: dir.to_path_buf(),
+                }),
+                Some(Err(e)) => Err(ScaffoldError::io(dir, e)),
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::create_dir_all(dir).map_err(|e| ScaffoldError::io(dir, e))?;
+            Ok(true)
+        }
+        Err(e) => Err(ScaffoldError::io(dir, e)),
+    }
+}
+
+/// On Windows, `canonicalize` returns `\\?\C:\…`; runner.toml wants the ordinary `C:\…`.
+fn strip_verbatim_prefix(path: PathBuf) -> PathBuf {
+    if cfg!(windows) {
+        if let Some(rest) = path.to_str().and_then(|s| s.strip_prefix(r"\\?\")) {
+            if rest.as_bytes().get(1) == Some(&b':') {
+                return PathBuf::from(rest);
+            }
+        }
+    }
+    path
+}
+
+/// Files and directories written so far; removed again (best effort) unless `done`.
+struct Written {
+    files: Vec<PathBuf>,
+    dirs: Vec<PathBuf>,
+    done: bool,
+}
+
+impl Written {
+    /// Writes a new file (never overwriting one), creating its missing parent directories.
+    fn write(&mut self, path: &Path, text: &str) -> Result<(), ScaffoldError> {
+        if let Some(parent) = path.parent() {
+            if !parent.exists() {
+                fs::create_dir(parent).map_err(|e| ScaffoldError::io(parent, e))?;
+                self.dirs.push(parent.to_path_buf());
+            }
+        }
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| ScaffoldError::io(path, e))?;
+        self.files.push(path.to_path_buf());
+        file.write_all(text.as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(|e| ScaffoldError::io(path, e))
+    }
+}
+
+impl Drop for Written {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        for file in self.files.iter().rev() {
+            let _ = fs::remove_file(file);
+        }
+        // remove_dir only removes empty directories: nothing we did not write is lost.
+        for dir in self.dirs.iter().rev() {
+            let _ = fs::remove_dir(dir);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lang_parses_only_the_cli_spellings() {
+        assert_eq!("ts".parse::<Lang>().unwrap(), Lang::TypeScript);
+        assert_eq!("python".parse::<Lang>().unwrap(), Lang::Python);
+        assert_eq!("rust".parse::<Lang>().unwrap(), Lang::Rust);
+        let err = "typescript".parse::<Lang>().unwrap_err();
+        assert!(err.to_string().contains("ts, python or rust"), "{err}");
+        for lang in Lang::ALL {
+            assert_eq!(lang.to_string().parse::<Lang>().unwrap(), lang);
+        }
+    }
+
+    #[test]
+    fn rendered_templates_have_no_placeholders_left() {
+        for lang in Lang::ALL {
+            let package = package_name("my.id", lang);
+            for template in templates(lang) {
+                let text = render(template.text, "my.id", &package);
+                assert!(!text.contains("{{"), "{lang} {}", template.path);
+            }
+        }
+    }
+
+    #[test]
+    fn templates_embed_the_id_and_package_name() {
+        let rust = render(RUST[0].text, "my.id", &package_name("my.id", Lang::Rust));
+        assert!(rust.contains("name = \"my-id\""), "{rust}");
+        let ts = TYPESCRIPT[0].text;
+        let json: serde_json::Value =
+            serde_json::from_str(&render(ts, "_id", &package_name("_id", Lang::TypeScript)))
+                .unwrap();
+        assert_eq!(json["name"], "plugin-_id");
+        assert_eq!(json["scripts"]["build"], "tsc");
+        assert_eq!(
+            json["dependencies"]["@yyjeqhc/webcodex-plugin-sdk"],
+            TS_SDK_VERSION
+        );
+    }
+
+    #[test]
+    fn every_scaffold_has_a_readme_explaining_check() {
+        for lang in Lang::ALL {
+            let readme = templates(lang)
+                .iter()
+                .find(|t| t.path == "README.md")
+                .unwrap();
+            assert!(readme.text.contains("webcodex-plugin check"), "{lang}");
+        }
+    }
+}
