@@ -194,6 +194,8 @@ error_codes! {
     GatewaySaturated => "gateway_saturated",
     /// A transport request line is not a valid request.
     InvalidRequest => "invalid_request",
+    /// The gateway itself failed (no randomness for a binding, a panicked request handler).
+    Internal => "gateway_internal_error",
 }
 
 impl fmt::Display for ErrorCode {

@@ -121,6 +121,17 @@ enum Command {
     },
     /// Measure plugin RPC latency through the full call path.
     Bench(bench::BenchArgs),
+    /// Scaffold a new plugin in an empty directory (local only) and print its provider block.
+    Init {
+        /// The target directory (created when missing; must be empty).
+        dir: PathBuf,
+        /// The provider id (default: derived from the directory name).
+        #[arg(long)]
+        id: Option<String>,
+        /// The plugin's language.
+        #[arg(long, default_value = "python", value_parser = ["ts", "python", "rust"])]
+        lang: String,
+    },
     /// The built-in example plugin (speaks webcodex-plugin-v1 on stdin/stdout).
     #[command(hide = true)]
     ExamplePlugin,
@@ -168,6 +179,7 @@ pub fn run() -> i32 {
             json,
         } => oneshot::catalog(&config, &project, json),
         Command::Bench(args) => bench::run(args),
+        Command::Init { dir, id, lang } => init(&dir, id.as_deref(), &lang),
         Command::ExamplePlugin => match webcodex_plugin_host::sdk::example_plugin().serve_stdio() {
             Ok(()) => EXIT_OK,
             Err(e) => {
@@ -175,5 +187,33 @@ pub fn run() -> i32 {
                 EXIT_FAILURE
             }
         },
+    }
+}
+
+fn init(dir: &std::path::Path, id: Option<&str>, lang: &str) -> i32 {
+    use webcodex_plugin_host::scaffold::{create, Lang};
+    let lang: Lang = match lang.parse() {
+        Ok(lang) => lang,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match create(dir, id, lang) {
+        Ok(scaffold) => {
+            println!("created a {} plugin:", lang.as_str());
+            for file in &scaffold.files {
+                println!("  {}", file.display());
+            }
+            println!(
+                "\nadd this to your runner.toml:\n\n{}",
+                scaffold.provider_block
+            );
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            EXIT_USAGE
+        }
     }
 }

@@ -66,6 +66,7 @@ impl Recovery {
         let by_code = match error.code() {
             ErrorCode::ProviderBusy
             | ErrorCode::GatewaySaturated
+            | ErrorCode::Internal
             | ErrorCode::CheckBusy
             | ErrorCode::ReloadBusy => Some(Recovery::Retry),
             ErrorCode::Timeout if error.dispatch() == Dispatch::NotStarted && !error.is_fatal() => {

@@ -213,8 +213,8 @@ impl Gateway {
             })
             .ok_or_else(|| {
                 Error::not_started(
-                    ErrorCode::GatewaySaturated,
-                    "the gateway could not create a binding; try again",
+                    ErrorCode::Internal,
+                    "the gateway could not create a binding (no system randomness); try again",
                 )
             })?;
         Ok(output::describe(

@@ -114,7 +114,7 @@ fn handle_line(
                 .unwrap_or_else(|_| {
                     log::error!("a plugin_tool request panicked");
                     ToolOutput::failure(&Error::new(
-                        ErrorCode::InvalidRequest,
+                        ErrorCode::Internal,
                         Dispatch::OutcomeUnknown,
                         "the gateway failed while handling this request; its outcome is unknown",
                     ))
