@@ -57,7 +57,14 @@ pub(super) struct BenchArgs {
     cold: bool,
     /// K providers of the same plugin called concurrently from K threads.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
-    providers: Option<u16>,
+    pub(super) providers: Option<u16>,
+    /// Start the providers (default 8), stay idle this many seconds, and report the host's
+    /// context switches and memory.
+    #[arg(long, value_name = "SECONDS", conflicts_with_all = ["cold", "startup"])]
+    idle: Option<u64>,
+    /// Time startup and reload of K providers (default 8) against one provider.
+    #[arg(long, conflicts_with = "cold")]
+    startup: bool,
 }
 
 pub(super) fn run(args: BenchArgs) -> i32 {
@@ -75,6 +82,25 @@ pub(super) fn run(args: BenchArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
+    if let Some(seconds) = args.idle {
+        return super::bench_host::idle(
+            &args.name,
+            provider.0,
+            &provider.1,
+            args.providers,
+            seconds,
+        );
+    }
+    if args.startup {
+        let rounds = args.n.unwrap_or(10);
+        return super::bench_host::startup(
+            &args.name,
+            provider.0,
+            &provider.1,
+            args.providers,
+            rounds,
+        );
+    }
     let result = if args.cold {
         cold(&args, provider.0, provider.1)
     } else {
@@ -130,7 +156,11 @@ fn target_provider(args: &BenchArgs) -> Result<(RunnerConfig, ProviderConfig), S
 }
 
 /// A runner with `k` copies of `provider` (ids `<id>-0`…), all started in parallel.
-fn start_host(config: RunnerConfig, provider: &ProviderConfig, k: usize) -> Result<Host, String> {
+pub(super) fn start_host(
+    config: RunnerConfig,
+    provider: &ProviderConfig,
+    k: usize,
+) -> Result<Host, String> {
     let mut config = config;
     config.plugins.providers = (0..k)
         .map(|i| {
@@ -204,17 +234,19 @@ fn concurrent(
     call_once: &(dyn Fn(&Value) -> Result<(), String> + Sync),
 ) -> Result<BenchSummary, String> {
     let barrier = std::sync::Barrier::new(calls.len());
-    let started = Instant::now();
+    // The clock starts when the first thread leaves the barrier: warm-up is not rated.
+    let started = parking_lot::Mutex::new(None::<Instant>);
     let per_thread: Vec<Result<Vec<Duration>, String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = calls
             .iter()
             .map(|params| {
-                let barrier = &barrier;
+                let (barrier, started) = (&barrier, &started);
                 scope.spawn(move || {
                     for _ in 0..args.warmup {
                         call_once(params)?;
                     }
                     barrier.wait();
+                    started.lock().get_or_insert_with(Instant::now);
                     let mut samples = Vec::with_capacity(n);
                     for _ in 0..n {
                         let t0 = Instant::now();
@@ -233,7 +265,10 @@ fn concurrent(
             })
             .collect()
     });
-    let wall = started.elapsed();
+    let wall = started
+        .into_inner()
+        .map(|t| t.elapsed())
+        .unwrap_or_default();
     let mut all = Vec::with_capacity(n * calls.len());
     for samples in per_thread {
         all.extend(samples?);

@@ -2,6 +2,7 @@
 //! configuration, check not ready, reload with failures.
 
 mod bench;
+mod bench_host;
 mod demo;
 mod human;
 mod oneshot;

@@ -1,0 +1,138 @@
+//! `bench --idle` and `bench --startup`: what providers cost while idle, and how startup and
+//! reload scale with the number of providers.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use webcodex_plugin_host::bench::{current_rss_kb, nearest_rank, peak_rss_kb};
+use webcodex_plugin_host::env::{ProviderConfig, RunnerConfig};
+
+use super::bench::start_host;
+use super::{EXIT_FAILURE, EXIT_OK};
+
+const DEFAULT_PROVIDERS: usize = 8;
+
+/// Context switches of every thread of this process except the calling one.
+fn context_switches_of_other_threads() -> (u64, u64) {
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() }.to_string();
+    let mut totals = (0, 0);
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return totals;
+    };
+    for task in tasks.flatten() {
+        if task.file_name().to_str() == Some(me.as_str()) {
+            continue;
+        }
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        for line in status.lines() {
+            let value = |l: &str| l.split_whitespace().nth(1)?.parse::<u64>().ok();
+            if line.starts_with("voluntary_ctxt_switches:") {
+                totals.0 += value(line).unwrap_or(0);
+            } else if line.starts_with("nonvoluntary_ctxt_switches:") {
+                totals.1 += value(line).unwrap_or(0);
+            }
+        }
+    }
+    totals
+}
+
+/// Starts K providers, waits `seconds` without calling them and prints the host's context
+/// switches over that time (all threads but this one) and its memory.
+pub(super) fn idle(
+    name: &str,
+    config: RunnerConfig,
+    provider: &ProviderConfig,
+    providers: Option<u16>,
+    seconds: u64,
+) -> i32 {
+    let k = providers.map(usize::from).unwrap_or(DEFAULT_PROVIDERS);
+    let host = match start_host(config, provider, k) {
+        Ok(host) => host,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let ready = host
+        .providers()
+        .entries()
+        .iter()
+        .filter(|e| e.error_code().is_none())
+        .count();
+    // Let the I/O threads reach their blocking calls before the first reading.
+    std::thread::sleep(Duration::from_millis(200));
+    let before = context_switches_of_other_threads();
+    std::thread::sleep(Duration::from_secs(seconds));
+    let after = context_switches_of_other_threads();
+    let report = json!({
+        "name": name,
+        "mode": "idle",
+        "providers": k,
+        "ready": ready,
+        "seconds": seconds,
+        "voluntary_ctxt_switches": after.0.saturating_sub(before.0),
+        "nonvoluntary_ctxt_switches": after.1.saturating_sub(before.1),
+        "rss_kb": current_rss_kb(),
+        "rss_hwm_kb": peak_rss_kb(),
+    });
+    host.shutdown();
+    println!("{report}");
+    EXIT_OK
+}
+
+/// Times `rounds` startups and reloads of one provider and of K providers.
+pub(super) fn startup(
+    name: &str,
+    config: RunnerConfig,
+    provider: &ProviderConfig,
+    providers: Option<u16>,
+    rounds: usize,
+) -> i32 {
+    let k = providers.map(usize::from).unwrap_or(DEFAULT_PROVIDERS);
+    let measure = |count: usize| -> Result<(Duration, Duration), String> {
+        let mut starts = Vec::with_capacity(rounds);
+        let mut reloads = Vec::with_capacity(rounds);
+        for _ in 0..rounds.max(1) {
+            let t0 = Instant::now();
+            let host = start_host(config.clone(), provider, count)?;
+            starts.push(t0.elapsed());
+            let t0 = Instant::now();
+            let report = host
+                .reload()
+                .map_err(|e| format!("{}: {}", e.code(), e.message()))?;
+            reloads.push(t0.elapsed());
+            if !report.committed {
+                return Err("a reload candidate failed".into());
+            }
+            host.shutdown();
+        }
+        starts.sort_unstable();
+        reloads.sort_unstable();
+        Ok((nearest_rank(&starts, 50.0), nearest_rank(&reloads, 50.0)))
+    };
+    let (one, many) = match measure(1).and_then(|one| Ok((one, measure(k)?))) {
+        Ok(pair) => pair,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let ms = |d: Duration| (d.as_secs_f64() * 1e6).round() / 1e3;
+    let ratio =
+        |a: Duration, b: Duration| (a.as_secs_f64() / b.as_secs_f64() * 100.0).round() / 100.0;
+    let report = json!({
+        "name": name,
+        "mode": "startup",
+        "providers": k,
+        "rounds": rounds,
+        "start_1_p50_ms": ms(one.0),
+        "start_k_p50_ms": ms(many.0),
+        "start_ratio": ratio(many.0, one.0),
+        "reload_1_p50_ms": ms(one.1),
+        "reload_k_p50_ms": ms(many.1),
+        "reload_ratio": ratio(many.1, one.1),
+    });
+    println!("{report}");
+    EXIT_OK
+}
