@@ -302,8 +302,11 @@ impl Host {
             }
             std::mem::replace(&mut *committed, new_set.clone())
         };
-        // Old instances are retired only when their last in-flight user lets go.
-        drop(old);
+        // Old instances are retired only when their last in-flight user lets go; those nobody
+        // uses are all signalled first, so their teardowns overlap instead of queueing.
+        if let Ok(old) = Arc::try_unwrap(old) {
+            old.stop_unused();
+        }
         Ok(ReloadReport {
             committed: true,
             providers: new_set,

@@ -119,6 +119,16 @@ impl ProviderSet {
         }
     }
 
+    /// Stops the providers that nobody else holds (the caller owns this set exclusively, so no
+    /// new user can appear), then drops the set.
+    pub(crate) fn stop_unused(self) {
+        for entry in &self.entries {
+            if let Some(p) = entry.provider().filter(|p| Arc::strong_count(p) == 1) {
+                p.stop();
+            }
+        }
+    }
+
     /// Announces shutdown to every provider (kills their process groups, does not wait).
     pub(crate) fn stop_all(&self) {
         for entry in &self.entries {
