@@ -73,7 +73,7 @@ fn startup_admits_every_provider_and_lists_failures_without_blocking_the_rest() 
         ]
     );
     let result = host.call("gamma", "add", &json!({"a": 2, "b": 5})).unwrap();
-    assert_eq!(result.structured_content.unwrap()["sum"], 7);
+    assert_eq!(result.structured_content().unwrap()["sum"], 7);
 }
 
 #[test]
@@ -278,7 +278,7 @@ env = {{ PROFILE_LEVEL = "profile" }}
     let host = Host::start(ConfigSource::File(path), options).unwrap();
     let read = |name: &str| {
         let result = host.call("alpha", "env", &json!({"name": name})).unwrap();
-        result.structured_content.unwrap()["value"].clone()
+        result.structured_content().unwrap()["value"].clone()
     };
     assert_eq!(read("FROM_INIT"), json!("initialized"));
     assert_eq!(read("SHELL_LEVEL"), json!("base"));
@@ -298,7 +298,7 @@ fn provider_runs_in_its_configured_cwd() {
     );
     let host = start(&write_config(&dir, &text));
     let result = host.call("alpha", "cwd", &json!({})).unwrap();
-    let reported = PathBuf::from(&result.content[0].text);
+    let reported = PathBuf::from(result.texts()[0]);
     assert_eq!(
         reported.canonicalize().unwrap(),
         dir.canonicalize().unwrap()

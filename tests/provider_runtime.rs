@@ -49,7 +49,7 @@ const FIXTURE_TOOLS: &[&str] = &[
 ];
 
 fn texts(result: &webcodex_plugin_host::catalog::ToolResult) -> Vec<&str> {
-    result.content.iter().map(|c| c.text.as_str()).collect()
+    result.texts()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -63,10 +63,10 @@ fn echo_returns_text_content_and_structured_content() {
     let result = provider.call("echo", &json!({"text": "hello"})).unwrap();
     assert_eq!(texts(&result), ["hello"]);
     assert_eq!(
-        result.structured_content.map(Value::Object),
+        result.structured_content().cloned().map(Value::Object),
         Some(json!({"text": "hello"}))
     );
-    assert!(!result.is_error);
+    assert!(!result.is_error());
     assert!(!provider.is_retired());
     let pid = fx.plugin_pid();
     drop(provider);
@@ -80,10 +80,10 @@ fn add_returns_the_sum_as_text_and_structured_content() {
     let result = provider.call("add", &json!({"a": 2, "b": 5})).unwrap();
     assert_eq!(texts(&result), ["7"]);
     assert_eq!(
-        result.structured_content.map(Value::Object),
+        result.structured_content().cloned().map(Value::Object),
         Some(json!({"sum": 7}))
     );
-    assert!(!result.is_error);
+    assert!(!result.is_error());
 }
 
 #[test]
@@ -143,9 +143,9 @@ fn is_error_result_is_ok_with_is_error_true() {
     let fx = Fixture::new("is-error");
     let provider = fx.start("normal", NORMAL);
     let result = provider.call("is_error", &json!({})).unwrap();
-    assert!(result.is_error);
+    assert!(result.is_error());
     assert_eq!(texts(&result), ["bad input"]);
-    assert!(result.structured_content.is_none());
+    assert!(result.structured_content().is_none());
     assert!(!provider.is_retired());
     provider
         .call("echo", &json!({"text": "still live"}))
@@ -185,7 +185,7 @@ fn plugin_gets_exactly_the_snapshot_environment_without_sensitive_variables() {
     let provider = Provider::start(spec).unwrap();
     let value = |name: &str| {
         let result = provider.call("env", &json!({"name": name})).unwrap();
-        result.structured_content.unwrap()["value"].clone()
+        result.structured_content().unwrap()["value"].clone()
     };
     assert_eq!(value("WC_TEST_MARKER"), json!("marker value"));
     assert_eq!(value("WEBCODEX_TOKEN"), Value::Null);

@@ -28,12 +28,12 @@ fn python_example_plugin_keeps_state_between_calls() {
     let first = host
         .call("notes", "add_note", &json!({"text": "buy milk"}))
         .unwrap();
-    assert_eq!(first.structured_content.unwrap()["number"], 1);
+    assert_eq!(first.structured_content().unwrap()["number"], 1);
     host.call("notes", "add_note", &json!({"text": "call Ada"}))
         .unwrap();
     let listed = host.call("notes", "list_notes", &json!({})).unwrap();
     assert_eq!(
-        listed.structured_content.unwrap()["notes"],
+        listed.structured_content().unwrap()["notes"],
         json!(["buy milk", "call Ada"])
     );
 }

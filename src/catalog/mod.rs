@@ -15,7 +15,7 @@ mod tool;
 
 pub use diagnostic::{Diagnostic, DiagnosticCode};
 pub use frozen::{admit_tools_list, FrozenCatalog, MAX_TOOLS};
-pub use result::{validate_tool_result, ResultFault, TextContent, ToolResult};
+pub use result::{validate_tool_result, ResultFault, ToolResult};
 pub use schema::{Schema, SchemaFault, SchemaMismatch};
 pub use tool::{Tool, ToolHints};
 

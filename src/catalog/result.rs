@@ -13,8 +13,9 @@
 
 use serde_json::{Map, Value};
 
-use super::{json_bounds_ok, serialized_len_within, Schema};
+use super::Schema;
 use crate::error::ErrorCode;
+use crate::frame::check_json_bounds_sized;
 
 /// Most content items in one result.
 const MAX_CONTENT_ITEMS: usize = 32;
@@ -23,47 +24,46 @@ const MAX_TEXT_BYTES: usize = 512 * 1024;
 /// Largest serialized result, in bytes.
 const MAX_RESULT_BYTES: usize = 512 * 1024;
 
-/// One text content item.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TextContent {
-    /// The text.
-    pub text: String,
-}
-
-/// A validated tools/call result.
+/// A validated tools/call result, held in its canonical JSON form: `content`,
+/// `structuredContent` when the plugin sent it, and `isError` always (false when omitted).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolResult {
-    /// Text content items (at most 32).
-    pub content: Vec<TextContent>,
-    /// Structured content, when the plugin sent it.
-    pub structured_content: Option<Map<String, Value>>,
-    /// Whether the tool reported an error (false when omitted).
-    pub is_error: bool,
-}
+pub struct ToolResult(Map<String, Value>);
 
 impl ToolResult {
-    /// The canonical output: `content`, `structuredContent` when present, `isError` always.
-    pub fn to_json(&self) -> Value {
-        let content = self
-            .content
-            .iter()
-            .map(|item| {
-                let mut map = Map::new();
-                map.insert("type".into(), "text".into());
-                map.insert("text".into(), item.text.clone().into());
-                Value::Object(map)
-            })
-            .collect();
-        let mut map = Map::new();
-        map.insert("content".into(), Value::Array(content));
-        if let Some(structured) = &self.structured_content {
-            map.insert(
-                "structuredContent".into(),
-                Value::Object(structured.clone()),
-            );
+    /// The text of each content item, in order.
+    pub fn texts(&self) -> Vec<&str> {
+        match self.0.get("content") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|item| item.get("text").and_then(Value::as_str))
+                .collect(),
+            _ => Vec::new(),
         }
-        map.insert("isError".into(), self.is_error.into());
-        Value::Object(map)
+    }
+
+    /// Structured content, when the plugin sent it.
+    pub fn structured_content(&self) -> Option<&Map<String, Value>> {
+        self.0.get("structuredContent").and_then(Value::as_object)
+    }
+
+    /// Whether the tool reported an error.
+    pub fn is_error(&self) -> bool {
+        self.0.get("isError") == Some(&Value::Bool(true))
+    }
+
+    /// The canonical output object.
+    pub fn as_json(&self) -> &Map<String, Value> {
+        &self.0
+    }
+
+    /// The canonical output object, by value (no copy).
+    pub fn into_json(self) -> Value {
+        Value::Object(self.0)
+    }
+
+    /// A copy of the canonical output object.
+    pub fn to_json(&self) -> Value {
+        Value::Object(self.0.clone())
     }
 }
 
@@ -95,7 +95,8 @@ pub fn validate_tool_result(
     result: Value,
     output_schema: Option<&Schema>,
 ) -> Result<ToolResult, ResultFault> {
-    if !json_bounds_ok(&result) || !serialized_len_within(&result, MAX_RESULT_BYTES) {
+    // One walk: JSON bounds and the 512 KiB size bound.
+    if check_json_bounds_sized(&result, MAX_RESULT_BYTES).is_err() {
         return Err(ResultFault::Invalid);
     }
     let Value::Object(mut map) = result else {
@@ -112,19 +113,17 @@ pub fn validate_tool_result(
         Some(Value::Bool(is_error)) => *is_error,
         Some(_) => return Err(ResultFault::Invalid),
     };
-    let content = match map.remove("content") {
-        Some(Value::Array(items)) if items.len() <= MAX_CONTENT_ITEMS => items
-            .into_iter()
-            .map(text_item)
-            .collect::<Result<Vec<_>, _>>()?,
+    match map.get("content") {
+        Some(Value::Array(items))
+            if items.len() <= MAX_CONTENT_ITEMS && items.iter().all(is_text_item) => {}
         _ => return Err(ResultFault::Invalid),
-    };
-    let structured = map.remove("structuredContent");
+    }
+    let structured = map.get("structuredContent");
     if !matches!(structured, None | Some(Value::Object(_))) {
         return Err(ResultFault::Invalid);
     }
     if let Some(schema) = output_schema {
-        match &structured {
+        match structured {
             None if !is_error => return Err(ResultFault::OutputSchemaViolation),
             None => {}
             Some(value) => schema
@@ -132,29 +131,18 @@ pub fn validate_tool_result(
                 .map_err(|_| ResultFault::OutputSchemaViolation)?,
         }
     }
-    let structured_content = match structured {
-        Some(Value::Object(map)) => Some(map),
-        _ => None,
-    };
-    Ok(ToolResult {
-        content,
-        structured_content,
-        is_error,
-    })
+    map.entry("isError").or_insert(Value::Bool(false));
+    Ok(ToolResult(map))
 }
 
 /// Exactly `{"type":"text","text":…}` with text ≤ 512 KiB.
-fn text_item(item: Value) -> Result<TextContent, ResultFault> {
-    let Value::Object(mut map) = item else {
-        return Err(ResultFault::Invalid);
+fn is_text_item(item: &Value) -> bool {
+    let Value::Object(map) = item else {
+        return false;
     };
-    if map.len() != 2 || map.get("type").and_then(Value::as_str) != Some("text") {
-        return Err(ResultFault::Invalid);
-    }
-    match map.remove("text") {
-        Some(Value::String(text)) if text.len() <= MAX_TEXT_BYTES => Ok(TextContent { text }),
-        _ => Err(ResultFault::Invalid),
-    }
+    map.len() == 2
+        && map.get("type").and_then(Value::as_str) == Some("text")
+        && matches!(map.get("text"), Some(Value::String(text)) if text.len() <= MAX_TEXT_BYTES)
 }
 
 #[cfg(test)]
@@ -191,19 +179,19 @@ mod tests {
     #[test]
     fn accepts_content_only_and_defaults_is_error_to_false() {
         let r = ok(json!({"content": [text("7")]}));
-        assert_eq!(r.content, vec![TextContent { text: "7".into() }]);
-        assert_eq!(r.structured_content, None);
-        assert!(!r.is_error);
+        assert_eq!(r.texts(), ["7"]);
+        assert_eq!(r.structured_content(), None);
+        assert!(!r.is_error());
     }
 
     #[test]
     fn accepts_empty_content() {
-        assert!(ok(json!({"content": []})).content.is_empty());
+        assert!(ok(json!({"content": []})).texts().is_empty());
     }
 
     #[test]
     fn accepts_is_error_true() {
-        assert!(ok(json!({"content": [], "isError": true})).is_error);
+        assert!(ok(json!({"content": [], "isError": true})).is_error());
     }
 
     #[test]
@@ -228,7 +216,7 @@ mod tests {
     #[test]
     fn accepts_32_content_items_and_rejects_33() {
         assert_eq!(
-            ok(json!({"content": vec![text("x"); 32]})).content.len(),
+            ok(json!({"content": vec![text("x"); 32]})).texts().len(),
             32
         );
         invalid(json!({"content": vec![text("x"); 33]}));
@@ -343,8 +331,8 @@ mod tests {
     fn without_output_schema_structured_content_is_accepted_as_is() {
         let r = ok(json!({"content": [], "structuredContent": {"anything": [1, "x"]}}));
         assert_eq!(
-            r.structured_content,
-            Some(json!({"anything": [1, "x"]}).as_object().unwrap().clone())
+            r.structured_content(),
+            json!({"anything": [1, "x"]}).as_object()
         );
     }
 

@@ -22,6 +22,8 @@ pub enum JsonBoundsError {
     StringTooLong,
     /// A key longer than [`MAX_KEY_BYTES`] or containing a control character.
     InvalidKey,
+    /// The compact serialization is longer than the size bound being checked.
+    TooLarge,
 }
 
 /// Checks `value` against the JSON bounds.
@@ -30,30 +32,102 @@ pub enum JsonBoundsError {
 /// stops at the first violation (values are visited depth-first, in document order) and never
 /// descends more than `MAX_DEPTH + 1` levels, so any input is safe to check.
 pub fn check_json_bounds(value: &Value) -> Result<(), JsonBoundsError> {
-    let mut nodes = 0;
-    walk(value, 0, &mut nodes)
+    check_json_bounds_sized(value, usize::MAX).map(|_| ())
 }
 
-/// Checks `value`, found at `depth`, and everything below it.
-fn walk(value: &Value, depth: usize, nodes: &mut usize) -> Result<(), JsonBoundsError> {
-    if depth > MAX_DEPTH {
-        return Err(JsonBoundsError::TooDeep);
+/// Checks `value` against the JSON bounds and against `max_bytes` of compact serialization, in
+/// one walk; returns the compact serialized length (exactly what `serde_json::to_vec` would
+/// produce). Fails with [`JsonBoundsError::TooLarge`] once the length passes `max_bytes`.
+pub fn check_json_bounds_sized(value: &Value, max_bytes: usize) -> Result<usize, JsonBoundsError> {
+    let mut walk = Walk {
+        nodes: 0,
+        bytes: 0,
+        max_bytes,
+    };
+    walk.value(value, 0)?;
+    Ok(walk.bytes)
+}
+
+struct Walk {
+    nodes: usize,
+    bytes: usize,
+    max_bytes: usize,
+}
+
+impl Walk {
+    fn add(&mut self, bytes: usize) -> Result<(), JsonBoundsError> {
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.bytes > self.max_bytes {
+            Err(JsonBoundsError::TooLarge)
+        } else {
+            Ok(())
+        }
     }
-    *nodes += 1;
-    if *nodes > MAX_NODES {
-        return Err(JsonBoundsError::TooManyNodes);
-    }
-    match value {
-        Value::Null | Value::Bool(_) | Value::Number(_) => Ok(()),
-        Value::String(s) if s.len() > MAX_STRING_BYTES => Err(JsonBoundsError::StringTooLong),
-        Value::String(_) => Ok(()),
-        Value::Array(items) => items.iter().try_for_each(|v| walk(v, depth + 1, nodes)),
-        Value::Object(map) => map.iter().try_for_each(|(key, v)| {
-            if key.len() > MAX_KEY_BYTES || key.chars().any(char::is_control) {
-                return Err(JsonBoundsError::InvalidKey);
+
+    /// Checks `value`, found at `depth`, and everything below it.
+    fn value(&mut self, value: &Value, depth: usize) -> Result<(), JsonBoundsError> {
+        if depth > MAX_DEPTH {
+            return Err(JsonBoundsError::TooDeep);
+        }
+        self.nodes += 1;
+        if self.nodes > MAX_NODES {
+            return Err(JsonBoundsError::TooManyNodes);
+        }
+        match value {
+            Value::Null => self.add(4),
+            Value::Bool(b) => self.add(if *b { 4 } else { 5 }),
+            Value::Number(n) => self.add(number_len(n)),
+            Value::String(s) if s.len() > MAX_STRING_BYTES => Err(JsonBoundsError::StringTooLong),
+            Value::String(s) => self.add(escaped_len(s)),
+            Value::Array(items) => {
+                self.add(2 + items.len().saturating_sub(1))?;
+                items.iter().try_for_each(|v| self.value(v, depth + 1))
             }
-            walk(v, depth + 1, nodes)
-        }),
+            Value::Object(map) => {
+                // Braces, and per entry a colon plus a comma between entries.
+                self.add(2 + map.len() + map.len().saturating_sub(1))?;
+                map.iter().try_for_each(|(key, v)| {
+                    if key.len() > MAX_KEY_BYTES || key.chars().any(char::is_control) {
+                        return Err(JsonBoundsError::InvalidKey);
+                    }
+                    self.add(escaped_len(key))?;
+                    self.value(v, depth + 1)
+                })
+            }
+        }
+    }
+}
+
+/// Length of `s` as a JSON string literal written by serde_json: quotes, two-character escapes
+/// for `"` `\` `\b` `\f` `\n` `\r` `\t`, and six characters (`\u00XX`) for other control bytes.
+fn escaped_len(s: &str) -> usize {
+    let extra: usize = s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | 0x08 | 0x0c | b'\n' | b'\r' | b'\t' => 1,
+            0x00..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    s.len() + 2 + extra
+}
+
+/// Length of a number as serde_json writes it (integers by their digits; floats formatted).
+fn number_len(n: &serde_json::Number) -> usize {
+    fn digits(mut v: u64) -> usize {
+        let mut d = 1;
+        while v >= 10 {
+            v /= 10;
+            d += 1;
+        }
+        d
+    }
+    if let Some(u) = n.as_u64() {
+        digits(u)
+    } else if let Some(i) = n.as_i64() {
+        1 + digits(i.unsigned_abs())
+    } else {
+        n.to_string().len()
     }
 }
 
@@ -188,5 +262,49 @@ mod tests {
     #[test]
     fn key_with_unicode_is_accepted() {
         assert_eq!(check_json_bounds(&object_with_key("clé ✓")), Ok(()));
+    }
+
+    #[test]
+    fn sized_walk_counts_exactly_what_serde_json_writes() {
+        let samples = [
+            json!(null),
+            json!(true),
+            json!(false),
+            json!(0),
+            json!(-1),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!(1.5),
+            json!(-0.000123),
+            json!(1e300),
+            json!(""),
+            json!("plain"),
+            json!(
+                "quote \" backslash \\ newline \n tab \t cr \r bell \u{7} del \u{7f} nul \u{0} ü ✓"
+            ),
+            json!([]),
+            json!({}),
+            json!([[], {}, [1, [2, [3]]]]),
+            json!({"a": {"b": [1, "x", null]}, "key \"q\"": {}, "ü": [true, false]}),
+        ];
+        for sample in samples {
+            let expected = serde_json::to_vec(&sample).unwrap().len();
+            assert_eq!(
+                check_json_bounds_sized(&sample, usize::MAX),
+                Ok(expected),
+                "{sample}"
+            );
+        }
+    }
+
+    #[test]
+    fn sized_walk_stops_past_the_size_bound() {
+        let value = json!({"text": "x".repeat(100)});
+        let len = serde_json::to_vec(&value).unwrap().len();
+        assert_eq!(check_json_bounds_sized(&value, len), Ok(len));
+        assert_eq!(
+            check_json_bounds_sized(&value, len - 1),
+            Err(JsonBoundsError::TooLarge)
+        );
     }
 }

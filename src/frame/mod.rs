@@ -11,7 +11,8 @@ mod envelope;
 mod reader;
 
 pub use bounds::{
-    check_json_bounds, JsonBoundsError, MAX_DEPTH, MAX_KEY_BYTES, MAX_NODES, MAX_STRING_BYTES,
+    check_json_bounds, check_json_bounds_sized, JsonBoundsError, MAX_DEPTH, MAX_KEY_BYTES,
+    MAX_NODES, MAX_STRING_BYTES,
 };
 pub use encode::{RequestEncoder, PROTOCOL_VERSION};
 pub use envelope::{validate_response, Envelope, EnvelopeFault};

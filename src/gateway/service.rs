@@ -14,6 +14,7 @@ use super::output;
 use super::params::Action;
 use super::recording::{RecordingEvent, RecordingHook};
 use super::scope::Caller;
+use crate::catalog::ToolResult;
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::host::{Host, DEFAULT_PROJECT_CATALOG_BYTES};
 
@@ -251,7 +252,7 @@ impl Gateway {
             arguments,
             None,
         )
-        .map(|result| result.to_json())
+        .map(ToolResult::into_json)
         .map_err(|e| match e.code() {
             ErrorCode::StaleProvider => replaced(),
             _ => e,

@@ -37,9 +37,9 @@ pub use stderr_ring::{
     StderrLine, StderrRing, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
 };
 
-use crate::catalog::{admit_tools_list, serialized_len_within, FrozenCatalog, Tool, ToolResult};
+use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
-use crate::frame::{check_json_bounds, PROTOCOL_VERSION};
+use crate::frame::{check_json_bounds, check_json_bounds_sized, JsonBoundsError, PROTOCOL_VERSION};
 use io::{Event, IoThreads};
 use process::PluginProcess;
 use session::{into_result, RequestKind, Session};
@@ -251,14 +251,17 @@ fn stopping() -> Error {
 /// input schema. Failures are `plugin_arguments_schema_invalid` / not_started.
 fn validate_arguments(tool: &Tool, arguments: &Value) -> Result<(), Error> {
     let invalid = |message: String| Error::not_started(ErrorCode::ArgumentsSchemaInvalid, message);
-    if check_json_bounds(arguments).is_err() {
-        return Err(invalid(
-            "arguments exceed the JSON bounds (depth 16, 4096 values, 512 KiB strings, 1024-byte keys)"
-                .into(),
-        ));
-    }
-    if !serialized_len_within(arguments, MAX_ARGUMENTS_BYTES) {
-        return Err(invalid("arguments exceed 64 KiB when serialized".into()));
+    match check_json_bounds_sized(arguments, MAX_ARGUMENTS_BYTES) {
+        Ok(_) => {}
+        Err(JsonBoundsError::TooLarge) => {
+            return Err(invalid("arguments exceed 64 KiB when serialized".into()))
+        }
+        Err(_) => {
+            return Err(invalid(
+                "arguments exceed the JSON bounds (depth 16, 4096 values, 512 KiB strings, 1024-byte keys)"
+                    .into(),
+            ))
+        }
     }
     tool.input_schema().check(arguments).map_err(|mismatch| {
         let at = if mismatch.path.is_empty() {
