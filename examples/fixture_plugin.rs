@@ -5,7 +5,8 @@
 //! `fixture_plugin [MODE]` where MODE changes the handshake:
 //! `normal` (default), `stray-stdout` (a line before the handshake), `silent-init` (never answers
 //! initialize), `bad-version`, `bad-tools` (an unsupported schema keyword), `exit-at-start`,
-//! `stop-reading` (after the handshake it never reads stdin again).
+//! `stop-reading` (after the handshake it never reads stdin again), `noisy` (a background thread
+//! writes `FIXTURE_NOISE_BYTES` bytes of stderr lines, default 100 MB, while it serves calls).
 //!
 //! Tools exercise call-time faults (see `TOOLS`). When `FIXTURE_LOG` is set, every line read from
 //! stdin is appended to that file, so tests can prove what reached the plugin. When
@@ -68,6 +69,25 @@ fn main() {
             out.flush().unwrap();
         }
         "exit-at-start" => std::process::exit(7),
+        "noisy" => {
+            let total = std::env::var("FIXTURE_NOISE_BYTES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(100_000_000usize);
+            std::thread::spawn(move || {
+                let line =
+                    "noise from a busy plugin: 0123456789abcdefghijklmnopqrstuvwxyz\n".repeat(64);
+                let mut err = io::stderr().lock();
+                let mut left = total;
+                while left > 0 {
+                    let k = left.min(line.len());
+                    if err.write_all(&line.as_bytes()[..k]).is_err() {
+                        return;
+                    }
+                    left -= k;
+                }
+            });
+        }
         _ => {}
     }
 

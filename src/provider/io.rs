@@ -37,7 +37,7 @@ pub(crate) const EVENT_CAPACITY: usize = 16;
 const READER_STACK: usize = 256 * 1024;
 const SMALL_STACK: usize = 64 * 1024;
 const STDOUT_BUFFER: usize = 64 * 1024;
-const STDERR_CHUNK: usize = 8 * 1024;
+const STDERR_CHUNK: usize = 32 * 1024;
 
 /// Something the coordinator must hear about.
 #[derive(Debug)]
@@ -301,11 +301,23 @@ fn read_loop(stdout: ChildStdout, events: Sender<Event>, more_pending: Arc<Atomi
 }
 
 fn drain_stderr(mut stderr: ChildStderr, ring: Arc<Mutex<StderrRing>>) {
-    let mut chunk = vec![0u8; STDERR_CHUNK];
+    // A quiet plugin costs a small stack buffer; a large one is allocated once a read fills it.
+    let mut small = [0u8; 1024];
+    let mut large: Vec<u8> = Vec::new();
     loop {
-        match stderr.read(&mut chunk) {
+        let buffer: &mut [u8] = if large.is_empty() {
+            &mut small
+        } else {
+            &mut large
+        };
+        match stderr.read(buffer) {
             Ok(0) => return,
-            Ok(n) => ring.lock().push_bytes(&chunk[..n]),
+            Ok(n) => {
+                ring.lock().push_bytes(&buffer[..n]);
+                if n == buffer.len() && large.is_empty() {
+                    large = vec![0u8; STDERR_CHUNK];
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return,
         }

@@ -34,22 +34,50 @@ impl StderrRing {
     }
 
     /// Maps and appends raw stderr bytes, splitting on LF.
+    ///
+    /// Cost stays low under a flood: when a chunk completes more lines than the ring keeps, the
+    /// lines that would be evicted anyway are skipped without being mapped, and the cut part
+    /// of an overlong line is skipped in one step.
     pub fn push_bytes(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            let mapped = match b {
-                b'\n' => {
+        let mut rest = match start_of_last_lines(bytes, STDERR_MAX_LINES) {
+            Some(start) => {
+                self.lines.clear();
+                self.total = 0;
+                self.current.clear();
+                self.current_truncated = false;
+                &bytes[start..]
+            }
+            None => bytes,
+        };
+        loop {
+            match rest.iter().position(|&b| b == b'\n') {
+                Some(end) => {
+                    self.append(&rest[..end]);
                     self.finish_line();
-                    continue;
+                    rest = &rest[end + 1..];
                 }
-                b'\r' => continue,
-                b'\t' => ' ',
-                0x20..=0x7e => b as char,
-                _ => '?',
-            };
-            if self.current.len() < STDERR_MAX_LINE_BYTES {
-                self.current.push(mapped);
-            } else {
-                self.current_truncated = true;
+                None => {
+                    self.append(rest);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Appends one segment without LF to the unfinished line, mapped and cut to the line bound.
+    fn append(&mut self, segment: &[u8]) {
+        for (i, &b) in segment.iter().enumerate() {
+            if self.current.len() >= STDERR_MAX_LINE_BYTES {
+                if segment[i..].iter().any(|&b| b != b'\r') {
+                    self.current_truncated = true;
+                }
+                return;
+            }
+            match b {
+                b'\r' => {}
+                b'\t' => self.current.push(' '),
+                0x20..=0x7e => self.current.push(b as char),
+                _ => self.current.push('?'),
             }
         }
     }
@@ -93,6 +121,21 @@ impl StderrRing {
         }
         out
     }
+}
+
+/// When `bytes` completes more than `keep` lines, the index where the last `keep` complete lines
+/// start (everything before it would be evicted).
+fn start_of_last_lines(bytes: &[u8], keep: usize) -> Option<usize> {
+    let mut end = bytes.len();
+    let mut seen = 0;
+    while let Some(i) = bytes[..end].iter().rposition(|&b| b == b'\n') {
+        seen += 1;
+        if seen == keep + 1 {
+            return Some(i + 1);
+        }
+        end = i;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -147,5 +190,31 @@ mod tests {
         let lines = ring.lines();
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[1].text, "partial");
+    }
+
+    #[test]
+    fn a_chunk_with_more_lines_than_kept_keeps_the_last_ones() {
+        let mut ring = StderrRing::new();
+        ring.push_bytes(b"old partial");
+        let chunk: String = (0..500).map(|i| format!("line {i}\n")).collect();
+        ring.push_bytes(chunk.as_bytes());
+        let lines = ring.lines();
+        assert_eq!(lines.len(), STDERR_MAX_LINES);
+        assert_eq!(lines[0].text, "line 436");
+        assert_eq!(lines.last().unwrap().text, "line 499");
+    }
+
+    #[test]
+    fn chunked_and_whole_input_give_the_same_ring() {
+        let text: String = (0..300)
+            .map(|i| format!("l{i}\t{}\r\n", "z".repeat(i * 7)))
+            .collect();
+        let mut whole = StderrRing::new();
+        whole.push_bytes(text.as_bytes());
+        let mut chunked = StderrRing::new();
+        for chunk in text.as_bytes().chunks(97) {
+            chunked.push_bytes(chunk);
+        }
+        assert_eq!(whole.lines(), chunked.lines());
     }
 }
