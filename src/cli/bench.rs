@@ -62,6 +62,9 @@ pub(super) struct BenchArgs {
     /// context switches and memory.
     #[arg(long, value_name = "SECONDS", conflicts_with_all = ["cold", "startup"])]
     idle: Option<u64>,
+    /// Opt-in active wait for each response, in microseconds, before blocking (default 0).
+    #[arg(long, value_name = "MICROS", default_value_t = 0)]
+    spin_us: u64,
     /// Time startup and reload of K providers (default 8) against one provider.
     #[arg(long, conflicts_with = "cold")]
     startup: bool,
@@ -161,6 +164,15 @@ pub(super) fn start_host(
     provider: &ProviderConfig,
     k: usize,
 ) -> Result<Host, String> {
+    start_host_with(config, provider, k, Duration::ZERO)
+}
+
+fn start_host_with(
+    config: RunnerConfig,
+    provider: &ProviderConfig,
+    k: usize,
+    response_spin: Duration,
+) -> Result<Host, String> {
     let mut config = config;
     config.plugins.providers = (0..k)
         .map(|i| {
@@ -173,6 +185,7 @@ pub(super) fn start_host(
         .collect();
     let options = HostOptions {
         max_providers: k.max(DEFAULT_MAX_PROVIDERS),
+        response_spin,
         ..HostOptions::default()
     };
     Host::start(ConfigSource::Fixed(config), options).map_err(runtime_error)
@@ -186,7 +199,7 @@ fn warm(
 ) -> Result<BenchSummary, String> {
     let k = args.providers.map(usize::from).unwrap_or(1);
     let n = args.n.unwrap_or(20_000);
-    let host = start_host(config, &provider, k)?;
+    let host = start_host_with(config, &provider, k, Duration::from_micros(args.spin_us))?;
     let ids: Vec<String> = host
         .providers()
         .entries()

