@@ -6,7 +6,8 @@
 //! `normal` (default), `stray-stdout` (a line before the handshake), `silent-init` (never answers
 //! initialize), `bad-version`, `bad-tools` (an unsupported schema keyword), `exit-at-start`,
 //! `stop-reading` (after the handshake it never reads stdin again), `noisy` (a background thread
-//! writes `FIXTURE_NOISE_BYTES` bytes of stderr lines, default 100 MB, while it serves calls).
+//! writes `FIXTURE_NOISE_BYTES` bytes of stderr lines, default 100 MB, spread over
+//! `FIXTURE_NOISE_SECONDS`, default 0 = as fast as the host drains, while it serves calls).
 //!
 //! Tools exercise call-time faults (see `TOOLS`). When `FIXTURE_LOG` is set, every line read from
 //! stdin is appended to that file, so tests can prove what reached the plugin. When
@@ -70,13 +71,19 @@ fn main() {
         }
         "exit-at-start" => std::process::exit(7),
         "noisy" => {
-            let total = std::env::var("FIXTURE_NOISE_BYTES")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(100_000_000usize);
+            let env_number = |name: &str, default: u64| {
+                std::env::var(name)
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(default)
+            };
+            let total = env_number("FIXTURE_NOISE_BYTES", 100_000_000) as usize;
+            let seconds = env_number("FIXTURE_NOISE_SECONDS", 0);
             std::thread::spawn(move || {
                 let line =
-                    "noise from a busy plugin: 0123456789abcdefghijklmnopqrstuvwxyz\n".repeat(64);
+                    "noise from a busy plugin: 0123456789abcdefghijklmnopqrstuvwxyz\n".repeat(4096);
+                let chunks = total.div_ceil(line.len()).max(1) as u32;
+                let pause = std::time::Duration::from_secs(seconds) / chunks;
                 let mut err = io::stderr().lock();
                 let mut left = total;
                 while left > 0 {
@@ -85,6 +92,7 @@ fn main() {
                         return;
                     }
                     left -= k;
+                    std::thread::sleep(pause);
                 }
             });
         }

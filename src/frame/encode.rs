@@ -1,7 +1,5 @@
 //! Encoding of the three requests the host sends.
 
-use std::io::Write;
-
 use serde_json::Value;
 
 /// The protocol version string exchanged in initialize.
@@ -75,13 +73,30 @@ impl RequestEncoder {
         let id = self.next_id;
         self.next_id += 1;
         out.clear();
-        write!(
-            out,
-            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"params\":"
-        )
-        .expect("writing into a Vec cannot fail");
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        push_u64(out, id);
+        out.extend_from_slice(b",\"method\":\"");
+        out.extend_from_slice(method.as_bytes());
+        out.extend_from_slice(b"\",\"params\":");
         id
     }
+}
+
+/// Appends the decimal digits of `n` (no sign, no leading zeros) without the formatting
+/// machinery: the digits are produced right to left into a stack buffer.
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    // u64::MAX has 20 digits.
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[start..]);
 }
 
 #[cfg(test)]
@@ -171,6 +186,48 @@ mod tests {
         enc.unsend_last();
         assert_eq!(enc.next_id(), 2);
         assert_eq!(enc.tools_list(&mut out), 2);
+    }
+
+    #[test]
+    fn ids_are_written_like_display() {
+        let samples = [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            12_345,
+            999_999_999,
+            1_000_000_000,
+            u64::from(u32::MAX),
+            u64::MAX / 10,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let powers = (0..20).map(|e| 10u64.pow(e));
+        let below = (1..20).map(|e| 10u64.pow(e) - 1);
+        for n in samples.into_iter().chain(powers).chain(below) {
+            let mut out = b"x".to_vec();
+            push_u64(&mut out, n);
+            assert_eq!(text(&out), format!("x{n}"));
+        }
+    }
+
+    #[test]
+    fn large_ids_keep_the_exact_wire_shape() {
+        // The largest id that still leaves a next one.
+        let id = u64::MAX - 1;
+        let mut enc = RequestEncoder { next_id: id };
+        let mut out = Vec::new();
+        assert_eq!(enc.tools_call("t", &json!({}), &mut out), id);
+        assert_eq!(
+            text(&out),
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{{\"name\":\"t\",\"arguments\":{{}}}}}}\n",
+                id
+            )
+        );
     }
 
     #[test]

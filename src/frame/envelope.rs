@@ -1,7 +1,20 @@
 //! Response-envelope validation (DESIGN §3).
+//!
+//! Two paths apply the same rules. [`validate_response`] checks an already parsed
+//! [`Value`]. The typed path — [`decode_response`] (or [`LineReader::read_response`]) then
+//! [`validate_raw`] — parses a response line straight into a [`RawEnvelope`] that holds only
+//! what the rules look at: no map, key or `"2.0"` string is allocated for the envelope, and
+//! everything but the id comparison is already decided when the line is decoded, so it can run
+//! on the reader thread while the coordinator only compares ids.
+//!
+//! [`LineReader::read_response`]: super::LineReader::read_response
 
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use super::reader::{line_text, ReadFault};
 use crate::error::ErrorCode;
 
 /// Longest JSON-RPC error message, in bytes.
@@ -94,14 +107,329 @@ fn rpc_error(mut error: Map<String, Value>) -> Result<Envelope, EnvelopeFault> {
     }
 }
 
+/// A response line decoded for [`validate_raw`]: the verdict of every envelope rule except the
+/// id comparison, and the result or error it carries.
+///
+/// Built by [`decode_response`] or [`LineReader::read_response`](super::LineReader::read_response)
+/// from any valid JSON line — a line that is JSON but no envelope (an array, a string, an
+/// object without `jsonrpc` …) decodes fine and is rejected by [`validate_raw`], exactly as
+/// [`validate_response`] rejects its `Value`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawEnvelope(Decoded);
+
+#[derive(Debug, Clone, PartialEq)]
+enum Decoded {
+    /// A fault found before the id comparison ([`EnvelopeFault::Protocol`] or
+    /// [`EnvelopeFault::IdInvalid`]).
+    Fault(EnvelopeFault),
+    /// A valid `id`, and the outcome of the result/error checks that follow its comparison.
+    Response {
+        id: u64,
+        body: Result<Envelope, EnvelopeFault>,
+    },
+}
+
+/// Decodes one response line (without its `\n`) into a [`RawEnvelope`].
+///
+/// The line faults are those of [`LineReader::read_value`](super::LineReader::read_value): one
+/// trailing `\r` is stripped; longer than `MAX_LINE_BYTES` is [`ReadFault::TooLarge`]; empty, a
+/// BOM, invalid UTF-8 or anything but exactly one JSON value is [`ReadFault::Malformed`]. The
+/// JSON accepted is exactly what parses as a `serde_json::Value` (same syntax, number range,
+/// string escapes and nesting limit), also inside members that are ignored. Members are read
+/// like a `Value` object does: a duplicate key keeps its last value, and `"result": null` is
+/// a present result.
+pub fn decode_response(line: &[u8]) -> Result<RawEnvelope, ReadFault> {
+    line_text(line).and_then(decode_response_text)
+}
+
+/// [`decode_response`] on text that already passed the line checks.
+pub(super) fn decode_response_text(text: &str) -> Result<RawEnvelope, ReadFault> {
+    serde_json::from_str(text).map_err(|_| ReadFault::Malformed)
+}
+
+/// Finishes [`validate_response`]'s checks on a decoded line: the faults found while decoding,
+/// then the id comparison with `expected_id`, then the result/error checks — the same faults
+/// in the same order as [`validate_response`] on the line's `Value`.
+pub fn validate_raw(raw: RawEnvelope, expected_id: u64) -> Result<Envelope, EnvelopeFault> {
+    match raw.0 {
+        Decoded::Fault(fault) => Err(fault),
+        Decoded::Response { id, .. } if id < expected_id => Err(EnvelopeFault::DuplicateId),
+        Decoded::Response { id, .. } if id > expected_id => Err(EnvelopeFault::UnknownId),
+        Decoded::Response { body, .. } => body,
+    }
+}
+
+impl RawEnvelope {
+    const NOT_AN_OBJECT: RawEnvelope = RawEnvelope(Decoded::Fault(EnvelopeFault::Protocol));
+
+    /// Applies the envelope rules (but the id comparison) to the members of an object.
+    fn from_members(members: Members) -> RawEnvelope {
+        if !members.jsonrpc_v2 || members.method {
+            return RawEnvelope(Decoded::Fault(EnvelopeFault::Protocol));
+        }
+        let Some(Probe::Id(id)) = members.id else {
+            return RawEnvelope(Decoded::Fault(EnvelopeFault::IdInvalid));
+        };
+        let body = match (members.result, members.error) {
+            (Some(result), None) => Ok(Envelope::Result(result)),
+            (None, Some(Value::Object(error))) => rpc_error(error),
+            _ => Err(EnvelopeFault::Protocol),
+        };
+        RawEnvelope(Decoded::Response { id, body })
+    }
+}
+
+/// The envelope members the rules look at; each assignment overwrites, so the last duplicate
+/// wins, as in a `Value` object.
+#[derive(Default)]
+struct Members {
+    /// The last `jsonrpc` is the string `"2.0"`.
+    jsonrpc_v2: bool,
+    /// Some `method` member is present.
+    method: bool,
+    /// The last `id`.
+    id: Option<Probe>,
+    /// The last `result` (`null` included).
+    result: Option<Value>,
+    /// The last `error`.
+    error: Option<Value>,
+}
+
+impl<'de> Deserialize<'de> for RawEnvelope {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(EnvelopeVisitor)
+    }
+}
+
+/// Any JSON value: an object's members are read, anything else is not an envelope.
+struct EnvelopeVisitor;
+
+impl<'de> Visitor<'de> for EnvelopeVisitor {
+    type Value = RawEnvelope;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<RawEnvelope, E> {
+        Ok(RawEnvelope::NOT_AN_OBJECT)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<RawEnvelope, E> {
+        Ok(RawEnvelope::NOT_AN_OBJECT)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<RawEnvelope, E> {
+        Ok(RawEnvelope::NOT_AN_OBJECT)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<RawEnvelope, E> {
+        Ok(RawEnvelope::NOT_AN_OBJECT)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<RawEnvelope, E> {
+        Ok(RawEnvelope::NOT_AN_OBJECT)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<RawEnvelope, E> {
+        Ok(RawEnvelope::NOT_AN_OBJECT)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<RawEnvelope, A::Error> {
+        drain_seq(seq)?;
+        Ok(RawEnvelope::NOT_AN_OBJECT)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEnvelope, A::Error> {
+        let mut members = Members::default();
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::Jsonrpc => members.jsonrpc_v2 = map.next_value::<Probe>()? == Probe::V2,
+                Key::Id => members.id = Some(map.next_value()?),
+                Key::Method => {
+                    map.next_value::<Probe>()?;
+                    members.method = true;
+                }
+                // Deserialized as a `Value` directly (not as `Option<Value>`): `null` is present.
+                Key::Result => members.result = Some(map.next_value()?),
+                Key::Error => members.error = Some(map.next_value()?),
+                Key::Other => {
+                    map.next_value::<Probe>()?;
+                }
+            }
+        }
+        Ok(RawEnvelope::from_members(members))
+    }
+}
+
+/// An envelope key, decoded like a `Value` object key (escapes resolved).
+enum Key {
+    Jsonrpc,
+    Id,
+    Method,
+    Result,
+    Error,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl Visitor<'_> for KeyVisitor {
+    type Value = Key;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
+        Ok(match key {
+            "jsonrpc" => Key::Jsonrpc,
+            "id" => Key::Id,
+            "method" => Key::Method,
+            "result" => Key::Result,
+            "error" => Key::Error,
+            _ => Key::Other,
+        })
+    }
+}
+
+/// What a member value is, as far as the envelope rules care; reading one allocates nothing.
+///
+/// Not `IgnoredAny`: serde_json skips an ignored value without checking its number range,
+/// string escapes or nesting depth, so a line that is no `Value` could pass. A probe reads
+/// every value through `deserialize_any`, like `Value` does, and accepts exactly the same JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    /// The string `"2.0"`.
+    V2,
+    /// A non-negative integer that fits a u64 (what `Value::as_u64` accepts).
+    Id(u64),
+    /// Anything else.
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Probe {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ProbeVisitor)
+    }
+}
+
+struct ProbeVisitor;
+
+impl<'de> Visitor<'de> for ProbeVisitor {
+    type Value = Probe;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Probe, E> {
+        Ok(Probe::Other)
+    }
+
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Probe, E> {
+        Ok(u64::try_from(n).map_or(Probe::Other, Probe::Id))
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Probe, E> {
+        Ok(Probe::Id(n))
+    }
+
+    // Floats, even integral ones like `5.0`, are no id (`Value::as_u64` is None for them).
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Probe, E> {
+        Ok(Probe::Other)
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Probe, E> {
+        Ok(if s == "2.0" { Probe::V2 } else { Probe::Other })
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Probe, E> {
+        Ok(Probe::Other)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Probe, A::Error> {
+        drain_seq(seq)?;
+        Ok(Probe::Other)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Probe, A::Error> {
+        while map.next_entry::<Probe, Probe>()?.is_some() {}
+        Ok(Probe::Other)
+    }
+}
+
+/// Reads (and checks) every element of an array.
+fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<Probe>()?.is_some() {}
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
 
+    /// Validates `v` with the `Value` path, and checks that the typed path gives the same
+    /// verdict for its serialized line.
     fn check(v: Value) -> Result<Envelope, EnvelopeFault> {
-        validate_response(v, 5)
+        let line = serde_json::to_string(&v).unwrap();
+        let typed = decode_response(line.as_bytes()).map(|raw| validate_raw(raw, 5));
+        let verdict = validate_response(v, 5);
+        assert_eq!(
+            typed.ok(),
+            Some(verdict.clone()),
+            "typed path differs on {line}"
+        );
+        verdict
+    }
+
+    /// What one path makes of one line: a read fault's code, or the envelope verdict.
+    type Outcome = Result<Result<Envelope, EnvelopeFault>, ErrorCode>;
+
+    /// The reference: the line checks and `Value` parse of the reader, then `validate_response`.
+    fn value_path(line: &[u8], expected_id: u64) -> Outcome {
+        let mut data = line.to_vec();
+        data.push(b'\n');
+        let value = crate::frame::LineReader::new(&data[..])
+            .read_value()
+            .map_err(|fault| fault.code())?;
+        Ok(validate_response(value, expected_id))
+    }
+
+    /// The typed path as the reader thread and the coordinator run it.
+    fn typed_path(line: &[u8], expected_id: u64) -> Outcome {
+        let mut data = line.to_vec();
+        data.push(b'\n');
+        let raw = crate::frame::LineReader::new(&data[..])
+            .read_response()
+            .map_err(|fault| fault.code())?;
+        Ok(validate_raw(raw, expected_id))
+    }
+
+    /// Runs both paths on `line` for ids around 5 and at the ends; they must agree. Returns
+    /// the verdict for id 5.
+    fn same_on_both_paths(line: &str) -> Outcome {
+        for expected in [0, 1, 4, 5, 6, u64::MAX - 1, u64::MAX] {
+            let reference = value_path(line.as_bytes(), expected);
+            assert_eq!(
+                typed_path(line.as_bytes(), expected),
+                reference,
+                "typed path differs on {line:?} (expected id {expected})"
+            );
+            let direct = decode_response(line.as_bytes())
+                .map(|raw| validate_raw(raw, expected))
+                .map_err(|fault| fault.code());
+            assert_eq!(direct, reference, "decode_response differs on {line:?}");
+        }
+        value_path(line.as_bytes(), 5)
     }
 
     fn error_with(error: Value) -> Result<Envelope, EnvelopeFault> {
@@ -326,5 +654,279 @@ mod tests {
             EnvelopeFault::UnknownId.code(),
             ErrorCode::UnknownResponseId
         );
+    }
+
+    #[test]
+    fn typed_path_matches_value_path_on_envelope_shapes() {
+        let lines = [
+            // Results.
+            r#"{"jsonrpc":"2.0","id":5,"result":{"x":[1]}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":null}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":[]}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":"s"}"#,
+            r#"{"result":{"content":[{"text":"hello","type":"text"}],"isError":false},"id":5,"jsonrpc":"2.0"}"#,
+            r#"{"id":5,"jsonrpc":"2.0","result":{"content":[{"text":"hello","type":"text"}],"isError":false}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"extra":true}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"extra":{"a":[1,{"b":null}],"c":"2.0"}}"#,
+            r#"  {"jsonrpc" : "2.0" , "id" : 5 , "result" : 1 }  "#,
+            // Not objects.
+            "[1,2]",
+            "[]",
+            r#"[{"jsonrpc":"2.0","id":5,"result":1}]"#,
+            r#""x""#,
+            r#""2.0""#,
+            "5",
+            "-5",
+            "5.5",
+            "true",
+            "false",
+            "null",
+            "{}",
+            // jsonrpc and method.
+            r#"{"id":5,"result":1}"#,
+            r#"{"jsonrpc":"1.0","id":5,"result":1}"#,
+            r#"{"jsonrpc":2.0,"id":5,"result":1}"#,
+            r#"{"jsonrpc":2,"id":5,"result":1}"#,
+            r#"{"jsonrpc":null,"id":5,"result":1}"#,
+            r#"{"jsonrpc":["2.0"],"id":5,"result":1}"#,
+            r#"{"jsonrpc":{"2.0":"2.0"},"id":5,"result":1}"#,
+            r#"{"jsonrpc":"2.0 ","id":5,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"x","result":1}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":null,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":"bad","method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":5,"Method":"x","result":1}"#,
+            // Ids.
+            r#"{"jsonrpc":"2.0","result":1}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":"5","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":-1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":-0,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":0,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":5.0,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":5e0,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":true,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":[5],"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":{"id":5},"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":4,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":6,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":6}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551614,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551616,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":-9223372036854775808,"result":1}"#,
+            // Result and error.
+            r#"{"jsonrpc":"2.0","id":5}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":null,"error":null}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32000,"message":"boom"}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":7,"message":"m","data":[1],"other":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":"boom"}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":null}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":[]}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":{"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":1.5,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":"1","message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":18446744073709551615,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":-9223372036854775808,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":1}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":1,"message":2}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":1,"message":""}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":1,"message":"a","message":"b"}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":1,"message":"a","code":"x"}}"#,
+            // Duplicate keys: the last one wins.
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"result":2}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"result":null}"#,
+            r#"{"jsonrpc":"1.0","jsonrpc":"2.0","id":5,"result":1}"#,
+            r#"{"jsonrpc":"2.0","jsonrpc":"1.0","id":5,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":5,"id":4,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":4,"id":5,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":5,"id":"x","result":1}"#,
+            r#"{"jsonrpc":"2.0","id":"x","id":5,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":1,"message":"m"},"error":{"code":2,"message":"n"}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":1,"message":"m"},"error":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"x","method":"y","result":1}"#,
+            // Escaped keys and values mean what they decode to.
+            r#"{"json\u0072pc":"2.0","id":5,"result":1}"#,
+            r#"{"jsonrpc":"2\u002e0","\u0069d":5,"res\u0075lt":1}"#,
+            r#"{"jsonrpc":"2.0","id":5,"\u006dethod":1,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":5,"error":{"c\u006fde":1,"message":"\u00e9"}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":"\ud83d\ude00"}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x\u0000":"\u0000"}"#,
+            // JSON that no `Value` accepts, also in ignored members.
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":1e400}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":-1e400}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":[1e999]}"#,
+            r#"{"jsonrpc":"2.0","id":1e400,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":1e400,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":"\ud800"}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":"\udc00"}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"\ud800":1}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":{"\ud800":1}}"#,
+            r#"{"jsonrpc":"\ud800","id":5,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":"\x"}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":"\u12"}"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":1,\"x\":\"a\tb\"}",
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":01}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":1.}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":.5}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":+1}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":NaN}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":tru}"#,
+            r#"{"jsonrpc":"2.0","id":05,"result":1}"#,
+            // Broken syntax.
+            r#"{"jsonrpc":"2.0","id":5,"result":1"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":}"#,
+            r#"{"jsonrpc":"2.0","id":5 "result":1}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":[1,]}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":[1,}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1} x"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1} {}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1}}"#,
+            r#"{jsonrpc:"2.0","id":5,"result":1}"#,
+            r#"{"a":1,"a"}"#,
+            "[1,2",
+            "[1 2]",
+            "[1,2] 3",
+            r#""x" "y""#,
+            "nul",
+            "{",
+            "}",
+            "   ",
+        ];
+        for line in lines {
+            let _ = same_on_both_paths(line);
+        }
+    }
+
+    #[test]
+    fn typed_path_keeps_the_verdicts() {
+        let ok = same_on_both_paths(r#"{"jsonrpc":"2.0","id":5,"result":null}"#);
+        assert_eq!(ok, Ok(Ok(Envelope::Result(Value::Null))));
+        let last = same_on_both_paths(r#"{"jsonrpc":"2.0","id":5,"result":1,"result":null}"#);
+        assert_eq!(last, Ok(Ok(Envelope::Result(Value::Null))));
+        let last = same_on_both_paths(r#"{"jsonrpc":"2.0","id":4,"id":5,"result":[2]}"#);
+        assert_eq!(last, Ok(Ok(Envelope::Result(json!([2])))));
+        let err = same_on_both_paths(
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":-1,"message":"a","message":"b"}}"#,
+        );
+        let expected = Envelope::Error {
+            code: -1,
+            message: "b".into(),
+        };
+        assert_eq!(err, Ok(Ok(expected)));
+        // JSON that is no envelope is a protocol error, not malformed JSON.
+        for line in ["[1,2]", "\"x\"", "7", "null", "{}"] {
+            assert_eq!(same_on_both_paths(line), Ok(Err(EnvelopeFault::Protocol)));
+        }
+        for line in [
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":1e400}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":1,"x":"\ud800"}"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":1} x",
+        ] {
+            assert_eq!(same_on_both_paths(line), Err(ErrorCode::MalformedJson));
+        }
+    }
+
+    #[test]
+    fn typed_path_keeps_the_nesting_limit() {
+        for depth in [1, 100, 126, 127, 128, 129, 200] {
+            let nested = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            let objects = format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth));
+            for inner in [&nested, &objects] {
+                for line in [
+                    format!(r#"{{"jsonrpc":"2.0","id":5,"result":{inner}}}"#),
+                    format!(r#"{{"jsonrpc":"2.0","id":5,"result":1,"x":{inner}}}"#),
+                    format!(r#"{{"jsonrpc":"2.0","id":5,"method":{inner},"result":1}}"#),
+                    format!(r#"{{"jsonrpc":{inner},"id":5,"result":1}}"#),
+                    format!(r#"{{"jsonrpc":"2.0","id":{inner},"result":1}}"#),
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":5,"error":{{"code":1,"message":"m","data":{inner}}}}}"#
+                    ),
+                    inner.clone(),
+                ] {
+                    let _ = same_on_both_paths(&line);
+                }
+            }
+        }
+        // The limit itself: serde_json's 127 levels, the envelope object included.
+        let at = |depth: usize| {
+            let inner = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            same_on_both_paths(&format!(
+                r#"{{"jsonrpc":"2.0","id":5,"result":1,"x":{inner}}}"#
+            ))
+        };
+        assert_eq!(at(126), Ok(Ok(Envelope::Result(json!(1)))));
+        assert_eq!(at(127), Err(ErrorCode::MalformedJson));
+    }
+
+    #[test]
+    fn typed_path_keeps_the_line_faults() {
+        let cases: [(&[u8], ErrorCode); 6] = [
+            (b"", ErrorCode::MalformedJson),
+            (b"\r", ErrorCode::MalformedJson),
+            (b"   ", ErrorCode::MalformedJson),
+            (
+                b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":1}",
+                ErrorCode::MalformedJson,
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":\"\xFF\"}",
+                ErrorCode::MalformedJson,
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":5,\"x\":\"\xFF\",\"result\":1}",
+                ErrorCode::MalformedJson,
+            ),
+        ];
+        for (line, code) in cases {
+            assert_eq!(value_path(line, 5), Err(code));
+            assert_eq!(typed_path(line, 5), Err(code));
+            assert_eq!(
+                decode_response(line).map_err(|f| f.code()).err(),
+                Some(code)
+            );
+        }
+        // One `\r` is stripped; a second one is JSON whitespace.
+        for crlf in [
+            &b"{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":1}\r"[..],
+            b"{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":1}\r\r",
+        ] {
+            assert_eq!(typed_path(crlf, 5), Ok(Ok(Envelope::Result(json!(1)))));
+            assert_eq!(value_path(crlf, 5), typed_path(crlf, 5));
+        }
+        let mut long = b"{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":\"".to_vec();
+        long.resize(crate::frame::MAX_LINE_BYTES - 2, b'a');
+        long.extend_from_slice(b"\"}");
+        assert_eq!(long.len(), crate::frame::MAX_LINE_BYTES);
+        assert!(matches!(typed_path(&long, 5), Ok(Ok(Envelope::Result(_)))));
+        long.insert(1, b' ');
+        assert!(matches!(decode_response(&long), Err(ReadFault::TooLarge)));
+        assert_eq!(typed_path(&long, 5), Err(ErrorCode::MessageTooLarge));
+        assert_eq!(value_path(&long, 5), Err(ErrorCode::MessageTooLarge));
+    }
+
+    #[test]
+    fn raw_envelope_reports_every_fault_kind() {
+        let raw = |line: &str| decode_response(line.as_bytes()).unwrap();
+        let result = raw(r#"{"jsonrpc":"2.0","id":5,"result":{}}"#);
+        assert_eq!(
+            validate_raw(result.clone(), 6),
+            Err(EnvelopeFault::DuplicateId)
+        );
+        assert_eq!(
+            validate_raw(result.clone(), 4),
+            Err(EnvelopeFault::UnknownId)
+        );
+        assert_eq!(validate_raw(result, 5), Ok(Envelope::Result(json!({}))));
+        let bad_id = raw(r#"{"jsonrpc":"2.0","id":-5,"result":{}}"#);
+        assert_eq!(validate_raw(bad_id, 5), Err(EnvelopeFault::IdInvalid));
+        let no_body = raw(r#"{"jsonrpc":"2.0","id":5}"#);
+        assert_eq!(
+            validate_raw(no_body.clone(), 5),
+            Err(EnvelopeFault::Protocol)
+        );
+        // The id comparison comes before the result/error checks.
+        assert_eq!(validate_raw(no_body, 4), Err(EnvelopeFault::UnknownId));
     }
 }

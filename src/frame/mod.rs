@@ -3,7 +3,9 @@
 //! Pure: no process code. The bounded [`LineReader`] reads one line of at most
 //! [`MAX_LINE_BYTES`]; the [`RequestEncoder`] writes the three requests the host sends;
 //! [`validate_response`] checks a response envelope; [`check_json_bounds`] enforces the JSON
-//! bounds of DESIGN §4 on one value.
+//! bounds of DESIGN §4 on one value. The typed response path — [`LineReader::read_response`] or
+//! [`decode_response`], then [`validate_raw`] — applies the same envelope rules to a line decoded
+//! straight into a [`RawEnvelope`], without building a `Value` for the envelope.
 
 mod bounds;
 mod encode;
@@ -15,7 +17,9 @@ pub use bounds::{
     MAX_NODES, MAX_STRING_BYTES,
 };
 pub use encode::{RequestEncoder, PROTOCOL_VERSION};
-pub use envelope::{validate_response, Envelope, EnvelopeFault};
+pub use envelope::{
+    decode_response, validate_raw, validate_response, Envelope, EnvelopeFault, RawEnvelope,
+};
 pub use reader::{LineReader, ReadFault};
 
 /// The longest protocol line in either direction, without its newline.

@@ -9,6 +9,7 @@ use std::io::{self, BufRead};
 
 use serde_json::Value;
 
+use super::envelope::{decode_response_text, RawEnvelope};
 use super::MAX_LINE_BYTES;
 use crate::error::ErrorCode;
 
@@ -76,6 +77,30 @@ impl<R: BufRead> LineReader<R> {
     /// end of stream (even in the middle of a line) and [`ReadFault::Io`] for a read error other
     /// than `Interrupted`, which is retried.
     pub fn read_value(&mut self) -> Result<Value, ReadFault> {
+        self.read_line_with(parse_json)
+    }
+
+    /// Reads the next line as a response envelope, decoded straight into a [`RawEnvelope`]
+    /// (see [`decode_response`](super::decode_response)): the same faults as
+    /// [`read_value`](Self::read_value), and a valid JSON line that is no well-formed envelope
+    /// is not a read fault but a [`RawEnvelope`] that [`validate_raw`](super::validate_raw)
+    /// rejects.
+    pub fn read_response(&mut self) -> Result<RawEnvelope, ReadFault> {
+        self.read_line_with(decode_response_text)
+    }
+
+    /// Reads the next line and hands its text to `decode`, with every fault of
+    /// [`read_value`](Self::read_value) except the JSON parse itself.
+    ///
+    /// `decode` sees the line without its `\n` and without one trailing `\r`: valid UTF-8, not
+    /// empty, no BOM, at most [`MAX_LINE_BYTES`] long. It is called only when a whole line was
+    /// read, and in the common case straight from the underlying buffer (no copy). Whatever it
+    /// returns is returned; it should fail with [`ReadFault::Malformed`] for text that is not
+    /// exactly one JSON value, like [`read_value`](Self::read_value) does.
+    pub fn read_line_with<T>(
+        &mut self,
+        decode: impl FnOnce(&str) -> Result<T, ReadFault>,
+    ) -> Result<T, ReadFault> {
         self.line.clear();
         loop {
             let buf = match self.inner.fill_buf() {
@@ -86,10 +111,10 @@ impl<R: BufRead> LineReader<R> {
             if buf.is_empty() {
                 return Err(ReadFault::Eof);
             }
-            match buf.iter().position(|&b| b == b'\n') {
+            match find_newline(buf) {
                 Some(pos) if self.line.is_empty() => {
                     // Fast path: the whole line is in the first chunk; parse it in place.
-                    let parsed = parse_line(&buf[..pos]);
+                    let parsed = line_text(&buf[..pos]).and_then(decode);
                     self.inner.consume(pos + 1);
                     return parsed;
                 }
@@ -99,7 +124,7 @@ impl<R: BufRead> LineReader<R> {
                     }
                     push_capped(&mut self.line, &buf[..pos]);
                     self.inner.consume(pos + 1);
-                    return parse_line(&self.line);
+                    return line_text(&self.line).and_then(decode);
                 }
                 None => {
                     let n = buf.len();
@@ -118,6 +143,33 @@ impl<R: BufRead> LineReader<R> {
     }
 }
 
+/// The index of the first `\n` in `bytes`.
+///
+/// Looks at eight bytes per step: `x - 0x01…01 & !x & 0x80…80` flags the bytes of `x` that are
+/// zero (here: of the word xor-ed with `\n`s). A borrow can only set a false flag above a true
+/// one, so the lowest flag — the first byte, read little-endian — is always a real `\n`.
+fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    const NEWLINES: u64 = u64::from_ne_bytes([b'\n'; 8]);
+    let mut words = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for word in &mut words {
+        let word = u64::from_le_bytes(word.try_into().expect("chunks of eight bytes"));
+        let x = word ^ NEWLINES;
+        let flags = x.wrapping_sub(ONES) & !x & HIGHS;
+        if flags != 0 {
+            return Some(offset + (flags.trailing_zeros() / 8) as usize);
+        }
+        offset += 8;
+    }
+    words
+        .remainder()
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|pos| offset + pos)
+}
+
 /// Appends `bytes` to `line`, growing its capacity geometrically but never past
 /// `MAX_BUFFERED`. The caller guarantees the result fits.
 fn push_capped(line: &mut Vec<u8>, bytes: &[u8]) {
@@ -130,8 +182,9 @@ fn push_capped(line: &mut Vec<u8>, bytes: &[u8]) {
     line.extend_from_slice(bytes);
 }
 
-/// Parses one line (without its `\n`) as exactly one JSON value.
-fn parse_line(raw: &[u8]) -> Result<Value, ReadFault> {
+/// The text of one line (given without its `\n`): one trailing `\r` stripped, then at most
+/// `MAX_LINE_BYTES`, not empty, no BOM, valid UTF-8.
+pub(super) fn line_text(raw: &[u8]) -> Result<&str, ReadFault> {
     let line = raw.strip_suffix(b"\r").unwrap_or(raw);
     if line.len() > MAX_LINE_BYTES {
         return Err(ReadFault::TooLarge);
@@ -139,7 +192,11 @@ fn parse_line(raw: &[u8]) -> Result<Value, ReadFault> {
     if line.is_empty() || line.starts_with(BOM) {
         return Err(ReadFault::Malformed);
     }
-    let text = std::str::from_utf8(line).map_err(|_| ReadFault::Malformed)?;
+    std::str::from_utf8(line).map_err(|_| ReadFault::Malformed)
+}
+
+/// Parses the text of one line as exactly one JSON value.
+fn parse_json(text: &str) -> Result<Value, ReadFault> {
     // `from_str` rejects trailing non-whitespace, so a second value on the line is malformed.
     serde_json::from_str(text).map_err(|_| ReadFault::Malformed)
 }
@@ -430,5 +487,132 @@ mod tests {
         assert_eq!(ReadFault::Eof.code(), ErrorCode::Eof);
         assert_eq!(ReadFault::TooLarge.code(), ErrorCode::MessageTooLarge);
         assert_eq!(ReadFault::Malformed.code(), ErrorCode::MalformedJson);
+    }
+
+    #[test]
+    fn find_newline_matches_a_byte_search() {
+        // Bytes next to `\n` in value and in bit pattern, which a word-wise search could confuse.
+        let fillers = [b'a', 0x00, 0x09, 0x0b, 0x4a, 0x8a, 0xff, 0x01, 0x80, 0x0e];
+        for len in 0..40 {
+            for &filler in &fillers {
+                let plain = vec![filler; len];
+                assert_eq!(find_newline(&plain), None);
+                for first in 0..len {
+                    let mut bytes = plain.clone();
+                    bytes[first] = b'\n';
+                    assert_eq!(find_newline(&bytes), Some(first));
+                    // A second newline after the first never shadows it.
+                    for second in first..len {
+                        let mut two = bytes.clone();
+                        two[second] = b'\n';
+                        assert_eq!(find_newline(&two), Some(first));
+                    }
+                }
+            }
+        }
+        // Every byte value in front of a newline, at every offset within a word.
+        for offset in 0..16 {
+            for b in 0..=255u8 {
+                let mut bytes = vec![b; offset];
+                bytes.push(b'\n');
+                bytes.push(b);
+                let expected = bytes.iter().position(|&c| c == b'\n');
+                assert_eq!(
+                    find_newline(&bytes),
+                    expected,
+                    "byte {b:#x}, offset {offset}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn find_newline_matches_a_byte_search_on_pseudo_random_bytes() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..2000 {
+            let len = (next() % 200) as usize;
+            // Newlines are rare in some buffers and common in others.
+            let rarity = 1 + next() % 300;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    let r = next();
+                    if r % rarity == 0 {
+                        b'\n'
+                    } else {
+                        (r >> 8) as u8
+                    }
+                })
+                .collect();
+            for start in 0..bytes.len().min(9) {
+                let tail = &bytes[start..];
+                assert_eq!(find_newline(tail), tail.iter().position(|&b| b == b'\n'));
+            }
+        }
+    }
+
+    #[test]
+    fn read_line_with_hands_over_the_checked_text() {
+        let mut r = LineReader::new(Chunked::new(&b"abc\r\n\xC3\xA9\n{}\n"[..], 2));
+        assert_eq!(r.read_line_with(|t| Ok(t.to_string())).unwrap(), "abc");
+        assert_eq!(r.read_line_with(|t| Ok(t.to_string())).unwrap(), "é");
+        // Whatever the decoder says is returned, and the line is consumed either way.
+        assert!(matches!(
+            r.read_line_with(|_| Err::<(), _>(ReadFault::Malformed)),
+            Err(ReadFault::Malformed)
+        ));
+        assert!(matches!(
+            r.read_line_with(|t| Ok(t.len())),
+            Err(ReadFault::Eof)
+        ));
+    }
+
+    #[test]
+    fn read_line_with_keeps_the_line_faults() {
+        for data in [&b"\n"[..], b"\r\n", b"\xEF\xBB\xBF{}\n", b"\"\xFF\"\n"] {
+            let mut called = false;
+            let fault = reader(data).read_line_with(|_| {
+                called = true;
+                Ok(())
+            });
+            assert!(matches!(fault, Err(ReadFault::Malformed)), "{data:?}");
+            assert!(!called);
+        }
+        let mut data = string_line(MAX_LINE_BYTES + 1);
+        data.push(b'\n');
+        assert!(matches!(
+            reader(&data).read_line_with(|_| Ok(())),
+            Err(ReadFault::TooLarge)
+        ));
+    }
+
+    #[test]
+    fn read_response_decodes_consecutive_envelopes() {
+        use crate::frame::{validate_raw, Envelope, EnvelopeFault};
+
+        let data = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":1}}\n[1]\r\n{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":2,\"message\":\"m\"}}\n{\"a\":}\n";
+        for chunk in [1, 3, 7, 4096] {
+            let mut r = LineReader::new(Chunked::new(&data[..], chunk));
+            let first = r.read_response().unwrap();
+            assert_eq!(
+                validate_raw(first, 1),
+                Ok(Envelope::Result(json!({"a": 1})))
+            );
+            let second = r.read_response().unwrap();
+            assert_eq!(validate_raw(second, 2), Err(EnvelopeFault::Protocol));
+            let third = r.read_response().unwrap();
+            let expected = Envelope::Error {
+                code: 2,
+                message: "m".into(),
+            };
+            assert_eq!(validate_raw(third, 3), Ok(expected));
+            assert!(matches!(r.read_response(), Err(ReadFault::Malformed)));
+        }
+        assert!(matches!(reader(b"").read_response(), Err(ReadFault::Eof)));
     }
 }

@@ -7,6 +7,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -21,11 +22,33 @@ pub const BINDING_PREFIX: &str = "wc_pbind_";
 const RANDOM_BYTES: usize = 16;
 const ENCODED_LEN: usize = 22;
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+/// The table entry of a byte outside [`ALPHABET`]: any value with a bit above the low six.
+const NOT_BASE64: u8 = 0xFF;
+/// Each byte's sextet in [`ALPHABET`], or [`NOT_BASE64`].
+const SEXTETS: [u8; 256] = {
+    let mut table = [NOT_BASE64; 256];
+    let mut i = 0;
+    while i < ALPHABET.len() {
+        table[ALPHABET[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
 
 /// A well-formed binding. Built only by [`Binding::generate`] or validated by
 /// [`Binding::parse`]; whether it is still known is the store's business.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Binding([u8; RANDOM_BYTES]);
+
+impl Hash for Binding {
+    /// The 16 bytes as two words (no length prefix): equal bindings hash equally for any
+    /// hasher, and the binding store's hasher has nothing left to do.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let (low, high) = self.0.split_at(8);
+        state.write_u64(u64::from_le_bytes(low.try_into().expect("eight bytes")));
+        state.write_u64(u64::from_le_bytes(high.try_into().expect("eight bytes")));
+    }
+}
 
 impl Binding {
     /// A fresh binding from the OS random source; `None` if the source failed.
@@ -37,30 +60,33 @@ impl Binding {
 
     /// Parses the wire form; `None` unless it is exactly a canonical binding.
     pub fn parse(text: &str) -> Option<Binding> {
-        let encoded = text.strip_prefix(BINDING_PREFIX)?.as_bytes();
-        if encoded.len() != ENCODED_LEN {
-            return None;
-        }
-        let mut sextets = [0u8; ENCODED_LEN];
-        for (slot, &c) in sextets.iter_mut().zip(encoded) {
-            *slot = decode_char(c)?;
-        }
+        let encoded: &[u8; ENCODED_LEN] = text
+            .strip_prefix(BINDING_PREFIX)?
+            .as_bytes()
+            .try_into()
+            .ok()?;
+        let sextet = |c: u8| u32::from(SEXTETS[usize::from(c)]);
+        // Every sextet is or-ed in: one check at the end catches any byte outside the alphabet.
+        let mut seen = 0u32;
         let mut bytes = [0u8; RANDOM_BYTES];
-        let mut acc: u32 = 0;
-        let mut bits = 0;
-        let mut out = 0;
-        for s in sextets {
-            acc = (acc << 6) | u32::from(s);
-            bits += 6;
-            if bits >= 8 {
-                bits -= 8;
-                bytes[out] = (acc >> bits) as u8;
-                out += 1;
-                acc &= (1 << bits) - 1;
-            }
+        // 20 characters → 15 bytes, four characters to three bytes at a time.
+        for (chars, out) in encoded.chunks_exact(4).zip(bytes.chunks_exact_mut(3)) {
+            let (a, b, c, d) = (
+                sextet(chars[0]),
+                sextet(chars[1]),
+                sextet(chars[2]),
+                sextet(chars[3]),
+            );
+            seen |= a | b | c | d;
+            let n = (a << 18) | (b << 12) | (c << 6) | d;
+            out.copy_from_slice(&n.to_be_bytes()[1..]);
         }
-        // 22 sextets carry 132 bits: the 4 left over must be zero for the canonical form.
-        (acc == 0 && out == RANDOM_BYTES).then_some(Binding(bytes))
+        // The last two characters carry the 16th byte and 4 bits that must be zero for the
+        // canonical form.
+        let (a, b) = (sextet(encoded[20]), sextet(encoded[21]));
+        seen |= a | b;
+        bytes[RANDOM_BYTES - 1] = ((a << 2) | (b >> 4)) as u8;
+        (seen < 64 && b & 0x0F == 0).then_some(Binding(bytes))
     }
 
     /// The wire form: `wc_pbind_` + 22 base64url characters.
@@ -92,14 +118,28 @@ impl fmt::Debug for Binding {
     }
 }
 
-fn decode_char(c: u8) -> Option<u8> {
-    match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'-' => Some(62),
-        b'_' => Some(63),
-        _ => None,
+/// The hasher of the binding store: a binding's bytes come from the OS random source, so they
+/// are their own hash. No caller can choose a stored key (only [`BindingStore::insert`] makes
+/// them), so a trivial hash gives no handle for flooding one bucket.
+#[derive(Debug, Default, Clone, Copy)]
+struct BindingHasher(u64);
+
+impl Hasher for BindingHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write_u64(&mut self, word: u64) {
+        self.0 = self.0.rotate_left(23) ^ word;
+    }
+
+    /// Only for keys other than [`Binding`]: the bytes, eight at a time, zero-padded.
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
     }
 }
 
@@ -133,7 +173,7 @@ pub struct BindingStore<T = BindingTarget> {
 #[derive(Debug)]
 struct Inner<T> {
     order: VecDeque<Binding>,
-    targets: HashMap<Binding, Arc<T>>,
+    targets: HashMap<Binding, Arc<T>, BuildHasherDefault<BindingHasher>>,
 }
 
 impl<T> Default for BindingStore<T> {
@@ -149,7 +189,7 @@ impl<T> BindingStore<T> {
             capacity: capacity.max(1),
             inner: Mutex::new(Inner {
                 order: VecDeque::new(),
-                targets: HashMap::new(),
+                targets: HashMap::default(),
             }),
         }
     }
@@ -296,5 +336,134 @@ mod tests {
         store.insert(target("newer")).unwrap();
         assert!(store.resolve(&bindings[1].encode()).is_none());
         assert!(store.resolve(&bindings[2].encode()).is_some());
+    }
+
+    /// The decoder `Binding::parse` had before its lookup table: the reference.
+    fn reference_parse(text: &str) -> Option<Binding> {
+        fn decode_char(c: u8) -> Option<u8> {
+            match c {
+                b'A'..=b'Z' => Some(c - b'A'),
+                b'a'..=b'z' => Some(c - b'a' + 26),
+                b'0'..=b'9' => Some(c - b'0' + 52),
+                b'-' => Some(62),
+                b'_' => Some(63),
+                _ => None,
+            }
+        }
+        let encoded = text.strip_prefix(BINDING_PREFIX)?.as_bytes();
+        if encoded.len() != ENCODED_LEN {
+            return None;
+        }
+        let mut sextets = [0u8; ENCODED_LEN];
+        for (slot, &c) in sextets.iter_mut().zip(encoded) {
+            *slot = decode_char(c)?;
+        }
+        let mut bytes = [0u8; RANDOM_BYTES];
+        let mut acc: u32 = 0;
+        let mut bits = 0;
+        let mut out = 0;
+        for s in sextets {
+            acc = (acc << 6) | u32::from(s);
+            bits += 6;
+            if bits >= 8 {
+                bits -= 8;
+                bytes[out] = (acc >> bits) as u8;
+                out += 1;
+                acc &= (1 << bits) - 1;
+            }
+        }
+        (acc == 0 && out == RANDOM_BYTES).then_some(Binding(bytes))
+    }
+
+    #[test]
+    fn table_decoder_matches_the_reference_on_every_single_change() {
+        let mut texts = Vec::new();
+        for _ in 0..20 {
+            texts.push(Binding::generate().unwrap().encode());
+        }
+        texts.push(Binding([0; 16]).encode());
+        texts.push(Binding([255; 16]).encode());
+        let replacements: Vec<char> = (0u8..=127)
+            .map(char::from)
+            .chain(['é', '\u{80}', '\u{ff}', '€', '😀'])
+            .collect();
+        for text in &texts {
+            assert_eq!(Binding::parse(text), reference_parse(text));
+            assert!(Binding::parse(text).is_some());
+            let chars: Vec<char> = text.chars().collect();
+            for position in 0..chars.len() {
+                for &c in &replacements {
+                    let mut changed = chars.clone();
+                    changed[position] = c;
+                    let changed: String = changed.into_iter().collect();
+                    assert_eq!(
+                        Binding::parse(&changed),
+                        reference_parse(&changed),
+                        "{changed:?}"
+                    );
+                }
+            }
+            // Shorter, longer and prefix-less forms.
+            for cut in 0..text.len() {
+                assert_eq!(Binding::parse(&text[..cut]), None);
+            }
+            assert_eq!(Binding::parse(&format!("{text}A")), None);
+            assert_eq!(Binding::parse(&text[BINDING_PREFIX.len()..]), None);
+        }
+    }
+
+    #[test]
+    fn every_last_character_decodes_like_the_reference() {
+        // The last character carries 2 bits of the 16th byte and 4 bits that must be zero.
+        for &c in ALPHABET {
+            for &d in ALPHABET {
+                let text = format!("wc_pbind_{}{}{}", "A".repeat(20), c as char, d as char);
+                assert_eq!(Binding::parse(&text), reference_parse(&text), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn random_bindings_round_trip_and_resolve() {
+        let store = BindingStore::<Target>::new(64);
+        let mut kept = Vec::new();
+        for i in 0..200 {
+            let b = Binding::generate().unwrap();
+            assert_eq!(Binding::parse(&b.encode()), Some(b));
+            assert_eq!(reference_parse(&b.encode()), Some(b));
+            kept.push(store.insert(target(&format!("t{i}"))).unwrap());
+        }
+        // The newest 64 resolve to their own targets, the rest are evicted.
+        for (i, b) in kept.iter().enumerate() {
+            let resolved = store.resolve(&b.encode());
+            if i >= 200 - 64 {
+                assert_eq!(resolved.unwrap().tool, format!("t{i}"));
+            } else {
+                assert!(resolved.is_none());
+            }
+        }
+    }
+
+    #[test]
+    fn binding_hash_is_consistent_with_equality() {
+        use std::hash::BuildHasher;
+
+        let build = BuildHasherDefault::<BindingHasher>::default();
+        let std_build = std::collections::hash_map::RandomState::new();
+        for _ in 0..100 {
+            let a = Binding::generate().unwrap();
+            let b = Binding::parse(&a.encode()).unwrap();
+            assert_eq!(build.hash_one(a), build.hash_one(b));
+            assert_eq!(std_build.hash_one(a), std_build.hash_one(b));
+        }
+        // Bindings that differ in one byte hash differently.
+        let base = Binding([7; 16]);
+        for i in 0..16 {
+            let mut bytes = [7; 16];
+            bytes[i] ^= 1;
+            assert_ne!(build.hash_one(base), build.hash_one(Binding(bytes)));
+        }
+        // Other keys still hash by their bytes.
+        assert_ne!(build.hash_one("a"), build.hash_one("b"));
     }
 }

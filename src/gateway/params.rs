@@ -5,7 +5,7 @@
 //! looks only at the shape of the parameters: whether a runner, plugin or binding exists is
 //! decided later, after the scope check.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::scope::Scope;
 use crate::error::{Error, ErrorCode};
@@ -14,6 +14,8 @@ use crate::error::{Error, ErrorCode};
 pub const MAX_RECORDING_SESSION_ID_BYTES: usize = 256;
 /// Longest field name echoed back in an `invalid_arguments` message.
 const MAX_ECHOED_FIELD_BYTES: usize = 64;
+/// The most fields an action accepts besides `action`.
+const MAX_FIELDS: usize = 3;
 
 /// The six actions of `plugin_tool`, without their parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,7 +79,15 @@ impl ActionKind {
     }
 
     fn parse(name: &str) -> Option<ActionKind> {
-        ActionKind::ALL.into_iter().find(|a| a.as_str() == name)
+        Some(match name {
+            "list" => ActionKind::List,
+            "describe" => ActionKind::Describe,
+            "call" => ActionKind::Call,
+            "check" => ActionKind::Check,
+            "reload" => ActionKind::Reload,
+            "catalog" => ActionKind::Catalog,
+            _ => return None,
+        })
     }
 }
 
@@ -138,66 +148,7 @@ pub enum Action {
 impl Action {
     /// Parses `plugin_tool` parameters strictly; every failure is `invalid_arguments`.
     pub fn parse(params: &Value) -> Result<Action, Error> {
-        let map = params
-            .as_object()
-            .ok_or_else(|| invalid("the parameters must be a JSON object".to_string()))?;
-        let kind = match map.get("action") {
-            None => return Err(invalid("field `action` is required".to_string())),
-            Some(Value::String(name)) => ActionKind::parse(name).ok_or_else(|| {
-                invalid(
-                    "unknown action; use list, describe, call, check, reload or catalog"
-                        .to_string(),
-                )
-            })?,
-            Some(_) => return Err(invalid("field `action` must be a string".to_string())),
-        };
-        let allowed = kind.fields();
-        if let Some(field) = map
-            .keys()
-            .find(|k| k.as_str() != "action" && !allowed.contains(&k.as_str()))
-        {
-            return Err(invalid(format!(
-                "field `{}` is not allowed for action `{}`",
-                echo(field),
-                kind.as_str()
-            )));
-        }
-        let fields = Fields { map, kind };
-        Ok(match kind {
-            ActionKind::List => {
-                let runner = fields.optional_string("runner")?;
-                let plugin = fields.optional_string("plugin")?;
-                if plugin.is_some() && runner.is_none() {
-                    return Err(invalid(
-                        "field `plugin` needs field `runner` for action `list`".to_string(),
-                    ));
-                }
-                Action::List { runner, plugin }
-            }
-            ActionKind::Describe => Action::Describe {
-                runner: fields.string("runner")?,
-                plugin: fields.string("plugin")?,
-                tool: fields.string("tool")?,
-            },
-            ActionKind::Call => Action::Call {
-                binding: fields.string("binding")?,
-                arguments: fields.object("arguments")?,
-                recording_session_id: fields.session_id()?,
-            },
-            ActionKind::Check => Action::Check {
-                runner: fields.string("runner")?,
-                plugin: fields.string("plugin")?,
-                recording_session_id: fields.session_id()?,
-            },
-            ActionKind::Reload => Action::Reload {
-                runner: fields.string("runner")?,
-                recording_session_id: fields.session_id()?,
-            },
-            ActionKind::Catalog => Action::Catalog {
-                runner: fields.string("runner")?,
-                project: fields.string("project")?,
-            },
-        })
+        ActionRef::parse(params).map(ActionRef::into_action)
     }
 
     /// The action without its parameters.
@@ -232,36 +183,236 @@ impl Action {
     }
 }
 
+/// [`Action`] borrowing from the parameters it was parsed from: what the gateway acts on, so
+/// that a request copies neither its strings nor its call arguments.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum ActionRef<'a> {
+    List {
+        runner: Option<&'a str>,
+        plugin: Option<&'a str>,
+    },
+    Describe {
+        runner: &'a str,
+        plugin: &'a str,
+        tool: &'a str,
+    },
+    Call {
+        binding: &'a str,
+        /// Always a JSON object.
+        arguments: &'a Value,
+        recording_session_id: Option<&'a str>,
+    },
+    Check {
+        runner: &'a str,
+        plugin: &'a str,
+        recording_session_id: Option<&'a str>,
+    },
+    Reload {
+        runner: &'a str,
+        recording_session_id: Option<&'a str>,
+    },
+    Catalog {
+        runner: &'a str,
+        project: &'a str,
+    },
+}
+
+impl<'a> ActionRef<'a> {
+    /// Parses `plugin_tool` parameters strictly, exactly like [`Action::parse`].
+    pub(crate) fn parse(params: &'a Value) -> Result<ActionRef<'a>, Error> {
+        let map = params
+            .as_object()
+            .ok_or_else(|| invalid("the parameters must be a JSON object".to_string()))?;
+        let kind = match map.get("action") {
+            None => return Err(invalid("field `action` is required".to_string())),
+            Some(Value::String(name)) => ActionKind::parse(name).ok_or_else(|| {
+                invalid(
+                    "unknown action; use list, describe, call, check, reload or catalog"
+                        .to_string(),
+                )
+            })?,
+            Some(_) => return Err(invalid("field `action` must be a string".to_string())),
+        };
+        // One pass over the parameters: the first field (in key order) that the action does
+        // not accept is the error; the others are kept by their place in `kind.fields()`.
+        let allowed = kind.fields();
+        let mut values = [None; MAX_FIELDS];
+        for (key, value) in map {
+            if key == "action" {
+                continue;
+            }
+            match allowed.iter().position(|field| field == key) {
+                Some(slot) => values[slot] = Some(value),
+                None => {
+                    return Err(invalid(format!(
+                        "field `{}` is not allowed for action `{}`",
+                        echo(key),
+                        kind.as_str()
+                    )))
+                }
+            }
+        }
+        let fields = Fields { values, kind };
+        Ok(match kind {
+            ActionKind::List => {
+                let runner = fields.optional_string("runner")?;
+                let plugin = fields.optional_string("plugin")?;
+                if plugin.is_some() && runner.is_none() {
+                    return Err(invalid(
+                        "field `plugin` needs field `runner` for action `list`".to_string(),
+                    ));
+                }
+                ActionRef::List { runner, plugin }
+            }
+            ActionKind::Describe => ActionRef::Describe {
+                runner: fields.string("runner")?,
+                plugin: fields.string("plugin")?,
+                tool: fields.string("tool")?,
+            },
+            ActionKind::Call => ActionRef::Call {
+                binding: fields.string("binding")?,
+                arguments: fields.object("arguments")?,
+                recording_session_id: fields.session_id()?,
+            },
+            ActionKind::Check => ActionRef::Check {
+                runner: fields.string("runner")?,
+                plugin: fields.string("plugin")?,
+                recording_session_id: fields.session_id()?,
+            },
+            ActionKind::Reload => ActionRef::Reload {
+                runner: fields.string("runner")?,
+                recording_session_id: fields.session_id()?,
+            },
+            ActionKind::Catalog => ActionRef::Catalog {
+                runner: fields.string("runner")?,
+                project: fields.string("project")?,
+            },
+        })
+    }
+
+    /// The owned [`Action`].
+    pub(crate) fn into_action(self) -> Action {
+        let owned = |s: Option<&str>| s.map(str::to_string);
+        match self {
+            ActionRef::List { runner, plugin } => Action::List {
+                runner: owned(runner),
+                plugin: owned(plugin),
+            },
+            ActionRef::Describe {
+                runner,
+                plugin,
+                tool,
+            } => Action::Describe {
+                runner: runner.to_string(),
+                plugin: plugin.to_string(),
+                tool: tool.to_string(),
+            },
+            ActionRef::Call {
+                binding,
+                arguments,
+                recording_session_id,
+            } => Action::Call {
+                binding: binding.to_string(),
+                arguments: arguments.clone(),
+                recording_session_id: owned(recording_session_id),
+            },
+            ActionRef::Check {
+                runner,
+                plugin,
+                recording_session_id,
+            } => Action::Check {
+                runner: runner.to_string(),
+                plugin: plugin.to_string(),
+                recording_session_id: owned(recording_session_id),
+            },
+            ActionRef::Reload {
+                runner,
+                recording_session_id,
+            } => Action::Reload {
+                runner: runner.to_string(),
+                recording_session_id: owned(recording_session_id),
+            },
+            ActionRef::Catalog { runner, project } => Action::Catalog {
+                runner: runner.to_string(),
+                project: project.to_string(),
+            },
+        }
+    }
+
+    /// The action without its parameters.
+    pub(crate) fn kind(self) -> ActionKind {
+        match self {
+            ActionRef::List { .. } => ActionKind::List,
+            ActionRef::Describe { .. } => ActionKind::Describe,
+            ActionRef::Call { .. } => ActionKind::Call,
+            ActionRef::Check { .. } => ActionKind::Check,
+            ActionRef::Reload { .. } => ActionKind::Reload,
+            ActionRef::Catalog { .. } => ActionKind::Catalog,
+        }
+    }
+
+    /// The explicit `recording_session_id`, if the action carries one.
+    pub(crate) fn recording_session_id(self) -> Option<&'a str> {
+        match self {
+            ActionRef::Call {
+                recording_session_id,
+                ..
+            }
+            | ActionRef::Check {
+                recording_session_id,
+                ..
+            }
+            | ActionRef::Reload {
+                recording_session_id,
+                ..
+            } => recording_session_id,
+            _ => None,
+        }
+    }
+}
+
+/// The fields of one action, each at its place in [`ActionKind::fields`].
 struct Fields<'a> {
-    map: &'a Map<String, Value>,
+    values: [Option<&'a Value>; MAX_FIELDS],
     kind: ActionKind,
 }
 
-impl Fields<'_> {
-    fn optional_string(&self, field: &str) -> Result<Option<String>, Error> {
-        match self.map.get(field) {
+impl<'a> Fields<'a> {
+    /// The value of `field`, which must be one of the action's fields.
+    fn get(&self, field: &str) -> Option<&'a Value> {
+        let slot = self.kind.fields().iter().position(|f| *f == field);
+        debug_assert!(
+            slot.is_some(),
+            "`{field}` is no field of `{}`",
+            self.kind.as_str()
+        );
+        self.values[slot?]
+    }
+
+    fn optional_string(&self, field: &str) -> Result<Option<&'a str>, Error> {
+        match self.get(field) {
             None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::String(s)) => Ok(Some(s)),
             Some(_) => Err(self.wrong_type(field, "a string")),
         }
     }
 
-    fn string(&self, field: &str) -> Result<String, Error> {
+    fn string(&self, field: &str) -> Result<&'a str, Error> {
         self.optional_string(field)?
             .ok_or_else(|| self.missing(field))
     }
 
-    fn object(&self, field: &str) -> Result<Value, Error> {
-        match self.map.get(field) {
+    fn object(&self, field: &str) -> Result<&'a Value, Error> {
+        match self.get(field) {
             None => Err(self.missing(field)),
-            Some(v @ Value::Object(_)) => Ok(v.clone()),
+            Some(v @ Value::Object(_)) => Ok(v),
             Some(_) => Err(self.wrong_type(field, "a JSON object")),
         }
     }
 
-    fn session_id(&self) -> Result<Option<String>, Error> {
+    fn session_id(&self) -> Result<Option<&'a str>, Error> {
         let id = self.optional_string("recording_session_id")?;
-        if let Some(id) = &id {
+        if let Some(id) = id {
             if id.is_empty()
                 || id.len() > MAX_RECORDING_SESSION_ID_BYTES
                 || id.chars().any(char::is_control)
@@ -531,5 +682,85 @@ mod tests {
         assert_eq!(ActionKind::Call.scope(), Scope::Invoke);
         assert_eq!(ActionKind::Check.scope(), Scope::Manage);
         assert_eq!(ActionKind::Reload.scope(), Scope::Manage);
+    }
+
+    #[test]
+    fn borrowed_parse_borrows_and_agrees_with_the_owned_one() {
+        let params = json!({"action":"call","binding":"b","arguments":{"a":[1,2]},
+                            "recording_session_id":"s1"});
+        let action = ActionRef::parse(&params).unwrap();
+        let ActionRef::Call {
+            binding,
+            arguments,
+            recording_session_id,
+        } = action
+        else {
+            panic!("not a call: {action:?}");
+        };
+        // The arguments and strings point into the parameters: nothing was copied.
+        assert!(std::ptr::eq(arguments, &params["arguments"]));
+        assert!(std::ptr::eq(binding, params["binding"].as_str().unwrap()));
+        assert_eq!(recording_session_id, Some("s1"));
+        assert_eq!(action.kind(), ActionKind::Call);
+        assert_eq!(action.recording_session_id(), Some("s1"));
+
+        let samples = [
+            json!({"action":"list"}),
+            json!({"action":"list","runner":"r"}),
+            json!({"action":"list","runner":"r","plugin":"p"}),
+            json!({"action":"describe","runner":"r","plugin":"p","tool":"t"}),
+            json!({"action":"call","binding":"b","arguments":{}}),
+            json!({"action":"call","binding":"b","arguments":{"x":{"y":[null]}},
+                   "recording_session_id":"s"}),
+            json!({"action":"check","runner":"r","plugin":"p"}),
+            json!({"action":"check","runner":"r","plugin":"p","recording_session_id":"s"}),
+            json!({"action":"reload","runner":"r"}),
+            json!({"action":"reload","runner":"r","recording_session_id":"s"}),
+            json!({"action":"catalog","runner":"r","project":"/p"}),
+        ];
+        for params in samples {
+            let borrowed = ActionRef::parse(&params).unwrap();
+            let owned = Action::parse(&params).unwrap();
+            assert_eq!(borrowed.into_action(), owned);
+            assert_eq!(borrowed.kind(), owned.kind());
+            assert_eq!(
+                borrowed.recording_session_id(),
+                owned.recording_session_id()
+            );
+        }
+    }
+
+    #[test]
+    fn no_action_has_more_fields_than_the_slots() {
+        for kind in ActionKind::ALL {
+            assert!(kind.fields().len() <= MAX_FIELDS, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn the_first_field_not_allowed_in_key_order_is_named() {
+        // Keys iterate in map order (sorted without `preserve_order`); the first bad one wins,
+        // even after allowed ones and whatever the allowed ones hold.
+        let v = json!({"action":"call","binding":5,"zz":1,"aa":2,"arguments":[]});
+        let first = serde_json::from_value::<serde_json::Map<String, Value>>(v.clone())
+            .unwrap()
+            .keys()
+            .find(|k| !["action", "binding", "arguments"].contains(&k.as_str()))
+            .cloned()
+            .unwrap();
+        assert_eq!(
+            invalid_message(v),
+            format!("field `{first}` is not allowed for action `call`")
+        );
+    }
+
+    #[test]
+    fn action_names_parse_to_their_kinds() {
+        for kind in ActionKind::ALL {
+            assert_eq!(ActionKind::parse(kind.as_str()), Some(kind));
+        }
+        for name in ["", "List", "lis", "lists", "call ", "describe\0"] {
+            assert_eq!(ActionKind::parse(name), None, "{name:?}");
+        }
     }
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::binding::{BindingStore, BindingTarget};
 use super::failure::failure_output;
 use super::output;
-use super::params::Action;
+use super::params::ActionRef;
 use super::recording::{RecordingEvent, RecordingHook};
 use super::scope::Caller;
 use crate::catalog::ToolResult;
@@ -118,14 +118,15 @@ impl Gateway {
     /// Handles one `plugin_tool` request: strict parameter parsing (`invalid_arguments`), then
     /// the scope check (`insufficient_scope`), then the action.
     pub fn plugin_tool(&self, caller: &Caller, params: &Value) -> ToolOutput {
-        let action = match Action::parse(params) {
+        // Borrowed from `params`: neither the call arguments nor any string is copied.
+        let action = match ActionRef::parse(params) {
             Ok(action) => action,
             Err(error) => return ToolOutput::failure(&error),
         };
         let mut target = None;
         let scope = action.kind().scope();
         let result = if caller.has(scope) {
-            self.act(&action, &mut target)
+            self.act(action, &mut target)
         } else {
             Err(Error::not_started(
                 ErrorCode::InsufficientScope,
@@ -137,7 +138,7 @@ impl Gateway {
             ))
         };
         if let Some(session_id) = action.recording_session_id() {
-            self.record(&action, session_id, target.as_deref(), &result);
+            self.record(action, session_id, target.as_deref(), &result);
         }
         match result {
             Ok(output) => ToolOutput::ok(output),
@@ -147,24 +148,24 @@ impl Gateway {
 
     fn act(
         &self,
-        action: &Action,
+        action: ActionRef<'_>,
         target: &mut Option<Arc<BindingTarget>>,
     ) -> Result<Value, Error> {
         match action {
-            Action::List {
+            ActionRef::List {
                 runner: None,
                 plugin: _,
             } => Ok(output::runners(
                 self.runner_names().iter().map(String::as_str),
             )),
-            Action::List {
+            ActionRef::List {
                 runner: Some(runner),
                 plugin: None,
             } => {
                 let set = self.host(runner)?.providers();
                 Ok(output::providers(runner, set.entries()))
             }
-            Action::List {
+            ActionRef::List {
                 runner: Some(runner),
                 plugin: Some(plugin),
             } => {
@@ -174,23 +175,23 @@ impl Gateway {
                     .ok_or_else(|| crate::host::not_configured(plugin))?;
                 Ok(output::provider_detail(entry))
             }
-            Action::Describe {
+            ActionRef::Describe {
                 runner,
                 plugin,
                 tool,
             } => self.describe(runner, plugin, tool),
-            Action::Call {
+            ActionRef::Call {
                 binding, arguments, ..
             } => self.call(binding, arguments, target),
-            Action::Check { runner, plugin, .. } => {
+            ActionRef::Check { runner, plugin, .. } => {
                 let report = self.host(runner)?.check(plugin)?;
                 Ok(output::check(runner, &report))
             }
-            Action::Reload { runner, .. } => {
+            ActionRef::Reload { runner, .. } => {
                 let report = self.host(runner)?.reload()?;
                 Ok(output::reload(runner, &report))
             }
-            Action::Catalog { runner, project } => {
+            ActionRef::Catalog { runner, project } => {
                 let catalog = self
                     .host(runner)?
                     .project_catalog(Path::new(project), DEFAULT_PROJECT_CATALOG_BYTES)?;
@@ -270,7 +271,7 @@ impl Gateway {
 
     fn record(
         &self,
-        action: &Action,
+        action: ActionRef<'_>,
         session_id: &str,
         target: Option<&BindingTarget>,
         result: &Result<Value, Error>,
@@ -279,7 +280,7 @@ impl Gateway {
             return;
         };
         let (runner, plugin, tool) = match action {
-            Action::Call { .. } => match target {
+            ActionRef::Call { .. } => match target {
                 Some(t) => (
                     Some(t.runner.clone()),
                     Some(t.plugin.clone()),
@@ -287,10 +288,10 @@ impl Gateway {
                 ),
                 None => (None, None, None),
             },
-            Action::Check { runner, plugin, .. } => {
-                (Some(runner.clone()), Some(plugin.clone()), None)
+            ActionRef::Check { runner, plugin, .. } => {
+                (Some(runner.to_string()), Some(plugin.to_string()), None)
             }
-            Action::Reload { runner, .. } => (Some(runner.clone()), None, None),
+            ActionRef::Reload { runner, .. } => (Some(runner.to_string()), None, None),
             _ => return,
         };
         let event = RecordingEvent {

@@ -25,12 +25,11 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
-use serde_json::Value;
 
 use super::process::{wait_exit_noreap, PluginProcess};
 use super::stderr_ring::StderrRing;
 use crate::error::ErrorCode;
-use crate::frame::LineReader;
+use crate::frame::{LineReader, RawEnvelope};
 
 /// Capacity of the event channel (reader messages beyond it wait in the pipe).
 pub(crate) const EVENT_CAPACITY: usize = 16;
@@ -42,8 +41,8 @@ const STDERR_CHUNK: usize = 32 * 1024;
 /// Something the coordinator must hear about.
 #[derive(Debug)]
 pub(crate) enum Event {
-    /// One JSON value read from stdout.
-    Message(Value),
+    /// One stdout line decoded as a response envelope (checked except for its id).
+    Message(RawEnvelope),
     /// stdout ended or broke; the code says how. Terminal.
     ReadFault(ErrorCode),
     /// Writing a job failed; `wrote_any` says whether any byte of it was written.
@@ -282,7 +281,7 @@ fn write_loop(
 fn read_loop(stdout: ChildStdout, events: Sender<Event>, more_pending: Arc<AtomicBool>) {
     let mut reader = LineReader::new(BufReader::with_capacity(STDOUT_BUFFER, stdout));
     loop {
-        match reader.read_value() {
+        match reader.read_response() {
             Ok(value) => {
                 // Published before the hand-over, so the coordinator that receives this message
                 // knows whether more was already written behind it.

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::io::{write_nonblocking, Channels, Event, WriteJob, WriteOutcome};
 use super::process::PluginProcess;
 use crate::error::{Dispatch, Error, ErrorCode};
-use crate::frame::{validate_response, Envelope, RequestEncoder, MAX_LINE_BYTES};
+use crate::frame::{validate_raw, Envelope, RequestEncoder, MAX_LINE_BYTES};
 
 /// After the plugin exits, how long a response already in the pipe may still take to arrive.
 const EXIT_GRACE: Duration = Duration::from_millis(200);
@@ -183,7 +183,7 @@ impl Session {
             };
             match event {
                 Ok(Event::Message(message)) => {
-                    return match validate_response(message, id) {
+                    return match validate_raw(message, id) {
                         Ok(envelope) => Ok(envelope),
                         Err(fault) => fail(
                             fault.code(),
