@@ -128,14 +128,8 @@ impl Host {
     pub fn start(source: ConfigSource, options: HostOptions) -> Result<Host, Error> {
         let config = read_config(&source, &options)?;
         let results = prepare_all(&config, &options);
-        let entries = config
-            .plugins
-            .providers
-            .iter()
-            .zip(results)
-            .map(|(cfg, result)| ProviderEntry::new(cfg, result))
-            .collect();
-        Ok(Host::with_set(source, options, ProviderSet::new(entries)))
+        let set = ProviderSet::from_results(&config, results);
+        Ok(Host::with_set(source, options, set))
     }
 
     /// Validates the configuration without starting any provider: the committed set is empty.
@@ -289,14 +283,7 @@ impl Host {
                 failures,
             });
         }
-        let entries = config
-            .plugins
-            .providers
-            .iter()
-            .zip(results)
-            .map(|(cfg, result)| ProviderEntry::new(cfg, result))
-            .collect();
-        let new_set = Arc::new(ProviderSet::new(entries));
+        let new_set = Arc::new(ProviderSet::from_results(&config, results));
         let old = {
             let mut committed = self.committed.write();
             if self.stopping.load(Ordering::Acquire) {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::env::ProviderConfig;
+use crate::env::{ProviderConfig, RunnerConfig};
 use crate::error::{Error, ErrorCode};
 use crate::provider::{InstanceId, Provider};
 
@@ -70,6 +70,21 @@ pub struct ProviderSet {
 impl ProviderSet {
     pub(crate) fn new(entries: Vec<ProviderEntry>) -> ProviderSet {
         ProviderSet { entries }
+    }
+
+    /// The set of `config`'s providers with their preparation results, in config order.
+    pub(crate) fn from_results(
+        config: &RunnerConfig,
+        results: Vec<Result<Provider, Error>>,
+    ) -> ProviderSet {
+        let entries = config
+            .plugins
+            .providers
+            .iter()
+            .zip(results)
+            .map(|(cfg, result)| ProviderEntry::new(cfg, result))
+            .collect();
+        ProviderSet::new(entries)
     }
 
     pub(crate) fn empty() -> ProviderSet {
