@@ -6,6 +6,7 @@ mod bench_host;
 mod demo;
 mod human;
 mod oneshot;
+mod serve;
 
 use std::path::PathBuf;
 
@@ -42,11 +43,22 @@ enum Command {
         #[arg(long, default_value = "plugin:inspect,plugin:invoke,plugin:manage")]
         scopes: String,
     },
-    /// List the providers of a runner, or one provider's tools.
-    List {
+    /// Serve plugin_tool over HTTP (POST /api/tools/call, bearer tokens from a tokens file).
+    Serve {
         /// The runner.toml to host.
         #[arg(long)]
         config: PathBuf,
+        /// The address to listen on, e.g. 127.0.0.1:8787 (port 0 picks a free port).
+        #[arg(long)]
+        listen: String,
+        /// The tokens file (TOML `[[tokens]]` entries with name, token, scopes).
+        #[arg(long)]
+        tokens: PathBuf,
+    },
+    /// List the providers of a runner, or one provider's tools.
+    List {
+        #[command(flatten)]
+        source: serve::Source,
         /// A provider id: list its tools.
         #[arg(long)]
         plugin: Option<String>,
@@ -56,9 +68,8 @@ enum Command {
     },
     /// Describe one tool (its full definition).
     Describe {
-        /// The runner.toml to host.
-        #[arg(long)]
-        config: PathBuf,
+        #[command(flatten)]
+        source: serve::Source,
         /// The provider id.
         #[arg(long)]
         plugin: String,
@@ -71,9 +82,8 @@ enum Command {
     },
     /// Describe and call one tool.
     Call {
-        /// The runner.toml to host.
-        #[arg(long)]
-        config: PathBuf,
+        #[command(flatten)]
+        source: serve::Source,
         /// The provider id.
         #[arg(long)]
         plugin: String,
@@ -89,9 +99,8 @@ enum Command {
     },
     /// Admit one provider as a disposable candidate and report what a plugin author should fix.
     Check {
-        /// The runner.toml to read.
-        #[arg(long)]
-        config: PathBuf,
+        #[command(flatten)]
+        source: serve::Source,
         /// The provider id.
         #[arg(long)]
         plugin: String,
@@ -101,18 +110,16 @@ enum Command {
     },
     /// Restart every provider from the configuration, all or nothing.
     Reload {
-        /// The runner.toml to host.
-        #[arg(long)]
-        config: PathBuf,
+        #[command(flatten)]
+        source: serve::Source,
         /// Print the canonical output object.
         #[arg(long)]
         json: bool,
     },
     /// The tools of providers whose cwd is a project root.
     Catalog {
-        /// The runner.toml to host.
-        #[arg(long)]
-        config: PathBuf,
+        #[command(flatten)]
+        source: serve::Source,
         /// The absolute project root.
         #[arg(long)]
         project: PathBuf,
@@ -150,35 +157,68 @@ pub fn run() -> i32 {
     match cli.command {
         Command::Demo => demo::run(),
         Command::Gateway { config, scopes } => oneshot::gateway(&config, &scopes),
-        Command::List {
+        Command::Serve {
             config,
+            listen,
+            tokens,
+        } => serve::serve(&config, &listen, &tokens),
+        Command::List {
+            source,
             plugin,
             json,
-        } => oneshot::list(&config, plugin.as_deref(), json),
+        } => match source.resolve() {
+            Ok(serve::Target::Config(config)) => oneshot::list(&config, plugin.as_deref(), json),
+            Ok(serve::Target::Server(client)) => serve::list(&client, plugin.as_deref(), json),
+            Err(code) => code,
+        },
         Command::Describe {
-            config,
+            source,
             plugin,
             tool,
             json,
-        } => oneshot::describe(&config, &plugin, &tool, json),
+        } => match source.resolve() {
+            Ok(serve::Target::Config(config)) => oneshot::describe(&config, &plugin, &tool, json),
+            Ok(serve::Target::Server(client)) => serve::describe(&client, &plugin, &tool, json),
+            Err(code) => code,
+        },
         Command::Call {
-            config,
+            source,
             plugin,
             tool,
             arguments,
             json,
-        } => oneshot::call(&config, &plugin, &tool, &arguments, json),
+        } => match source.resolve() {
+            Ok(serve::Target::Config(config)) => {
+                oneshot::call(&config, &plugin, &tool, &arguments, json)
+            }
+            Ok(serve::Target::Server(client)) => {
+                serve::call(&client, &plugin, &tool, &arguments, json)
+            }
+            Err(code) => code,
+        },
         Command::Check {
-            config,
+            source,
             plugin,
             json,
-        } => oneshot::check(&config, &plugin, json),
-        Command::Reload { config, json } => oneshot::reload(&config, json),
+        } => match source.resolve() {
+            Ok(serve::Target::Config(config)) => oneshot::check(&config, &plugin, json),
+            Ok(serve::Target::Server(client)) => serve::check(&client, &plugin, json),
+            Err(code) => code,
+        },
+        Command::Reload { source, json } => match source.resolve() {
+            Ok(serve::Target::Config(config)) => oneshot::reload(&config, json),
+            Ok(serve::Target::Server(client)) => serve::reload(&client, json),
+            Err(code) => code,
+        },
         Command::Catalog {
-            config,
+            source,
             project,
             json,
-        } => oneshot::catalog(&config, &project, json),
+        } => match source.resolve() {
+            Ok(serve::Target::Config(config)) => oneshot::catalog(&config, &project, json),
+            Ok(serve::Target::Server(client)) => serve::catalog(&client, &project, json),
+            Err(code) => code,
+        },
         Command::Bench(args) => bench::run(args),
         Command::Init { dir, id, lang } => init(&dir, id.as_deref(), &lang),
         Command::ExamplePlugin => match webcodex_plugin_host::sdk::example_plugin().serve_stdio() {

@@ -15,7 +15,7 @@ use super::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 const RUNNER: &str = "local";
 
 /// Starts the host of `config`; an invalid configuration is reported on stderr.
-fn start(config: &Path) -> Result<Arc<Gateway>, i32> {
+pub(super) fn start(config: &Path) -> Result<Arc<Gateway>, i32> {
     match Host::start(
         ConfigSource::File(config.to_path_buf()),
         HostOptions::default(),
@@ -34,7 +34,7 @@ fn request(gateway: &Gateway, params: Value) -> ToolOutput {
 }
 
 /// Prints the output (canonical JSON or human text) and returns the exit code for it.
-fn finish(output: &ToolOutput, json: bool, render: impl Fn(&Value) -> String) -> i32 {
+pub(super) fn finish(output: &ToolOutput, json: bool, render: impl Fn(&Value) -> String) -> i32 {
     let text = if json {
         output.output.to_string()
     } else if output.success {

@@ -16,9 +16,12 @@
 //! definitions, stable codes and the runtime's safe messages.
 //!
 //! [`serve_lines`] is the stdio JSON-lines transport; it knows nothing of pipes to plugins.
+//! [`HttpServer`] is the HTTP transport (bearer tokens from a [`Tokens`] file) and
+//! [`HttpClient`] its client.
 
 mod binding;
 mod failure;
+mod http;
 mod output;
 mod params;
 mod recording;
@@ -28,6 +31,10 @@ mod stdio;
 
 pub use binding::{Binding, BindingStore, BindingTarget, BINDING_CAPACITY, BINDING_PREFIX};
 pub use failure::{failure_output, Recovery};
+pub use http::{
+    ClientError, HttpClient, HttpServer, HttpStopper, Tokens, TokensError, MAX_BODY_BYTES,
+    TOOLS_CALL_PATH,
+};
 pub use output::MAX_DETAIL_BYTES;
 pub use params::{Action, ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
 pub use recording::{RecordingEvent, RecordingHook};
