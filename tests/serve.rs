@@ -256,17 +256,26 @@ impl Drop for Server {
 /// Writes `raw` (from another thread, so a large body cannot deadlock) and reads the whole
 /// response; returns its status and JSON body.
 fn exchange(addr: SocketAddr, raw: &[u8]) -> (u16, Value) {
+    exchange_within(addr, raw, LIMIT).expect("a response")
+}
+
+/// [`exchange`] with a read timeout: `None` when no complete response came in time.
+fn exchange_within(addr: SocketAddr, raw: &[u8], timeout: Duration) -> Option<(u16, Value)> {
     let mut stream = TcpStream::connect(addr).expect("connect");
-    stream.set_read_timeout(Some(LIMIT)).unwrap();
+    stream.set_read_timeout(Some(timeout)).unwrap();
     let mut writer = stream.try_clone().unwrap();
     let raw = raw.to_vec();
     let writing = std::thread::spawn(move || {
         let _ = writer.write_all(&raw);
     });
     let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
+    let read = stream.read_to_end(&mut response);
+    let _ = stream.shutdown(Shutdown::Both);
     writing.join().unwrap();
-    parse_response(&response)
+    if read.is_err() && !response.windows(4).any(|w| w == b"\r\n\r\n") {
+        return None;
+    }
+    Some(parse_response(&response))
 }
 
 fn parse_response(response: &[u8]) -> (u16, Value) {
@@ -406,21 +415,58 @@ fn the_in_flight_bound_answers_503_gateway_saturated() {
         "POST /api/tools/call HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ALL}\r\n\
          Content-Length: 4000\r\n\r\n"
     );
-    let mut held = Vec::new();
-    for _ in 0..64 {
+    // Unauthenticated requests that declare a body and never send it are answered 401 at once
+    // and do not tie up the threads that accept requests.
+    let stalled: Vec<TcpStream> = (0..8)
+        .map(|_| {
+            let mut stream = TcpStream::connect(server.addr).unwrap();
+            stream
+                .write_all(
+                    b"POST /api/tools/call HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n",
+                )
+                .unwrap();
+            stream.set_read_timeout(Some(LIMIT)).unwrap();
+            let mut head = [0u8; 12];
+            stream.read_exact(&mut head).unwrap();
+            assert_eq!(&head, b"HTTP/1.1 401");
+            stream
+        })
+        .collect();
+    let (status, _) = server.tool(Some(ALL), json!({"action": "list", "runner": "local"}));
+    assert_eq!(status, 200);
+    drop(stalled);
+    let hold = || {
         let mut stream = TcpStream::connect(server.addr).unwrap();
         stream.write_all(head.as_bytes()).unwrap();
-        held.push(stream);
-    }
+        stream
+    };
+    let mut held: Vec<TcpStream> = (0..64).map(|_| hold()).collect();
+    // tiny_http hands connections to its thread pool, which may leave a new connection queued
+    // while every pool thread is blocked (here: by the held requests) until another connection
+    // arrives or ends: a probe that gets no answer soon is abandoned and the next one sent.
+    // A probe may also take a slot just before a held request arrives; that one is answered
+    // 503 and another is held.
     let list = json!({"action": "list", "runner": "local"});
+    let probe = json!({"tool": "plugin_tool", "params": list}).to_string();
+    let probe = format!(
+        "POST /api/tools/call HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ALL}\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{probe}",
+        probe.len()
+    );
     let deadline = Instant::now() + LIMIT;
     let body = loop {
-        let (status, body) = server.tool(Some(ALL), list.clone());
-        if status == 503 {
-            break body;
-        }
-        assert_eq!(status, 200, "{body}");
         assert!(Instant::now() < deadline, "never saturated");
+        match exchange_within(server.addr, probe.as_bytes(), Duration::from_secs(1)) {
+            Some((503, body)) => break body,
+            Some((status, body)) => {
+                assert_eq!(status, 200, "{body}");
+                // A held request that met a probe in flight was answered 503: hold another.
+                if held.len() < 256 {
+                    held.push(hold());
+                }
+            }
+            None => {}
+        }
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(code(&body), "gateway_saturated");
@@ -431,7 +477,9 @@ fn the_in_flight_bound_answers_503_gateway_saturated() {
     }
     drop(held);
     let deadline = Instant::now() + LIMIT;
-    while server.tool(Some(ALL), list.clone()).0 != 200 {
+    while exchange_within(server.addr, probe.as_bytes(), Duration::from_secs(1))
+        .map_or(true, |(status, _)| status != 200)
+    {
         assert!(Instant::now() < deadline, "the slots were never released");
         std::thread::sleep(Duration::from_millis(20));
     }

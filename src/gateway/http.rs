@@ -34,10 +34,16 @@
 //! See [`Tokens`]: only SHA-256 digests of tokens are kept, a presented token is compared
 //! against every entry in constant time, and no token is ever logged or echoed in an error.
 //!
-//! # Limits
-//! tiny_http sets no socket timeouts: a client that never finishes sending its body holds one
-//! handler slot until it disconnects. After a 401 or 413 tiny_http reads and discards the rest of
-//! a body whose length was declared, so that the client reliably sees the response.
+//! # Limits (tiny_http 0.12)
+//! tiny_http sets no socket timeouts, and it reads and discards the unread rest of a declared
+//! body (over 1 KiB) when a request is dropped. So a request rejected before its body was read
+//! (401, 404, 405, 413, 503) is answered and dropped on a short-lived thread of its own
+//! (`wc-http-reject`): acceptors and handler slots never wait for a client. A client that
+//! never finishes sending the body of an accepted request still holds its handler slot until
+//! it disconnects, and an idle keep-alive connection holds one tiny_http thread. tiny_http's
+//! connection pool may also leave a new connection waiting while all of its threads are busy,
+//! until another connection ends. Keep the server on loopback or behind a proxy that enforces
+//! timeouts.
 //!
 //! [`HttpClient`] is the client side used by the CLI's `--server-url` mode: one POST per
 //! request on a fresh `TcpStream` (http only), with connect, write and read timeouts and a
@@ -457,11 +463,11 @@ fn route(shared: &Shared, jobs: &Sender<Job>, request: Request) {
     let path = request.url().split('?').next().unwrap_or_default();
     if path != TOOLS_CALL_PATH {
         let output = transport_failure("no such path; the only route is POST /api/tools/call");
-        return respond(request, 404, None, &output, &[], "-");
+        return reject(request, 404, None, &output, &[], "-");
     }
     if request.method() != &Method::Post {
         let output = transport_failure("only POST is allowed on /api/tools/call");
-        return respond(request, 405, None, &output, &[("Allow", "POST")], "-");
+        return reject(request, 405, None, &output, &[("Allow", "POST")], "-");
     }
     let mut values = request
         .headers()
@@ -480,12 +486,12 @@ fn route(shared: &Shared, jobs: &Sender<Job>, request: Request) {
             "dispatch": Dispatch::NotStarted.as_str(),
         });
         let challenge = [("WWW-Authenticate", "Bearer")];
-        return respond(request, 401, None, &output, &challenge, "-");
+        return reject(request, 401, None, &output, &challenge, "-");
     };
     let name = name.to_string();
     if !try_acquire(&shared.in_flight) {
         let output = ToolOutput::failure(&saturated()).output;
-        return respond(request, 503, None, &output, &[("Retry-After", "1")], &name);
+        return reject(request, 503, None, &output, &[("Retry-After", "1")], &name);
     }
     let job = Job {
         request,
@@ -498,7 +504,7 @@ fn route(shared: &Shared, jobs: &Sender<Job>, request: Request) {
         release(&shared.in_flight);
         let job = e.into_inner();
         let output = ToolOutput::failure(&saturated()).output;
-        respond(job.request, 503, None, &output, &[], &job.name);
+        reject(job.request, 503, None, &output, &[], &job.name);
     }
 }
 
@@ -533,7 +539,7 @@ fn handle(shared: &Shared, mut job: Job) {
         .is_some_and(|n| n > MAX_BODY_BYTES)
     {
         let output = transport_failure("the request body is larger than 1 MiB");
-        return respond(job.request, 413, None, &output, &[], name);
+        return reject(job.request, 413, None, &output, &[], name);
     }
     let mut body = Vec::new();
     let read = job
@@ -624,6 +630,86 @@ fn saturated() -> Error {
         ErrorCode::GatewaySaturated,
         "too many requests in flight; try again when one finishes",
     )
+}
+
+/// The largest declared body tiny_http reads before handing a request over.
+const PRE_READ_BYTES: usize = 1024;
+/// Stack size of a thread that answers a rejected request.
+const REJECT_STACK: usize = 64 * 1024;
+
+/// [`respond`] for a request whose body was not read. When a body over [`PRE_READ_BYTES`] was
+/// declared, tiny_http reads and discards it when the request is dropped, which blocks until
+/// the client sends it or disconnects: that happens on a thread of its own (one per such
+/// connection, as tiny_http already spends one), so an acceptor or a handler slot never waits
+/// for a client.
+fn reject(
+    request: Request,
+    status: u16,
+    id: Option<&Value>,
+    output: &Value,
+    headers: &[(&str, &str)],
+    name: &str,
+) {
+    if !request.body_length().is_some_and(|n| n > PRE_READ_BYTES) {
+        return respond(request, status, id, output, headers, name);
+    }
+    let headers: Vec<(String, String)> = headers
+        .iter()
+        .map(|(f, v)| (f.to_string(), v.to_string()))
+        .collect();
+    let rejected = Rejected {
+        request,
+        status,
+        id: id.cloned(),
+        output: output.clone(),
+        headers,
+        name: name.to_string(),
+    };
+    // The closure owns the request; when no thread can be spawned it comes back through here.
+    let slot = Arc::new(parking_lot::Mutex::new(Some(rejected)));
+    let moved = slot.clone();
+    let spawned = std::thread::Builder::new()
+        .name("wc-http-reject".into())
+        .stack_size(REJECT_STACK)
+        .spawn(move || {
+            if let Some(rejected) = moved.lock().take() {
+                rejected.respond();
+            }
+        });
+    if spawned.is_err() {
+        log::warn!("http: no thread for a rejected request; answering it in place");
+        if let Some(rejected) = slot.lock().take() {
+            rejected.respond();
+        }
+    }
+}
+
+/// A rejected request and its answer, moved to the thread that sends it.
+struct Rejected {
+    request: Request,
+    status: u16,
+    id: Option<Value>,
+    output: Value,
+    headers: Vec<(String, String)>,
+    name: String,
+}
+
+impl Rejected {
+    fn respond(self) {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(f, v)| (f.as_str(), v.as_str()))
+            .collect();
+        respond(
+            self.request,
+            self.status,
+            self.id.as_ref(),
+            &self.output,
+            &headers,
+            &self.name,
+        );
+    }
 }
 
 /// Responds with a failure body `{"id"?,"success":false,"output":output}`.
