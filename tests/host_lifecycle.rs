@@ -345,6 +345,8 @@ fn fixed_config_sources_need_no_file() {
         ProviderState::Ready(_)
     ));
     assert!(host.reload().unwrap().committed);
+    let provider = host.provider("alpha").unwrap();
+    assert_eq!(provider.response_spin(), std::time::Duration::ZERO);
 }
 
 #[test]
@@ -356,6 +358,10 @@ fn response_spin_option_keeps_results_and_timeouts() {
         ..HostOptions::default()
     };
     let host = Host::start(ConfigSource::File(write_config(&dir, &text)), options).unwrap();
+    assert_eq!(
+        host.provider("alpha").unwrap().response_spin(),
+        std::time::Duration::from_micros(200)
+    );
     for i in 0..50 {
         let result = host.call("alpha", "add", &json!({"a": i, "b": 1})).unwrap();
         assert_eq!(result.structured_content().unwrap()["sum"], i + 1);

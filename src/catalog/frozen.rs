@@ -34,10 +34,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{
-    json_bounds_ok, serialized_len_within, tagged_digest, Diagnostic, DiagnosticCode, Schema,
-    SchemaFault, Tool,
-};
+use super::{tagged_digest, within_bounds, Diagnostic, DiagnosticCode, Schema, SchemaFault, Tool};
 
 /// Most tools one provider may declare.
 pub const MAX_TOOLS: usize = 128;
@@ -187,7 +184,7 @@ fn admit_tool<'v>(value: &'v Value, seen: &mut HashSet<&'v str>) -> Result<Tool,
         Some(a) if !a.is_object() => {
             return Err(fail(Code::AnnotationsInvalid, Some("annotations")))
         }
-        Some(a) if !json_bounds_ok(a) || !serialized_len_within(a, MAX_ANNOTATIONS_BYTES) => {
+        Some(a) if !within_bounds(a, MAX_ANNOTATIONS_BYTES) => {
             return Err(fail(Code::SchemaBoundsExceeded, Some("annotations")))
         }
         Some(a) => Some(a.clone()),

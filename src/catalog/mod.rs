@@ -19,40 +19,16 @@ pub use result::{validate_tool_result, ResultFault, ToolResult};
 pub use schema::{Schema, SchemaFault, SchemaMismatch};
 pub use tool::{Tool, ToolHints};
 
-use std::io;
-
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::frame::check_json_bounds;
+use crate::frame::check_json_bounds_sized;
 
-/// True when `value` is within the JSON bounds of DESIGN §4 (see [`check_json_bounds`]).
-fn json_bounds_ok(value: &Value) -> bool {
-    check_json_bounds(value).is_ok()
-}
-
-/// True when the compact JSON serialization of `value` is at most `limit` bytes.
-/// Counts without allocating and stops as soon as the limit is passed.
-pub(crate) fn serialized_len_within(value: &Value, limit: usize) -> bool {
-    struct Counter {
-        len: usize,
-        limit: usize,
-    }
-    impl io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.len += buf.len();
-            if self.len > self.limit {
-                return Err(io::Error::other("over limit"));
-            }
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter { len: 0, limit };
-    serde_json::to_writer(&mut counter, value).is_ok()
+/// True when `value` is within the JSON bounds of DESIGN §4 and its compact serialization is at
+/// most `max_bytes` (one walk; see [`check_json_bounds_sized`]).
+fn within_bounds(value: &Value, max_bytes: usize) -> bool {
+    check_json_bounds_sized(value, max_bytes).is_ok()
 }
 
 /// `sha256:` + lowercase hex SHA-256 of `tag` followed by the canonical JSON of `value`.
@@ -89,41 +65,45 @@ mod tests {
 
     #[test]
     fn bounds_accept_depth_16_and_reject_17() {
-        assert!(json_bounds_ok(&nested_arrays(16)));
-        assert!(!json_bounds_ok(&nested_arrays(17)));
+        assert!(within_bounds_unsized(&nested_arrays(16)));
+        assert!(!within_bounds_unsized(&nested_arrays(17)));
+    }
+
+    fn within_bounds_unsized(value: &Value) -> bool {
+        within_bounds(value, usize::MAX)
     }
 
     #[test]
     fn bounds_accept_4096_nodes_and_reject_4097() {
-        assert!(json_bounds_ok(&Value::Array(vec![json!(1); 4095])));
-        assert!(!json_bounds_ok(&Value::Array(vec![json!(1); 4096])));
+        assert!(within_bounds_unsized(&Value::Array(vec![json!(1); 4095])));
+        assert!(!within_bounds_unsized(&Value::Array(vec![json!(1); 4096])));
     }
 
     #[test]
     fn bounds_accept_512_kib_string_and_reject_one_more_byte() {
-        assert!(json_bounds_ok(&json!("x".repeat(512 * 1024))));
-        assert!(!json_bounds_ok(&json!("x".repeat(512 * 1024 + 1))));
+        assert!(within_bounds_unsized(&json!("x".repeat(512 * 1024))));
+        assert!(!within_bounds_unsized(&json!("x".repeat(512 * 1024 + 1))));
     }
 
     #[test]
     fn bounds_accept_1024_byte_key_and_reject_1025() {
-        assert!(json_bounds_ok(&json!({ "k".repeat(1024): 1 })));
-        assert!(!json_bounds_ok(&json!({ "k".repeat(1025): 1 })));
+        assert!(within_bounds_unsized(&json!({ "k".repeat(1024): 1 })));
+        assert!(!within_bounds_unsized(&json!({ "k".repeat(1025): 1 })));
     }
 
     #[test]
     fn bounds_reject_control_characters_in_keys() {
-        assert!(!json_bounds_ok(&json!({ "a\nb": 1 })));
-        assert!(!json_bounds_ok(&json!({ "a\u{7f}": 1 })));
-        assert!(json_bounds_ok(&json!({ "a": "values may hold \n" })));
+        assert!(!within_bounds_unsized(&json!({ "a\nb": 1 })));
+        assert!(!within_bounds_unsized(&json!({ "a\u{7f}": 1 })));
+        assert!(within_bounds_unsized(&json!({ "a": "values may hold \n" })));
     }
 
     #[test]
     fn serialized_len_is_exact_at_the_limit() {
         let v = json!({"a": "bc"});
         let len = serde_json::to_vec(&v).unwrap().len();
-        assert!(serialized_len_within(&v, len));
-        assert!(!serialized_len_within(&v, len - 1));
+        assert!(within_bounds(&v, len));
+        assert!(!within_bounds(&v, len - 1));
     }
 
     #[test]

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{json_bounds_ok, serialized_len_within};
+use super::within_bounds;
 
 /// Largest serialized schema, in bytes.
 pub(crate) const MAX_SCHEMA_BYTES: usize = 64 * 1024;
@@ -135,7 +135,7 @@ impl Schema {
     /// serializes to more than 64 KiB, [`SchemaFault::KeywordUnsupported`] when a node uses a
     /// keyword outside the profile, and [`SchemaFault::Invalid`] for any other breach.
     pub fn admit(value: &Value) -> Result<Schema, SchemaFault> {
-        if !json_bounds_ok(value) || !serialized_len_within(value, MAX_SCHEMA_BYTES) {
+        if !within_bounds(value, MAX_SCHEMA_BYTES) {
             return Err(SchemaFault::BoundsExceeded);
         }
         let root = compile(value, 0)?;

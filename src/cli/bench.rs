@@ -41,10 +41,10 @@ pub(super) struct BenchArgs {
     #[arg(long, default_value = r#"{"text":"hello"}"#)]
     arguments: String,
     /// Measured calls (cold: measured starts).
-    #[arg(short = 'n', long = "n")]
+    #[arg(short = 'n', long = "n", value_parser = parse_count)]
     n: Option<usize>,
     /// Unmeasured warm-up calls.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = parse_count)]
     warmup: usize,
     /// The name in the result line.
     #[arg(long, default_value = "webcodex-plugin-host")]
@@ -68,6 +68,16 @@ pub(super) struct BenchArgs {
     /// Time startup and reload of K providers (default 8) against one provider.
     #[arg(long, conflicts_with = "cold")]
     startup: bool,
+}
+
+/// Most calls (or starts) one bench run may make: bounds the sample buffer.
+const MAX_COUNT: usize = 10_000_000;
+
+fn parse_count(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n <= MAX_COUNT => Ok(n),
+        _ => Err(format!("expected a whole number from 0 to {MAX_COUNT}")),
+    }
 }
 
 pub(super) fn run(args: BenchArgs) -> i32 {

@@ -1,6 +1,6 @@
 //! `plugin_tool`: the one canonical gateway tool (DESIGN §9, §10, §13).
 //!
-//! A request flows: strict, action-aware parameter parsing ([`Action::parse`],
+//! A request flows: strict, action-aware parameter parsing (the rules of [`Action::parse`],
 //! `invalid_arguments`) → scope check ([`Caller`], `insufficient_scope`) → runner routing
 //! (`plugin_runner_not_found`) → the action on a [`Host`](crate::host::Host) → a canonical output
 //! object ([`ToolOutput`]). Failures share one shape with a stable code, a dispatch state and,

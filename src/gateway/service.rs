@@ -170,9 +170,7 @@ impl Gateway {
                 plugin: Some(plugin),
             } => {
                 let set = self.host(runner)?.providers();
-                let entry = set
-                    .entry(plugin)
-                    .ok_or_else(|| crate::host::not_configured(plugin))?;
+                let entry = set.entry(plugin).ok_or_else(crate::host::not_configured)?;
                 Ok(output::provider_detail(entry))
             }
             ActionRef::Describe {

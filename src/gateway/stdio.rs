@@ -19,7 +19,7 @@
 //! that is not JSON, is not an object, lacks `tool` or `params`, or names another tool is
 //! answered with `invalid_request` (`id` echoed when it could be read, else `null`); so is a
 //! blank line. A last line without a newline still counts as a request. Should a request panic
-//! (a bug), it is still answered: `invalid_request` with dispatch `outcome_unknown`.
+//! (a bug), it is still answered: `gateway_internal_error` with dispatch `outcome_unknown`.
 //!
 //! # End of input
 //! On EOF the transport stops accepting, waits for every in-flight request (each is bounded by

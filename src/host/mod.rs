@@ -216,9 +216,7 @@ impl Host {
             Ok(config) => config,
             Err(error) => return Ok(CheckReport::failed(plugin, error, Vec::new())),
         };
-        let cfg = config
-            .provider(plugin)
-            .ok_or_else(|| not_configured(plugin))?;
+        let cfg = config.provider(plugin).ok_or_else(not_configured)?;
         let mut ring: Option<Arc<Mutex<StderrRing>>> = None;
         let result = prepare(&config, cfg, &self.options, &mut |r| ring = Some(r));
         let report = match result {
@@ -295,9 +293,7 @@ impl Host {
         };
         // Old instances are retired only when their last in-flight user lets go; those nobody
         // uses are all signalled first, so their teardowns overlap instead of queueing.
-        if let Ok(old) = Arc::try_unwrap(old) {
-            old.stop_unused();
-        }
+        old.stop_unused();
         Ok(ReloadReport {
             committed: true,
             providers: new_set,
@@ -358,7 +354,7 @@ fn host_stopping() -> Error {
     Error::not_started(ErrorCode::ManagerStopping, "the plugin host is stopping")
 }
 
-pub(crate) fn not_configured(_plugin: &str) -> Error {
+pub(crate) fn not_configured() -> Error {
     Error::not_started(
         ErrorCode::NotConfigured,
         "no provider with that id is configured in this runner",

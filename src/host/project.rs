@@ -15,7 +15,7 @@ const DESCRIPTION_BYTES: usize = 512;
 /// One tool of the project catalog.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProjectTool {
-    /// The runner id.
+    /// The provider id.
     pub plugin: String,
     /// The provider's display name.
     pub name: String,

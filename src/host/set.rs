@@ -103,7 +103,7 @@ impl ProviderSet {
 
     /// The ready, live provider with this id.
     pub fn ready(&self, id: &str) -> Result<Arc<Provider>, Error> {
-        let entry = self.entry(id).ok_or_else(|| super::not_configured(id))?;
+        let entry = self.entry(id).ok_or_else(super::not_configured)?;
         match &entry.state {
             ProviderState::Ready(p) if p.is_retired() => Err(unavailable()),
             ProviderState::Ready(p) => Ok(p.clone()),
@@ -134,9 +134,10 @@ impl ProviderSet {
         }
     }
 
-    /// Stops the providers that nobody else holds (the caller owns this set exclusively, so no
-    /// new user can appear), then drops the set.
-    pub(crate) fn stop_unused(self) {
+    /// Stops the providers of a set that is no longer committed and that no call holds. Such an
+    /// instance can only be reached again through an old snapshot of the set, and a call made
+    /// that way fails cleanly (`plugin_provider_unavailable`) instead of keeping it alive.
+    pub(crate) fn stop_unused(&self) {
         for entry in &self.entries {
             if let Some(p) = entry.provider().filter(|p| Arc::strong_count(p) == 1) {
                 p.stop();

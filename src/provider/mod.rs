@@ -198,8 +198,8 @@ impl Provider {
             )
         })?;
         let session = guard.as_mut().ok_or_else(stopping)?;
-        let deadline = Instant::now() + timeout;
-        let spin = Duration::from_nanos(self.connection.spin_nanos.load(Ordering::Relaxed));
+        let deadline = deadline_after(timeout);
+        let spin = self.response_spin();
         let envelope = session.round_trip(
             &self.connection.process,
             RequestKind::Call,
@@ -250,12 +250,24 @@ impl Provider {
         self.connection.spin_nanos.store(nanos, Ordering::Relaxed);
     }
 
+    /// The active wait set with [`Provider::set_response_spin`] (zero by default).
+    pub fn response_spin(&self) -> Duration {
+        Duration::from_nanos(self.connection.spin_nanos.load(Ordering::Relaxed))
+    }
+
     /// Announces shutdown: a waiting request ends with `plugin_manager_stopping`, the process
     /// group is killed. Does not wait; dropping the provider does the bounded cleanup.
     pub fn stop(&self) {
         let _ = self.connection.stop.try_send(Event::Stopping);
         self.connection.process.retire();
     }
+}
+
+/// `now + timeout`, saturating far in the future instead of overflowing on huge timeouts.
+fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600))
 }
 
 fn stopping() -> Error {

@@ -9,6 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use shared_child::SharedChild;
@@ -92,11 +93,25 @@ impl PluginProcess {
 
     /// Reaps the leader (the caller has seen it exit) and waits, bounded by `deadline`, until no
     /// process of the group is left. Grandchildren are reaped by init, so their disappearance is
-    /// observed, not caused. Called once, after the last kill.
-    pub(crate) fn reap(&self, deadline: Instant) {
+    /// observed, not caused. Called once, after the last kill. A leader that has not exited by
+    /// then (a machine under heavy load) is reaped by a detached thread as soon as it does, so
+    /// no zombie is left behind and the caller is not held past the bound.
+    pub(crate) fn reap(self: &Arc<Self>, deadline: Instant) {
         match self.child.try_wait() {
             Ok(Some(_)) => {}
-            Ok(None) => log::warn!("plugin process did not exit within the termination bound"),
+            Ok(None) => {
+                log::warn!("plugin process did not exit within the termination bound");
+                let process = Arc::clone(self);
+                let spawned = std::thread::Builder::new()
+                    .name("wc-reap".into())
+                    .stack_size(64 * 1024)
+                    .spawn(move || {
+                        let _ = process.child.wait();
+                    });
+                if spawned.is_err() {
+                    log::error!("could not start a thread to reap a plugin process");
+                }
+            }
             Err(e) => log::warn!("reaping the plugin process failed: {e}"),
         }
         let mut pause = Duration::from_millis(1);

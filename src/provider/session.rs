@@ -42,6 +42,8 @@ impl RequestKind {
 #[derive(Debug)]
 pub(crate) struct Session {
     encoder: RequestEncoder,
+    /// The frame buffer, reused by every request (the encoder clears it).
+    frame: Vec<u8>,
     channels: Channels,
     seq: u64,
 }
@@ -50,6 +52,7 @@ impl Session {
     pub(crate) fn new(channels: Channels) -> Session {
         Session {
             encoder: RequestEncoder::new(),
+            frame: Vec::with_capacity(256),
             channels,
             seq: 0,
         }
@@ -106,8 +109,8 @@ impl Session {
             return fail(code, Dispatch::NotStarted, message);
         }
 
-        let mut frame = Vec::with_capacity(256);
-        let id = encode(&mut self.encoder, &mut frame);
+        let frame = &mut self.frame;
+        let id = encode(&mut self.encoder, frame);
         if frame.len() - 1 > MAX_LINE_BYTES {
             self.encoder.unsend_last();
             return fail(
@@ -119,7 +122,7 @@ impl Session {
 
         // The common case: the pipe has room and the frame is written right here.
         let after = kind.after_queue();
-        let (direct, queued) = match write_nonblocking(&self.channels.stdin, &frame) {
+        let (direct, queued) = match write_nonblocking(&self.channels.stdin, frame) {
             WriteOutcome::Done => (frame.len(), None),
             WriteOutcome::Failed { written: 0 } => {
                 self.encoder.unsend_last();
@@ -147,7 +150,14 @@ impl Session {
                 };
                 match self.channels.jobs.send_deadline(job, deadline) {
                     Ok(()) => (written, Some(seq)),
-                    Err(_) if written > 0 => {
+                    Err(SendTimeoutError::Disconnected(_)) if written > 0 => {
+                        return fail(
+                            ErrorCode::StdinFailed,
+                            after,
+                            "writing the request to the plugin's stdin failed",
+                        )
+                    }
+                    Err(SendTimeoutError::Timeout(_)) if written > 0 => {
                         return fail(
                             ErrorCode::Timeout,
                             after,
@@ -192,8 +202,9 @@ impl Session {
                         ),
                     }
                 }
-                Ok(Event::WriteFailed { wrote_any, .. }) => {
-                    let dispatch = if wrote_any {
+                Ok(Event::WriteFailed { wrote_any }) => {
+                    // Bytes the caller wrote itself count too: only "no byte at all" is safe.
+                    let dispatch = if wrote_any || direct > 0 {
                         after
                     } else {
                         Dispatch::NotStarted
@@ -283,7 +294,7 @@ pub(crate) fn read_fault_message(code: ErrorCode) -> &'static str {
     }
 }
 
-/// Extracts the `result` of a request that has no meaningful JSON-RPC error (admission).
+/// The caller-facing message of a plugin's JSON-RPC error (control characters replaced).
 pub(crate) fn rpc_error_message(code: i64, message: &str) -> String {
     let clean: String = message
         .chars()

@@ -1,0 +1,53 @@
+//! A minimal embedder: starts K copies of a plugin through the library, stays idle, and prints
+//! its own resident memory. Measures what the library costs without the command-line tool.
+//!
+//! `idle_host PLUGIN [K] [SECONDS]`
+
+use std::time::Duration;
+
+use webcodex_plugin_host::bench::current_rss_kb;
+use webcodex_plugin_host::env::{PluginsConfig, ProviderConfig, RunnerConfig};
+use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let command = args.next().expect("usage: idle_host PLUGIN [K] [SECONDS]");
+    let k: usize = args.next().map_or(8, |v| v.parse().expect("K is a number"));
+    let seconds: u64 = args
+        .next()
+        .map_or(10, |v| v.parse().expect("SECONDS is a number"));
+    let providers = (0..k)
+        .map(|i| ProviderConfig {
+            id: format!("p{i}"),
+            name: format!("provider {i}"),
+            command: command.clone(),
+            args: Vec::new(),
+            cwd: None,
+            profile: None,
+            timeout: Duration::from_secs(30),
+        })
+        .collect();
+    let config = RunnerConfig {
+        plugins: PluginsConfig {
+            providers,
+            ..PluginsConfig::default()
+        },
+        ..RunnerConfig::default()
+    };
+    let options = HostOptions {
+        max_providers: k.max(8),
+        ..HostOptions::default()
+    };
+    let host = Host::start(ConfigSource::Fixed(config), options).expect("valid config");
+    std::thread::sleep(Duration::from_secs(seconds));
+    let ready = host
+        .providers()
+        .entries()
+        .iter()
+        .filter(|e| e.error_code().is_none())
+        .count();
+    println!(
+        "{{\"providers\":{k},\"ready\":{ready},\"rss_kb\":{}}}",
+        current_rss_kb()
+    );
+}
