@@ -1,4 +1,59 @@
 //! Synchronous host for `webcodex-plugin-v1` Native Tool Plugins.
+//!
+//! A plugin is a trusted local program that speaks newline-delimited JSON-RPC 2.0 on its
+//! stdin/stdout. A [`host::Host`] starts every configured plugin once (in parallel), admits and
+//! freezes its tool catalog, and serves calls; [`gateway::Gateway`] exposes all of it as the one
+//! canonical tool `plugin_tool` (`list` → `describe` → `call`, `check`, `reload`). There is no
+//! async runtime: each provider is a process with its own I/O threads, and the calling thread
+//! enforces its own deadline.
+//!
+//! Every failure is an [`Error`] with a stable [`ErrorCode`] and a [`Dispatch`] that says whether
+//! the request may have taken effect: `not_started` (provably nothing reached the plugin),
+//! `outcome_unknown` (never retry) or `completed` (the plugin answered).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use serde_json::json;
+//! use webcodex_plugin_host::gateway::{Caller, Gateway};
+//! use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
+//!
+//! // A runner with the repository's Python example plugin (standard library only).
+//! let config = webcodex_plugin_host::env::parse_runner_config(
+//!     r#"
+//!     [[plugins.providers]]
+//!     id = "notes"
+//!     name = "Notes"
+//!     command = "python3"
+//!     args = ["examples/python/notes_plugin.py"]
+//!     "#,
+//!     8,
+//! )?;
+//! let host = Host::start(ConfigSource::Fixed(config), HostOptions::default())?;
+//! let gateway = Gateway::single(Arc::new(host));
+//! let caller = Caller::trusted();
+//!
+//! // describe gives a fresh binding; call goes to exactly that provider instance and tool.
+//! let described = gateway.plugin_tool(
+//!     &caller,
+//!     &json!({"action": "describe", "runner": "local", "plugin": "notes", "tool": "word_count"}),
+//! );
+//! let binding = described.output["binding"].clone();
+//! let called = gateway.plugin_tool(
+//!     &caller,
+//!     &json!({"action": "call", "binding": binding, "arguments": {"text": "one two three"}}),
+//! );
+//! assert!(called.success);
+//! assert_eq!(called.output["structuredContent"]["words"], 3);
+//!
+//! // Arguments that break the input schema never reach the plugin.
+//! let rejected = gateway.plugin_tool(
+//!     &caller,
+//!     &json!({"action": "call", "binding": binding, "arguments": {"text": 3}}),
+//! );
+//! assert_eq!(rejected.output["dispatch"], "not_started");
+//! gateway.shutdown();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![warn(missing_docs)]
 

@@ -95,7 +95,7 @@ const POLL: Duration = Duration::from_millis(200);
 /// ```
 ///
 /// Validation is strict: an unknown key anywhere, a missing or empty `name`, a `token` that is
-/// shorter than [`MIN_TOKEN_BYTES`] or holds spaces or non-printable bytes, an unknown or
+/// shorter than 16 bytes (`MIN_TOKEN_BYTES`) or holds spaces or non-printable bytes, an unknown or
 /// missing scope, a duplicate name or token, or a file without any entry is an error naming the
 /// entry (`tokens[INDEX]`, from 0) and the key. No error message contains a token value; a TOML
 /// syntax error gives only its line and column.
