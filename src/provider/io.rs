@@ -5,7 +5,7 @@
 //!  coordinator ── WriteJob, bounded(1) ──► writer ──► stdin     (what did not fit the pipe)
 //!  coordinator ◄── Event, bounded(16) ──── reader ◄── stdout   (messages and read faults)
 //!                                      ├── writer              (write failures only)
-//!                                      └── waiter              (process exit, by wait status)
+//!                                      └── stderr drain        (process exit, via a pidfd)
 //!  StderrRing  ◄────────────────────────── stderr drain ◄── stderr
 //! ```
 //! stdin is non-blocking. The coordinator writes a frame itself when the pipe has room (the
@@ -16,7 +16,7 @@
 //! sleeps.
 
 use std::io::{BufReader, ErrorKind, Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::process::{ChildStderr, ChildStdin, ChildStdout};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -167,17 +167,34 @@ pub(crate) fn start(
         READER_STACK,
         Box::new(move || read_loop(stdout, events, pending)),
     )?);
-    handles.push(spawn(
-        format!("wc-stderr-{id}"),
-        SMALL_STACK,
-        Box::new(move || drain_stderr(stderr, ring)),
-    )?);
-    let (events, waited) = (event_tx.clone(), process.clone());
-    handles.push(spawn(
-        format!("wc-wait-{id}"),
-        SMALL_STACK,
-        Box::new(move || wait_loop(waited, events)),
-    )?);
+    // Exit is judged by wait status. Where the kernel offers a pidfd, the stderr thread watches
+    // it beside stderr (three threads per provider); elsewhere a waiter thread blocks in waitid.
+    let watch = ExitWatch {
+        process: process.clone(),
+        events: event_tx.clone(),
+    };
+    match open_pidfd(process.pid()) {
+        Some(pidfd) => handles.push(spawn(
+            format!("wc-stderr-{id}"),
+            SMALL_STACK,
+            Box::new(move || drain_stderr(stderr, ring, Some((pidfd, watch)))),
+        )?),
+        None => {
+            handles.push(spawn(
+                format!("wc-stderr-{id}"),
+                SMALL_STACK,
+                Box::new(move || drain_stderr(stderr, ring, None)),
+            )?);
+            handles.push(spawn(
+                format!("wc-wait-{id}"),
+                SMALL_STACK,
+                Box::new(move || {
+                    wait_exit_noreap(watch.process.pid());
+                    watch.exited();
+                }),
+            )?);
+        }
+    }
 
     let channels = Channels {
         stdin,
@@ -299,33 +316,90 @@ fn read_loop(stdout: ChildStdout, events: Sender<Event>, more_pending: Arc<Atomi
     }
 }
 
-fn drain_stderr(mut stderr: ChildStderr, ring: Arc<Mutex<StderrRing>>) {
+/// Reports the plugin's exit once it is seen.
+struct ExitWatch {
+    process: Arc<PluginProcess>,
+    events: Sender<Event>,
+}
+
+impl ExitWatch {
+    fn exited(self) {
+        // The plugin is gone: the instance is dead, and so is anything it left in its group.
+        self.process.retire();
+        let _ = self.events.send(Event::Exited);
+    }
+}
+
+/// A pidfd for `pid` (Linux 5.3+), readable once the process has exited; it never reaps.
+fn open_pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the descriptor was just created and is owned by nobody else.
+    Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Blocks in `poll(2)` on the given descriptors; returns their `revents`.
+fn wait_readable<const N: usize>(fds: [RawFd; N]) -> [libc::c_short; N] {
+    let mut polled = fds.map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    // SAFETY: `polled` is a valid array of pollfd; an infinite timeout is a blocking wait.
+    while unsafe { libc::poll(polled.as_mut_ptr(), N as libc::nfds_t, -1) } < 0 {
+        if std::io::Error::last_os_error().kind() != ErrorKind::Interrupted {
+            break;
+        }
+    }
+    polled.map(|p| p.revents)
+}
+
+/// Drains stderr into the ring until EOF and, when given a pidfd, reports the plugin's exit.
+/// Ends once stderr is closed and the exit (if watched) was reported.
+fn drain_stderr(
+    mut stderr: ChildStderr,
+    ring: Arc<Mutex<StderrRing>>,
+    mut exit: Option<(OwnedFd, ExitWatch)>,
+) {
     // A quiet plugin costs a small stack buffer; a large one is allocated once a read fills it.
     let mut small = [0u8; 1024];
     let mut large: Vec<u8> = Vec::new();
-    loop {
+    let mut stderr_open = true;
+    while stderr_open || exit.is_some() {
+        let (stderr_ready, exited) = match (&exit, stderr_open) {
+            (Some((pidfd, _)), true) => {
+                let [err, pid] = wait_readable([stderr.as_raw_fd(), pidfd.as_raw_fd()]);
+                (err != 0, pid != 0)
+            }
+            (Some((pidfd, _)), false) => (false, wait_readable([pidfd.as_raw_fd()])[0] != 0),
+            (None, _) => (true, false),
+        };
+        if exited {
+            if let Some((_, watch)) = exit.take() {
+                watch.exited();
+            }
+        }
+        if !stderr_ready {
+            continue;
+        }
         let buffer: &mut [u8] = if large.is_empty() {
             &mut small
         } else {
             &mut large
         };
         match stderr.read(buffer) {
-            Ok(0) => return,
+            Ok(0) => stderr_open = false,
             Ok(n) => {
                 ring.lock().push_bytes(&buffer[..n]);
                 if n == buffer.len() && large.is_empty() {
                     large = vec![0u8; STDERR_CHUNK];
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => stderr_open = false,
         }
     }
-}
-
-fn wait_loop(process: Arc<PluginProcess>, events: Sender<Event>) {
-    wait_exit_noreap(process.pid());
-    // The plugin is gone: the instance is dead, and so is anything it left in its group.
-    process.retire();
-    let _ = events.send(Event::Exited);
 }

@@ -6,9 +6,10 @@
 //! caller must still learn, within its deadline, whether its request may have taken effect.
 //!
 //! # The mechanism
-//! Each [`Provider`] runs its plugin in a new process group with four named threads: a writer,
-//! a stdout reader, a stderr drain (into a bounded [`StderrRing`]) and a waiter that judges exit
-//! by wait status. The calling thread is the coordinator: it takes the session with a try-lock
+//! Each [`Provider`] runs its plugin in a new process group with three named threads: a writer,
+//! a stdout reader, and a stderr drain (into a bounded [`StderrRing`]) that also judges the
+//! plugin's exit by wait status through a pidfd (a fourth, waiter thread where the kernel has no
+//! pidfd). The calling thread is the coordinator: it takes the session with a try-lock
 //! (a second caller gets `plugin_provider_busy`), arms one deadline before encoding, queues the
 //! frame and waits for one event. Every failure is classified (see [`crate::Dispatch`]): a frame
 //! the writer provably never claimed is `not_started`; once it may have been written, a

@@ -1,8 +1,9 @@
 //! Spawning the plugin in its own process group and terminating the whole tree.
 //!
 //! The kill path never takes the session lock: a writer blocked in `write(2)` holds no lock
-//! that termination needs. The group is signalled while the leader is not yet reaped (the
-//! waiter thread waits with `WNOWAIT`), so the group id cannot have been reused.
+//! that termination needs. The group is signalled while the leader is not yet reaped (exit is
+//! watched through a pidfd or `waitid(WNOWAIT)`, neither of which reaps), so the group id cannot
+//! have been reused.
 
 use std::io;
 use std::os::unix::process::CommandExt;
