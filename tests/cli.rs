@@ -5,9 +5,9 @@
 mod common;
 
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -125,36 +125,9 @@ impl Run {
 
 /// A `webcodex-plugin` command with a clean environment for the fixture and the logger.
 fn command(args: &[&OsStr]) -> Command {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = common::cli_command(BIN);
     cmd.args(args);
-    for key in ["FIXTURE_LOG", "FIXTURE_PIDS", "FIXTURE_STDERR", "RUST_LOG"] {
-        cmd.env_remove(key);
-    }
     cmd
-}
-
-/// Waits (bounded by [`PROCESS_LIMIT`]) for `child`; kills it and fails on a hang.
-fn wait_bounded(child: &mut Child) -> ExitStatus {
-    let deadline = Instant::now() + PROCESS_LIMIT;
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the CLI process did not exit within {PROCESS_LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn read_all(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = pipe.read_to_end(&mut bytes);
-        String::from_utf8(bytes).expect("CLI output is UTF-8")
-    })
 }
 
 /// Runs the CLI with `args` and extra environment variables; stdin is empty.
@@ -170,9 +143,9 @@ fn run_env(args: &[&str], env: &[(&str, &OsStr)]) -> Run {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn webcodex-plugin");
-    let stdout = read_all(child.stdout.take().expect("stdout"));
-    let stderr = read_all(child.stderr.take().expect("stderr"));
-    let status = wait_bounded(&mut child);
+    let stdout = common::read_all(child.stdout.take().expect("stdout"));
+    let stderr = common::read_all(child.stderr.take().expect("stderr"));
+    let status = common::wait_bounded(&mut child, PROCESS_LIMIT);
     Run {
         code: status.code(),
         stdout: stdout.join().expect("stdout reader"),
@@ -886,7 +859,7 @@ impl GatewayProcess {
         });
         GatewayProcess {
             stdin: child.stdin.take(),
-            stderr: Some(read_all(child.stderr.take().expect("stderr"))),
+            stderr: Some(common::read_all(child.stderr.take().expect("stderr"))),
             child,
             responses: rx,
             received: Vec::new(),
@@ -926,7 +899,7 @@ impl GatewayProcess {
     /// Closes stdin, waits for the exit and returns (exit code, every response, stderr).
     fn finish(mut self) -> (Option<i32>, Vec<Value>, String) {
         drop(self.stdin.take());
-        let status = wait_bounded(&mut self.child);
+        let status = common::wait_bounded(&mut self.child, PROCESS_LIMIT);
         // The reader thread ends at EOF of stdout; collect what is left.
         while let Ok(response) = self.responses.recv_timeout(RESPONSE_LIMIT) {
             self.received.push(response);

@@ -4,11 +4,10 @@
 
 mod common;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -48,36 +47,10 @@ struct Run {
     stderr: String,
 }
 
-fn wait_bounded(child: &mut Child) -> ExitStatus {
-    let deadline = Instant::now() + PROCESS_LIMIT;
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("bench did not exit within {PROCESS_LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn read_all(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = pipe.read_to_end(&mut bytes);
-        String::from_utf8(bytes).expect("bench output is UTF-8")
-    })
-}
-
 /// Runs `webcodex-plugin bench ARGS` with `FIXTURE_LOG` set when given.
 fn bench(args: &[&str], fixture_log: Option<&Path>) -> Run {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = common::cli_command(BIN);
     cmd.arg("bench").args(args);
-    for key in ["FIXTURE_LOG", "FIXTURE_PIDS", "FIXTURE_STDERR", "RUST_LOG"] {
-        cmd.env_remove(key);
-    }
     if let Some(log) = fixture_log {
         cmd.env("FIXTURE_LOG", log);
     }
@@ -87,9 +60,9 @@ fn bench(args: &[&str], fixture_log: Option<&Path>) -> Run {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn webcodex-plugin bench");
-    let stdout = read_all(child.stdout.take().expect("stdout"));
-    let stderr = read_all(child.stderr.take().expect("stderr"));
-    let status = wait_bounded(&mut child);
+    let stdout = common::read_all(child.stdout.take().expect("stdout"));
+    let stderr = common::read_all(child.stderr.take().expect("stderr"));
+    let status = common::wait_bounded(&mut child, PROCESS_LIMIT);
     Run {
         code: status.code(),
         stdout: stdout.join().expect("stdout reader"),

@@ -8,7 +8,7 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -86,27 +86,9 @@ fn files(dir: &TempDir) -> (PathBuf, PathBuf) {
 }
 
 fn command(args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = common::cli_command(BIN);
     cmd.args(args);
-    for key in ["FIXTURE_LOG", "FIXTURE_PIDS", "FIXTURE_STDERR", "RUST_LOG"] {
-        cmd.env_remove(key);
-    }
     cmd
-}
-
-fn wait_bounded(child: &mut Child) -> ExitStatus {
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the process did not exit within {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[derive(Debug)]
@@ -135,7 +117,7 @@ fn run(args: &[&str]) -> Run {
         let _ = err.read_to_string(&mut s);
         s
     });
-    let status = wait_bounded(&mut child);
+    let status = common::wait_bounded(&mut child, LIMIT);
     Run {
         code: status.code(),
         stdout: stdout.join().unwrap(),
@@ -228,7 +210,7 @@ impl Server {
         let pid = self.child.id() as i32;
         // SAFETY: plain kill(2) on our own child.
         assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-        let status = wait_bounded(&mut self.child);
+        let status = common::wait_bounded(&mut self.child, LIMIT);
         let stderr = std::mem::replace(&mut self.stderr, std::thread::spawn(String::new))
             .join()
             .unwrap();

@@ -322,3 +322,38 @@ pub fn assert_retired(provider: &Provider) {
         .expect_err("a retired provider must not serve calls");
     assert_error(&err, ErrorCode::ProviderUnavailable, Dispatch::NotStarted);
 }
+
+/// The `webcodex-plugin` binary with the fixture's side files and the logger unset, so a test
+/// sees only what it sets itself.
+pub fn cli_command(binary: &str) -> Command {
+    let mut cmd = Command::new(binary);
+    for key in ["FIXTURE_LOG", "FIXTURE_PIDS", "FIXTURE_STDERR", "RUST_LOG"] {
+        cmd.env_remove(key);
+    }
+    cmd
+}
+
+/// Waits at most `limit` for `child`; kills it and fails the test on a hang.
+pub fn wait_bounded(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the process did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Reads a child's pipe to the end on a thread of its own (so neither pipe can fill up).
+pub fn read_all(mut pipe: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8(bytes).expect("process output is UTF-8")
+    })
+}
