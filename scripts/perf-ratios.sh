@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Alternates the floor client and this host's bench (default, and with --spin-us 20) against
-# the shared harness's echo-plugin, ROUNDS times, unpinned and pinned to CPU 0, and prints the
-# p50 and p99 ratios of each round. Needs the harness built: see docs/PERFORMANCE.md.
+# the echo-plugin of the side-by-side harness (not part of this repository), ROUNDS times,
+# unpinned and pinned to CPU 0, and prints the p50 and p99 ratios of each round.
+# Needs the harness built in $PERF (default /tmp/perf): see docs/PERFORMANCE.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PERF=${PERF:-/tmp/perf}
@@ -9,6 +10,12 @@ P=$PERF/target/release/echo-plugin
 FLOOR=$PERF/target/release/floor
 B=target/release/webcodex-plugin
 ROUNDS=${ROUNDS:-5}
+if [[ ! -x $P || ! -x $FLOOR ]]; then
+  echo "needs the side-by-side harness (not part of this repository): $P and $FLOOR" >&2
+  echo "set PERF to the harness directory; see docs/PERFORMANCE.md" >&2
+  exit 2
+fi
+[[ -x $B ]] || cargo build --release --quiet --bin webcodex-plugin
 N=${N:-20000}
 field() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d[sys.argv[2]])' "$1" "$2"; }
 for pin in none 0; do

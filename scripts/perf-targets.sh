@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Measures the performance targets of docs/PERFORMANCE.md with this build's own bench modes.
 # Usage: scripts/perf-targets.sh            (after `cargo build --release --examples`)
-# Prints one JSON line per measurement. The side-by-side latency table comes from the shared
-# perf harness instead (see docs/PERFORMANCE.md).
+# Prints one JSON line per measurement. Works from a clean clone. The side-by-side latency
+# table comes from the side-by-side harness (not part of this repository; see
+# docs/PERFORMANCE.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=target/release/webcodex-plugin
