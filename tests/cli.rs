@@ -708,9 +708,9 @@ fn catalog_json_lists_only_tools_of_the_provider_working_in_the_project() {
         assert_eq!(echo["title"], "Echo");
         assert_eq!(echo["annotations"], json!({"readOnlyHint": true}));
         assert!(echo.get("inputSchema").is_none(), "{echo}");
-        assert_eq!(v["total_count"], json!(tools.len()));
+        assert_eq!(v["totalCount"], json!(tools.len()));
         assert!(
-            v["catalog_revision"]
+            v["catalogRevision"]
                 .as_str()
                 .is_some_and(|r| r.starts_with("wc_plugcat_")),
             "{v}"

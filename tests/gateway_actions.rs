@@ -382,10 +382,10 @@ fn catalog_lists_the_tools_working_in_a_project() {
     );
     assert_eq!(
         keys(&out),
-        ["catalog_revision", "runner", "tools", "total_count"]
+        ["catalogRevision", "runner", "tools", "totalCount"]
     );
     assert_eq!(out["runner"], "local");
-    assert_eq!(out["total_count"], 20);
+    assert_eq!(out["totalCount"], 20);
     let tools = out["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 20);
     assert!(tools.iter().all(|t| t["plugin"] == "alpha"));
@@ -393,7 +393,7 @@ fn catalog_lists_the_tools_working_in_a_project() {
         &json!({"plugin":"alpha","name":"Provider alpha","tool":"echo",
         "title":"Echo","description":"Returns the text.","annotations":{"readOnlyHint":true}})
     ));
-    assert!(out["catalog_revision"]
+    assert!(out["catalogRevision"]
         .as_str()
         .unwrap()
         .starts_with("wc_plugcat_"));
