@@ -141,6 +141,11 @@ enum Command {
         #[arg(long, default_value = "python", value_parser = ["ts", "python", "rust"])]
         lang: String,
     },
+    /// Print a shell completion script, e.g. `webcodex-plugin completions bash > …`.
+    Completions {
+        /// The shell: bash, elvish, fish, powershell or zsh.
+        shell: clap_complete::Shell,
+    },
     /// The built-in example plugin (speaks webcodex-plugin-v1 on stdin/stdout).
     #[command(hide = true)]
     ExamplePlugin,
@@ -228,6 +233,7 @@ pub fn run() -> i32 {
         },
         Command::Bench(args) => bench::run(args),
         Command::Init { dir, id, lang } => init::run(&dir, id.as_deref(), &lang),
+        Command::Completions { shell } => completions(shell),
         Command::ExamplePlugin => match webcodex_plugin_host::sdk::example_plugin().serve_stdio() {
             Ok(()) => EXIT_OK,
             Err(e) => {
@@ -301,4 +307,21 @@ fn config_file(path: &std::path::Path) -> Result<(), i32> {
     };
     eprintln!("error: --config {}: {problem}", path.display());
     Err(EXIT_USAGE)
+}
+
+/// Prints the completion script for `shell` (generated into memory first, so a closed pipe
+/// such as `| head` ends the output quietly instead of panicking).
+fn completions(shell: clap_complete::Shell) -> i32 {
+    use std::io::Write;
+    let mut command = <Cli as clap::CommandFactory>::command();
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "webcodex-plugin", &mut script);
+    match std::io::stdout().lock().write_all(&script) {
+        Ok(()) => EXIT_OK,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(e) => {
+            eprintln!("error: cannot write the completion script: {e}");
+            EXIT_FAILURE
+        }
+    }
 }
