@@ -305,7 +305,10 @@ fn config_file(path: &std::path::Path) -> Result<(), i32> {
         }
         Err(e) => format!("cannot be read: {e}"),
     };
-    eprintln!("error: --config {}: {problem}", path.display());
+    eprintln!(
+        "error: plugin_config_read_failed: --config {}: {problem}",
+        path.display()
+    );
     Err(EXIT_USAGE)
 }
 
