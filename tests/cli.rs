@@ -1531,3 +1531,41 @@ fn init_prints_build_then_provider_block_then_check() {
         assert_eq!(entry["cwd"].as_str(), canonical.to_str());
     }
 }
+
+#[test]
+fn python_scaffold_works_as_printed_init_check_call() {
+    let dir = TempDir::new("init-python-e2e");
+    let target = dir.path().join("py plugin");
+    let init = run(&["init", path_str(&target), "--id", "py-e2e"]);
+    init.assert_code(0);
+    let start = init.stdout.find("[[plugins.providers]]").unwrap();
+    let block: String = init.stdout[start..]
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let config = dir.write("runner.toml", &block);
+    let config = path_str(&config);
+    let check = run(&["check", "--config", config, "--plugin", "py-e2e"]);
+    check.assert_code(0);
+    assert!(
+        check
+            .stdout
+            .starts_with("py-e2e: ready, 1 tool (catalog sha256:"),
+        "the README's promise: {}",
+        check.stdout
+    );
+    let call = run(&[
+        "call",
+        "--config",
+        config,
+        "--plugin",
+        "py-e2e",
+        "--tool",
+        "echo",
+        "--arguments",
+        r#"{"text":"hi"}"#,
+    ]);
+    call.assert_code(0);
+    assert!(call.stdout.starts_with("hi\n"), "{}", call.stdout);
+}
