@@ -98,7 +98,7 @@ pub(crate) fn describe(runner: &str, provider: &Provider, tool: &Tool, binding: 
 
 /// `check`: `{"runner","plugin","ready","phase","toolCount","tools"}` plus, when ready,
 /// `catalogDigest`, and when not ready `code`, `detail` and `diagnostic` (when present). Not
-/// ready means no tools (§13.4).
+/// ready means no tools.
 pub(crate) fn check(runner: &str, report: &CheckReport) -> Value {
     let tools: Vec<Value> = if report.ready {
         report
