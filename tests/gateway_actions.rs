@@ -285,11 +285,22 @@ fn check_of_a_ready_provider() {
     );
     assert_eq!(
         keys(&out),
-        ["phase", "plugin", "ready", "runner", "toolCount", "tools"]
+        [
+            "catalogDigest",
+            "phase",
+            "plugin",
+            "ready",
+            "runner",
+            "toolCount",
+            "tools"
+        ]
     );
     assert_eq!(out["ready"], true);
     assert_eq!(out["phase"], "ready");
     assert_eq!(out["toolCount"], 20);
+    // The committed instance of the same plugin has the same catalog digest.
+    let committed = gw.runner("local").unwrap().provider("alpha").unwrap();
+    assert_eq!(out["catalogDigest"], committed.catalog().digest());
     assert!(out["tools"]
         .as_array()
         .unwrap()
