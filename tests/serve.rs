@@ -516,6 +516,8 @@ fn client_mode_prints_what_the_in_process_commands_print() {
             "--arguments",
             r#"{"a":"x"}"#,
         ][..],
+        &["call", "--plugin", "fx", "--tool", "is_error", "--json"][..],
+        &["call", "--plugin", "fx", "--tool", "is_error"][..],
         &["check", "--plugin", "fx", "--json"][..],
         &["reload", "--json"][..],
         &["describe", "--plugin", "fx", "--tool", "nope", "--json"][..],
@@ -527,6 +529,16 @@ fn client_mode_prints_what_the_in_process_commands_print() {
             "{args:?}: {r:?} vs {l:?}"
         );
     }
+    // A tool that reports an error exits 1 in client mode too.
+    let r = remote(
+        &all,
+        &["call", "--plugin", "fx", "--tool", "is_error", "--json"],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert_eq!(
+        serde_json::from_str::<Value>(r.stdout.trim()).unwrap()["isError"],
+        true
+    );
     let r = remote(&all, &["list", "--json"]);
     assert_eq!(r.code, Some(0));
     assert_eq!(
