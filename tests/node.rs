@@ -177,6 +177,33 @@ fn typescript_scaffold_builds_as_printed_and_runs_end_to_end() {
     ]);
     assert_eq!(rejected.code, Some(1), "{rejected:?}");
     assert!(rejected.stdout.contains("plugin_arguments_schema_invalid"));
+
+    // A handler that throws stops the plugin without an answer: the outcome is unknown, never
+    // a made-up result.
+    let source = dir.join("src/plugin.ts");
+    let original = std::fs::read_to_string(&source).unwrap();
+    let with_boom = original.replace(
+        "runPlugin(definePlugin({ tools: [echo] }));",
+        r#"const boom = defineTool({
+  name: "boom",
+  inputSchema: schema.object({}),
+  execute(): never {
+    throw new Error("boom");
+  },
+});
+
+runPlugin(definePlugin({ tools: [echo, boom] }));"#,
+    );
+    assert_ne!(with_boom, original, "the scaffold's last line changed");
+    std::fs::write(&source, with_boom).unwrap();
+    npm(&dir, &["run", "build"]);
+    let boom = cli(&[
+        "call", "--config", config, "--plugin", "ts-e2e", "--tool", "boom", "--json",
+    ]);
+    assert_eq!(boom.code, Some(1), "{boom:?}");
+    let failure: Value = serde_json::from_str(&boom.stdout).unwrap();
+    assert_eq!(failure["dispatch"], "outcome_unknown", "{failure}");
+    assert_eq!(failure["error"]["code"], "plugin_eof", "{failure}");
 }
 
 fn node_example_host() -> Host {
