@@ -708,9 +708,9 @@ fn catalog_json_lists_only_tools_of_the_provider_working_in_the_project() {
         assert_eq!(echo["title"], "Echo");
         assert_eq!(echo["annotations"], json!({"readOnlyHint": true}));
         assert!(echo.get("inputSchema").is_none(), "{echo}");
-        assert_eq!(v["total_count"], json!(tools.len()));
+        assert_eq!(v["totalCount"], json!(tools.len()));
         assert!(
-            v["catalog_revision"]
+            v["catalogRevision"]
                 .as_str()
                 .is_some_and(|r| r.starts_with("wc_plugcat_")),
             "{v}"
@@ -782,7 +782,17 @@ fn an_unknown_key_in_a_provider_is_refused_naming_the_key() {
 fn a_missing_config_file_is_refused() {
     let dir = TempDir::new("config-missing");
     let config = dir.path().join("absent.toml");
-    assert_config_refused(&config, &["plugin_config_read_failed"]);
+    // Named by the path as given, and said plainly.
+    assert_config_refused(
+        &config,
+        &[
+            "plugin_config_read_failed",
+            path_str(&config),
+            "does not exist",
+        ],
+    );
+    let sub = dir.subdir("a-directory");
+    assert_config_refused(&sub, &["plugin_config_read_failed", "is a directory"]);
 }
 
 #[test]
@@ -1220,4 +1230,342 @@ fn human_outputs_of_every_command_are_free_of_control_characters() {
         assert!(!out.stdout.is_empty(), "{args:?}: no output");
         assert_no_control_chars(&format!("{args:?}"), &out.stdout);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// First run and authoring: exit codes, messages and human output a newcomer meets first
+
+#[test]
+fn call_of_a_tool_that_reports_an_error_exits_one_in_both_modes() {
+    let dir = TempDir::new("call-is-error");
+    let config = ready_runner(&dir);
+    let config = path_str(&config);
+    let base = [
+        "call", "--config", config, "--plugin", "fx", "--tool", "is_error",
+    ];
+    let out = run(&[&base[..], &["--json"]].concat());
+    out.assert_code(1);
+    let v = out.json();
+    assert_eq!(v["isError"], true, "{v}");
+    assert_eq!(v["content"][0]["text"], "bad input");
+    let out = run(&base);
+    out.assert_code(1);
+    assert!(out.stdout.contains("bad input"), "{}", out.stdout);
+    assert!(out.stdout.contains("isError = true"), "{}", out.stdout);
+    // A tool that did not report an error still exits 0.
+    let out = run(&[
+        "call",
+        "--config",
+        config,
+        "--plugin",
+        "fx",
+        "--tool",
+        "echo",
+        "--arguments",
+        r#"{"text":"ok"}"#,
+    ]);
+    out.assert_code(0);
+}
+
+#[test]
+fn arguments_errors_say_what_is_wrong() {
+    let dir = TempDir::new("arguments-reason");
+    let config = ready_runner(&dir);
+    let cases = [
+        (r#"{"a": 1e999}"#, "number out of range"),
+        (r#"{"a": "\q"}"#, "invalid escape"),
+        ("{", "EOF while parsing"),
+        ("[1,2]", "it is an array, not an object"),
+        (r#""text""#, "it is a string, not an object"),
+    ];
+    for (arguments, reason) in cases {
+        let out = run(&[
+            "call",
+            "--config",
+            path_str(&config),
+            "--plugin",
+            "fx",
+            "--tool",
+            "add",
+            "--arguments",
+            arguments,
+        ]);
+        out.assert_code(2);
+        assert!(
+            out.stderr.contains("--arguments must be a JSON object") && out.stderr.contains(reason),
+            "{arguments}: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn a_toml_syntax_error_gives_the_parser_reason_and_position_without_values() {
+    let dir = TempDir::new("config-reason");
+    let config = dir.write(
+        "runner.toml",
+        "[plugins]\nrequest_timeout_secs = 3\nsecret = \"hunter2\\q\"\n",
+    );
+    let out = run(&["list", "--config", path_str(&config)]);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("line 3") && out.stderr.contains("invalid escape sequence"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("hunter2"), "{}", out.stderr);
+}
+
+#[test]
+fn near_miss_tables_warn_did_you_mean_plugins_without_rust_log() {
+    let dir = TempDir::new("near-miss");
+    let fixture = common::fixture_path();
+    let text = format!(
+        "request_timeout_secs = 5\n[[plugin.providers]]\nid = \"fx\"\nname = \"Fixture\"\ncommand = {}\n",
+        toml_str(fixture.to_str().unwrap())
+    );
+    let config = dir.write("runner.toml", &text);
+    let out = run(&["list", "--config", path_str(&config)]);
+    out.assert_code(0);
+    assert!(
+        out.stdout.contains("no providers configured"),
+        "{}",
+        out.stdout
+    );
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("did you mean [plugins]"))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{}", out.stderr);
+    assert!(out.stderr.contains("`plugin`") && out.stderr.contains("`request_timeout_secs`"));
+}
+
+#[test]
+fn a_cwd_that_does_not_exist_is_reported_as_such() {
+    let dir = TempDir::new("cwd-missing");
+    let missing = dir.path().join("no-such-dir");
+    let config = runner_toml(&dir, &[provider("fx", "Fixture", "normal", Some(&missing))]);
+    let out = run(&[
+        "check",
+        "--config",
+        path_str(&config),
+        "--plugin",
+        "fx",
+        "--json",
+    ]);
+    out.assert_code(2);
+    let v = out.json();
+    assert_eq!(v["code"], "plugin_spawn_failed", "{v}");
+    let detail = v["detail"].as_str().unwrap();
+    assert!(detail.contains("cwd does not exist"), "{detail}");
+    assert!(
+        !detail.contains("no-such-dir"),
+        "no path in a detail: {detail}"
+    );
+}
+
+#[test]
+fn check_shows_the_catalog_digest_in_both_modes() {
+    let dir = TempDir::new("check-digest");
+    let config = ready_runner(&dir);
+    let args = ["check", "--config", path_str(&config), "--plugin", "fx"];
+    let out = run(&[&args[..], &["--json"]].concat());
+    out.assert_code(0);
+    let digest = out.json()["catalogDigest"].as_str().unwrap().to_string();
+    assert!(
+        digest.starts_with("sha256:") && digest.len() == "sha256:".len() + 64,
+        "{digest}"
+    );
+    let out = run(&args);
+    out.assert_code(0);
+    assert!(
+        out.stdout.contains(&format!("(catalog {digest})")),
+        "{}",
+        out.stdout
+    );
+    // The digest is the frozen catalog's: the same tools give the same digest.
+    let again = run(&[&args[..], &["--json"]].concat());
+    assert_eq!(again.json()["catalogDigest"], json!(digest));
+}
+
+/// A Python plugin with one destructive tool that has no title, and one read-only tool.
+const PY_DESTRUCTIVE: &str = r#"import json, sys
+TOOLS = [
+    {"name": "wipe", "description": "Deletes every note.\nNo undo.",
+     "inputSchema": {"type": "object"},
+     "annotations": {"destructiveHint": True, "idempotentHint": True}},
+]
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    m = msg["method"]
+    if m == "initialize":
+        result = {"protocolVersion": "webcodex-plugin-v1"}
+    elif m == "tools/list":
+        result = {"tools": TOOLS}
+    else:
+        result = {"content": [{"type": "text", "text": "wiped"}]}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+"#;
+
+#[test]
+fn human_list_describe_and_check_speak_plainly() {
+    let dir = TempDir::new("human-plain");
+    let script = dir.write("wipe.py", PY_DESTRUCTIVE);
+    let block = format!(
+        "[[plugins.providers]]\nid = \"notes\"\nname = \"Notes\"\ncommand = \"python3\"\nargs = [{}]\n",
+        toml_str(path_str(&script))
+    );
+    let config = runner_toml(&dir, &[block]);
+    let config = path_str(&config);
+
+    let out = run(&["list", "--config", config, "--plugin", "notes"]);
+    out.assert_code(0);
+    assert!(out.stdout.contains("\n1 tool:\n"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("  wipe — Deletes every note.…"),
+        "a tool without a title shows its description: {}",
+        out.stdout
+    );
+    let out = run(&["list", "--config", config, "--plugin", "notes", "--json"]);
+    assert_eq!(
+        out.json()["tools"],
+        json!([{"name": "wipe", "description": "Deletes every note.\nNo undo."}])
+    );
+
+    let out = run(&["check", "--config", config, "--plugin", "notes"]);
+    out.assert_code(0);
+    assert!(
+        out.stdout.contains("notes: ready, 1 tool (catalog sha256:"),
+        "{}",
+        out.stdout
+    );
+
+    let out = run(&[
+        "describe", "--config", config, "--plugin", "notes", "--tool", "wipe",
+    ]);
+    out.assert_code(0);
+    assert!(
+        out.stdout
+            .contains("annotations: destructiveHint=true, idempotentHint=true"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("WARNING: DESTRUCTIVE"),
+        "{}",
+        out.stdout
+    );
+
+    let project = dir.path().to_str().unwrap();
+    let out = run(&["catalog", "--config", config, "--project", project]);
+    out.assert_code(0);
+    assert!(
+        out.stdout.starts_with("0 tools (revision wc_plugcat_"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn version_and_completions_work() {
+    let out = run(&["--version"]);
+    out.assert_code(0);
+    assert_eq!(
+        out.stdout.trim(),
+        format!("webcodex-plugin {}", env!("CARGO_PKG_VERSION"))
+    );
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let out = run(&["completions", shell]);
+        out.assert_code(0);
+        assert!(out.stdout.contains("webcodex-plugin"), "{shell}");
+        assert!(
+            out.stdout.contains("check"),
+            "{shell}: subcommands are completed"
+        );
+    }
+    run(&["completions", "tcsh"]).assert_code(2);
+}
+
+#[test]
+fn init_prints_build_then_provider_block_then_check() {
+    let dir = TempDir::new("init-steps");
+    for (lang, build) in [
+        ("ts", Some("npm install && npm run build")),
+        ("rust", Some("cargo build --release")),
+        ("python", None),
+    ] {
+        let target = dir.path().join(format!("plugin-{lang}"));
+        let out = run(&["init", path_str(&target), "--lang", lang, "--id", "demo-x"]);
+        out.assert_code(0);
+        let text = &out.stdout;
+        let block = text
+            .find("[[plugins.providers]]")
+            .expect("a provider block");
+        let check = text
+            .find("webcodex-plugin check --config runner.toml --plugin demo-x")
+            .expect("the check command");
+        assert!(block < check, "{text}");
+        match build {
+            Some(build) => {
+                let at = text.find(build).unwrap_or_else(|| panic!("{lang}: {text}"));
+                assert!(at < block, "{lang}: build comes first: {text}");
+                assert!(text.contains("1. build it"), "{text}");
+            }
+            None => assert!(!text.contains("build it"), "{lang}: {text}"),
+        }
+        // The printed block parses and names the scaffold's directory.
+        let toml_text: String = text[block..check]
+            .lines()
+            .take_while(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let parsed: toml::Table =
+            toml::from_str(&toml_text).unwrap_or_else(|e| panic!("{e}: {toml_text}"));
+        let entry = &parsed["plugins"]["providers"][0];
+        assert_eq!(entry["id"].as_str(), Some("demo-x"));
+        let canonical = std::fs::canonicalize(&target).unwrap();
+        assert_eq!(entry["cwd"].as_str(), canonical.to_str());
+    }
+}
+
+#[test]
+fn python_scaffold_works_as_printed_init_check_call() {
+    let dir = TempDir::new("init-python-e2e");
+    let target = dir.path().join("py plugin");
+    let init = run(&["init", path_str(&target), "--id", "py-e2e"]);
+    init.assert_code(0);
+    let start = init.stdout.find("[[plugins.providers]]").unwrap();
+    let block: String = init.stdout[start..]
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let config = dir.write("runner.toml", &block);
+    let config = path_str(&config);
+    let check = run(&["check", "--config", config, "--plugin", "py-e2e"]);
+    check.assert_code(0);
+    assert!(
+        check
+            .stdout
+            .starts_with("py-e2e: ready, 1 tool (catalog sha256:"),
+        "the README's promise: {}",
+        check.stdout
+    );
+    let call = run(&[
+        "call",
+        "--config",
+        config,
+        "--plugin",
+        "py-e2e",
+        "--tool",
+        "echo",
+        "--arguments",
+        r#"{"text":"hi"}"#,
+    ]);
+    call.assert_code(0);
+    assert!(call.stdout.starts_with("hi\n"), "{}", call.stdout);
 }

@@ -285,11 +285,22 @@ fn check_of_a_ready_provider() {
     );
     assert_eq!(
         keys(&out),
-        ["phase", "plugin", "ready", "runner", "toolCount", "tools"]
+        [
+            "catalogDigest",
+            "phase",
+            "plugin",
+            "ready",
+            "runner",
+            "toolCount",
+            "tools"
+        ]
     );
     assert_eq!(out["ready"], true);
     assert_eq!(out["phase"], "ready");
     assert_eq!(out["toolCount"], 20);
+    // The committed instance of the same plugin has the same catalog digest.
+    let committed = gw.runner("local").unwrap().provider("alpha").unwrap();
+    assert_eq!(out["catalogDigest"], committed.catalog().digest());
     assert!(out["tools"]
         .as_array()
         .unwrap()
@@ -382,10 +393,10 @@ fn catalog_lists_the_tools_working_in_a_project() {
     );
     assert_eq!(
         keys(&out),
-        ["catalog_revision", "runner", "tools", "total_count"]
+        ["catalogRevision", "runner", "tools", "totalCount"]
     );
     assert_eq!(out["runner"], "local");
-    assert_eq!(out["total_count"], 20);
+    assert_eq!(out["totalCount"], 20);
     let tools = out["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 20);
     assert!(tools.iter().all(|t| t["plugin"] == "alpha"));
@@ -393,7 +404,7 @@ fn catalog_lists_the_tools_working_in_a_project() {
         &json!({"plugin":"alpha","name":"Provider alpha","tool":"echo",
         "title":"Echo","description":"Returns the text.","annotations":{"readOnlyHint":true}})
     ));
-    assert!(out["catalog_revision"]
+    assert!(out["catalogRevision"]
         .as_str()
         .unwrap()
         .starts_with("wc_plugcat_"));

@@ -211,7 +211,7 @@ fn the_canary_never_appears_in_any_output() {
         &gw,
         json!({"action":"catalog","runner":"clean","project":cwd.display().to_string()}),
     );
-    assert!(out["total_count"].as_u64().unwrap() > 0);
+    assert!(out["totalCount"].as_u64().unwrap() > 0);
     audit.run(
         &gw,
         json!({"action":"catalog","runner":"local","project":cwd.display().to_string()}),

@@ -180,7 +180,7 @@ fn rust_provider_runs_the_release_binary_by_absolute_path() {
 }
 
 #[test]
-fn typescript_scaffold_pins_the_sdk_exactly() {
+fn typescript_scaffold_carries_its_sdk_and_pins_only_build_tools() {
     let root = temp_path("ts");
     let _cleanup = Cleanup(root.clone());
     let scaffold = create(&root, Some("ts-echo"), Lang::TypeScript).unwrap();
@@ -189,6 +189,7 @@ fn typescript_scaffold_pins_the_sdk_exactly() {
         "package.json",
         "tsconfig.json",
         "src/plugin.ts",
+        "src/sdk.ts",
         "README.md",
     ] {
         assert!(scaffold.files.contains(&canonical.join(name)), "{name}");
@@ -196,18 +197,39 @@ fn typescript_scaffold_pins_the_sdk_exactly() {
     let package: Value =
         serde_json::from_str(&std::fs::read_to_string(canonical.join("package.json")).unwrap())
             .unwrap();
-    assert_eq!(
-        package["dependencies"]["@yyjeqhc/webcodex-plugin-sdk"],
-        json!("0.1.0")
-    );
+    // No runtime dependency: the SDK is the local module src/sdk.ts.
+    assert!(package.get("dependencies").is_none(), "{package}");
     assert_eq!(package["type"], json!("module"));
     assert_eq!(package["scripts"]["build"], json!("tsc"));
-    assert!(package["devDependencies"]["typescript"].is_string());
+    let dev = package["devDependencies"].as_object().unwrap();
+    assert_eq!(
+        dev.keys().collect::<Vec<_>>(),
+        ["@types/node", "typescript"]
+    );
+    // Exact versions only, so a fresh `npm install` resolves the same packages.
+    for version in dev.values() {
+        let version = version.as_str().unwrap();
+        assert!(
+            version.split('.').count() == 3 && version.split('.').all(|p| p.parse::<u32>().is_ok()),
+            "{version}"
+        );
+    }
     let _: Value =
         serde_json::from_str(&std::fs::read_to_string(canonical.join("tsconfig.json")).unwrap())
             .unwrap();
     let source = std::fs::read_to_string(canonical.join("src/plugin.ts")).unwrap();
-    assert!(source.contains("node:readline"));
+    assert!(source.contains("from \"./sdk.js\""), "{source}");
+    let sdk = std::fs::read_to_string(canonical.join("src/sdk.ts")).unwrap();
+    for export in [
+        "export const schema",
+        "export function defineTool",
+        "export function definePlugin",
+        "export function textResult",
+        "export function errorResult",
+        "export function runPlugin",
+    ] {
+        assert!(sdk.contains(export), "{export}");
+    }
 
     let entry = provider(&scaffold.provider_block);
     assert_eq!(entry["command"].as_str(), Some("node"));

@@ -302,6 +302,13 @@ fn http_routes_auth_scopes_and_a_round_trip() {
     let raw = "POST /api/tools/call HTTP/1.1\r\nHost: x\r\nAuthorization: Basic YTpi\r\n\
                Content-Length: 2\r\nConnection: close\r\n\r\n{}";
     assert_eq!(exchange(server.addr, raw.as_bytes()).0, 401);
+    // A 401 echoes the request's id, like every other answer.
+    let (status, body) = server.post(
+        Some("not-a-known-token-at-all"),
+        &json!({"id": "r0", "tool": "plugin_tool", "params": list}).to_string(),
+    );
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["id"], json!("r0"), "{body}");
 
     // 200 list and describe with an inspect-only token; the id is echoed.
     let (status, body) = server.post(
@@ -509,6 +516,8 @@ fn client_mode_prints_what_the_in_process_commands_print() {
             "--arguments",
             r#"{"a":"x"}"#,
         ][..],
+        &["call", "--plugin", "fx", "--tool", "is_error", "--json"][..],
+        &["call", "--plugin", "fx", "--tool", "is_error"][..],
         &["check", "--plugin", "fx", "--json"][..],
         &["reload", "--json"][..],
         &["describe", "--plugin", "fx", "--tool", "nope", "--json"][..],
@@ -520,6 +529,16 @@ fn client_mode_prints_what_the_in_process_commands_print() {
             "{args:?}: {r:?} vs {l:?}"
         );
     }
+    // A tool that reports an error exits 1 in client mode too.
+    let r = remote(
+        &all,
+        &["call", "--plugin", "fx", "--tool", "is_error", "--json"],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert_eq!(
+        serde_json::from_str::<Value>(r.stdout.trim()).unwrap()["isError"],
+        true
+    );
     let r = remote(&all, &["list", "--json"]);
     assert_eq!(r.code, Some(0));
     assert_eq!(

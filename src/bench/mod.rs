@@ -53,7 +53,9 @@ pub fn measure<E>(
 /// Summarizes latency samples (sorted in place) over a loop that took `wall`.
 pub fn summarize(name: &str, samples: &mut [Duration], wall: Duration) -> BenchSummary {
     samples.sort_unstable();
-    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    // Rounded to 0.1 µs: the clock and the machine give no finer truth, and `--json` lines
+    // stay short (`812.4`, not `812.4159999999999`).
+    let us = |d: Duration| tenths(d.as_secs_f64() * 1e6);
     let n = samples.len();
     BenchSummary {
         name: name.to_string(),
@@ -65,10 +67,15 @@ pub fn summarize(name: &str, samples: &mut [Duration], wall: Duration) -> BenchS
         calls_per_s: if wall.is_zero() {
             0.0
         } else {
-            n as f64 / wall.as_secs_f64()
+            tenths(n as f64 / wall.as_secs_f64())
         },
         rss_kb: peak_rss_kb(),
     }
+}
+
+/// `value` rounded to one decimal place.
+fn tenths(value: f64) -> f64 {
+    (value * 10.0).round() / 10.0
 }
 
 /// The nearest-rank percentile `sorted[ceil(p/100·n) − 1]` of sorted samples (zero when empty).
@@ -109,6 +116,17 @@ mod tests {
 
     fn micros(v: &[u64]) -> Vec<Duration> {
         v.iter().map(|&u| Duration::from_micros(u)).collect()
+    }
+
+    #[test]
+    fn summary_rounds_to_a_tenth_of_a_microsecond() {
+        let mut samples = vec![Duration::from_nanos(812_416), Duration::from_nanos(1_049)];
+        let summary = summarize("x", &mut samples, Duration::from_nanos(3_000_001));
+        assert_eq!(summary.p50_us, 1.0);
+        assert_eq!(summary.max_us, 812.4);
+        assert_eq!(summary.calls_per_s, 666.7);
+        let line = serde_json::to_string(&summary).unwrap();
+        assert!(line.contains("\"max_us\":812.4,"), "{line}");
     }
 
     #[test]

@@ -75,11 +75,36 @@ pub(super) fn providers(output: &Value) -> String {
         .join("\n")
 }
 
+/// `1 tool`, `2 tools`: a count and its noun, singular for exactly one.
+pub(super) fn count(n: &Value, noun: &str) -> String {
+    match n.as_u64() {
+        Some(1) => format!("1 {noun}"),
+        Some(n) => format!("{n} {noun}s"),
+        None => format!("? {noun}s"),
+    }
+}
+
+/// Longest description shown on a one-line tool entry.
+const LINE_DESCRIPTION_CHARS: usize = 100;
+
+/// The first line of `text`, cut to `max` characters with an ellipsis.
+fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    let mut out: String = line.chars().take(max).collect();
+    if line.chars().count() > max || text.lines().nth(1).is_some() {
+        out.push('…');
+    }
+    out
+}
+
 fn tool_lines(tools: &Value, out: &mut String) {
     for tool in tools.as_array().map(Vec::as_slice).unwrap_or(&[]) {
         let _ = write!(out, "\n  {}", clean(field(tool, "name"), false));
         if let Some(title) = tool.get("title").and_then(Value::as_str) {
             let _ = write!(out, " — {}", clean(title, false));
+        } else if let Some(description) = tool.get("description").and_then(Value::as_str) {
+            let line = first_line(description, LINE_DESCRIPTION_CHARS);
+            let _ = write!(out, " — {}", clean(&line, false));
         }
     }
 }
@@ -87,9 +112,48 @@ fn tool_lines(tools: &Value, out: &mut String) {
 /// `list(runner, plugin)`.
 pub(super) fn provider_detail(output: &Value) -> String {
     let mut out = provider_line(output);
-    let _ = write!(out, "\n{} tools:", output["toolCount"]);
+    let _ = write!(out, "\n{}:", count(&output["toolCount"], "tool"));
     tool_lines(&output["tools"], &mut out);
     out
+}
+
+/// The four interpreted hints, as `describe` shows them; a destructive tool gets a warning
+/// line of its own.
+fn annotation_lines(annotations: &Value, out: &mut String) {
+    let Some(map) = annotations.as_object() else {
+        return;
+    };
+    const HINTS: [&str; 4] = [
+        "readOnlyHint",
+        "destructiveHint",
+        "idempotentHint",
+        "openWorldHint",
+    ];
+    let hints: Vec<String> = HINTS
+        .iter()
+        .filter_map(|key| {
+            let value = map.get(*key).and_then(Value::as_bool)?;
+            Some(format!("{key}={value}"))
+        })
+        .collect();
+    let others = map.keys().filter(|k| !HINTS.contains(&k.as_str())).count();
+    if hints.is_empty() && others == 0 {
+        return;
+    }
+    let _ = write!(out, "\nannotations: ");
+    if hints.is_empty() {
+        out.push_str("no hints");
+    } else {
+        out.push_str(&hints.join(", "));
+    }
+    if others > 0 {
+        let _ = write!(out, " (+{others} other keys; see --json)");
+    }
+    if map.get("destructiveHint") == Some(&Value::Bool(true)) {
+        out.push_str("\nWARNING: DESTRUCTIVE: this tool may delete or overwrite data");
+    } else if map.get("readOnlyHint") == Some(&Value::Bool(true)) {
+        out.push_str("\nread-only: the tool says it changes nothing");
+    }
 }
 
 /// `describe`.
@@ -114,6 +178,7 @@ pub(super) fn describe(output: &Value) -> String {
     if let Some(schema) = tool.get("outputSchema") {
         let _ = write!(out, "\noutputSchema: {}", clean(&schema.to_string(), false));
     }
+    annotation_lines(&tool["annotations"], &mut out);
     out
 }
 
@@ -143,7 +208,11 @@ pub(super) fn call(output: &Value) -> String {
 pub(super) fn check(output: &Value) -> String {
     let plugin = clean(field(output, "plugin"), false);
     if output["ready"] == Value::Bool(true) {
-        let mut out = format!("{plugin}: ready, {} tools:", output["toolCount"]);
+        let mut out = format!("{plugin}: ready, {}", count(&output["toolCount"], "tool"));
+        if let Some(digest) = output.get("catalogDigest").and_then(Value::as_str) {
+            let _ = write!(out, " (catalog {})", clean(digest, false));
+        }
+        out.push(':');
         tool_lines(&output["tools"], &mut out);
         return out;
     }
@@ -188,9 +257,9 @@ pub(super) fn reload(output: &Value) -> String {
 pub(super) fn catalog(output: &Value) -> String {
     let tools = output["tools"].as_array().map(Vec::as_slice).unwrap_or(&[]);
     let mut out = format!(
-        "{} tools (revision {})",
-        output["total_count"],
-        clean(field(output, "catalog_revision"), false)
+        "{} (revision {})",
+        count(&output["totalCount"], "tool"),
+        clean(field(output, "catalogRevision"), false)
     );
     for tool in tools {
         let _ = write!(
@@ -219,6 +288,46 @@ mod tests {
     fn long_text_is_cut() {
         let text = "x".repeat(100_000);
         assert!(clean(&text, false).len() < MAX_TEXT_BYTES + 100);
+    }
+
+    #[test]
+    fn counts_are_singular_for_one() {
+        assert_eq!(count(&json!(1), "tool"), "1 tool");
+        assert_eq!(count(&json!(0), "tool"), "0 tools");
+        assert_eq!(count(&json!(2), "tool"), "2 tools");
+    }
+
+    #[test]
+    fn list_shows_the_description_of_a_tool_without_title() {
+        let out = provider_detail(
+            &json!({"plugin":"p","status":"ready","name":"P","toolCount":2,
+            "tools":[{"name":"a","title":"A"},{"name":"b","description":"Does b.\nMore."}]}),
+        );
+        assert!(out.contains("\n  a — A"), "{out}");
+        assert!(out.contains("\n  b — Does b.…"), "{out}");
+        assert!(out.contains("2 tools:"), "{out}");
+    }
+
+    #[test]
+    fn describe_marks_a_destructive_tool() {
+        let out = describe(
+            &json!({"plugin":"p","tool":{"name":"rm","inputSchema":{"type":"object"},
+            "annotations":{"destructiveHint":true,"idempotentHint":false}}}),
+        );
+        assert!(
+            out.contains("annotations: destructiveHint=true, idempotentHint=false"),
+            "{out}"
+        );
+        assert!(out.contains("WARNING: DESTRUCTIVE"), "{out}");
+        let out = describe(
+            &json!({"plugin":"p","tool":{"name":"ls","inputSchema":{"type":"object"},
+            "annotations":{"readOnlyHint":true,"x":1}}}),
+        );
+        assert!(
+            out.contains("annotations: readOnlyHint=true (+1 other keys"),
+            "{out}"
+        );
+        assert!(!out.contains("DESTRUCTIVE"), "{out}");
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod bench;
 mod bench_host;
 mod demo;
 mod human;
+mod init;
 mod oneshot;
 mod serve;
 
@@ -140,6 +141,11 @@ enum Command {
         #[arg(long, default_value = "python", value_parser = ["ts", "python", "rust"])]
         lang: String,
     },
+    /// Print a shell completion script, e.g. `webcodex-plugin completions bash > …`.
+    Completions {
+        /// The shell: bash, elvish, fish, powershell or zsh.
+        shell: clap_complete::Shell,
+    },
     /// The built-in example plugin (speaks webcodex-plugin-v1 on stdin/stdout).
     #[command(hide = true)]
     ExamplePlugin,
@@ -156,17 +162,23 @@ pub fn run() -> i32 {
     };
     match cli.command {
         Command::Demo => demo::run(),
-        Command::Gateway { config, scopes } => oneshot::gateway(&config, &scopes),
+        Command::Gateway { config, scopes } => match config_file(&config) {
+            Ok(()) => oneshot::gateway(&config, &scopes),
+            Err(code) => code,
+        },
         Command::Serve {
             config,
             listen,
             tokens,
-        } => serve::serve(&config, &listen, &tokens),
+        } => match config_file(&config) {
+            Ok(()) => serve::serve(&config, &listen, &tokens),
+            Err(code) => code,
+        },
         Command::List {
             source,
             plugin,
             json,
-        } => match source.resolve() {
+        } => match resolve(source) {
             Ok(serve::Target::Config(config)) => oneshot::list(&config, plugin.as_deref(), json),
             Ok(serve::Target::Server(client)) => serve::list(&client, plugin.as_deref(), json),
             Err(code) => code,
@@ -176,7 +188,7 @@ pub fn run() -> i32 {
             plugin,
             tool,
             json,
-        } => match source.resolve() {
+        } => match resolve(source) {
             Ok(serve::Target::Config(config)) => oneshot::describe(&config, &plugin, &tool, json),
             Ok(serve::Target::Server(client)) => serve::describe(&client, &plugin, &tool, json),
             Err(code) => code,
@@ -187,7 +199,7 @@ pub fn run() -> i32 {
             tool,
             arguments,
             json,
-        } => match source.resolve() {
+        } => match resolve(source) {
             Ok(serve::Target::Config(config)) => {
                 oneshot::call(&config, &plugin, &tool, &arguments, json)
             }
@@ -200,12 +212,12 @@ pub fn run() -> i32 {
             source,
             plugin,
             json,
-        } => match source.resolve() {
+        } => match resolve(source) {
             Ok(serve::Target::Config(config)) => oneshot::check(&config, &plugin, json),
             Ok(serve::Target::Server(client)) => serve::check(&client, &plugin, json),
             Err(code) => code,
         },
-        Command::Reload { source, json } => match source.resolve() {
+        Command::Reload { source, json } => match resolve(source) {
             Ok(serve::Target::Config(config)) => oneshot::reload(&config, json),
             Ok(serve::Target::Server(client)) => serve::reload(&client, json),
             Err(code) => code,
@@ -214,13 +226,14 @@ pub fn run() -> i32 {
             source,
             project,
             json,
-        } => match source.resolve() {
+        } => match resolve(source) {
             Ok(serve::Target::Config(config)) => oneshot::catalog(&config, &project, json),
             Ok(serve::Target::Server(client)) => serve::catalog(&client, &project, json),
             Err(code) => code,
         },
         Command::Bench(args) => bench::run(args),
-        Command::Init { dir, id, lang } => init(&dir, id.as_deref(), &lang),
+        Command::Init { dir, id, lang } => init::run(&dir, id.as_deref(), &lang),
+        Command::Completions { shell } => completions(shell),
         Command::ExamplePlugin => match webcodex_plugin_host::sdk::example_plugin().serve_stdio() {
             Ok(()) => EXIT_OK,
             Err(e) => {
@@ -231,30 +244,87 @@ pub fn run() -> i32 {
     }
 }
 
-fn init(dir: &std::path::Path, id: Option<&str>, lang: &str) -> i32 {
-    use webcodex_plugin_host::scaffold::{create, Lang};
-    let lang: Lang = match lang.parse() {
-        Ok(lang) => lang,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
+/// The exit code of `call` after its output was printed with exit code `printed`: a completed
+/// call whose tool reported `isError: true` exits [`EXIT_FAILURE`] like any failed call, so a
+/// script can tell a refused operation from a done one (human and `--json` alike).
+fn call_exit_code(output: &webcodex_plugin_host::gateway::ToolOutput, printed: i32) -> i32 {
+    let tool_error =
+        output.success && output.output.get("isError") == Some(&serde_json::Value::Bool(true));
+    if printed == EXIT_OK && tool_error {
+        EXIT_FAILURE
+    } else {
+        printed
+    }
+}
+
+/// Parses `--arguments`: a JSON object, or the exit code after a message on stderr that says
+/// what is wrong (the parser's reason and position, or the type that was given instead).
+fn parse_arguments(text: &str) -> Result<serde_json::Value, i32> {
+    use serde_json::Value;
+    let problem = match serde_json::from_str::<Value>(text) {
+        Ok(value @ Value::Object(_)) => return Ok(value),
+        Ok(other) => format!("it is {}, not an object", json_kind(&other)),
+        Err(e) => format!("it is not valid JSON: {e}"),
     };
-    match create(dir, id, lang) {
-        Ok(scaffold) => {
-            println!("created a {} plugin:", lang.as_str());
-            for file in &scaffold.files {
-                println!("  {}", file.display());
-            }
-            println!(
-                "\nadd this to your runner.toml:\n\n{}",
-                scaffold.provider_block
-            );
-            EXIT_OK
+    eprintln!("error: --arguments must be a JSON object, e.g. '{{\"text\":\"hi\"}}'; {problem}");
+    Err(EXIT_USAGE)
+}
+
+/// `a string`, `an array`, …: the JSON type of `value` for a message.
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// [`serve::Source::resolve`], with a `--config` file checked first by [`config_file`].
+fn resolve(source: serve::Source) -> Result<serve::Target, i32> {
+    let target = source.resolve()?;
+    if let serve::Target::Config(config) = &target {
+        config_file(config)?;
+    }
+    Ok(target)
+}
+
+/// Checks that `--config` names a readable file, naming the path as given when it does not
+/// (the library's own message never carries a path).
+fn config_file(path: &std::path::Path) -> Result<(), i32> {
+    use std::io::ErrorKind;
+    let problem = match std::fs::File::open(path).and_then(|f| f.metadata()) {
+        Ok(meta) if meta.is_dir() => "is a directory; give the path of a runner.toml file".into(),
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() == ErrorKind::NotFound => "does not exist".into(),
+        Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+            "cannot be read: permission denied".into()
         }
+        Err(e) => format!("cannot be read: {e}"),
+    };
+    eprintln!(
+        "error: plugin_config_read_failed: --config {}: {problem}",
+        path.display()
+    );
+    Err(EXIT_USAGE)
+}
+
+/// Prints the completion script for `shell` (generated into memory first, so a closed pipe
+/// such as `| head` ends the output quietly instead of panicking).
+fn completions(shell: clap_complete::Shell) -> i32 {
+    use std::io::Write;
+    let mut command = <Cli as clap::CommandFactory>::command();
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "webcodex-plugin", &mut script);
+    match std::io::stdout().lock().write_all(&script) {
+        Ok(()) => EXIT_OK,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
         Err(e) => {
-            eprintln!("error: {e}");
-            EXIT_USAGE
+            eprintln!("error: cannot write the completion script: {e}");
+            EXIT_FAILURE
         }
     }
 }

@@ -82,12 +82,9 @@ pub(super) fn describe(config: &Path, plugin: &str, tool: &str, json: bool) -> i
 }
 
 pub(super) fn call(config: &Path, plugin: &str, tool: &str, arguments: &str, json: bool) -> i32 {
-    let arguments: Value = match serde_json::from_str(arguments) {
-        Ok(v @ Value::Object(_)) => v,
-        _ => {
-            eprintln!("error: --arguments must be a JSON object, e.g. '{{\"text\":\"hi\"}}'");
-            return EXIT_USAGE;
-        }
+    let arguments = match super::parse_arguments(arguments) {
+        Ok(arguments) => arguments,
+        Err(code) => return code,
     };
     let gateway = match start(config) {
         Ok(gateway) => gateway,
@@ -105,7 +102,7 @@ pub(super) fn call(config: &Path, plugin: &str, tool: &str, arguments: &str, jso
         _ => described,
     };
     gateway.shutdown();
-    finish(&output, json, human::call)
+    super::call_exit_code(&output, finish(&output, json, human::call))
 }
 
 pub(super) fn check(config: &Path, plugin: &str, json: bool) -> i32 {

@@ -127,12 +127,9 @@ pub(super) fn call(
     arguments: &str,
     json: bool,
 ) -> i32 {
-    let arguments: Value = match serde_json::from_str(arguments) {
-        Ok(v @ Value::Object(_)) => v,
-        _ => {
-            eprintln!("error: --arguments must be a JSON object, e.g. '{{\"text\":\"hi\"}}'");
-            return EXIT_USAGE;
-        }
+    let arguments = match super::parse_arguments(arguments) {
+        Ok(arguments) => arguments,
+        Err(code) => return code,
     };
     let params = json!({"action": "describe", "runner": RUNNER, "plugin": plugin, "tool": tool});
     let described = match request(client, params) {
@@ -149,7 +146,7 @@ pub(super) fn call(
         }
         _ => described,
     };
-    oneshot::finish(&output, json, human::call)
+    super::call_exit_code(&output, oneshot::finish(&output, json, human::call))
 }
 
 pub(super) fn check(client: &HttpClient, plugin: &str, json: bool) -> i32 {

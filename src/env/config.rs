@@ -111,16 +111,20 @@ pub struct ProviderConfig {
 /// violation (message names the key and says what is allowed).
 pub fn parse_runner_config(text: &str, max_providers: usize) -> Result<RunnerConfig> {
     let root: Table = text.parse().map_err(|e: toml::de::Error| {
+        let reason = parser_reason(e.message());
         let message = match e.span() {
             Some(span) => {
                 let (line, column) = line_column(text, span.start);
-                format!("runner.toml is not valid TOML (line {line}, column {column})")
+                format!("runner.toml is not valid TOML (line {line}, column {column}): {reason}")
             }
-            None => "runner.toml is not valid TOML".to_string(),
+            None => format!("runner.toml is not valid TOML: {reason}"),
         };
         Error::new(ErrorCode::ConfigParseFailed, Dispatch::NotStarted, message)
             .in_phase(Phase::Config)
     })?;
+    for warning in near_misses(&root) {
+        log::warn!("{warning}");
+    }
     let shell = match root.get("shell") {
         None => ShellConfig::default(),
         Some(v) => parse_shell(table(v, "shell")?)?,
@@ -166,6 +170,52 @@ const MAX_ARG: usize = 4096;
 const MAX_ARGS_TOTAL: usize = 16 * 1024;
 const MAX_CWD: usize = 4096;
 const TIMEOUT_RANGE: std::ops::RangeInclusive<i64> = 1..=120;
+
+/// Longest parser reason carried in a `plugin_config_parse_failed` message.
+const MAX_REASON_CHARS: usize = 200;
+
+/// The TOML parser's reason ("invalid escape sequence; expected …"): it names what was
+/// expected and at most a key, never a value. One line, control characters dropped, bounded.
+fn parser_reason(message: &str) -> String {
+    let joined = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let mut reason: String = joined
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_REASON_CHARS)
+        .collect();
+    if joined.chars().count() > MAX_REASON_CHARS {
+        reason.push('…');
+    }
+    reason
+}
+
+/// Warnings for top-level keys that look like a misspelt `[plugins]` table (they are ignored
+/// like every other top-level table, which would otherwise leave a newcomer with no providers
+/// and no clue): `[plugin]`, `[[plugin.providers]]`, `[[providers]]`, a bare
+/// `request_timeout_secs`.
+fn near_misses(root: &Table) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for key in root.keys() {
+        let lower = key.to_ascii_lowercase();
+        let hint = match lower.as_str() {
+            "plugins" if key != "plugins" => "[plugins] (lower case)",
+            "plugin" | "plugin_host" | "plugins_host" => "[plugins]",
+            "providers" | "provider" => "[plugins] with [[plugins.providers]] entries",
+            "request_timeout_secs" | "timeout_secs" => "[plugins] (put the key under it)",
+            _ => continue,
+        };
+        warnings.push(format!(
+            "runner.toml: the top-level key `{}` is ignored; did you mean {hint}?",
+            key_name(key)
+        ));
+    }
+    warnings
+}
 
 fn invalid(message: impl Into<String>) -> Error {
     Error::new(ErrorCode::ConfigInvalid, Dispatch::NotStarted, message).in_phase(Phase::Config)
@@ -653,7 +703,49 @@ timeout_secs = 45
         assert_eq!(err.phase(), Some(Phase::Config));
         assert!(err.message().starts_with("runner.toml is not valid TOML"));
         assert!(err.message().contains("line 3"), "{}", err.message());
+        assert!(
+            err.message().contains("invalid basic string"),
+            "{}",
+            err.message()
+        );
         assert!(!err.message().contains("hunter2"));
+    }
+
+    #[test]
+    fn syntax_error_reason_is_one_bounded_line_without_values() {
+        let err = parse("[plugins]\nrequest_timeout_secs = \"s3cr\\qet\"\n").unwrap_err();
+        let message = err.message();
+        assert!(message.contains("(line 2, column"), "{message}");
+        assert!(
+            message.contains("invalid escape sequence; expected"),
+            "{message}"
+        );
+        assert!(
+            !message.contains('\n') && !message.contains("s3cr"),
+            "{message}"
+        );
+        assert!(parser_reason(&"x".repeat(1000)).chars().count() <= MAX_REASON_CHARS + 1);
+    }
+
+    #[test]
+    fn near_miss_tables_get_a_did_you_mean_warning() {
+        let root: Table = "request_timeout_secs = 5\n[[plugin.providers]]\nid = \"a\"\n[Plugins]\n[shell]\n[other]\n"
+            .parse()
+            .unwrap();
+        let warnings = near_misses(&root);
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        for warning in &warnings {
+            assert!(warning.contains("did you mean [plugins]"), "{warning}");
+        }
+        assert!(
+            warnings.iter().any(|w| w.contains("`plugin`")),
+            "{warnings:?}"
+        );
+        assert!(warnings
+            .iter()
+            .any(|w| w.contains("`request_timeout_secs`")));
+        let fine: Table = "[plugins]\n[shell]\n[other]\n".parse().unwrap();
+        assert!(near_misses(&fine).is_empty());
     }
 
     #[test]

@@ -15,7 +15,14 @@ use crate::error::{Dispatch, Error, ErrorCode, Phase, Result};
 /// relative ones are taken relative to `cwd` like a relative command. The result must be an
 /// executable regular file. Failures: `plugin_executable_unavailable` (phase `executable`), and
 /// on Windows `plugin_executable_unsupported` for `.cmd`/`.bat`.
+///
+/// A configured `cwd` that is not an existing directory fails first, as
+/// `plugin_spawn_failed` (phase `spawn`) with a message that says so, since the process could
+/// never start there (without this check it would look like a missing command).
 pub fn resolve_executable(command: &str, env: &EnvSnapshot, cwd: Option<&Path>) -> Result<PathBuf> {
+    if let Some(cwd) = cwd {
+        check_cwd(cwd)?;
+    }
     if command.is_empty() {
         return Err(unavailable("the plugin command is empty"));
     }
@@ -44,6 +51,19 @@ pub fn resolve_executable(command: &str, env: &EnvSnapshot, cwd: Option<&Path>) 
     Err(unavailable(
         "the plugin command was not found on the PATH of the prepared environment; check command and profile",
     ))
+}
+
+/// The provider's `cwd` must be an existing directory. The message never carries the path.
+fn check_cwd(cwd: &Path) -> Result<()> {
+    let problem = match std::fs::metadata(cwd) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(_) => "the provider's cwd is not a directory; set cwd to an existing directory",
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            "the provider's cwd does not exist; create it or fix cwd in [[plugins.providers]] (leave cwd out to use the host's working directory)"
+        }
+        Err(_) => "the provider's cwd cannot be accessed; check its permissions",
+    };
+    Err(Error::new(ErrorCode::SpawnFailed, Dispatch::NotStarted, problem).in_phase(Phase::Spawn))
 }
 
 fn unavailable(message: &str) -> Error {
@@ -268,6 +288,28 @@ mod tests {
         let err =
             resolve_executable("tools/missing", &EnvSnapshot::default(), Some(&dir.0)).unwrap_err();
         assert_unavailable(err, "check command and cwd");
+    }
+
+    #[test]
+    fn missing_cwd_is_reported_as_such_without_its_path() {
+        let dir = TempDir::new();
+        let missing = dir.0.join("not-there");
+        let err = resolve_executable("sh", &env_with_path("/bin"), Some(&missing)).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::SpawnFailed);
+        assert_eq!(err.phase(), Some(Phase::Spawn));
+        assert!(
+            err.message().contains("cwd does not exist"),
+            "{}",
+            err.message()
+        );
+        assert!(!err.message().contains("not-there"), "{}", err.message());
+        let file = dir.file("plain", 0o644);
+        let err = resolve_executable("sh", &env_with_path("/bin"), Some(&file)).unwrap_err();
+        assert!(
+            err.message().contains("cwd is not a directory"),
+            "{}",
+            err.message()
+        );
     }
 
     #[test]

@@ -459,7 +459,7 @@ fn accept(shared: &Shared, jobs: &Sender<Job>) {
 }
 
 /// Routes and authenticates one request, then hands it to a handler or answers it.
-fn route(shared: &Shared, jobs: &Sender<Job>, request: Request) {
+fn route(shared: &Shared, jobs: &Sender<Job>, mut request: Request) {
     let path = request.url().split('?').next().unwrap_or_default();
     if path != TOOLS_CALL_PATH {
         let output = transport_failure("no such path; the only route is POST /api/tools/call");
@@ -486,7 +486,8 @@ fn route(shared: &Shared, jobs: &Sender<Job>, request: Request) {
             "dispatch": Dispatch::NotStarted.as_str(),
         });
         let challenge = [("WWW-Authenticate", "Bearer")];
-        return reject(request, 401, None, &output, &challenge, "-");
+        let id = buffered_request_id(&mut request);
+        return reject(request, 401, id.as_ref(), &output, &challenge, "-");
     };
     let name = name.to_string();
     if !try_acquire(&shared.in_flight) {
@@ -598,6 +599,26 @@ fn status_for(output: &ToolOutput) -> u16 {
         500
     } else {
         400
+    }
+}
+
+/// The `id` of a request whose body tiny_http has already buffered (declared, at most
+/// [`PRE_READ_BYTES`]), so reading it never waits for the client; `None` for larger or
+/// chunked bodies and for bodies that are not a JSON object with an `id`. Lets a 401 echo the
+/// request's id like every other answer.
+fn buffered_request_id(request: &mut Request) -> Option<Value> {
+    if !request.body_length().is_some_and(|n| n <= PRE_READ_BYTES) {
+        return None;
+    }
+    let mut body = Vec::with_capacity(PRE_READ_BYTES);
+    request
+        .as_reader()
+        .take(PRE_READ_BYTES as u64)
+        .read_to_end(&mut body)
+        .ok()?;
+    match serde_json::from_slice::<Value>(&body).ok()? {
+        Value::Object(mut map) => map.remove("id"),
+        _ => None,
     }
 }
 

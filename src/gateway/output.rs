@@ -47,8 +47,9 @@ fn summaries(entries: &[ProviderEntry]) -> Vec<Value> {
         .collect()
 }
 
-/// `list(runner, plugin)`: the summary plus `toolCount` and `tools:[{name,title?}]`. A failed
-/// or retired provider lists no tools, since none of them can be called.
+/// `list(runner, plugin)`: the summary plus `toolCount` and `tools:[{name,title?,description?}]`
+/// (`description` only for a tool without a title, cut to 512 bytes, so every entry carries a
+/// label). A failed or retired provider lists no tools, since none of them can be called.
 pub(crate) fn provider_detail(entry: &ProviderEntry) -> Value {
     let mut map = provider_summary(entry);
     let tools: Vec<Value> = match entry.provider() {
@@ -60,8 +61,19 @@ pub(crate) fn provider_detail(entry: &ProviderEntry) -> Value {
     Value::Object(map)
 }
 
+/// Longest description a `list` entry carries (cut on a char boundary).
+const LIST_DESCRIPTION_BYTES: usize = 512;
+
 fn tool_summary(tool: &Tool) -> Value {
-    name_title(tool.name(), tool.title())
+    let mut summary = name_title(tool.name(), tool.title());
+    if let (None, Some(description)) = (tool.title(), tool.description()) {
+        let mut end = description.len().min(LIST_DESCRIPTION_BYTES);
+        while !description.is_char_boundary(end) {
+            end -= 1;
+        }
+        summary["description"] = description[..end].into();
+    }
+    summary
 }
 
 fn name_title(name: &str, title: Option<&str>) -> Value {
@@ -84,8 +96,9 @@ pub(crate) fn describe(runner: &str, provider: &Provider, tool: &Tool, binding: 
     })
 }
 
-/// `check`: `{"runner","plugin","ready","phase","toolCount","tools"}` plus, when not ready,
-/// `code`, `detail` and `diagnostic` (when present). Not ready means no tools (§13.4).
+/// `check`: `{"runner","plugin","ready","phase","toolCount","tools"}` plus, when ready,
+/// `catalogDigest`, and when not ready `code`, `detail` and `diagnostic` (when present). Not
+/// ready means no tools.
 pub(crate) fn check(runner: &str, report: &CheckReport) -> Value {
     let tools: Vec<Value> = if report.ready {
         report
@@ -104,6 +117,9 @@ pub(crate) fn check(runner: &str, report: &CheckReport) -> Value {
         "toolCount": tools.len(),
         "tools": tools,
     });
+    if let (true, Some(digest)) = (report.ready, &report.catalog_digest) {
+        output["catalogDigest"] = digest.as_str().into();
+    }
     if !report.ready {
         let (code, detail) = match &report.error {
             Some(e) => (e.code().as_str(), detail(e.message())),
@@ -142,9 +158,9 @@ pub(crate) fn catalog(runner: &str, catalog: &ProjectCatalog) -> Value {
         _ => {
             let mut map = Map::new();
             map.insert("tools".into(), Value::Array(Vec::new()));
-            map.insert("total_count".into(), catalog.total_count.into());
+            map.insert("totalCount".into(), catalog.total_count.into());
             map.insert(
-                "catalog_revision".into(),
+                "catalogRevision".into(),
                 catalog.catalog_revision.clone().into(),
             );
             map

@@ -73,6 +73,8 @@ pub struct CheckReport {
     pub phase: Phase,
     /// Admitted tools (name, title), empty when not ready.
     pub tools: Vec<(String, Option<String>)>,
+    /// The admitted catalog's digest (`sha256:…`), when ready.
+    pub catalog_digest: Option<String>,
     /// The failure, when not ready.
     pub error: Option<Error>,
     /// The candidate's stderr (local operators only; never shown to plugin_tool callers).
@@ -227,6 +229,7 @@ impl Host {
                     .iter()
                     .map(|t| (t.name().to_string(), t.title().map(str::to_string)))
                     .collect();
+                let catalog_digest = Some(candidate.catalog().digest().to_string());
                 let stderr = candidate.stderr_lines();
                 drop(candidate);
                 CheckReport {
@@ -234,6 +237,7 @@ impl Host {
                     ready: true,
                     phase: Phase::Ready,
                     tools,
+                    catalog_digest,
                     error: None,
                     stderr,
                 }
@@ -344,6 +348,7 @@ impl CheckReport {
             ready: false,
             phase: error.phase().unwrap_or(Phase::Config),
             tools: Vec::new(),
+            catalog_digest: None,
             error: Some(error),
             stderr,
         }

@@ -32,8 +32,10 @@ pub struct ProjectTool {
     pub annotations: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
-/// The tools of the ready providers working in one project root.
+/// The tools of the ready providers working in one project root. Serialized with camelCase
+/// keys (`totalCount`, `catalogRevision`) like every other `plugin_tool` output.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ProjectCatalog {
     /// Entries ordered by (plugin, tool), cut at the byte bound.
     pub tools: Vec<ProjectTool>,

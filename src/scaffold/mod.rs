@@ -1,9 +1,11 @@
-//! `init`: a local, offline plugin scaffold (DESIGN §10).
+//! `init`: a local, offline plugin scaffold.
 //!
 //! [`create`] writes a small echo plugin in TypeScript, Python or Rust into a new or empty
 //! directory and returns a ready-to-paste `[[plugins.providers]]` block for runner.toml.
-//! Every generated plugin speaks `webcodex-plugin-v1` on its own (no SDK helpers needed),
-//! prints only protocol lines to stdout and declares its schemas in Schema Profile v1.
+//! Every generated plugin speaks `webcodex-plugin-v1` with no package from outside the project
+//! (the TypeScript one carries its SDK as `src/sdk.ts`; its only npm packages are the pinned
+//! build tools), prints only protocol lines to stdout and declares its schemas in Schema
+//! Profile v1.
 //!
 //! - Local only: the templates are embedded in this binary; nothing is downloaded or installed.
 //! - A target that exists and is not an empty directory is refused before anything is written.
@@ -30,8 +32,10 @@ pub use id::{derive_id, id_from_name, is_valid_id, validate_id, MAX_ID_LEN};
 
 use block::{provider_block, ProviderEntry};
 
-/// The pinned version of `@yyjeqhc/webcodex-plugin-sdk` in the TypeScript scaffold.
-pub const TS_SDK_VERSION: &str = "0.1.0";
+/// The exact `typescript` version the TypeScript scaffold pins (a devDependency).
+pub const TS_TYPESCRIPT_VERSION: &str = "5.9.3";
+/// The exact `@types/node` version the TypeScript scaffold pins (a devDependency).
+pub const TS_TYPES_NODE_VERSION: &str = "20.19.9";
 
 /// The language of a scaffold; parsed from `ts`, `python` or `rust`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -54,6 +58,18 @@ impl Lang {
             Lang::TypeScript => "ts",
             Lang::Python => "python",
             Lang::Rust => "rust",
+        }
+    }
+}
+
+impl Lang {
+    /// The build command to run in the scaffold's directory before the provider can start,
+    /// or `None` when the plugin runs from source (Python).
+    pub fn build_command(self) -> Option<&'static str> {
+        match self {
+            Lang::TypeScript => Some("npm install && npm run build"),
+            Lang::Python => None,
+            Lang::Rust => Some("cargo build --release"),
         }
     }
 }
@@ -81,6 +97,10 @@ impl FromStr for Lang {
 /// What [`create`] made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scaffold {
+    /// The provider id (the explicit one, or the one derived from the directory name).
+    pub id: String,
+    /// The canonicalized target directory (the provider's `cwd`).
+    pub dir: PathBuf,
     /// The files written, as absolute paths under the canonicalized target directory.
     pub files: Vec<PathBuf>,
     /// A `[[plugins.providers]]` block for runner.toml, serialized by the `toml` crate.
@@ -120,6 +140,10 @@ const TYPESCRIPT: &[Template] = &[
     Template {
         path: "src/plugin.ts",
         text: include_str!("templates/typescript/plugin.ts.tmpl"),
+    },
+    Template {
+        path: "src/sdk.ts",
+        text: include_str!("templates/typescript/sdk.ts.tmpl"),
     },
     Template {
         path: "README.md",
@@ -236,6 +260,8 @@ pub fn create(dir: &Path, id: Option<&str>, lang: Lang) -> Result<Scaffold, Scaf
     }
     written.done = true;
     Ok(Scaffold {
+        id,
+        dir: cwd,
         files: std::mem::take(&mut written.files),
         provider_block,
     })
@@ -357,9 +383,11 @@ mod tests {
                 .unwrap();
         assert_eq!(json["name"], "plugin-_id");
         assert_eq!(json["scripts"]["build"], "tsc");
+        assert!(json.get("dependencies").is_none(), "{json}");
+        assert_eq!(json["devDependencies"]["typescript"], TS_TYPESCRIPT_VERSION);
         assert_eq!(
-            json["dependencies"]["@yyjeqhc/webcodex-plugin-sdk"],
-            TS_SDK_VERSION
+            json["devDependencies"]["@types/node"],
+            TS_TYPES_NODE_VERSION
         );
     }
 

@@ -1,0 +1,83 @@
+//! `init DIR [--id ID] [--lang ts|python|rust]`: writes the scaffold, then prints the next
+//! steps in the order a newcomer runs them: build (when the language needs it), paste the
+//! provider block, check.
+
+use std::path::Path;
+
+use webcodex_plugin_host::scaffold::{create, Lang, Scaffold};
+
+use super::{EXIT_OK, EXIT_USAGE};
+
+/// Runs `init` and returns the exit code.
+pub(super) fn run(dir: &Path, id: Option<&str>, lang: &str) -> i32 {
+    let lang: Lang = match lang.parse() {
+        Ok(lang) => lang,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match create(dir, id, lang) {
+        Ok(scaffold) => {
+            println!("{}", report(lang, &scaffold));
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+/// The text `init` prints: the files, then the numbered next steps.
+pub(super) fn report(lang: Lang, scaffold: &Scaffold) -> String {
+    let mut out = format!("created a {} plugin:\n", lang.as_str());
+    for file in &scaffold.files {
+        out.push_str(&format!("  {}\n", file.display()));
+    }
+    out.push_str("\nnext steps:\n");
+    let mut step = 1;
+    if let Some(build) = lang.build_command() {
+        out.push_str(&format!(
+            "\n{step}. build it:\n\n    cd {} && {build}\n",
+            shell_quote(&scaffold.dir.to_string_lossy())
+        ));
+        step += 1;
+    }
+    out.push_str(&format!(
+        "\n{step}. add this provider block to your runner.toml:\n\n{}",
+        scaffold.provider_block
+    ));
+    step += 1;
+    out.push_str(&format!(
+        "\n{step}. check it (a ready plugin lists its tools and its catalog digest):\n\n    \
+         webcodex-plugin check --config runner.toml --plugin {}",
+        scaffold.id
+    ));
+    out
+}
+
+/// `text` as one POSIX shell word: unchanged when it is plainly safe, else single-quoted.
+fn shell_quote(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'+'));
+    if plain {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quote_leaves_plain_paths_and_quotes_the_rest() {
+        assert_eq!(shell_quote("/tmp/a-b_c.d"), "/tmp/a-b_c.d");
+        assert_eq!(shell_quote("/tmp/a b"), "'/tmp/a b'");
+        assert_eq!(shell_quote("/tmp/it's"), r"'/tmp/it'\''s'");
+    }
+}
