@@ -16,10 +16,8 @@ use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use wait_timeout::ChildExt;
 
 use super::{ProfileConfig, ProviderConfig, ShellConfig};
 use crate::error::{Dispatch, Error, ErrorCode, Phase, Result};
@@ -77,17 +75,12 @@ impl EnvSnapshot {
 }
 
 /// True for the variables that are always removed (`WEBCODEX_TOKEN`, `WEBCODEX_PAT`,
-/// `WEBCODEX_AGENT_TOKEN`, `WEBCODEX_USER_TOKEN`, `AUTHORIZATION`). Exact on Unix,
-/// ASCII case-insensitive on Windows, where variable names are case-insensitive.
+/// `WEBCODEX_AGENT_TOKEN`, `WEBCODEX_USER_TOKEN`, `AUTHORIZATION`), compared ASCII
+/// case-insensitively on every platform (`webcodex_pat` or `Authorization` is removed too).
 pub fn is_sensitive_variable(name: &OsStr) -> bool {
-    let Some(name) = name.to_str() else {
-        return false;
-    };
-    if cfg!(windows) {
-        SENSITIVE.iter().any(|s| s.eq_ignore_ascii_case(name))
-    } else {
-        SENSITIVE.contains(&name)
-    }
+    // A name that is not UTF-8 cannot equal an ASCII name in any case.
+    name.to_str()
+        .is_some_and(|name| SENSITIVE.iter().any(|s| s.eq_ignore_ascii_case(name)))
 }
 
 /// Prepares the environment for `provider` from the host's own environment (`base`).
@@ -233,7 +226,7 @@ fn run_init_script(
     if let Some(cwd) = cwd {
         command.current_dir(cwd);
     }
-    let mut child = command.spawn().map_err(|e| {
+    let mut child = crate::provider::spawn_tied(command).map_err(|e| {
         failed(format!(
             "the shell program of profile '{name}' could not be started ({}); check its program and the provider's cwd",
             e.kind()
@@ -264,36 +257,58 @@ fn run_init_script(
             .spawn(move || log_stderr(err));
     }
 
-    let status = match child.wait_timeout(limit) {
-        Ok(Some(status)) => status,
-        Ok(None) => {
+    // The exit is watched without reaping, so the group can still be signalled safely after
+    // the script ended (a background process it started may hold stdout open).
+    let exited = match watch_exit(&child) {
+        Ok(exited) => exited,
+        Err(_) => {
+            kill_and_reap(&mut child);
+            return Err(failed(format!(
+                "could not start a thread to wait for the init_script of profile '{name}'"
+            )));
+        }
+    };
+    match exited.recv_timeout(limit) {
+        Ok(()) => {}
+        Err(RecvTimeoutError::Timeout) => {
+            kill_group(&child);
+            // SIGKILL ends the leader promptly; the watch reports it without reaping.
+            let _ = exited.recv();
             kill_and_reap(&mut child);
             return Err(failed(format!(
                 "init_script of profile '{name}' did not finish within {} s",
                 limit.as_secs()
             )));
         }
-        Err(e) => {
+        Err(RecvTimeoutError::Disconnected) => {
             kill_and_reap(&mut child);
             return Err(failed(format!(
-                "waiting for the init_script of profile '{name}' failed ({})",
-                e.kind()
+                "waiting for the init_script of profile '{name}' failed"
             )));
         }
-    };
+    }
 
     let captured = match rx.recv_timeout(DRAIN_GRACE) {
-        Ok(c) => c,
+        Ok(c) => Ok(c),
         Err(_) => {
-            // Something the script started still holds stdout; end the rest of its group.
+            // Something the script started still holds stdout; end the rest of its group while
+            // the leader is unreaped (its group id cannot have been reused).
             kill_group(&child);
-            rx.recv_timeout(DRAIN_GRACE).map_err(|_| {
-                failed(format!(
-                    "init_script of profile '{name}' left a background process holding its output open"
-                ))
-            })?
+            rx.recv_timeout(DRAIN_GRACE)
         }
     };
+    // Reaped only now, after the last signal to the group.
+    let status = child.wait().map_err(|e| {
+        failed(format!(
+            "waiting for the init_script of profile '{name}' failed ({})",
+            e.kind()
+        ))
+    })?;
+    let captured = captured.map_err(|_| {
+        failed(format!(
+            "init_script of profile '{name}' left a background process holding its output open"
+        ))
+    })?;
     let output = match captured {
         Captured::Output(bytes) => bytes,
         Captured::TooLarge => {
@@ -376,6 +391,21 @@ fn kill_group(child: &Child) {
     }
     #[cfg(not(unix))]
     let _ = child;
+}
+
+/// A receiver that gets one message once `child` has exited, without reaping it
+/// (`waitid` with `WNOWAIT` on a small thread).
+fn watch_exit(child: &Child) -> std::io::Result<mpsc::Receiver<()>> {
+    let pid = libc::pid_t::try_from(child.id()).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+    let (tx, rx) = mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("env-init-wait".into())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            crate::provider::wait_exit_noreap(pid);
+            let _ = tx.send(());
+        })?;
+    Ok(rx)
 }
 
 /// Kills the group while the child is still unreaped (so its pgid cannot be reused), then reaps.
@@ -497,13 +527,20 @@ mod tests {
     }
 
     #[test]
-    fn sensitive_names_are_exact_on_unix() {
-        assert!(is_sensitive_variable(OsStr::new("WEBCODEX_TOKEN")));
-        assert!(!is_sensitive_variable(OsStr::new("WEBCODEX_TOKENS")));
-        assert_eq!(
-            is_sensitive_variable(OsStr::new("authorization")),
-            cfg!(windows)
-        );
+    fn sensitive_names_match_in_any_case_on_every_platform() {
+        for name in [
+            "WEBCODEX_TOKEN",
+            "webcodex_pat",
+            "Webcodex_Agent_Token",
+            "webcodex_USER_token",
+            "authorization",
+            "Authorization",
+        ] {
+            assert!(is_sensitive_variable(OsStr::new(name)), "{name}");
+        }
+        for name in ["WEBCODEX_TOKENS", "AUTHORIZATION_", "X_WEBCODEX_PAT", ""] {
+            assert!(!is_sensitive_variable(OsStr::new(name)), "{name}");
+        }
     }
 
     #[test]
@@ -686,13 +723,27 @@ mod tests {
             "n",
             profile(
                 &[],
-                Some("export WEBCODEX_PAT=s3\nexport SAW_TOKEN=\"${WEBCODEX_TOKEN:-none}\""),
+                Some("export WEBCODEX_PAT=s3\nexport Webcodex_Token=s8\nexport SAW_TOKEN=\"${WEBCODEX_TOKEN:-none}${webcodex_pat:-}${Authorization:-}\""),
             ),
         )]);
-        shell.env = [("AUTHORIZATION".to_string(), "s2".to_string())].into();
+        shell.env = [
+            ("AUTHORIZATION".to_string(), "s2".to_string()),
+            ("Webcodex_Agent_Token".to_string(), "s4".to_string()),
+        ]
+        .into();
+        shell.profiles.get_mut("n").unwrap().env =
+            [("webcodex_user_token".to_string(), "s5".to_string())].into();
         let mut base = base();
         base.push(("WEBCODEX_TOKEN".into(), "s1".into()));
+        base.push(("webcodex_pat".into(), "s6".into()));
+        base.push(("Authorization".into(), "s7".into()));
         let s = prepare_environment(&shell, &provider(Some("n")), base).unwrap();
+        for (key, _) in s.vars() {
+            assert!(
+                !is_sensitive_variable(key),
+                "{key:?} must be removed in every case"
+            );
+        }
         for key in ["WEBCODEX_TOKEN", "AUTHORIZATION", "WEBCODEX_PAT"] {
             assert_eq!(s.get(key), None, "{key} must be removed");
         }

@@ -23,6 +23,7 @@
 mod io;
 mod process;
 mod session;
+mod spawn;
 mod stderr_ring;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,7 +34,10 @@ use crossbeam_channel::Sender;
 use parking_lot::Mutex;
 use serde_json::Value;
 
+pub use io::FORCE_EXIT_WAITER_ENV;
+pub(crate) use process::wait_exit_noreap;
 pub use process::LaunchSpec;
+pub(crate) use spawn::spawn_tied;
 pub use stderr_ring::{
     StderrLine, StderrRing, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
 };
