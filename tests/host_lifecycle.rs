@@ -119,11 +119,17 @@ fn check_of_a_bad_plugin_is_a_not_ready_report() {
 }
 
 #[test]
-fn check_of_an_unknown_plugin_is_not_configured() {
+fn check_of_an_unknown_plugin_is_a_not_ready_config_report() {
     let dir = temp_dir("check-unknown");
     let host = start(&write_config(&dir, &provider_toml("alpha", "normal")));
-    let err = host.check("nope").unwrap_err();
-    assert_eq!(err.code(), ErrorCode::NotConfigured);
+    let report = host.check("nope").unwrap();
+    assert!(!report.ready);
+    assert_eq!(report.phase, Phase::Config);
+    assert!(report.tools.is_empty());
+    assert_eq!(
+        report.error.as_ref().map(|e| e.code()),
+        Some(ErrorCode::NotConfigured)
+    );
 }
 
 #[test]

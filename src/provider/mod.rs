@@ -123,8 +123,25 @@ impl Provider {
         spec: ProviderSpec,
         observe: &mut dyn FnMut(Arc<Mutex<StderrRing>>),
     ) -> Result<Provider, Error> {
+        Provider::start_cancellable(spec, observe, &AdmissionCancel::new())
+    }
+
+    /// Like [`Provider::start_observed`], and ends at once when `cancel` is cancelled during
+    /// admission: the plugin is killed and the error is `plugin_manager_stopping`, never a wait
+    /// for its initialize or tools/list.
+    pub fn start_cancellable(
+        spec: ProviderSpec,
+        observe: &mut dyn FnMut(Arc<Mutex<StderrRing>>),
+        cancel: &AdmissionCancel,
+    ) -> Result<Provider, Error> {
+        if cancel.is_cancelled() {
+            return Err(stopping().in_phase(Phase::Spawn));
+        }
         let connection = Connection::open(&spec.id, &spec.launch)?;
         observe(connection.ring.clone());
+        if !cancel.register(&connection) {
+            return Err(stopping().in_phase(Phase::Spawn));
+        }
         let catalog = connection.admit(spec.timeout)?;
         Ok(Provider {
             id: spec.id,
@@ -265,6 +282,63 @@ impl Provider {
     pub fn stop(&self) {
         let _ = self.connection.stop.try_send(Event::Stopping);
         self.connection.process.retire();
+    }
+}
+
+/// Cancels the admissions of a batch of candidates (a check or a reload) from another thread:
+/// every candidate started with it, and every one started after, is killed at once.
+///
+/// Clones share one state. Candidates stay registered after admission, so cancel only while the
+/// batch is still being prepared.
+#[derive(Debug, Clone, Default)]
+pub struct AdmissionCancel(Arc<Mutex<CancelState>>);
+
+#[derive(Debug, Default)]
+struct CancelState {
+    cancelled: bool,
+    /// The candidates' processes and stop senders (at most one per configured provider).
+    starting: Vec<(std::sync::Weak<PluginProcess>, Sender<Event>)>,
+}
+
+impl AdmissionCancel {
+    /// A fresh, not cancelled handle.
+    pub fn new() -> AdmissionCancel {
+        AdmissionCancel::default()
+    }
+
+    /// Kills every registered candidate and refuses new ones. Never blocks on a plugin.
+    pub fn cancel(&self) {
+        let starting = {
+            let mut state = self.0.lock();
+            state.cancelled = true;
+            std::mem::take(&mut state.starting)
+        };
+        for (process, stop) in starting {
+            if let Some(process) = process.upgrade() {
+                let _ = stop.try_send(Event::Stopping);
+                process.retire();
+            }
+        }
+    }
+
+    /// True once [`AdmissionCancel::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.lock().cancelled
+    }
+
+    /// Registers a candidate; false (and the candidate is retired) when already cancelled.
+    fn register(&self, connection: &Connection) -> bool {
+        let mut state = self.0.lock();
+        if state.cancelled {
+            drop(state);
+            connection.process.retire();
+            return false;
+        }
+        state.starting.retain(|(p, _)| p.strong_count() > 0);
+        state
+            .starting
+            .push((Arc::downgrade(&connection.process), connection.stop.clone()));
+        true
     }
 }
 
