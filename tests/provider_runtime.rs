@@ -287,7 +287,7 @@ fn stray_stdout_before_the_handshake_fails_initialize_and_points_at_stdout() {
     assert!(err.is_fatal());
     assert!(err.message().contains("stdout"), "{}", err.message());
     fx.assert_message_is_safe(&err);
-    assert_reaped(fx.plugin_pid());
+    fx.assert_cleaned_up();
 }
 
 #[test]
@@ -300,7 +300,7 @@ fn silent_initialize_times_out_in_phase_initialize_not_started() {
     assert_eq!(err.phase(), Some(Phase::Initialize));
     assert_eq!(fx.logged_methods(), ["initialize"]);
     fx.assert_message_is_safe(&err);
-    assert_reaped(fx.plugin_pid());
+    fx.assert_cleaned_up();
 }
 
 #[test]
@@ -318,7 +318,7 @@ fn another_protocol_version_is_a_version_mismatch() {
         ["initialize"],
         "tools/list must not follow"
     );
-    assert_reaped(fx.plugin_pid());
+    fx.assert_cleaned_up();
 }
 
 #[test]
@@ -334,7 +334,7 @@ fn unsupported_schema_keyword_rejects_the_tool_list_with_a_diagnostic() {
     assert_eq!(diagnostic.tool.as_deref(), Some("add"));
     assert_eq!(diagnostic.field, Some("inputSchema"));
     assert!(!err.message().contains("minimum"), "{}", err.message());
-    assert_reaped(fx.plugin_pid());
+    fx.assert_cleaned_up();
 }
 
 #[test]
@@ -348,7 +348,7 @@ fn plugin_exiting_at_start_fails_initialize() {
     assert_eq!(err.dispatch(), Dispatch::NotStarted);
     assert_eq!(err.phase(), Some(Phase::Initialize));
     fx.assert_message_is_safe(&err);
-    assert_reaped(fx.plugin_pid());
+    fx.assert_cleaned_up();
 }
 
 #[test]

@@ -178,6 +178,12 @@ impl Provider {
         &self.catalog
     }
 
+    /// The plugin's process id, which is also its process group id (local operators and tests
+    /// only; never shown to plugin_tool callers). After retirement the process is gone.
+    pub fn process_id(&self) -> u32 {
+        self.connection.process.pid() as u32
+    }
+
     /// True once the instance was retired (a fatal fault, its exit, or shutdown).
     pub fn is_retired(&self) -> bool {
         self.connection.process.is_retired()
