@@ -267,6 +267,29 @@ fn idle_provider_threads_never_wake_up() {
     );
 }
 
+/// `WEBCODEX_PLUGIN_FORCE_EXIT_WAITER=1` (CI runs the provider tests a second time with it)
+/// replaces the pidfd watch by a waiter thread; without it, Linux watches through a pidfd.
+#[test]
+fn exit_watch_takes_the_waiter_thread_exactly_when_forced() {
+    let fx = Fixture::new("watch");
+    let mut spec = fx.spec("normal", NORMAL);
+    spec.id = "watch".into();
+    let provider = Provider::start(spec).unwrap();
+    let names: Vec<String> = context_switches_of_threads("watch")
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    let forced = std::env::var_os(webcodex_plugin_host::provider::FORCE_EXIT_WAITER_ENV)
+        .is_some_and(|v| v == "1");
+    assert_eq!(
+        names.iter().any(|n| n == "wc-wait-watch"),
+        forced,
+        "threads: {names:?}"
+    );
+    provider.call("crash", &json!({})).unwrap_err();
+    assert_retired(&provider);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Admission failures
 // ---------------------------------------------------------------------------------------------
