@@ -473,3 +473,55 @@ pub fn read_all(mut pipe: impl std::io::Read + Send + 'static) -> std::thread::J
         String::from_utf8(bytes).expect("process output is UTF-8")
     })
 }
+
+/// The leak canary: what must never appear in any plugin_tool output of any transport (stdio
+/// lines, HTTP responses, library outputs): the command, argv, cwd, environment values and
+/// stderr of a plugin (carried by unique canary strings) and its process ids.
+///
+/// Reuse it for a new transport: serialize every response it produces (headers included when
+/// there are any) and pass it to [`Canary::assert_absent`].
+#[derive(Debug, Clone, Default)]
+pub struct Canary {
+    /// Strings that must not appear anywhere (paths, argv words, env values, stderr text).
+    pub strings: Vec<String>,
+    /// Process ids that must not appear as a number of their own.
+    pub pids: Vec<i32>,
+}
+
+impl Canary {
+    /// A canary of these strings.
+    pub fn new(strings: impl IntoIterator<Item = String>) -> Canary {
+        Canary {
+            strings: strings.into_iter().collect(),
+            pids: Vec::new(),
+        }
+    }
+
+    /// Asserts that `serialized` (one output of `what`) holds none of the canary strings and
+    /// none of the pids as a standalone number.
+    pub fn assert_absent(&self, what: &str, serialized: &str) {
+        for needle in &self.strings {
+            assert!(
+                !serialized.contains(needle.as_str()),
+                "{what} leaked {needle:?}: {serialized}"
+            );
+        }
+        for pid in &self.pids {
+            assert!(
+                !contains_number(serialized, &pid.to_string()),
+                "{what} leaked the process id {pid}: {serialized}"
+            );
+        }
+    }
+}
+
+/// True when `number` occurs in `text` with no letter or digit on either side.
+pub fn contains_number(text: &str, number: &str) -> bool {
+    let bytes = text.as_bytes();
+    text.match_indices(number).any(|(at, _)| {
+        let before = at.checked_sub(1).map(|i| bytes[i]);
+        let after = bytes.get(at + number.len()).copied();
+        !before.is_some_and(|b| b.is_ascii_alphanumeric())
+            && !after.is_some_and(|b| b.is_ascii_alphanumeric())
+    })
+}
