@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 use serde_json::{json, Value};
 
-use common::{assert_no_leftovers, recorded_plugin_pids, ChildScope, Fixture, GENEROUS};
+use common::{assert_no_leftovers, recorded_plugin_pids, ChildScope, Fixture};
 
 const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
 /// The longest any wait may last (a hang, never a timing).
@@ -250,7 +250,7 @@ fn plugins_do_not_outlive_a_host_killed_with_sigkill() {
     assert_eq!(plugins.len(), 2);
     gw.child.kill().expect("SIGKILL the gateway");
     gw.child.wait().expect("reap the gateway");
-    let deadline = Instant::now() + GENEROUS;
+    let deadline = Instant::now() + common::GENEROUS;
     for pid in plugins {
         while !common::process_is_gone(pid) {
             assert!(

@@ -937,8 +937,9 @@ fn grandchild_is_killed_when_a_fault_retires_the_provider() {
     let (provider, grandchild) = provider_with_grandchild(&fx);
     let err = provider.call("garbage", &json!({})).expect_err("garbage");
     assert!(err.is_fatal());
-    // Retiring alone (no drop yet) kills the whole process group.
+    // Retiring alone (no drop yet) kills the whole process group and reaps the plugin.
     assert!(wait_gone(grandchild), "the grandchild survived the retire");
+    fx.assert_cleaned_up();
     let pid = fx.plugin_pid();
     drop(provider);
     assert_reaped(pid);
@@ -950,6 +951,7 @@ fn grandchild_is_killed_by_stop_and_drop() {
     let (provider, grandchild) = provider_with_grandchild(&fx);
     provider.stop();
     assert!(provider.is_retired());
+    fx.assert_cleaned_up();
     let pid = fx.plugin_pid();
     drop(provider);
     assert!(wait_gone(grandchild), "the grandchild survived stop");

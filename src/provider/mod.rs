@@ -15,10 +15,14 @@
 //! the writer provably never claimed is `not_started`; once it may have been written, a
 //! tools/call failure is `outcome_unknown` and the instance is retired (its whole process
 //! group is killed). A retired instance is never respawned; only a reload makes a new one.
+//! As soon as the plugin has exited, for whatever reason, the exit watch retires the instance,
+//! kills what is left of its group and reaps it: no zombie waits for a reload or shutdown.
+//! On Linux plugins are spawned with a parent-death signal, so they die with a SIGKILLed host.
 //!
 //! # Caveats
-//! Grandchildren that leave the process group (`setsid`) escape the group kill. Termination
-//! waits at most one second for the group to empty; zombies reparented to init are reaped by init.
+//! Grandchildren that leave the process group (`setsid`) escape the group kill, and the
+//! parent-death signal is not inherited by grandchildren. Termination waits at most one second
+//! for the group to empty; zombies reparented to init are reaped by init.
 
 mod io;
 mod process;
