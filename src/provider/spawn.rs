@@ -79,7 +79,7 @@ mod imp {
                 Ok(())
             });
         }
-        let unavailable = || io::Error::new(io::ErrorKind::Other, "the spawner thread is gone");
+        let unavailable = || io::Error::other("the spawner thread is gone");
         let spawner = spawner().ok_or_else(unavailable)?;
         let (reply, answer) = bounded(1);
         spawner
