@@ -261,3 +261,101 @@ fn plugins_do_not_outlive_a_host_killed_with_sigkill() {
         }
     }
 }
+
+/// One raw HTTP/1.1 POST of a plugin_tool request; the whole response as text.
+fn http_post(addr: &str, token: &str, params: Value) -> String {
+    use std::io::Read;
+    let body = json!({"tool": "plugin_tool", "params": params}).to_string();
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(LIMIT)).expect("read timeout");
+    write!(
+        stream,
+        "POST /api/tools/call HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+}
+
+/// SIGTERM to `serve` while a reload waits for candidates whose initialize never answers: the
+/// candidates are killed at once, the reload is answered `plugin_manager_stopping` and the
+/// server exits 0 long before the candidates' 60 s timeout.
+#[test]
+fn sigterm_of_serve_during_a_reload_kills_the_candidates_and_exits_promptly() {
+    const TOKEN: &str = "hygiene-token-0123456789abcdef";
+    let fx = Fixture::new("serve-term-reload");
+    let dir = fx.pids_path().parent().unwrap().to_path_buf();
+    let (pids, log) = (dir.join("pids"), dir.join("log"));
+    let tokens = dir.join("tokens.toml");
+    std::fs::write(
+        &tokens,
+        format!(
+            "[[tokens]]\nname = \"all\"\ntoken = \"{TOKEN}\"\n\
+             scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n"
+        ),
+    )
+    .unwrap();
+    let startup =
+        side_files_toml(&dir.join("startup-pids"), &log) + &provider_toml("a", "normal", 5);
+    let config = write_config(&dir, &startup);
+    let mut child = common::cli_command(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .arg("--tokens")
+        .arg(&tokens)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start serve");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("the listening line");
+    let addr = first
+        .trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .to_string();
+    let candidates = [
+        side_files_toml(&pids, &log),
+        provider_toml("a", "stuck-init", 60),
+        provider_toml("b", "silent-init", 60),
+    ]
+    .concat();
+    write_config(&dir, &candidates);
+    let reloading = {
+        let addr = addr.clone();
+        std::thread::spawn(move || {
+            http_post(&addr, TOKEN, json!({"action": "reload", "runner": "local"}))
+        })
+    };
+    wait_until("both candidates started", || {
+        recorded_plugin_pids(&pids).len() == 2
+    });
+    let started = Instant::now();
+    // SAFETY: a signal to the server process this test started and has not reaped.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let status = common::wait_bounded(&mut child, LIMIT);
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "exit took {:?}",
+        started.elapsed()
+    );
+    let response = reloading.join().expect("the reload request");
+    assert!(
+        response.contains("plugin_manager_stopping"),
+        "reload answered: {response}"
+    );
+    for pid in recorded_plugin_pids(&pids) {
+        assert!(
+            common::wait_gone(pid),
+            "candidate {pid} outlived the server"
+        );
+    }
+}
