@@ -588,3 +588,55 @@ args = [{script:?}]
         );
     }
 }
+
+/// A Python plugin whose tools/list result is chosen by its argument.
+const LIST_PLUGIN: &str = r#"
+import json, sys
+mode = sys.argv[1]
+for line in sys.stdin:
+    req = json.loads(line)
+    if req.get("method") == "initialize":
+        result = {"protocolVersion": "webcodex-plugin-v1"}
+    elif mode == "too-many":
+        result = {"tools": [{"name": "t%d" % i, "inputSchema": {"type": "object"}} for i in range(129)]}
+    elif mode == "malformed":
+        result = {"tools": {}}
+    else:
+        result = {"tools": [{"name": "t", "inputSchema": {"type": "object"}, "extra": 1}]}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+"#;
+
+/// A check diagnostic's `field` is one of the six definition keys, and absent for a malformed
+/// result, too many tools and a definition that is invalid as a whole.
+#[test]
+fn check_diagnostic_field_is_absent_where_no_definition_key_is_at_fault() {
+    let dir = temp_dir("diag-field");
+    let script = dir.join("list.py");
+    std::fs::write(&script, LIST_PLUGIN).unwrap();
+    let mut text = String::new();
+    for mode in ["too-many", "malformed", "unknown-key"] {
+        text += &format!(
+            "[[plugins.providers]]\nid = \"{mode}\"\nname = \"{mode}\"\ncommand = \"python3\"\nargs = [{:?}, \"{mode}\"]\n",
+            script.display().to_string()
+        );
+    }
+    let host = Host::configured(
+        ConfigSource::File(write_config(&dir, &text)),
+        HostOptions::default(),
+    )
+    .unwrap();
+    for (mode, code, tool) in [
+        ("too-many", "tool_count_exceeded", None),
+        ("malformed", "tools_list_result_malformed", None),
+        ("unknown-key", "tool_definition_invalid", Some("t")),
+    ] {
+        let report = host.check(mode).unwrap();
+        assert!(!report.ready, "{mode}");
+        let diagnostic = report.diagnostic().expect("a diagnostic");
+        assert_eq!(diagnostic.code.as_str(), code, "{mode}");
+        assert_eq!(diagnostic.tool.as_deref(), tool, "{mode}");
+        assert_eq!(diagnostic.field, None, "{mode}");
+        assert!(diagnostic.to_json().get("field").is_none());
+    }
+}
