@@ -640,3 +640,50 @@ fn check_diagnostic_field_is_absent_where_no_definition_key_is_at_fault() {
         assert!(diagnostic.to_json().get("field").is_none());
     }
 }
+
+/// Shutdown while a reload's candidate is still in its profile's init_script: the script's
+/// process group is killed at once and the reload ends with `plugin_manager_stopping`, long
+/// before the script's 30 s limit.
+#[test]
+fn shutdown_during_a_candidates_init_script_kills_the_script_at_once() {
+    let dir = temp_dir("shutdown-init");
+    let host = std::sync::Arc::new(start(&write_config(
+        &dir,
+        &provider_toml("alpha", "normal"),
+    )));
+    let marker = dir.join("script-started");
+    let text = format!(
+        "[shell]\ndefault_profile = \"slow\"\n[shell.profiles.slow]\nprogram = \"bash\"\n\
+         args = [\"-c\"]\ninit_script = \"echo $$ > {marker}.tmp && mv {marker}.tmp {marker}\\nsleep 60\"\n{}",
+        provider_toml("alpha", "normal"),
+        marker = marker.display()
+    );
+    write_config(&dir, &text);
+    let reloading = {
+        let host = host.clone();
+        std::thread::spawn(move || host.reload().map(|r| r.committed))
+    };
+    let deadline = Instant::now() + common::GENEROUS;
+    let script: i32 = loop {
+        if let Ok(pid) = std::fs::read_to_string(&marker) {
+            break pid.trim().parse().unwrap();
+        }
+        assert!(Instant::now() < deadline, "the init_script never started");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    host.shutdown();
+    let deadline = Instant::now() + common::GENEROUS;
+    while !reloading.is_finished() {
+        assert!(
+            Instant::now() < deadline,
+            "the reload waited for the init_script"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        reloading.join().unwrap().unwrap_err().code(),
+        ErrorCode::ManagerStopping
+    );
+    // The script led its own group; it and its `sleep` are gone and reaped.
+    common::assert_plugins_cleaned_up(&[script]);
+}

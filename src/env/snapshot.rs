@@ -17,10 +17,14 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
 
 use super::{ProfileConfig, ProviderConfig, ShellConfig};
 use crate::error::{Dispatch, Error, ErrorCode, Phase, Result};
+use crate::provider::AdmissionCancel;
 
 /// How long a profile's init_script may run.
 pub const INIT_SCRIPT_LIMIT: Duration = Duration::from_secs(30);
@@ -95,7 +99,24 @@ pub fn prepare_environment(
     provider: &ProviderConfig,
     base: impl IntoIterator<Item = (OsString, OsString)>,
 ) -> Result<EnvSnapshot> {
-    prepare_with_limit(shell, provider, base, INIT_SCRIPT_LIMIT)
+    prepare_with_limit(
+        shell,
+        provider,
+        base,
+        INIT_SCRIPT_LIMIT,
+        &AdmissionCancel::new(),
+    )
+}
+
+/// [`prepare_environment`] for a candidate: cancelling `cancel` kills a running init_script's
+/// process group at once (the preparation then fails).
+pub(crate) fn prepare_candidate_environment(
+    shell: &ShellConfig,
+    provider: &ProviderConfig,
+    base: impl IntoIterator<Item = (OsString, OsString)>,
+    cancel: &AdmissionCancel,
+) -> Result<EnvSnapshot> {
+    prepare_with_limit(shell, provider, base, INIT_SCRIPT_LIMIT, cancel)
 }
 
 fn failed(message: impl Into<String>) -> Error {
@@ -112,6 +133,7 @@ fn prepare_with_limit(
     provider: &ProviderConfig,
     base: impl IntoIterator<Item = (OsString, OsString)>,
     limit: Duration,
+    cancel: &AdmissionCancel,
 ) -> Result<EnvSnapshot> {
     let profile = match provider.profile.as_ref().or(shell.default_profile.as_ref()) {
         None => None,
@@ -136,7 +158,7 @@ fn prepare_with_limit(
 
     match profile {
         Some((name, p)) if p.init_script.is_some() => {
-            let vars = run_init_script(name, p, &built, provider.cwd.as_deref(), limit)?;
+            let vars = run_init_script(name, p, &built, provider.cwd.as_deref(), limit, cancel)?;
             Ok(EnvSnapshot::from_vars(vars))
         }
         _ => Ok(built),
@@ -208,6 +230,7 @@ fn run_init_script(
     env: &EnvSnapshot,
     cwd: Option<&Path>,
     limit: Duration,
+    cancel: &AdmissionCancel,
 ) -> Result<Vec<(OsString, OsString)>> {
     let marker = unique_marker();
     let script = generated_script(profile.init_script.as_deref().unwrap_or(""), &marker);
@@ -232,6 +255,11 @@ fn run_init_script(
             e.kind()
         ))
     })?;
+    let group = Arc::new(ScriptGroup::of(&child));
+    if !cancel.register_script(&group) {
+        group.kill_and_reap(&mut child);
+        return Err(failed("the plugin host is stopping"));
+    }
 
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
@@ -245,7 +273,7 @@ fn run_init_script(
             });
         });
     if spawned.is_err() {
-        kill_and_reap(&mut child);
+        group.kill_and_reap(&mut child);
         return Err(failed(format!(
             "could not start a thread to read the init_script output of profile '{name}'"
         )));
@@ -262,7 +290,7 @@ fn run_init_script(
     let exited = match watch_exit(&child) {
         Ok(exited) => exited,
         Err(_) => {
-            kill_and_reap(&mut child);
+            group.kill_and_reap(&mut child);
             return Err(failed(format!(
                 "could not start a thread to wait for the init_script of profile '{name}'"
             )));
@@ -271,17 +299,17 @@ fn run_init_script(
     match exited.recv_timeout(limit) {
         Ok(()) => {}
         Err(RecvTimeoutError::Timeout) => {
-            kill_group(&child);
+            group.kill();
             // SIGKILL ends the leader promptly; the watch reports it without reaping.
             let _ = exited.recv();
-            kill_and_reap(&mut child);
+            group.kill_and_reap(&mut child);
             return Err(failed(format!(
                 "init_script of profile '{name}' did not finish within {} s",
                 limit.as_secs()
             )));
         }
         Err(RecvTimeoutError::Disconnected) => {
-            kill_and_reap(&mut child);
+            group.kill_and_reap(&mut child);
             return Err(failed(format!(
                 "waiting for the init_script of profile '{name}' failed"
             )));
@@ -293,12 +321,12 @@ fn run_init_script(
         Err(_) => {
             // Something the script started still holds stdout; end the rest of its group while
             // the leader is unreaped (its group id cannot have been reused).
-            kill_group(&child);
+            group.kill();
             rx.recv_timeout(DRAIN_GRACE)
         }
     };
     // Reaped only now, after the last signal to the group.
-    let status = child.wait().map_err(|e| {
+    let status = group.reap(&mut child).map_err(|e| {
         failed(format!(
             "waiting for the init_script of profile '{name}' failed ({})",
             e.kind()
@@ -380,17 +408,50 @@ fn log_stderr(mut err: impl Read) {
     }
 }
 
-/// SIGKILL to the script's process group (its pgid is its pid: `process_group(0)`).
-fn kill_group(child: &Child) {
-    #[cfg(unix)]
-    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
+/// The init_script's process group (its pgid is its pid: `process_group(0)`). It is signalled
+/// only while the leader is unreaped: the kill and the reap share one lock, so shutdown may kill
+/// it from another thread without ever reaching a reused group id.
+#[derive(Debug)]
+pub(crate) struct ScriptGroup {
+    pgid: libc::pid_t,
+    reaped: Mutex<bool>,
+}
+
+impl ScriptGroup {
+    fn of(child: &Child) -> ScriptGroup {
+        ScriptGroup {
+            pgid: libc::pid_t::try_from(child.id()).unwrap_or(0),
+            reaped: Mutex::new(false),
         }
     }
-    #[cfg(not(unix))]
-    let _ = child;
+
+    /// SIGKILL to the whole group, unless the leader was reaped already. Never blocks.
+    pub(crate) fn kill(&self) {
+        let reaped = self.reaped.lock();
+        if !*reaped && self.pgid > 0 {
+            // SAFETY: kill has no memory-safety preconditions; the leader is unreaped (checked
+            // under the lock), so the group id is still the script's.
+            unsafe {
+                libc::kill(-self.pgid, libc::SIGKILL);
+            }
+        }
+    }
+
+    /// Waits for the leader to exit without reaping, then reaps it under the lock.
+    fn reap(&self, child: &mut Child) -> std::io::Result<ExitStatus> {
+        crate::provider::wait_exit_noreap(self.pgid);
+        let mut reaped = self.reaped.lock();
+        let status = child.wait();
+        *reaped = true;
+        status
+    }
+
+    /// Kills the group while the leader is still unreaped, then reaps it.
+    fn kill_and_reap(&self, child: &mut Child) {
+        self.kill();
+        let _ = child.kill();
+        let _ = self.reap(child);
+    }
 }
 
 /// A receiver that gets one message once `child` has exited, without reaping it
@@ -406,13 +467,6 @@ fn watch_exit(child: &Child) -> std::io::Result<mpsc::Receiver<()>> {
             let _ = tx.send(());
         })?;
     Ok(rx)
-}
-
-/// Kills the group while the child is still unreaped (so its pgid cannot be reused), then reaps.
-fn kill_and_reap(child: &mut Child) {
-    kill_group(child);
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// The `KEY=VALUE` list after the first `\nMARKER\n`; `None` when it is missing.
@@ -679,6 +733,7 @@ mod tests {
             &provider(Some("node")),
             base(),
             Duration::from_secs(1),
+            &AdmissionCancel::new(),
         )
         .unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(10));

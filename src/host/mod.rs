@@ -24,8 +24,8 @@ pub use set::{ProviderEntry, ProviderSet, ProviderState};
 
 use crate::catalog::{Diagnostic, Tool, ToolResult};
 use crate::env::{
-    load_runner_config, prepare_environment, resolve_executable, ProviderConfig, RunnerConfig,
-    DEFAULT_MAX_PROVIDERS,
+    load_runner_config, prepare_candidate_environment, resolve_executable, ProviderConfig,
+    RunnerConfig, DEFAULT_MAX_PROVIDERS,
 };
 use crate::error::{Error, ErrorCode, Phase};
 use crate::provider::{
@@ -489,7 +489,7 @@ fn prepare(
         Some(vars) => vars.clone(),
         None => std::env::vars_os().collect(),
     };
-    let env = prepare_environment(&config.shell, cfg, base)?;
+    let env = prepare_candidate_environment(&config.shell, cfg, base, cancel)?;
     let program = resolve_executable(&cfg.command, &env, cfg.cwd.as_deref())?;
     let spec = ProviderSpec {
         id: cfg.id.clone(),

@@ -47,6 +47,7 @@ pub use stderr_ring::{
 };
 
 use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
+use crate::env::ScriptGroup;
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
 use crate::frame::{check_json_bounds, check_json_bounds_sized, JsonBoundsError, PROTOCOL_VERSION};
 use io::{Event, IoThreads};
@@ -308,6 +309,8 @@ struct CancelState {
     cancelled: bool,
     /// The candidates' processes and stop senders (at most one per configured provider).
     starting: Vec<(std::sync::Weak<PluginProcess>, Sender<Event>)>,
+    /// The candidates' running init_scripts.
+    scripts: Vec<std::sync::Weak<ScriptGroup>>,
 }
 
 impl AdmissionCancel {
@@ -318,11 +321,17 @@ impl AdmissionCancel {
 
     /// Kills every registered candidate and refuses new ones. Never blocks on a plugin.
     pub fn cancel(&self) {
-        let starting = {
+        let (starting, scripts) = {
             let mut state = self.0.lock();
             state.cancelled = true;
-            std::mem::take(&mut state.starting)
+            (
+                std::mem::take(&mut state.starting),
+                std::mem::take(&mut state.scripts),
+            )
         };
+        for script in scripts.iter().filter_map(std::sync::Weak::upgrade) {
+            script.kill();
+        }
         for (process, stop) in starting {
             if let Some(process) = process.upgrade() {
                 let _ = stop.try_send(Event::Stopping);
@@ -334,6 +343,17 @@ impl AdmissionCancel {
     /// True once [`AdmissionCancel::cancel`] was called.
     pub fn is_cancelled(&self) -> bool {
         self.0.lock().cancelled
+    }
+
+    /// Registers a candidate's running init_script; false when already cancelled.
+    pub(crate) fn register_script(&self, script: &Arc<ScriptGroup>) -> bool {
+        let mut state = self.0.lock();
+        if state.cancelled {
+            return false;
+        }
+        state.scripts.retain(|s| s.strong_count() > 0);
+        state.scripts.push(Arc::downgrade(script));
+        true
     }
 
     /// Registers a candidate; false (and the candidate is retired) when already cancelled.
