@@ -133,7 +133,7 @@ fn every_retiring_fault_through_the_gateway_leaves_no_zombie_child() {
     let fx = Fixture::new("gw-faults");
     let pids = fx.pids_path().to_path_buf();
     let dir = pids.parent().unwrap().to_path_buf();
-    let text = side_files_toml(&pids, &dir.join("log")) + &provider_toml("fx", "normal", 1);
+    let text = side_files_toml(&pids, &dir.join("log")) + &provider_toml("fx", "normal", 3);
     let mut gw = Gateway::start(&write_config(&dir, &text));
     let mut id = 0;
     for (tool, arguments, code) in [
