@@ -2,8 +2,9 @@
 //!
 //! On Linux every child gets a parent-death signal (`PR_SET_PDEATHSIG` = SIGKILL), so a plugin
 //! cannot outlive a host killed by SIGKILL. The kernel sends that signal when the *thread* that
-//! forked the child exits, not the process: children are therefore forked by one spawner thread
-//! that lives as long as the process and serves spawn requests over a bounded channel. The child
+//! forked the child exits, not the process: children are therefore forked by a small pool of
+//! spawner threads (one per core, 2 to 8) that live as long as the process and serve spawn
+//! requests from one bounded channel, so parallel startups still fork in parallel. The child
 //! checks `getppid()` after `prctl`, so a host that died between fork and `prctl` is noticed too.
 //! Grandchildren do not inherit the setting (see docs/DECISIONS.md, orphans).
 //!
@@ -35,22 +36,29 @@ mod imp {
         reply: Sender<io::Result<Child>>,
     }
 
-    /// The spawner thread's request queue (`None` when the thread could not be started).
+    /// The spawner threads' request queue (`None` when no thread could be started).
     fn spawner() -> Option<&'static Sender<Request>> {
         static SPAWNER: OnceLock<Option<Sender<Request>>> = OnceLock::new();
         SPAWNER
             .get_or_init(|| {
                 let (tx, rx) = bounded::<Request>(QUEUE);
-                std::thread::Builder::new()
-                    .name("wc-spawner".into())
-                    .stack_size(STACK)
-                    .spawn(move || {
-                        for mut request in rx {
-                            let _ = request.reply.send(request.command.spawn());
-                        }
-                    })
-                    .ok()
-                    .map(|_| tx)
+                let threads = std::thread::available_parallelism()
+                    .map_or(2, |n| n.get())
+                    .clamp(2, 8);
+                let mut started = 0;
+                for _ in 0..threads {
+                    let rx = rx.clone();
+                    let spawned = std::thread::Builder::new()
+                        .name("wc-spawner".into())
+                        .stack_size(STACK)
+                        .spawn(move || {
+                            for mut request in rx {
+                                let _ = request.reply.send(request.command.spawn());
+                            }
+                        });
+                    started += usize::from(spawned.is_ok());
+                }
+                (started > 0).then_some(tx)
             })
             .as_ref()
     }
