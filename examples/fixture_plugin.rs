@@ -7,7 +7,10 @@
 //! initialize), `bad-version`, `bad-tools` (an unsupported schema keyword), `exit-at-start`,
 //! `stop-reading` (after the handshake it never reads stdin again), `noisy` (a background thread
 //! writes `FIXTURE_NOISE_BYTES` bytes of stderr lines, default 100 MB, spread over
-//! `FIXTURE_NOISE_SECONDS`, default 0 = as fast as the host drains, while it serves calls).
+//! `FIXTURE_NOISE_SECONDS`, default 0 = as fast as the host drains, while it serves calls),
+//! `stuck-init` (reads initialize, then never reads stdin again nor answers: it cannot notice
+//! that the host is gone), `exit-after-handshake` (answers tools/list, starts a grandchild in
+//! its group, then exits by itself 100 ms later, with no request in flight).
 //!
 //! Tools exercise call-time faults (see `TOOLS`). When `FIXTURE_LOG` is set, every line read from
 //! stdin is appended to that file, so tests can prove what reached the plugin. When
@@ -123,6 +126,9 @@ fn main() {
         let reply = match method {
             "initialize" => match mode.as_str() {
                 "silent-init" => continue,
+                "stuck-init" => loop {
+                    std::thread::park();
+                },
                 "bad-version" => json!({"protocolVersion": "2024-11-05"}),
                 _ => {
                     json!({"protocolVersion": "webcodex-plugin-v1", "serverInfo": {"name": "fixture"}})
@@ -134,6 +140,19 @@ fn main() {
                     tools[1]["inputSchema"]["properties"]["a"]["minimum"] = json!(0);
                 }
                 let reply = json!({"tools": tools});
+                if mode == "exit-after-handshake" {
+                    send(&mut out, id, reply);
+                    let child = Command::new("sleep")
+                        .arg("1000")
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .unwrap();
+                    record_pid("grandchild", child.id());
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    std::process::exit(4);
+                }
                 if mode == "stop-reading" {
                     send(&mut out, id, reply);
                     loop {

@@ -546,6 +546,29 @@ fn check_json_of_a_not_ready_plugin_exits_two_with_code_detail_and_diagnostic() 
 }
 
 #[test]
+fn check_json_of_an_unconfigured_id_is_a_not_ready_report_and_exits_two() {
+    let dir = TempDir::new("check-unconfigured");
+    let config = ready_runner(&dir);
+    let out = run(&[
+        "check",
+        "--config",
+        path_str(&config),
+        "--plugin",
+        "nope",
+        "--json",
+    ]);
+    out.assert_code(2);
+    let v = out.json();
+    assert_eq!(v["plugin"], "nope");
+    assert_eq!(v["ready"], false);
+    assert_eq!(v["phase"], "config");
+    assert_eq!(v["code"], "plugin_not_configured");
+    assert_eq!(v["toolCount"], 0);
+    assert_eq!(v["tools"], json!([]));
+    assert!(v["detail"].as_str().is_some_and(|d| !d.is_empty()));
+}
+
+#[test]
 fn check_human_of_a_not_ready_plugin_says_what_failed() {
     let dir = TempDir::new("check-human");
     let config = runner_toml(
@@ -1017,6 +1040,8 @@ fn gateway_answers_every_request_once_by_id_and_exits_zero_on_eof() {
         json!(7),
         json!({"action": "check", "runner": "local", "plugin": "fx"}),
     );
+    // Answered before EOF: a check still preparing its candidate at EOF is cut short (docs/DECISIONS.md, shutdown).
+    assert_eq!(success_output(&gw.response(&json!(7)))["ready"], true);
     gw.send_line("this is not json");
     gw.send_line(r#"{"id":9,"tool":"plugin_tool"}"#);
     gw.request(

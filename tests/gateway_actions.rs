@@ -88,7 +88,6 @@ fn unknown_runner_and_unknown_plugin_have_their_codes() {
     for params in [
         json!({"action":"list","runner":"local","plugin":"nope"}),
         json!({"action":"describe","runner":"local","plugin":"nope","tool":"echo"}),
-        json!({"action":"check","runner":"local","plugin":"nope"}),
     ] {
         assert_eq!(code(&fail(&gw, params)), "plugin_not_configured");
     }
@@ -347,6 +346,35 @@ fn check_of_a_bad_provider_is_a_not_ready_report() {
         json!({"action":"check","runner":"local","plugin":"alpha"}),
     );
     assert_eq!(out["ready"], true);
+}
+
+#[test]
+fn check_of_an_unconfigured_id_is_a_not_ready_config_report() {
+    let gw = gateway(vec![provider("alpha", &["normal"])]);
+    let out = ok(
+        &gw,
+        json!({"action":"check","runner":"local","plugin":"nope"}),
+    );
+    assert_eq!(
+        keys(&out),
+        [
+            "code",
+            "detail",
+            "phase",
+            "plugin",
+            "ready",
+            "runner",
+            "toolCount",
+            "tools"
+        ]
+    );
+    assert_eq!(out["plugin"], "nope");
+    assert_eq!(out["ready"], false);
+    assert_eq!(out["phase"], "config");
+    assert_eq!(out["code"], "plugin_not_configured");
+    assert_eq!(out["toolCount"], 0);
+    assert_eq!(out["tools"], json!([]));
+    assert!(!out["detail"].as_str().unwrap().is_empty());
 }
 
 #[test]

@@ -1,9 +1,13 @@
 //! Containment: a unique canary placed in a provider's args, cwd, environment and stderr (and a
-//! command path) never appears in any plugin_tool output, success or failure.
+//! command path), and the plugins' process ids, never appear in any plugin_tool output, success
+//! or failure: library outputs, check reports (ready and not ready), reload failures, the stdio
+//! transport's lines and the HTTP transport's responses (headers and bodies). Every output goes
+//! through `common::Canary`, which a new transport reuses.
 //!
 //! Excluded by design: the fixture's `env` and `cwd` tools, whose *own result* is the value of a
 //! variable or the working directory: what a plugin chooses to return is its output.
 
+mod common;
 mod gateway_support;
 
 use std::sync::Arc;
@@ -11,28 +15,26 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use webcodex_plugin_host::env::ProviderConfig;
-use webcodex_plugin_host::gateway::{serve_lines, Caller, Gateway};
+use webcodex_plugin_host::gateway::{serve_lines, Caller, Gateway, HttpServer, Tokens};
 
+use common::Canary;
 use gateway_support::*;
 
 struct Audit {
-    canary: String,
-    fixture: String,
+    canary: Canary,
+    /// Every audited output, checked again for the plugins' pids once they are all known.
+    outputs: Vec<(String, String)>,
     seen: usize,
 }
 
 impl Audit {
     fn check(&mut self, what: &str, output: &Value) {
-        let text = output.to_string();
-        assert!(
-            !text.contains(&self.canary),
-            "{what} leaked the canary: {text}"
-        );
-        assert!(
-            !text.contains(&self.fixture),
-            "{what} leaked the command: {text}"
-        );
-        assert!(!text.contains("fixture_plugin"), "{what}: {text}");
+        self.check_text(what, &output.to_string());
+    }
+
+    fn check_text(&mut self, what: &str, text: &str) {
+        self.canary.assert_absent(what, text);
+        self.outputs.push((what.to_string(), text.to_string()));
         self.seen += 1;
     }
 
@@ -59,9 +61,11 @@ fn the_canary_never_appears_in_any_output() {
         .as_nanos();
     let canary = format!("wcCANARY{}x{nanos}", std::process::id());
     let cwd = temp_dir(&canary);
+    let pid_file = cwd.join("pids");
     let env = [
         ("FIXTURE_STDERR", format!("stderr says {canary}")),
         ("CANARY_SECRET", canary.clone()),
+        ("FIXTURE_PIDS", pid_file.display().to_string()),
     ];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
 
@@ -85,8 +89,12 @@ fn the_canary_never_appears_in_any_output() {
         ("clean".to_string(), host(clean)),
     ]));
     let mut audit = Audit {
-        canary: canary.clone(),
-        fixture: fixture().display().to_string(),
+        canary: Canary::new([
+            canary.clone(),
+            fixture().display().to_string(),
+            "fixture_plugin".to_string(),
+        ]),
+        outputs: Vec::new(),
         seen: 0,
     };
 
@@ -217,6 +225,30 @@ fn the_canary_never_appears_in_any_output() {
         json!({"action":"catalog","runner":"local","project":cwd.display().to_string()}),
     );
 
+    // The HTTP transport: every response, status line and headers included.
+    http_audit(&mut audit, &gw);
+
+    // Positive controls: the canary really is in the plugin's environment, cwd and stderr.
+    audit.run(&gw, json!({"action":"reload","runner":"clean"}));
+    let env_tool = describe(&mut audit, "env");
+    let out = run(
+        &gw,
+        json!({"action":"call","binding":env_tool,"arguments":{"name":"CANARY_SECRET"}}),
+    );
+    assert_eq!(out.output["content"][0]["text"], canary.as_str());
+    let cwd_tool = describe(&mut audit, "cwd");
+    let out = run(
+        &gw,
+        json!({"action":"call","binding":cwd_tool,"arguments":{}}),
+    );
+    assert!(out.output.to_string().contains(&canary));
+    let provider = gw.runner("clean").unwrap().provider("good").unwrap();
+    assert!(provider
+        .stderr_lines()
+        .iter()
+        .any(|l| l.text.contains(&canary)));
+
+    // Last: at EOF the stdio transport begins the hosts' shutdown.
     // The stdio transport's envelopes, including invalid lines.
     let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
     struct Sink(crossbeam_channel::Sender<Vec<u8>>);
@@ -247,28 +279,115 @@ fn the_canary_never_appears_in_any_output() {
     let written: Vec<u8> = rx.try_iter().flatten().collect();
     let text = String::from_utf8(written).unwrap();
     assert_eq!(text.lines().count(), 3);
-    assert!(!text.contains(&canary), "{text}");
-
-    // Positive controls: the canary really is in the plugin's environment, cwd and stderr.
-    audit.run(&gw, json!({"action":"reload","runner":"clean"}));
-    let env_tool = describe(&mut audit, "env");
-    let out = run(
-        &gw,
-        json!({"action":"call","binding":env_tool,"arguments":{"name":"CANARY_SECRET"}}),
-    );
-    assert_eq!(out.output["content"][0]["text"], canary.as_str());
-    let cwd_tool = describe(&mut audit, "cwd");
-    let out = run(
-        &gw,
-        json!({"action":"call","binding":cwd_tool,"arguments":{}}),
-    );
-    assert!(out.output.to_string().contains(&canary));
-    let provider = gw.runner("clean").unwrap().provider("good").unwrap();
-    assert!(provider
-        .stderr_lines()
-        .iter()
-        .any(|l| l.text.contains(&canary)));
+    for line in text.lines() {
+        audit.check_text("a stdio transport line", line);
+    }
 
     assert!(audit.seen > 80, "audited {} outputs", audit.seen);
     gw.shutdown();
+
+    // No output named any plugin's process id (known only now that every plugin ran).
+    let pids: Vec<i32> = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .collect();
+    assert!(pids.len() > 20, "recorded pids: {pids:?}");
+    let by_pid = Canary {
+        strings: Vec::new(),
+        pids,
+    };
+    for (what, text) in &audit.outputs {
+        by_pid.assert_absent(what, text);
+    }
+}
+
+const HTTP_TOKEN: &str = "canary-http-token-0123456789";
+
+/// One raw HTTP/1.1 exchange with the server; the whole response as text.
+fn http_exchange(addr: std::net::SocketAddr, request: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    String::from_utf8_lossy(&response).into_owned()
+}
+
+fn http_post(addr: std::net::SocketAddr, body: &str, token: &str) -> String {
+    http_exchange(
+        addr,
+        &format!(
+            "POST /api/tools/call HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+}
+
+/// Serves the gateway over HTTP on loopback and audits responses of every kind: check reports
+/// (ready and not ready), reload failures, calls that fail and retire, and rejected requests.
+fn http_audit(audit: &mut Audit, gw: &Arc<Gateway>) {
+    let tokens = Tokens::parse(&format!(
+        "[[tokens]]\nname = \"all\"\ntoken = \"{HTTP_TOKEN}\"\n\
+         scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n"
+    ))
+    .unwrap();
+    let server = HttpServer::bind("127.0.0.1:0", gw.clone(), tokens).unwrap();
+    let addr = server.local_addr();
+    let stopper = server.stopper();
+    let serving = std::thread::spawn(move || server.run());
+    let post = |audit: &mut Audit, params: Value| -> Value {
+        let body = json!({"tool": "plugin_tool", "params": params}).to_string();
+        let response = http_post(addr, &body, HTTP_TOKEN);
+        audit.check_text(&format!("HTTP {params}"), &response);
+        let json = &response[response.find("\r\n\r\n").map_or(0, |i| i + 4)..];
+        serde_json::from_str(json).unwrap_or(Value::Null)
+    };
+    for plugin in [
+        "good", "bad", "stray", "exit", "version", "silent", "missing", "nope",
+    ] {
+        let out = post(
+            audit,
+            json!({"action":"check","runner":"local","plugin":plugin}),
+        );
+        assert_eq!(out["success"], true, "check {plugin}: {out}");
+    }
+    let out = post(audit, json!({"action":"reload","runner":"local"}));
+    assert!(!out["output"]["failures"].as_array().unwrap().is_empty());
+    post(audit, json!({"action":"list","runner":"local"}));
+    for tool in ["garbage", "crash", "echo"] {
+        post(audit, json!({"action":"reload","runner":"clean"}));
+        let described = post(
+            audit,
+            json!({"action":"describe","runner":"clean","plugin":"good","tool":tool}),
+        );
+        let binding = described["output"]["binding"].clone();
+        post(
+            audit,
+            json!({"action":"call","binding":binding,"arguments":{"text":"x"}}),
+        );
+    }
+    // Rejected requests: bad token, bad JSON, wrong path, wrong method.
+    let body = json!({"tool":"plugin_tool","params":{"action":"list"}}).to_string();
+    for response in [
+        http_post(addr, &body, "wrong-token-0123456789abcdef"),
+        http_post(addr, "not json", HTTP_TOKEN),
+        http_exchange(
+            addr,
+            &format!("GET /api/tools/call HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+        ),
+        http_exchange(
+            addr,
+            &format!("POST /elsewhere HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+        ),
+    ] {
+        assert!(response.starts_with("HTTP/1.1 4"), "{response}");
+        audit.check_text("a rejected HTTP request", &response);
+    }
+    stopper.stop();
+    serving.join().unwrap().unwrap();
 }

@@ -1,6 +1,11 @@
 //! Host behaviour against real fixture processes: startup, check, reload, shutdown, environment.
+//! After every check, reload or fault, the candidates and retired plugins are checked from
+//! `/proc`: no zombie child, nothing left in their process groups, within the 1 s bound.
+
+mod common;
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use webcodex_plugin_host::env::parse_runner_config;
@@ -8,12 +13,22 @@ use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions, ProviderState}
 use webcodex_plugin_host::{Dispatch, ErrorCode, Phase};
 
 fn fixture() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples/fixture_plugin")
+    common::fixture_path()
+}
+
+/// A `[shell]` table that makes every fixture record its pid in `pids`.
+fn pids_toml(pids: &Path) -> String {
+    format!(
+        "[shell]\nenv = {{ FIXTURE_PIDS = {:?} }}\n",
+        pids.display().to_string()
+    )
+}
+
+/// Asserts that every plugin recorded in `pids` (at least one) is gone and reaped.
+fn assert_recorded_plugins_cleaned_up(pids: &Path) {
+    let recorded = common::recorded_plugin_pids(pids);
+    assert!(!recorded.is_empty(), "no plugin recorded in {pids:?}");
+    common::assert_plugins_cleaned_up(&recorded);
 }
 
 fn temp_dir(tag: &str) -> PathBuf {
@@ -92,7 +107,11 @@ fn check_reports_ready_candidate_without_touching_committed_set() {
     let dir = temp_dir("check");
     let host = start(&write_config(&dir, &provider_toml("alpha", "normal")));
     let before = host.provider("alpha").unwrap().instance();
+    let candidates = dir.join("candidate-pids");
+    let text = pids_toml(&candidates) + &provider_toml("alpha", "normal");
+    write_config(&dir, &text);
     let report = host.check("alpha").unwrap();
+    assert_recorded_plugins_cleaned_up(&candidates);
     assert!(report.ready);
     assert_eq!(report.phase, Phase::Ready);
     assert!(report.tools.iter().any(|(name, _)| name == "echo"));
@@ -104,8 +123,13 @@ fn check_of_a_bad_plugin_is_a_not_ready_report() {
     let dir = temp_dir("check-bad");
     let host = start(&write_config(&dir, &provider_toml("alpha", "normal")));
     // The file now says the plugin is broken; the committed instance keeps serving.
-    write_config(&dir, &provider_toml("alpha", "bad-tools"));
+    let candidates = dir.join("candidate-pids");
+    write_config(
+        &dir,
+        &(pids_toml(&candidates) + &provider_toml("alpha", "bad-tools")),
+    );
     let report = host.check("alpha").unwrap();
+    assert_recorded_plugins_cleaned_up(&candidates);
     assert!(!report.ready);
     assert_eq!(report.phase, Phase::Validation);
     let error = report.error.as_ref().unwrap();
@@ -119,11 +143,17 @@ fn check_of_a_bad_plugin_is_a_not_ready_report() {
 }
 
 #[test]
-fn check_of_an_unknown_plugin_is_not_configured() {
+fn check_of_an_unknown_plugin_is_a_not_ready_config_report() {
     let dir = temp_dir("check-unknown");
     let host = start(&write_config(&dir, &provider_toml("alpha", "normal")));
-    let err = host.check("nope").unwrap_err();
-    assert_eq!(err.code(), ErrorCode::NotConfigured);
+    let report = host.check("nope").unwrap();
+    assert!(!report.ready);
+    assert_eq!(report.phase, Phase::Config);
+    assert!(report.tools.is_empty());
+    assert_eq!(
+        report.error.as_ref().map(|e| e.code()),
+        Some(ErrorCode::NotConfigured)
+    );
 }
 
 #[test]
@@ -167,13 +197,18 @@ fn reload_with_a_failing_candidate_keeps_the_old_set() {
     let dir = temp_dir("reload-fail");
     let host = start(&write_config(&dir, &provider_toml("alpha", "normal")));
     let before = host.provider("alpha").unwrap().instance();
+    let candidates = dir.join("candidate-pids");
     let text = [
+        pids_toml(&candidates),
         provider_toml("alpha", "normal"),
         provider_toml("beta", "silent-init"),
     ]
     .concat();
     write_config(&dir, &text.replace("timeout_secs = 5", "timeout_secs = 1"));
     let report = host.reload().unwrap();
+    // Both candidates, the admitted one too, are killed and reaped.
+    assert_eq!(common::recorded_plugin_pids(&candidates).len(), 2);
+    assert_recorded_plugins_cleaned_up(&candidates);
     assert!(!report.committed);
     assert_eq!(report.failures.len(), 1);
     assert_eq!(report.failures[0].0, "beta");
@@ -185,7 +220,9 @@ fn reload_with_a_failing_candidate_keeps_the_old_set() {
 #[test]
 fn reload_removes_providers_that_left_the_config() {
     let dir = temp_dir("reload-remove");
+    let old = dir.join("old-pids");
     let text = [
+        pids_toml(&old),
         provider_toml("alpha", "normal"),
         provider_toml("beta", "normal"),
     ]
@@ -194,6 +231,8 @@ fn reload_removes_providers_that_left_the_config() {
     let beta = host.provider("beta").unwrap().instance();
     write_config(&dir, &provider_toml("alpha", "normal"));
     assert!(host.reload().unwrap().committed);
+    // The old instances nobody holds (the removed one too) are retired and reaped at once.
+    assert_recorded_plugins_cleaned_up(&old);
     assert!(host.providers().entry("beta").is_none());
     assert_eq!(
         host.provider("beta").unwrap_err().code(),
@@ -242,10 +281,15 @@ fn check_and_reload_share_one_gate() {
 #[test]
 fn shutdown_stops_providers_and_refuses_reload() {
     let dir = temp_dir("shutdown");
-    let host = start(&write_config(&dir, &provider_toml("alpha", "normal")));
+    let pids = dir.join("pids");
+    let host = start(&write_config(
+        &dir,
+        &(pids_toml(&pids) + &provider_toml("alpha", "normal")),
+    ));
     let provider = host.provider("alpha").unwrap();
     host.shutdown();
     assert!(provider.is_retired());
+    assert_recorded_plugins_cleaned_up(&pids);
     assert_eq!(
         host.reload().unwrap_err().code(),
         ErrorCode::ManagerStopping
@@ -369,4 +413,277 @@ fn response_spin_option_keeps_results_and_timeouts() {
     let err = host.call("alpha", "hang", &json!({})).unwrap_err();
     assert_eq!(err.code(), ErrorCode::Timeout);
     assert_eq!(err.dispatch(), Dispatch::OutcomeUnknown);
+    let provider = host
+        .providers()
+        .entry("alpha")
+        .unwrap()
+        .provider()
+        .unwrap()
+        .clone();
+    common::assert_plugins_cleaned_up(&[provider.process_id() as i32]);
+}
+
+/// Waits (bounded) until `count` plugins recorded their pids in `pids`.
+fn wait_for_recorded(pids: &Path, count: usize) -> Vec<i32> {
+    let deadline = Instant::now() + common::GENEROUS;
+    loop {
+        let recorded = common::recorded_plugin_pids(pids);
+        if recorded.len() >= count {
+            return recorded;
+        }
+        assert!(Instant::now() < deadline, "only {recorded:?} started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Shutdown while a reload prepares candidates whose initialize never answers: the candidates
+/// are killed at once, the reload fails with `plugin_manager_stopping` long before the
+/// candidates' timeout and never commits.
+#[test]
+fn shutdown_during_a_reload_kills_the_candidates_at_once_and_never_commits() {
+    let dir = temp_dir("shutdown-reload");
+    let host = std::sync::Arc::new(start(&write_config(
+        &dir,
+        &provider_toml("alpha", "normal"),
+    )));
+    let candidates = dir.join("candidate-pids");
+    let text = [
+        pids_toml(&candidates),
+        provider_toml("alpha", "stuck-init"),
+        provider_toml("beta", "silent-init"),
+    ]
+    .concat();
+    write_config(&dir, &text.replace("timeout_secs = 5", "timeout_secs = 60"));
+    let reloading = {
+        let host = host.clone();
+        std::thread::spawn(move || host.reload())
+    };
+    let pids = wait_for_recorded(&candidates, 2);
+    host.shutdown();
+    let deadline = Instant::now() + common::GENEROUS;
+    while !reloading.is_finished() {
+        assert!(
+            Instant::now() < deadline,
+            "the reload outlived the shutdown"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let result = reloading.join().unwrap();
+    assert_eq!(
+        result.map(|r| r.committed).unwrap_err().code(),
+        ErrorCode::ManagerStopping
+    );
+    common::assert_plugins_cleaned_up(&pids);
+    assert!(
+        host.providers().entries().is_empty(),
+        "nothing was committed"
+    );
+}
+
+/// The same for a check whose candidate never answers initialize.
+#[test]
+fn shutdown_during_a_check_kills_the_candidate_at_once() {
+    let dir = temp_dir("shutdown-check");
+    let host = std::sync::Arc::new(start(&write_config(
+        &dir,
+        &provider_toml("alpha", "normal"),
+    )));
+    let candidates = dir.join("candidate-pids");
+    let text = pids_toml(&candidates) + &provider_toml("alpha", "stuck-init");
+    write_config(&dir, &text.replace("timeout_secs = 5", "timeout_secs = 60"));
+    let checking = {
+        let host = host.clone();
+        std::thread::spawn(move || host.check("alpha").map(|r| r.ready))
+    };
+    let pids = wait_for_recorded(&candidates, 1);
+    host.shutdown();
+    let deadline = Instant::now() + common::GENEROUS;
+    while !checking.is_finished() {
+        assert!(Instant::now() < deadline, "the check outlived the shutdown");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        checking.join().unwrap().unwrap_err().code(),
+        ErrorCode::ManagerStopping
+    );
+    common::assert_plugins_cleaned_up(&pids);
+}
+
+/// A Python plugin whose one tool returns every environment variable it sees.
+const ENV_DUMP_PLUGIN: &str = r#"
+import json, os, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    method, rid = req.get("method"), req.get("id")
+    if method == "initialize":
+        result = {"protocolVersion": "webcodex-plugin-v1"}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "dump", "inputSchema": {"type": "object"}}]}
+    else:
+        text = json.dumps(dict(os.environ))
+        result = {"content": [{"type": "text", "text": text}]}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + "\n")
+    sys.stdout.flush()
+"#;
+
+/// The sensitive names are removed in any letter case, from the host environment, `[shell]`
+/// env, the profile's env and the init_script's output, as seen from inside the plugin.
+#[test]
+fn sensitive_variables_in_any_case_never_reach_the_plugin() {
+    let dir = temp_dir("env-case");
+    let script = dir.join("dump.py");
+    std::fs::write(&script, ENV_DUMP_PLUGIN).unwrap();
+    let text = format!(
+        r#"
+[shell]
+default_profile = "main"
+env = {{ Webcodex_Agent_Token = "secret-shell", KEEP_SHELL = "kept" }}
+[shell.profiles.main]
+program = "bash"
+args = ["-c"]
+init_script = "export Webcodex_Pat=secret-init\nexport authorization=secret-init-auth"
+env = {{ webcodex_user_token = "secret-profile" }}
+[[plugins.providers]]
+id = "dump"
+name = "Dump"
+command = "python3"
+args = [{script:?}]
+"#,
+        script = script.display().to_string()
+    );
+    let path = write_config(&dir, &text);
+    let mut base: Vec<_> = std::env::vars_os().collect();
+    for (key, value) in [
+        ("webcodex_pat", "secret-base-1"),
+        ("Authorization", "secret-base-2"),
+        ("WEBCODEX_token", "secret-base-3"),
+        ("WEBCODEX_USER_TOKEN", "secret-base-4"),
+    ] {
+        base.push((key.into(), value.into()));
+    }
+    let options = HostOptions {
+        base_env: Some(base),
+        ..HostOptions::default()
+    };
+    let host = Host::start(ConfigSource::File(path), options).unwrap();
+    let result = host.call("dump", "dump", &json!({})).unwrap();
+    let seen: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(result.texts()[0]).unwrap();
+    assert_eq!(seen.get("KEEP_SHELL"), Some(&json!("kept")));
+    let sensitive = [
+        "WEBCODEX_TOKEN",
+        "WEBCODEX_PAT",
+        "WEBCODEX_AGENT_TOKEN",
+        "WEBCODEX_USER_TOKEN",
+        "AUTHORIZATION",
+    ];
+    for (name, value) in &seen {
+        assert!(
+            !sensitive.iter().any(|s| s.eq_ignore_ascii_case(name)),
+            "{name} reached the plugin"
+        );
+        assert!(
+            !value.as_str().unwrap_or("").contains("secret"),
+            "a secret value reached the plugin as {name}"
+        );
+    }
+}
+
+/// A Python plugin whose tools/list result is chosen by its argument.
+const LIST_PLUGIN: &str = r#"
+import json, sys
+mode = sys.argv[1]
+for line in sys.stdin:
+    req = json.loads(line)
+    if req.get("method") == "initialize":
+        result = {"protocolVersion": "webcodex-plugin-v1"}
+    elif mode == "too-many":
+        result = {"tools": [{"name": "t%d" % i, "inputSchema": {"type": "object"}} for i in range(129)]}
+    elif mode == "malformed":
+        result = {"tools": {}}
+    else:
+        result = {"tools": [{"name": "t", "inputSchema": {"type": "object"}, "extra": 1}]}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+"#;
+
+/// A check diagnostic's `field` is one of the six definition keys, and absent for a malformed
+/// result, too many tools and a definition that is invalid as a whole.
+#[test]
+fn check_diagnostic_field_is_absent_where_no_definition_key_is_at_fault() {
+    let dir = temp_dir("diag-field");
+    let script = dir.join("list.py");
+    std::fs::write(&script, LIST_PLUGIN).unwrap();
+    let mut text = String::new();
+    for mode in ["too-many", "malformed", "unknown-key"] {
+        text += &format!(
+            "[[plugins.providers]]\nid = \"{mode}\"\nname = \"{mode}\"\ncommand = \"python3\"\nargs = [{:?}, \"{mode}\"]\n",
+            script.display().to_string()
+        );
+    }
+    let host = Host::configured(
+        ConfigSource::File(write_config(&dir, &text)),
+        HostOptions::default(),
+    )
+    .unwrap();
+    for (mode, code, tool) in [
+        ("too-many", "tool_count_exceeded", None),
+        ("malformed", "tools_list_result_malformed", None),
+        ("unknown-key", "tool_definition_invalid", Some("t")),
+    ] {
+        let report = host.check(mode).unwrap();
+        assert!(!report.ready, "{mode}");
+        let diagnostic = report.diagnostic().expect("a diagnostic");
+        assert_eq!(diagnostic.code.as_str(), code, "{mode}");
+        assert_eq!(diagnostic.tool.as_deref(), tool, "{mode}");
+        assert_eq!(diagnostic.field, None, "{mode}");
+        assert!(diagnostic.to_json().get("field").is_none());
+    }
+}
+
+/// Shutdown while a reload's candidate is still in its profile's init_script: the script's
+/// process group is killed at once and the reload ends with `plugin_manager_stopping`, long
+/// before the script's 30 s limit.
+#[test]
+fn shutdown_during_a_candidates_init_script_kills_the_script_at_once() {
+    let dir = temp_dir("shutdown-init");
+    let host = std::sync::Arc::new(start(&write_config(
+        &dir,
+        &provider_toml("alpha", "normal"),
+    )));
+    let marker = dir.join("script-started");
+    let text = format!(
+        "[shell]\ndefault_profile = \"slow\"\n[shell.profiles.slow]\nprogram = \"bash\"\n\
+         args = [\"-c\"]\ninit_script = \"echo $$ > {marker}.tmp && mv {marker}.tmp {marker}\\nsleep 60\"\n{}",
+        provider_toml("alpha", "normal"),
+        marker = marker.display()
+    );
+    write_config(&dir, &text);
+    let reloading = {
+        let host = host.clone();
+        std::thread::spawn(move || host.reload().map(|r| r.committed))
+    };
+    let deadline = Instant::now() + common::GENEROUS;
+    let script: i32 = loop {
+        if let Ok(pid) = std::fs::read_to_string(&marker) {
+            break pid.trim().parse().unwrap();
+        }
+        assert!(Instant::now() < deadline, "the init_script never started");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    host.shutdown();
+    let deadline = Instant::now() + common::GENEROUS;
+    while !reloading.is_finished() {
+        assert!(
+            Instant::now() < deadline,
+            "the reload waited for the init_script"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        reloading.join().unwrap().unwrap_err().code(),
+        ErrorCode::ManagerStopping
+    );
+    // The script led its own group; it and its `sleep` are gone and reaped.
+    common::assert_plugins_cleaned_up(&[script]);
 }

@@ -1,4 +1,5 @@
-//! No zombies (DESIGN §12): after providers are dropped, this process has no zombie children.
+//! No zombies: after providers are dropped, this process has no zombie children;
+//! and a retired plugin is killed and reaped at once, while its provider still exists.
 //!
 //! `zombie_children_of_self()` looks at every child of the test process, so these tests run one
 //! at a time (a process-wide lock) in their own test binary: no other test's plugin can be a
@@ -12,7 +13,7 @@ use std::time::Duration;
 use serde_json::json;
 use webcodex_plugin_host::provider::Provider;
 
-use common::{zombie_children_of_self, Fixture};
+use common::{assert_plugins_cleaned_up, zombie_children_of_self, Fixture, GENEROUS};
 
 const NORMAL: Duration = Duration::from_secs(30);
 const SHORT: Duration = Duration::from_secs(1);
@@ -92,4 +93,80 @@ fn no_zombie_children_after_stop_retire_and_timeout() {
         .is_err());
     drop((a, b, c));
     assert_no_zombie_children();
+}
+
+/// Every fault that retires a provider, with the provider still alive: within the termination
+/// bound the plugin is reaped (no zombie child) and its group (grandchild included) is empty.
+#[test]
+fn every_retiring_fault_reaps_the_plugin_at_once_without_a_drop() {
+    let _serial = serial();
+    let faults: [(&str, &str, serde_json::Value); 9] = [
+        ("malformed", "garbage", json!({})),
+        ("huge", "huge_line", json!({})),
+        ("wrong-id", "wrong_id", json!({"delta": 1})),
+        ("bad-envelope", "bad_error", json!({})),
+        ("crash", "crash", json!({})),
+        ("exit-keep", "exit_keep_stdout", json!({})),
+        ("bad-result", "invalid_result", json!({})),
+        ("bad-output", "bad_output", json!({})),
+        ("timeout", "hang", json!({})),
+    ];
+    for (label, tool, arguments) in faults {
+        let fx = Fixture::new(label);
+        let provider = fx.start("normal", NORMAL);
+        provider.call("grandchild", &json!({})).unwrap();
+        let err = provider
+            .call_checked(tool, None, &arguments, SHORT)
+            .expect_err("the fault must fail the call");
+        assert!(err.is_fatal(), "{label}: {err} must retire");
+        assert!(provider.is_retired());
+        fx.assert_cleaned_up();
+        for pid in fx.grandchild_pids() {
+            assert!(common::process_is_gone(pid), "{label}: grandchild {pid}");
+        }
+        drop(provider);
+    }
+}
+
+#[test]
+fn unexpected_message_retires_and_reaps_at_once() {
+    let _serial = serial();
+    let fx = Fixture::new("unsolicited");
+    let provider = fx.start("normal", NORMAL);
+    provider.call("then_unsolicited", &json!({})).unwrap();
+    let err = provider.call("echo", &json!({"text": "x"})).unwrap_err();
+    assert!(err.is_fatal(), "{err}");
+    fx.assert_cleaned_up();
+}
+
+#[test]
+fn stop_reaps_at_once_without_a_drop() {
+    let _serial = serial();
+    let fx = Fixture::new("stop");
+    let provider = fx.start("normal", NORMAL);
+    provider.call("grandchild", &json!({})).unwrap();
+    provider.stop();
+    fx.assert_cleaned_up();
+}
+
+/// A plugin that exits by itself with no request in flight is retired, its group killed and
+/// its process reaped without waiting for the next call.
+#[test]
+fn plugin_exiting_on_its_own_is_retired_and_reaped_without_a_call() {
+    let _serial = serial();
+    let fx = Fixture::new("exit-alone");
+    let provider = fx.start("exit-after-handshake", NORMAL);
+    let deadline = std::time::Instant::now() + GENEROUS;
+    while !provider.is_retired() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the exit was never noticed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    fx.assert_cleaned_up();
+    let grandchildren = fx.grandchild_pids();
+    assert_eq!(grandchildren.len(), 1);
+    assert_plugins_cleaned_up(&[fx.plugin_pid()]);
+    assert!(common::wait_gone(grandchildren[0]), "grandchild survived");
 }

@@ -267,6 +267,29 @@ fn idle_provider_threads_never_wake_up() {
     );
 }
 
+/// `WEBCODEX_PLUGIN_FORCE_EXIT_WAITER=1` (CI runs the provider tests a second time with it)
+/// replaces the pidfd watch by a waiter thread; without it, Linux watches through a pidfd.
+#[test]
+fn exit_watch_takes_the_waiter_thread_exactly_when_forced() {
+    let fx = Fixture::new("watch");
+    let mut spec = fx.spec("normal", NORMAL);
+    spec.id = "watch".into();
+    let provider = Provider::start(spec).unwrap();
+    let names: Vec<String> = context_switches_of_threads("watch")
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    let forced = std::env::var_os(webcodex_plugin_host::provider::FORCE_EXIT_WAITER_ENV)
+        .is_some_and(|v| v == "1");
+    assert_eq!(
+        names.iter().any(|n| n == "wc-wait-watch"),
+        forced,
+        "threads: {names:?}"
+    );
+    provider.call("crash", &json!({})).unwrap_err();
+    assert_retired(&provider);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Admission failures
 // ---------------------------------------------------------------------------------------------
@@ -287,7 +310,7 @@ fn stray_stdout_before_the_handshake_fails_initialize_and_points_at_stdout() {
     assert!(err.is_fatal());
     assert!(err.message().contains("stdout"), "{}", err.message());
     fx.assert_message_is_safe(&err);
-    assert_reaped(fx.plugin_pid());
+    fx.assert_cleaned_up();
 }
 
 #[test]
@@ -300,7 +323,7 @@ fn silent_initialize_times_out_in_phase_initialize_not_started() {
     assert_eq!(err.phase(), Some(Phase::Initialize));
     assert_eq!(fx.logged_methods(), ["initialize"]);
     fx.assert_message_is_safe(&err);
-    assert_reaped(fx.plugin_pid());
+    fx.assert_cleaned_up();
 }
 
 #[test]
@@ -318,7 +341,7 @@ fn another_protocol_version_is_a_version_mismatch() {
         ["initialize"],
         "tools/list must not follow"
     );
-    assert_reaped(fx.plugin_pid());
+    fx.assert_cleaned_up();
 }
 
 #[test]
@@ -334,7 +357,7 @@ fn unsupported_schema_keyword_rejects_the_tool_list_with_a_diagnostic() {
     assert_eq!(diagnostic.tool.as_deref(), Some("add"));
     assert_eq!(diagnostic.field, Some("inputSchema"));
     assert!(!err.message().contains("minimum"), "{}", err.message());
-    assert_reaped(fx.plugin_pid());
+    fx.assert_cleaned_up();
 }
 
 #[test]
@@ -348,7 +371,7 @@ fn plugin_exiting_at_start_fails_initialize() {
     assert_eq!(err.dispatch(), Dispatch::NotStarted);
     assert_eq!(err.phase(), Some(Phase::Initialize));
     fx.assert_message_is_safe(&err);
-    assert_reaped(fx.plugin_pid());
+    fx.assert_cleaned_up();
 }
 
 #[test]
@@ -914,8 +937,9 @@ fn grandchild_is_killed_when_a_fault_retires_the_provider() {
     let (provider, grandchild) = provider_with_grandchild(&fx);
     let err = provider.call("garbage", &json!({})).expect_err("garbage");
     assert!(err.is_fatal());
-    // Retiring alone (no drop yet) kills the whole process group.
+    // Retiring alone (no drop yet) kills the whole process group and reaps the plugin.
     assert!(wait_gone(grandchild), "the grandchild survived the retire");
+    fx.assert_cleaned_up();
     let pid = fx.plugin_pid();
     drop(provider);
     assert_reaped(pid);
@@ -927,6 +951,7 @@ fn grandchild_is_killed_by_stop_and_drop() {
     let (provider, grandchild) = provider_with_grandchild(&fx);
     provider.stop();
     assert!(provider.is_retired());
+    fx.assert_cleaned_up();
     let pid = fx.plugin_pid();
     drop(provider);
     assert!(wait_gone(grandchild), "the grandchild survived stop");

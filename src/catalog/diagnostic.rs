@@ -49,6 +49,16 @@ impl DiagnosticCode {
     }
 }
 
+/// The only labels a [`Diagnostic::field`] may carry: the tool definition keys.
+pub const DIAGNOSTIC_FIELDS: [&str; 6] = [
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+];
+
 /// One admission diagnostic: `{code, tool?, field?}`. `field` is a label such as `inputSchema`,
 /// never a schema fragment or a parser message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +67,9 @@ pub struct Diagnostic {
     pub code: DiagnosticCode,
     /// The tool's name, when it is a valid name.
     pub tool: Option<String>,
-    /// The definition key at fault (`name`, `title`, `description`, `inputSchema`, `outputSchema`, `annotations`, `tools`).
+    /// The definition key at fault, one of [`DIAGNOSTIC_FIELDS`]; absent for
+    /// `tools_list_result_malformed`, `tool_count_exceeded` and a `tool_definition_invalid` that
+    /// is not about one key (a definition that is not an object, or an unknown key).
     pub field: Option<&'static str>,
 }
 

@@ -2,8 +2,8 @@
 //!
 //! # Admission order
 //! [`admit_tools_list`] first checks the envelope: the result must be exactly `{"tools":[…]}`
-//! (`tools_list_result_malformed`, field `tools`), with at most [`MAX_TOOLS`] entries
-//! (`tool_count_exceeded`, field `tools`). Then each tool is checked in list order, and within
+//! (`tools_list_result_malformed`, no field), with at most [`MAX_TOOLS`] entries
+//! (`tool_count_exceeded`, no field). Then each tool is checked in list order, and within
 //! a tool in this order; the first failure of the first failing tool is reported:
 //!
 //! | step | failure | code | tool | field |
@@ -34,7 +34,10 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{tagged_digest, within_bounds, Diagnostic, DiagnosticCode, Schema, SchemaFault, Tool};
+use super::{
+    tagged_digest, within_bounds, Diagnostic, DiagnosticCode, Schema, SchemaFault, Tool,
+    DIAGNOSTIC_FIELDS,
+};
 
 /// Most tools one provider may declare.
 pub const MAX_TOOLS: usize = 128;
@@ -101,19 +104,9 @@ pub fn admit_tools_list(result: &Value) -> Result<FrozenCatalog, Diagnostic> {
         Some(map) if map.len() == 1 => map.get("tools").and_then(Value::as_array),
         _ => None,
     }
-    .ok_or_else(|| {
-        diagnostic(
-            DiagnosticCode::ToolsListResultMalformed,
-            None,
-            Some("tools"),
-        )
-    })?;
+    .ok_or_else(|| diagnostic(DiagnosticCode::ToolsListResultMalformed, None, None))?;
     if list.len() > MAX_TOOLS {
-        return Err(diagnostic(
-            DiagnosticCode::ToolCountExceeded,
-            None,
-            Some("tools"),
-        ));
+        return Err(diagnostic(DiagnosticCode::ToolCountExceeded, None, None));
     }
     let mut seen = HashSet::with_capacity(list.len());
     let mut tools = Vec::with_capacity(list.len());
@@ -130,6 +123,7 @@ pub fn admit_tools_list(result: &Value) -> Result<FrozenCatalog, Diagnostic> {
 }
 
 fn diagnostic(code: DiagnosticCode, tool: Option<&str>, field: Option<&'static str>) -> Diagnostic {
+    debug_assert!(field.map_or(true, |f| DIAGNOSTIC_FIELDS.contains(&f)));
     Diagnostic {
         code,
         tool: tool.map(str::to_owned),
@@ -264,6 +258,9 @@ mod tests {
 
     fn fails(tools: Vec<Value>) -> (Code, Option<String>, Option<&'static str>) {
         let d = admit(tools).expect_err("list must be rejected");
+        if let Some(field) = d.field {
+            assert!(DIAGNOSTIC_FIELDS.contains(&field), "field {field:?}");
+        }
         (d.code, d.tool, d.field)
     }
 
@@ -299,7 +296,7 @@ mod tests {
             let d = admit_tools_list(&result).unwrap_err();
             assert_eq!(
                 (d.code, d.tool, d.field),
-                of(Code::ToolsListResultMalformed, None, Some("tools")),
+                of(Code::ToolsListResultMalformed, None, None),
                 "{result}"
             );
         }
@@ -314,10 +311,7 @@ mod tests {
     #[test]
     fn rejects_129_tools() {
         let tools = (0..129).map(|i| tool(&format!("t{i}"))).collect();
-        assert_eq!(
-            fails(tools),
-            of(Code::ToolCountExceeded, None, Some("tools"))
-        );
+        assert_eq!(fails(tools), of(Code::ToolCountExceeded, None, None));
     }
 
     #[test]

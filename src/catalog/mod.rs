@@ -13,7 +13,7 @@ mod result;
 mod schema;
 mod tool;
 
-pub use diagnostic::{Diagnostic, DiagnosticCode};
+pub use diagnostic::{Diagnostic, DiagnosticCode, DIAGNOSTIC_FIELDS};
 pub use frozen::{admit_tools_list, FrozenCatalog, MAX_TOOLS};
 pub use result::{validate_tool_result, ResultFault, ToolResult};
 pub use schema::{Schema, SchemaFault, SchemaMismatch};

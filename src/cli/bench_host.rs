@@ -12,7 +12,15 @@ use super::{EXIT_FAILURE, EXIT_OK};
 
 const DEFAULT_PROVIDERS: usize = 8;
 
+/// Context switches of every thread of this process except the calling one (Linux `/proc`;
+/// zero elsewhere).
+#[cfg(not(target_os = "linux"))]
+fn context_switches_of_other_threads() -> (u64, u64) {
+    (0, 0)
+}
+
 /// Context switches of every thread of this process except the calling one.
+#[cfg(target_os = "linux")]
 fn context_switches_of_other_threads() -> (u64, u64) {
     // SAFETY: gettid has no preconditions.
     let me = unsafe { libc::gettid() }.to_string();

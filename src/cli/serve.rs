@@ -224,6 +224,7 @@ pub(super) fn serve(config: &Path, listen: &str, tokens: &Path) -> i32 {
     };
     install_signal_handlers();
     let stopper = server.stopper();
+    let stopping = gateway.clone();
     let watcher = std::thread::Builder::new()
         .name("wc-http-signal".into())
         .spawn(move || {
@@ -231,6 +232,8 @@ pub(super) fn serve(config: &Path, listen: &str, tokens: &Path) -> i32 {
                 std::thread::sleep(Duration::from_millis(100));
             }
             log::info!("http: stopping on a signal");
+            // Candidates of a running check or reload die now, not after their handshakes.
+            stopping.begin_shutdown();
             stopper.stop();
         });
     if let Err(e) = watcher {

@@ -16,13 +16,15 @@ use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use wait_timeout::ChildExt;
+use parking_lot::Mutex;
 
 use super::{ProfileConfig, ProviderConfig, ShellConfig};
 use crate::error::{Dispatch, Error, ErrorCode, Phase, Result};
+use crate::provider::AdmissionCancel;
 
 /// How long a profile's init_script may run.
 pub const INIT_SCRIPT_LIMIT: Duration = Duration::from_secs(30);
@@ -77,17 +79,12 @@ impl EnvSnapshot {
 }
 
 /// True for the variables that are always removed (`WEBCODEX_TOKEN`, `WEBCODEX_PAT`,
-/// `WEBCODEX_AGENT_TOKEN`, `WEBCODEX_USER_TOKEN`, `AUTHORIZATION`). Exact on Unix,
-/// ASCII case-insensitive on Windows, where variable names are case-insensitive.
+/// `WEBCODEX_AGENT_TOKEN`, `WEBCODEX_USER_TOKEN`, `AUTHORIZATION`), compared ASCII
+/// case-insensitively on every platform (`webcodex_pat` or `Authorization` is removed too).
 pub fn is_sensitive_variable(name: &OsStr) -> bool {
-    let Some(name) = name.to_str() else {
-        return false;
-    };
-    if cfg!(windows) {
-        SENSITIVE.iter().any(|s| s.eq_ignore_ascii_case(name))
-    } else {
-        SENSITIVE.contains(&name)
-    }
+    // A name that is not UTF-8 cannot equal an ASCII name in any case.
+    name.to_str()
+        .is_some_and(|name| SENSITIVE.iter().any(|s| s.eq_ignore_ascii_case(name)))
 }
 
 /// Prepares the environment for `provider` from the host's own environment (`base`).
@@ -102,7 +99,24 @@ pub fn prepare_environment(
     provider: &ProviderConfig,
     base: impl IntoIterator<Item = (OsString, OsString)>,
 ) -> Result<EnvSnapshot> {
-    prepare_with_limit(shell, provider, base, INIT_SCRIPT_LIMIT)
+    prepare_with_limit(
+        shell,
+        provider,
+        base,
+        INIT_SCRIPT_LIMIT,
+        &AdmissionCancel::new(),
+    )
+}
+
+/// [`prepare_environment`] for a candidate: cancelling `cancel` kills a running init_script's
+/// process group at once (the preparation then fails).
+pub(crate) fn prepare_candidate_environment(
+    shell: &ShellConfig,
+    provider: &ProviderConfig,
+    base: impl IntoIterator<Item = (OsString, OsString)>,
+    cancel: &AdmissionCancel,
+) -> Result<EnvSnapshot> {
+    prepare_with_limit(shell, provider, base, INIT_SCRIPT_LIMIT, cancel)
 }
 
 fn failed(message: impl Into<String>) -> Error {
@@ -119,6 +133,7 @@ fn prepare_with_limit(
     provider: &ProviderConfig,
     base: impl IntoIterator<Item = (OsString, OsString)>,
     limit: Duration,
+    cancel: &AdmissionCancel,
 ) -> Result<EnvSnapshot> {
     let profile = match provider.profile.as_ref().or(shell.default_profile.as_ref()) {
         None => None,
@@ -143,7 +158,7 @@ fn prepare_with_limit(
 
     match profile {
         Some((name, p)) if p.init_script.is_some() => {
-            let vars = run_init_script(name, p, &built, provider.cwd.as_deref(), limit)?;
+            let vars = run_init_script(name, p, &built, provider.cwd.as_deref(), limit, cancel)?;
             Ok(EnvSnapshot::from_vars(vars))
         }
         _ => Ok(built),
@@ -215,6 +230,7 @@ fn run_init_script(
     env: &EnvSnapshot,
     cwd: Option<&Path>,
     limit: Duration,
+    cancel: &AdmissionCancel,
 ) -> Result<Vec<(OsString, OsString)>> {
     let marker = unique_marker();
     let script = generated_script(profile.init_script.as_deref().unwrap_or(""), &marker);
@@ -233,12 +249,17 @@ fn run_init_script(
     if let Some(cwd) = cwd {
         command.current_dir(cwd);
     }
-    let mut child = command.spawn().map_err(|e| {
+    let mut child = crate::provider::spawn_tied(command).map_err(|e| {
         failed(format!(
             "the shell program of profile '{name}' could not be started ({}); check its program and the provider's cwd",
             e.kind()
         ))
     })?;
+    let group = Arc::new(ScriptGroup::of(&child));
+    if !cancel.register_script(&group) {
+        group.kill_and_reap(&mut child);
+        return Err(failed("the plugin host is stopping"));
+    }
 
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
@@ -252,7 +273,7 @@ fn run_init_script(
             });
         });
     if spawned.is_err() {
-        kill_and_reap(&mut child);
+        group.kill_and_reap(&mut child);
         return Err(failed(format!(
             "could not start a thread to read the init_script output of profile '{name}'"
         )));
@@ -264,36 +285,58 @@ fn run_init_script(
             .spawn(move || log_stderr(err));
     }
 
-    let status = match child.wait_timeout(limit) {
-        Ok(Some(status)) => status,
-        Ok(None) => {
-            kill_and_reap(&mut child);
+    // The exit is watched without reaping, so the group can still be signalled safely after
+    // the script ended (a background process it started may hold stdout open).
+    let exited = match watch_exit(&child) {
+        Ok(exited) => exited,
+        Err(_) => {
+            group.kill_and_reap(&mut child);
+            return Err(failed(format!(
+                "could not start a thread to wait for the init_script of profile '{name}'"
+            )));
+        }
+    };
+    match exited.recv_timeout(limit) {
+        Ok(()) => {}
+        Err(RecvTimeoutError::Timeout) => {
+            group.kill();
+            // SIGKILL ends the leader promptly; the watch reports it without reaping.
+            let _ = exited.recv();
+            group.kill_and_reap(&mut child);
             return Err(failed(format!(
                 "init_script of profile '{name}' did not finish within {} s",
                 limit.as_secs()
             )));
         }
-        Err(e) => {
-            kill_and_reap(&mut child);
+        Err(RecvTimeoutError::Disconnected) => {
+            group.kill_and_reap(&mut child);
             return Err(failed(format!(
-                "waiting for the init_script of profile '{name}' failed ({})",
-                e.kind()
+                "waiting for the init_script of profile '{name}' failed"
             )));
         }
-    };
+    }
 
     let captured = match rx.recv_timeout(DRAIN_GRACE) {
-        Ok(c) => c,
+        Ok(c) => Ok(c),
         Err(_) => {
-            // Something the script started still holds stdout; end the rest of its group.
-            kill_group(&child);
-            rx.recv_timeout(DRAIN_GRACE).map_err(|_| {
-                failed(format!(
-                    "init_script of profile '{name}' left a background process holding its output open"
-                ))
-            })?
+            // Something the script started still holds stdout; end the rest of its group while
+            // the leader is unreaped (its group id cannot have been reused).
+            group.kill();
+            rx.recv_timeout(DRAIN_GRACE)
         }
     };
+    // Reaped only now, after the last signal to the group.
+    let status = group.reap(&mut child).map_err(|e| {
+        failed(format!(
+            "waiting for the init_script of profile '{name}' failed ({})",
+            e.kind()
+        ))
+    })?;
+    let captured = captured.map_err(|_| {
+        failed(format!(
+            "init_script of profile '{name}' left a background process holding its output open"
+        ))
+    })?;
     let output = match captured {
         Captured::Output(bytes) => bytes,
         Captured::TooLarge => {
@@ -365,24 +408,65 @@ fn log_stderr(mut err: impl Read) {
     }
 }
 
-/// SIGKILL to the script's process group (its pgid is its pid: `process_group(0)`).
-fn kill_group(child: &Child) {
-    #[cfg(unix)]
-    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = child;
+/// The init_script's process group (its pgid is its pid: `process_group(0)`). It is signalled
+/// only while the leader is unreaped: the kill and the reap share one lock, so shutdown may kill
+/// it from another thread without ever reaching a reused group id.
+#[derive(Debug)]
+pub(crate) struct ScriptGroup {
+    pgid: libc::pid_t,
+    reaped: Mutex<bool>,
 }
 
-/// Kills the group while the child is still unreaped (so its pgid cannot be reused), then reaps.
-fn kill_and_reap(child: &mut Child) {
-    kill_group(child);
-    let _ = child.kill();
-    let _ = child.wait();
+impl ScriptGroup {
+    fn of(child: &Child) -> ScriptGroup {
+        ScriptGroup {
+            pgid: libc::pid_t::try_from(child.id()).unwrap_or(0),
+            reaped: Mutex::new(false),
+        }
+    }
+
+    /// SIGKILL to the whole group, unless the leader was reaped already. Never blocks.
+    pub(crate) fn kill(&self) {
+        let reaped = self.reaped.lock();
+        if !*reaped && self.pgid > 0 {
+            // SAFETY: kill has no memory-safety preconditions; the leader is unreaped (checked
+            // under the lock), so the group id is still the script's.
+            unsafe {
+                libc::kill(-self.pgid, libc::SIGKILL);
+            }
+        }
+    }
+
+    /// Waits for the leader to exit without reaping, then reaps it under the lock.
+    fn reap(&self, child: &mut Child) -> std::io::Result<ExitStatus> {
+        crate::provider::wait_exit_noreap(self.pgid);
+        let mut reaped = self.reaped.lock();
+        let status = child.wait();
+        *reaped = true;
+        status
+    }
+
+    /// Kills the group while the leader is still unreaped, then reaps it.
+    fn kill_and_reap(&self, child: &mut Child) {
+        self.kill();
+        let _ = child.kill();
+        let _ = self.reap(child);
+    }
+}
+
+/// A receiver that gets one message once `child` has exited, without reaping it
+/// (`waitid` with `WNOWAIT` on a small thread).
+fn watch_exit(child: &Child) -> std::io::Result<mpsc::Receiver<()>> {
+    let pid = libc::pid_t::try_from(child.id()).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+    let (tx, rx) = mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("env-init-wait".into())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            crate::provider::wait_exit_noreap(pid);
+            let _ = tx.send(());
+        })?;
+    Ok(rx)
 }
 
 /// The `KEY=VALUE` list after the first `\nMARKER\n`; `None` when it is missing.
@@ -497,13 +581,20 @@ mod tests {
     }
 
     #[test]
-    fn sensitive_names_are_exact_on_unix() {
-        assert!(is_sensitive_variable(OsStr::new("WEBCODEX_TOKEN")));
-        assert!(!is_sensitive_variable(OsStr::new("WEBCODEX_TOKENS")));
-        assert_eq!(
-            is_sensitive_variable(OsStr::new("authorization")),
-            cfg!(windows)
-        );
+    fn sensitive_names_match_in_any_case_on_every_platform() {
+        for name in [
+            "WEBCODEX_TOKEN",
+            "webcodex_pat",
+            "Webcodex_Agent_Token",
+            "webcodex_USER_token",
+            "authorization",
+            "Authorization",
+        ] {
+            assert!(is_sensitive_variable(OsStr::new(name)), "{name}");
+        }
+        for name in ["WEBCODEX_TOKENS", "AUTHORIZATION_", "X_WEBCODEX_PAT", ""] {
+            assert!(!is_sensitive_variable(OsStr::new(name)), "{name}");
+        }
     }
 
     #[test]
@@ -642,6 +733,7 @@ mod tests {
             &provider(Some("node")),
             base(),
             Duration::from_secs(1),
+            &AdmissionCancel::new(),
         )
         .unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(10));
@@ -686,13 +778,27 @@ mod tests {
             "n",
             profile(
                 &[],
-                Some("export WEBCODEX_PAT=s3\nexport SAW_TOKEN=\"${WEBCODEX_TOKEN:-none}\""),
+                Some("export WEBCODEX_PAT=s3\nexport Webcodex_Token=s8\nexport SAW_TOKEN=\"${WEBCODEX_TOKEN:-none}${webcodex_pat:-}${Authorization:-}\""),
             ),
         )]);
-        shell.env = [("AUTHORIZATION".to_string(), "s2".to_string())].into();
+        shell.env = [
+            ("AUTHORIZATION".to_string(), "s2".to_string()),
+            ("Webcodex_Agent_Token".to_string(), "s4".to_string()),
+        ]
+        .into();
+        shell.profiles.get_mut("n").unwrap().env =
+            [("webcodex_user_token".to_string(), "s5".to_string())].into();
         let mut base = base();
         base.push(("WEBCODEX_TOKEN".into(), "s1".into()));
+        base.push(("webcodex_pat".into(), "s6".into()));
+        base.push(("Authorization".into(), "s7".into()));
         let s = prepare_environment(&shell, &provider(Some("n")), base).unwrap();
+        for (key, _) in s.vars() {
+            assert!(
+                !is_sensitive_variable(key),
+                "{key:?} must be removed in every case"
+            );
+        }
         for key in ["WEBCODEX_TOKEN", "AUTHORIZATION", "WEBCODEX_PAT"] {
             assert_eq!(s.get(key), None, "{key} must be removed");
         }

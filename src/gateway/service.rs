@@ -100,6 +100,16 @@ impl Gateway {
         self.runners.read().keys().cloned().collect()
     }
 
+    /// Begins shutdown on every registered host (see [`Host::begin_shutdown`]): candidates of a
+    /// running check or reload are killed at once, committed providers keep serving in-flight
+    /// calls.
+    pub fn begin_shutdown(&self) {
+        let hosts: Vec<Arc<Host>> = self.runners.read().values().cloned().collect();
+        for host in hosts {
+            host.begin_shutdown();
+        }
+    }
+
     /// Shuts every registered host down (see [`Host::shutdown`]).
     pub fn shutdown(&self) {
         let hosts: Vec<Arc<Host>> = self.runners.read().values().cloned().collect();

@@ -22,8 +22,10 @@
 //! (a bug), it is still answered: `gateway_internal_error` with dispatch `outcome_unknown`.
 //!
 //! # End of input
-//! On EOF the transport stops accepting, waits for every in-flight request (each is bounded by
-//! its deadline) and returns `Ok`; the caller then shuts the hosts down. If writing a response
+//! On EOF the transport stops accepting, begins the hosts' shutdown (a running check or reload
+//! has its candidates killed at once and never commits; see [`Gateway::begin_shutdown`]),
+//! waits for every in-flight request (each is bounded by its deadline) and returns `Ok`; the
+//! caller then shuts the hosts down. If writing a response
 //! fails, reading stops as at EOF and the write error is returned after the wait.
 
 use std::io::{self, BufRead, Write};
@@ -78,6 +80,8 @@ pub fn serve_lines(
             Err(e) => break Err(e),
         }
     };
+    // No request follows: a reload must not hold the exit behind its candidates' handshakes.
+    gateway.begin_shutdown();
     in_flight.wait_idle();
     read_result?;
     match responder.take_error() {

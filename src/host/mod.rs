@@ -24,11 +24,13 @@ pub use set::{ProviderEntry, ProviderSet, ProviderState};
 
 use crate::catalog::{Diagnostic, Tool, ToolResult};
 use crate::env::{
-    load_runner_config, prepare_environment, resolve_executable, ProviderConfig, RunnerConfig,
-    DEFAULT_MAX_PROVIDERS,
+    load_runner_config, prepare_candidate_environment, resolve_executable, ProviderConfig,
+    RunnerConfig, DEFAULT_MAX_PROVIDERS,
 };
 use crate::error::{Error, ErrorCode, Phase};
-use crate::provider::{InstanceId, LaunchSpec, Provider, ProviderSpec, StderrLine, StderrRing};
+use crate::provider::{
+    AdmissionCancel, InstanceId, LaunchSpec, Provider, ProviderSpec, StderrLine, StderrRing,
+};
 
 /// Where a host reads its runner configuration (again at every check and reload).
 #[derive(Debug, Clone)]
@@ -108,6 +110,9 @@ pub struct Host {
     committed: RwLock<Arc<ProviderSet>>,
     gate: Mutex<()>,
     stopping: AtomicBool,
+    /// The cancel handle of the check or reload preparing candidates now (at most one: they
+    /// share the gate). Shutdown cancels it.
+    candidates: Mutex<Option<AdmissionCancel>>,
     last_check_stderr: Mutex<Vec<StderrLine>>,
 }
 
@@ -129,7 +134,7 @@ impl Host {
     /// listed as failed and does not block the others.
     pub fn start(source: ConfigSource, options: HostOptions) -> Result<Host, Error> {
         let config = read_config(&source, &options)?;
-        let results = prepare_all(&config, &options);
+        let results = prepare_all(&config, &options, &AdmissionCancel::new());
         let set = ProviderSet::from_results(&config, results);
         Ok(Host::with_set(source, options, set))
     }
@@ -149,6 +154,7 @@ impl Host {
             committed: RwLock::new(Arc::new(set)),
             gate: Mutex::new(()),
             stopping: AtomicBool::new(false),
+            candidates: Mutex::new(None),
             last_check_stderr: Mutex::new(Vec::new()),
         }
     }
@@ -203,9 +209,9 @@ impl Host {
     }
 
     /// Re-reads the configuration and admits only `plugin` as a disposable candidate: never a
-    /// tools/call, its process tree always killed, the committed set untouched. A bad plugin is a
-    /// report with `ready == false`; only a busy gate, a stopping host or an unknown plugin is
-    /// an error.
+    /// tools/call, its process tree always killed, the committed set untouched. A bad plugin,
+    /// and an id that is not configured (`plugin_not_configured`, phase `config`), is a report
+    /// with `ready == false`; only a busy gate or a stopping host is an error.
     pub fn check(&self, plugin: &str) -> Result<CheckReport, Error> {
         let _gate = self.gate.try_lock().ok_or_else(|| {
             Error::not_started(
@@ -216,11 +222,20 @@ impl Host {
         self.ensure_running()?;
         let config = match read_config(&self.source, &self.options) {
             Ok(config) => config,
-            Err(error) => return Ok(CheckReport::failed(plugin, error, Vec::new())),
+            Err(error) => {
+                return Ok(self.keep_check(CheckReport::failed(plugin, error, Vec::new())))
+            }
         };
-        let cfg = config.provider(plugin).ok_or_else(not_configured)?;
+        let Some(cfg) = config.provider(plugin) else {
+            let error = not_configured().in_phase(Phase::Config);
+            return Ok(self.keep_check(CheckReport::failed(plugin, error, Vec::new())));
+        };
+        let cancel = self.begin_candidates()?;
         let mut ring: Option<Arc<Mutex<StderrRing>>> = None;
-        let result = prepare(&config, cfg, &self.options, &mut |r| ring = Some(r));
+        let result = prepare(&config, cfg, &self.options, &cancel, &mut |r| {
+            ring = Some(r)
+        });
+        self.end_candidates();
         let report = match result {
             Ok(candidate) => {
                 let tools = candidate
@@ -247,8 +262,34 @@ impl Host {
                 CheckReport::failed(plugin, error, stderr)
             }
         };
+        if self.stopping.load(Ordering::Acquire) {
+            return Err(host_stopping());
+        }
+        Ok(self.keep_check(report))
+    }
+
+    /// Keeps the report's stderr for [`Host::last_check_stderr`] and hands the report back.
+    fn keep_check(&self, report: CheckReport) -> CheckReport {
         *self.last_check_stderr.lock() = report.stderr.clone();
-        Ok(report)
+        report
+    }
+
+    /// Registers a fresh cancel handle for the candidates about to be prepared; fails when the
+    /// host is stopping. Shutdown stores `stopping` before it looks at the handle, and this
+    /// checks `stopping` under the same lock after storing it, so no candidate is missed.
+    fn begin_candidates(&self) -> Result<AdmissionCancel, Error> {
+        let mut current = self.candidates.lock();
+        if self.stopping.load(Ordering::Acquire) {
+            return Err(host_stopping());
+        }
+        let cancel = AdmissionCancel::new();
+        *current = Some(cancel.clone());
+        Ok(cancel)
+    }
+
+    /// The candidates are prepared: shutdown no longer needs to cancel them.
+    fn end_candidates(&self) {
+        *self.candidates.lock() = None;
     }
 
     /// The stderr lines of the last check candidate (local operators only).
@@ -268,7 +309,14 @@ impl Host {
         })?;
         self.ensure_running()?;
         let config = read_config(&self.source, &self.options)?;
-        let results = prepare_all(&config, &self.options);
+        let cancel = self.begin_candidates()?;
+        let results = prepare_all(&config, &self.options, &cancel);
+        self.end_candidates();
+        if self.stopping.load(Ordering::Acquire) {
+            // Shutdown began while candidates were prepared: they are dropped (killed) here.
+            drop(results);
+            return Err(host_stopping());
+        }
         let failures: Vec<(String, Error)> = config
             .plugins
             .providers
@@ -305,11 +353,22 @@ impl Host {
         })
     }
 
-    /// Stops every provider: waiting requests end with `plugin_manager_stopping`, process groups
-    /// are killed and reaped (bounded). Does not wait for a running check or reload, and a reload
-    /// in progress never commits afterwards. Idempotent; also run on drop.
-    pub fn shutdown(&self) {
+    /// The first half of [`Host::shutdown`]: refuses new checks and reloads and kills the
+    /// candidates a running check or reload is preparing, at once (that reload never commits).
+    /// Committed providers keep serving, so in-flight calls can finish. Idempotent.
+    pub fn begin_shutdown(&self) {
         self.stopping.store(true, Ordering::Release);
+        if let Some(cancel) = self.candidates.lock().as_ref() {
+            cancel.cancel();
+        }
+    }
+
+    /// Stops every provider: waiting requests end with `plugin_manager_stopping`, process groups
+    /// are killed and reaped (bounded). Does not wait for a running check or reload: its
+    /// candidates are killed at once and a reload in progress never commits afterwards.
+    /// Idempotent; also run on drop.
+    pub fn shutdown(&self) {
+        self.begin_shutdown();
         let old = std::mem::replace(&mut *self.committed.write(), Arc::new(ProviderSet::empty()));
         old.stop_all();
         drop(old);
@@ -386,7 +445,11 @@ fn read_config(source: &ConfigSource, options: &HostOptions) -> Result<RunnerCon
 }
 
 /// Prepares every provider of `config` in parallel, one thread each; results in config order.
-fn prepare_all(config: &RunnerConfig, options: &HostOptions) -> Vec<Result<Provider, Error>> {
+fn prepare_all(
+    config: &RunnerConfig,
+    options: &HostOptions,
+    cancel: &AdmissionCancel,
+) -> Vec<Result<Provider, Error>> {
     std::thread::scope(|scope| {
         let handles: Vec<_> = config
             .plugins
@@ -395,7 +458,9 @@ fn prepare_all(config: &RunnerConfig, options: &HostOptions) -> Vec<Result<Provi
             .map(|cfg| {
                 std::thread::Builder::new()
                     .name(format!("wc-start-{}", cfg.id))
-                    .spawn_scoped(scope, move || prepare(config, cfg, options, &mut |_| {}))
+                    .spawn_scoped(scope, move || {
+                        prepare(config, cfg, options, cancel, &mut |_| {})
+                    })
             })
             .collect();
         handles
@@ -422,13 +487,14 @@ fn prepare(
     config: &RunnerConfig,
     cfg: &ProviderConfig,
     options: &HostOptions,
+    cancel: &AdmissionCancel,
     observe: &mut dyn FnMut(Arc<Mutex<StderrRing>>),
 ) -> Result<Provider, Error> {
     let base = match &options.base_env {
         Some(vars) => vars.clone(),
         None => std::env::vars_os().collect(),
     };
-    let env = prepare_environment(&config.shell, cfg, base)?;
+    let env = prepare_candidate_environment(&config.shell, cfg, base, cancel)?;
     let program = resolve_executable(&cfg.command, &env, cfg.cwd.as_deref())?;
     let spec = ProviderSpec {
         id: cfg.id.clone(),
@@ -441,7 +507,7 @@ fn prepare(
         },
         timeout: cfg.timeout,
     };
-    let provider = Provider::start_observed(spec, observe)?;
+    let provider = Provider::start_cancellable(spec, observe, cancel)?;
     provider.set_response_spin(options.response_spin);
     Ok(provider)
 }

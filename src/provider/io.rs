@@ -16,10 +16,10 @@
 //! sleeps.
 
 use std::io::{BufReader, ErrorKind, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::process::{ChildStderr, ChildStdin, ChildStdout};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -173,7 +173,7 @@ pub(crate) fn start(
         process: process.clone(),
         events: event_tx.clone(),
     };
-    match open_pidfd(process.pid()) {
+    match exit_pidfd(process.pid()) {
         Some(pidfd) => handles.push(spawn(
             format!("wc-stderr-{id}"),
             SMALL_STACK,
@@ -324,14 +324,43 @@ struct ExitWatch {
 
 impl ExitWatch {
     fn exited(self) {
-        // The plugin is gone: the instance is dead, and so is anything it left in its group.
-        self.process.retire();
+        // The plugin is gone: the instance is dead, and so is anything it left in its group. The
+        // leader is reaped right here, so it never lingers as a zombie until shutdown.
+        self.process.retire_and_reap_exited();
         let _ = self.events.send(Event::Exited);
     }
 }
 
+/// The environment variable that forces the waiter-thread exit watch even where the kernel
+/// offers pidfds (set to `1`; read once per process). Tests and CI use it to exercise the path
+/// that kernels before Linux 5.3 and other Unix systems take.
+pub const FORCE_EXIT_WAITER_ENV: &str = "WEBCODEX_PLUGIN_FORCE_EXIT_WAITER";
+
+/// True when [`FORCE_EXIT_WAITER_ENV`] is `1`.
+fn exit_waiter_forced() -> bool {
+    static FORCED: OnceLock<bool> = OnceLock::new();
+    *FORCED.get_or_init(|| std::env::var_os(FORCE_EXIT_WAITER_ENV).is_some_and(|v| v == "1"))
+}
+
+/// A pidfd to watch the plugin's exit, unless the waiter thread is forced.
+fn exit_pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
+    if exit_waiter_forced() {
+        None
+    } else {
+        open_pidfd(pid)
+    }
+}
+
+/// Other systems have no pidfd: the waiter thread watches the exit.
+#[cfg(not(target_os = "linux"))]
+fn open_pidfd(_pid: libc::pid_t) -> Option<OwnedFd> {
+    None
+}
+
 /// A pidfd for `pid` (Linux 5.3+), readable once the process has exited; it never reaps.
+#[cfg(target_os = "linux")]
 fn open_pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
+    use std::os::fd::FromRawFd;
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if fd < 0 {

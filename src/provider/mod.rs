@@ -15,14 +15,19 @@
 //! the writer provably never claimed is `not_started`; once it may have been written, a
 //! tools/call failure is `outcome_unknown` and the instance is retired (its whole process
 //! group is killed). A retired instance is never respawned; only a reload makes a new one.
+//! As soon as the plugin has exited, for whatever reason, the exit watch retires the instance,
+//! kills what is left of its group and reaps it: no zombie waits for a reload or shutdown.
+//! On Linux plugins are spawned with a parent-death signal, so they die with a SIGKILLed host.
 //!
 //! # Caveats
-//! Grandchildren that leave the process group (`setsid`) escape the group kill. Termination
-//! waits at most one second for the group to empty; zombies reparented to init are reaped by init.
+//! Grandchildren that leave the process group (`setsid`) escape the group kill, and the
+//! parent-death signal is not inherited by grandchildren. Termination waits at most one second
+//! for the group to empty; zombies reparented to init are reaped by init.
 
 mod io;
 mod process;
 mod session;
+mod spawn;
 mod stderr_ring;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,12 +38,16 @@ use crossbeam_channel::Sender;
 use parking_lot::Mutex;
 use serde_json::Value;
 
+pub use io::FORCE_EXIT_WAITER_ENV;
+pub(crate) use process::wait_exit_noreap;
 pub use process::LaunchSpec;
+pub(crate) use spawn::spawn_tied;
 pub use stderr_ring::{
     StderrLine, StderrRing, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
 };
 
 use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
+use crate::env::ScriptGroup;
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
 use crate::frame::{check_json_bounds, check_json_bounds_sized, JsonBoundsError, PROTOCOL_VERSION};
 use io::{Event, IoThreads};
@@ -119,8 +128,25 @@ impl Provider {
         spec: ProviderSpec,
         observe: &mut dyn FnMut(Arc<Mutex<StderrRing>>),
     ) -> Result<Provider, Error> {
+        Provider::start_cancellable(spec, observe, &AdmissionCancel::new())
+    }
+
+    /// Like [`Provider::start_observed`], and ends at once when `cancel` is cancelled during
+    /// admission: the plugin is killed and the error is `plugin_manager_stopping`, never a wait
+    /// for its initialize or tools/list.
+    pub fn start_cancellable(
+        spec: ProviderSpec,
+        observe: &mut dyn FnMut(Arc<Mutex<StderrRing>>),
+        cancel: &AdmissionCancel,
+    ) -> Result<Provider, Error> {
+        if cancel.is_cancelled() {
+            return Err(stopping().in_phase(Phase::Spawn));
+        }
         let connection = Connection::open(&spec.id, &spec.launch)?;
         observe(connection.ring.clone());
+        if !cancel.register(&connection) {
+            return Err(stopping().in_phase(Phase::Spawn));
+        }
         let catalog = connection.admit(spec.timeout)?;
         Ok(Provider {
             id: spec.id,
@@ -155,6 +181,12 @@ impl Provider {
     /// The frozen catalog admitted at start.
     pub fn catalog(&self) -> &FrozenCatalog {
         &self.catalog
+    }
+
+    /// The plugin's process id, which is also its process group id (local operators and tests
+    /// only; never shown to plugin_tool callers). After retirement the process is gone.
+    pub fn process_id(&self) -> u32 {
+        self.connection.process.pid() as u32
     }
 
     /// True once the instance was retired (a fatal fault, its exit, or shutdown).
@@ -261,6 +293,82 @@ impl Provider {
     pub fn stop(&self) {
         let _ = self.connection.stop.try_send(Event::Stopping);
         self.connection.process.retire();
+    }
+}
+
+/// Cancels the admissions of a batch of candidates (a check or a reload) from another thread:
+/// every candidate started with it, and every one started after, is killed at once.
+///
+/// Clones share one state. Candidates stay registered after admission, so cancel only while the
+/// batch is still being prepared.
+#[derive(Debug, Clone, Default)]
+pub struct AdmissionCancel(Arc<Mutex<CancelState>>);
+
+#[derive(Debug, Default)]
+struct CancelState {
+    cancelled: bool,
+    /// The candidates' processes and stop senders (at most one per configured provider).
+    starting: Vec<(std::sync::Weak<PluginProcess>, Sender<Event>)>,
+    /// The candidates' running init_scripts.
+    scripts: Vec<std::sync::Weak<ScriptGroup>>,
+}
+
+impl AdmissionCancel {
+    /// A fresh, not cancelled handle.
+    pub fn new() -> AdmissionCancel {
+        AdmissionCancel::default()
+    }
+
+    /// Kills every registered candidate and refuses new ones. Never blocks on a plugin.
+    pub fn cancel(&self) {
+        let (starting, scripts) = {
+            let mut state = self.0.lock();
+            state.cancelled = true;
+            (
+                std::mem::take(&mut state.starting),
+                std::mem::take(&mut state.scripts),
+            )
+        };
+        for script in scripts.iter().filter_map(std::sync::Weak::upgrade) {
+            script.kill();
+        }
+        for (process, stop) in starting {
+            if let Some(process) = process.upgrade() {
+                let _ = stop.try_send(Event::Stopping);
+                process.retire();
+            }
+        }
+    }
+
+    /// True once [`AdmissionCancel::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.lock().cancelled
+    }
+
+    /// Registers a candidate's running init_script; false when already cancelled.
+    pub(crate) fn register_script(&self, script: &Arc<ScriptGroup>) -> bool {
+        let mut state = self.0.lock();
+        if state.cancelled {
+            return false;
+        }
+        state.scripts.retain(|s| s.strong_count() > 0);
+        state.scripts.push(Arc::downgrade(script));
+        true
+    }
+
+    /// Registers a candidate; false (and the candidate is retired) when already cancelled.
+    fn register(&self, connection: &Connection) -> bool {
+        let mut state = self.0.lock();
+        if state.cancelled {
+            drop(state);
+            connection.process.retire();
+            return false;
+        }
+        state.starting.retain(|(p, _)| p.strong_count() > 0);
+        state
+            .starting
+            .push((Arc::downgrade(&connection.process), connection.stop.clone()));
+        true
     }
 }
 

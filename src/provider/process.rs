@@ -1,9 +1,10 @@
 //! Spawning the plugin in its own process group and terminating the whole tree.
 //!
 //! The kill path never takes the session lock: a writer blocked in `write(2)` holds no lock
-//! that termination needs. The group is signalled while the leader is not yet reaped (exit is
-//! watched through a pidfd or `waitid(WNOWAIT)`, neither of which reaps), so the group id cannot
-//! have been reused.
+//! that termination needs. The group is signalled only while the leader is not yet reaped (exit
+//! is watched through a pidfd or `waitid(WNOWAIT)`, neither of which reaps; the reap and every
+//! group kill share one small lock), so the group id cannot have been reused. The exit watch
+//! reaps the leader as soon as it has exited, so a retired plugin never lingers as a zombie.
 
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -13,7 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use shared_child::SharedChild;
+
+use super::spawn::spawn_tied;
 
 use crate::env::EnvSnapshot;
 
@@ -36,10 +40,14 @@ pub(crate) struct PluginProcess {
     child: SharedChild,
     pgid: libc::pid_t,
     retired: AtomicBool,
+    /// True once the leader was reaped. Group kills and the reap both hold this lock, so no
+    /// signal is ever sent to the group id after the leader was reaped (it may be reused then).
+    reaped: Mutex<bool>,
 }
 
 impl PluginProcess {
-    /// Spawns the plugin with piped stdio in a new process group.
+    /// Spawns the plugin with piped stdio in a new process group, tied to the host's lifetime
+    /// (see [`super::spawn`]).
     pub(crate) fn spawn(spec: &LaunchSpec) -> io::Result<PluginProcess> {
         let mut command = Command::new(&spec.program);
         command
@@ -53,12 +61,13 @@ impl PluginProcess {
         if let Some(cwd) = &spec.cwd {
             command.current_dir(cwd);
         }
-        let child = SharedChild::spawn(&mut command)?;
+        let child = SharedChild::new(spawn_tied(command)?)?;
         let pgid = child.id() as libc::pid_t;
         Ok(PluginProcess {
             child,
             pgid,
             retired: AtomicBool::new(false),
+            reaped: Mutex::new(false),
         })
     }
 
@@ -75,49 +84,78 @@ impl PluginProcess {
         self.retired.load(Ordering::Acquire)
     }
 
-    /// Marks the instance retired and SIGKILLs the whole process group. Never blocks.
+    /// Marks the instance retired and SIGKILLs the whole process group. Never blocks on I/O
+    /// (the lock it takes is only held for a kill or a non-blocking reap).
     pub(crate) fn retire(&self) {
         self.retired.store(true, Ordering::Release);
         self.kill_group();
     }
 
-    /// SIGKILL to the process group, then to the leader through `SharedChild` (a no-op once
-    /// reaped, so a reused PID is never signalled).
+    /// SIGKILL to the process group, then to the leader through `SharedChild`; both are no-ops
+    /// once the leader was reaped, so a reused group id or PID is never signalled.
     pub(crate) fn kill_group(&self) {
-        // SAFETY: plain syscall. The leader is reaped only by `reap`, after the last kill, so the
-        // group id cannot have been reused yet.
-        unsafe {
-            libc::kill(-self.pgid, libc::SIGKILL);
+        let reaped = self.reaped.lock();
+        if !*reaped {
+            // SAFETY: plain syscall; the leader is not reaped (checked under the lock), so the
+            // group id cannot have been reused.
+            unsafe {
+                libc::kill(-self.pgid, libc::SIGKILL);
+            }
         }
+        drop(reaped);
         let _ = self.child.kill();
     }
 
-    /// Reaps the leader (the caller has seen it exit) and waits, bounded by `deadline`, until no
-    /// process of the group is left. Grandchildren are reaped by init, so their disappearance is
-    /// observed, not caused. Called once, after the last kill. A leader that has not exited by
-    /// then (a machine under heavy load) is reaped by a detached thread as soon as it does, so
-    /// no zombie is left behind and the caller is not held past the bound.
-    pub(crate) fn reap(self: &Arc<Self>, deadline: Instant) {
+    /// Called once the leader was seen to exit: retires the instance, kills what is left of its
+    /// group and reaps the leader, all at once (no zombie waits for a reload or shutdown).
+    /// True when the leader is reaped (now or before).
+    pub(crate) fn retire_and_reap_exited(&self) -> bool {
+        self.retired.store(true, Ordering::Release);
+        let mut reaped = self.reaped.lock();
+        if *reaped {
+            return true;
+        }
+        // SAFETY: the leader is not reaped yet (it is a zombie at most), so the group id is ours.
+        unsafe {
+            libc::kill(-self.pgid, libc::SIGKILL);
+        }
         match self.child.try_wait() {
-            Ok(Some(_)) => {}
-            Ok(None) => {
-                log::warn!("plugin process did not exit within the termination bound");
-                let process = Arc::clone(self);
-                let spawned = std::thread::Builder::new()
-                    .name("wc-reap".into())
-                    .stack_size(64 * 1024)
-                    .spawn(move || {
-                        let _ = process.child.wait();
-                    });
-                if spawned.is_err() {
-                    log::error!("could not start a thread to reap a plugin process");
-                }
+            Ok(Some(_)) => {
+                *reaped = true;
+                true
             }
-            Err(e) => log::warn!("reaping the plugin process failed: {e}"),
+            Ok(None) => false,
+            Err(e) => {
+                log::warn!("reaping the plugin process failed: {e}");
+                false
+            }
+        }
+    }
+
+    /// Reaps the leader (killed before) and waits, bounded by `deadline`, until no process of
+    /// the group is left. Grandchildren are reaped by init, so their disappearance is observed,
+    /// not caused. A leader that has not exited by the deadline (a machine under heavy load) is
+    /// reaped by a detached thread as soon as it does, so no zombie is left behind and the
+    /// caller is not held past the bound.
+    pub(crate) fn reap(self: &Arc<Self>, deadline: Instant) {
+        if !self.retire_and_reap_exited() {
+            log::warn!("plugin process did not exit within the termination bound");
+            let process = Arc::clone(self);
+            let spawned = std::thread::Builder::new()
+                .name("wc-reap".into())
+                .stack_size(64 * 1024)
+                .spawn(move || {
+                    wait_exit_noreap(process.pgid);
+                    process.retire_and_reap_exited();
+                });
+            if spawned.is_err() {
+                log::error!("could not start a thread to reap a plugin process");
+            }
+            return;
         }
         let mut pause = Duration::from_millis(1);
         loop {
-            // SAFETY: signal 0 only checks for existence.
+            // SAFETY: signal 0 sends nothing; it only checks whether the group has members.
             let alive = unsafe { libc::kill(-self.pgid, 0) } == 0;
             if !alive {
                 return;

@@ -213,6 +213,17 @@ impl Fixture {
         pids[0]
     }
 
+    /// Asserts that this fixture's plugin and everything in its process group are gone and
+    /// reaped within the termination bound (call it after every fault that retires it).
+    pub fn assert_cleaned_up(&self) {
+        assert_plugins_cleaned_up(&self.recorded_pids("self "));
+    }
+
+    /// The pid file path (`FIXTURE_PIDS`).
+    pub fn pids_path(&self) -> &Path {
+        &self.pids
+    }
+
     /// The pids of every grandchild the plugin spawned.
     pub fn grandchild_pids(&self) -> Vec<i32> {
         self.recorded_pids("grandchild ")
@@ -276,6 +287,112 @@ pub fn zombie_children_of_self() -> Vec<i32> {
     zombies
 }
 
+/// One row of the process table, from `/proc/PID/stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcEntry {
+    /// Process id.
+    pub pid: i32,
+    /// Parent process id.
+    pub ppid: i32,
+    /// Process group id.
+    pub pgrp: i32,
+    /// State letter (`R`, `S`, `Z`, …).
+    pub state: char,
+}
+
+/// The process table entry of `pid`, or `None` when it does not exist.
+pub fn proc_entry(pid: i32) -> Option<ProcEntry> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may contain spaces: parse after the last ')'.
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some(ProcEntry {
+        pid,
+        ppid,
+        pgrp,
+        state,
+    })
+}
+
+/// Every process in `/proc`.
+pub fn proc_table() -> Vec<ProcEntry> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(proc_entry)
+        .collect()
+}
+
+/// Which leftovers a check looks for after a fault.
+#[derive(Debug, Clone, Copy)]
+pub enum ChildScope {
+    /// Only the given process groups: for tests inside the shared test process, where other
+    /// tests' plugins are legitimate children.
+    Groups,
+    /// Every zombie child of the host too: for a host process of its own (the CLI binary), whose
+    /// children are exactly its plugins.
+    AllZombieChildren,
+}
+
+/// Processes that break "no zombie, no orphan" for `host` after the plugins whose process
+/// groups are `groups` were retired: a live member of one of those groups (an orphan that
+/// escaped the group kill), or a zombie whose parent is `host` (not reaped) that belongs to
+/// those groups or, with [`ChildScope::AllZombieChildren`], to any group.
+pub fn leftovers(host: i32, groups: &[i32], scope: ChildScope) -> Vec<ProcEntry> {
+    proc_table()
+        .into_iter()
+        .filter(|p| {
+            let ours = groups.contains(&p.pgrp) || groups.contains(&p.pid);
+            if p.state == 'Z' {
+                p.ppid == host && (ours || matches!(scope, ChildScope::AllZombieChildren))
+            } else {
+                ours
+            }
+        })
+        .collect()
+}
+
+/// How long retirement may take to kill and reap a plugin's tree (the termination bound).
+pub const TERMINATION_BOUND: Duration = Duration::from_secs(1);
+
+/// Asserts, polling for at most [`TERMINATION_BOUND`], that no leftover of the retired plugin
+/// groups `groups` remains for `host` (see [`leftovers`]); fails listing the offenders.
+pub fn assert_no_leftovers(host: i32, groups: &[i32], scope: ChildScope) {
+    let deadline = Instant::now() + TERMINATION_BOUND;
+    loop {
+        let found = leftovers(host, groups, scope);
+        if found.is_empty() {
+            return;
+        }
+        if Instant::now() >= deadline {
+            panic!(
+                "left behind {TERMINATION_BOUND:?} after the fault (host {host}, groups {groups:?}): {found:?}"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// [`assert_no_leftovers`] for plugins this test process hosts, identified by their process ids
+/// (each plugin leads its own process group).
+pub fn assert_plugins_cleaned_up(plugin_pids: &[i32]) {
+    assert_no_leftovers(std::process::id() as i32, plugin_pids, ChildScope::Groups);
+}
+
+/// The plugin process ids recorded (`self PID` lines) in a `FIXTURE_PIDS` file.
+pub fn recorded_plugin_pids(pid_file: &Path) -> Vec<i32> {
+    std::fs::read_to_string(pid_file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("self ")?.trim().parse().ok())
+        .collect()
+}
+
 /// True when `pid` no longer runs: `/proc/PID` is missing or it is a zombie.
 pub fn process_is_gone(pid: i32) -> bool {
     !matches!(proc_stat(pid), Some((_, state)) if state != 'Z')
@@ -296,12 +413,9 @@ pub fn wait_gone(pid: i32) -> bool {
 }
 
 /// Asserts that the plugin process `pid` (a child of this test process) is gone and was reaped.
+/// Also checks the plugin's process group, within the termination bound.
 pub fn assert_reaped(pid: i32) {
-    assert!(wait_gone(pid), "plugin process {pid} still runs");
-    assert!(
-        !zombie_children_of_self().contains(&pid),
-        "plugin process {pid} was left as a zombie"
-    );
+    assert_plugins_cleaned_up(&[pid]);
 }
 
 /// Asserts code and dispatch of an error, with a readable failure.
@@ -313,10 +427,12 @@ pub fn assert_error(error: &Error, code: ErrorCode, dispatch: Dispatch) {
     );
 }
 
-/// Asserts that `provider` was retired: the next call is `plugin_provider_unavailable`,
-/// not_started.
+/// Asserts that `provider` was retired: its process group is killed and its process reaped
+/// within the termination bound (while the provider value still exists), and the next call is
+/// `plugin_provider_unavailable`, not_started.
 pub fn assert_retired(provider: &Provider) {
     assert!(provider.is_retired(), "the provider should be retired");
+    assert_plugins_cleaned_up(&[provider.process_id() as i32]);
     let err = provider
         .call("echo", &serde_json::json!({"text": "after"}))
         .expect_err("a retired provider must not serve calls");
@@ -355,5 +471,57 @@ pub fn read_all(mut pipe: impl std::io::Read + Send + 'static) -> std::thread::J
         let mut bytes = Vec::new();
         let _ = pipe.read_to_end(&mut bytes);
         String::from_utf8(bytes).expect("process output is UTF-8")
+    })
+}
+
+/// The leak canary: what must never appear in any plugin_tool output of any transport (stdio
+/// lines, HTTP responses, library outputs): the command, argv, cwd, environment values and
+/// stderr of a plugin (carried by unique canary strings) and its process ids.
+///
+/// Reuse it for a new transport: serialize every response it produces (headers included when
+/// there are any) and pass it to [`Canary::assert_absent`].
+#[derive(Debug, Clone, Default)]
+pub struct Canary {
+    /// Strings that must not appear anywhere (paths, argv words, env values, stderr text).
+    pub strings: Vec<String>,
+    /// Process ids that must not appear as a number of their own.
+    pub pids: Vec<i32>,
+}
+
+impl Canary {
+    /// A canary of these strings.
+    pub fn new(strings: impl IntoIterator<Item = String>) -> Canary {
+        Canary {
+            strings: strings.into_iter().collect(),
+            pids: Vec::new(),
+        }
+    }
+
+    /// Asserts that `serialized` (one output of `what`) holds none of the canary strings and
+    /// none of the pids as a standalone number.
+    pub fn assert_absent(&self, what: &str, serialized: &str) {
+        for needle in &self.strings {
+            assert!(
+                !serialized.contains(needle.as_str()),
+                "{what} leaked {needle:?}: {serialized}"
+            );
+        }
+        for pid in &self.pids {
+            assert!(
+                !contains_number(serialized, &pid.to_string()),
+                "{what} leaked the process id {pid}: {serialized}"
+            );
+        }
+    }
+}
+
+/// True when `number` occurs in `text` with no letter or digit on either side.
+pub fn contains_number(text: &str, number: &str) -> bool {
+    let bytes = text.as_bytes();
+    text.match_indices(number).any(|(at, _)| {
+        let before = at.checked_sub(1).map(|i| bytes[i]);
+        let after = bytes.get(at + number.len()).copied();
+        !before.is_some_and(|b| b.is_ascii_alphanumeric())
+            && !after.is_some_and(|b| b.is_ascii_alphanumeric())
     })
 }
