@@ -67,5 +67,6 @@ pub mod host;
 pub mod provider;
 pub mod scaffold;
 pub mod sdk;
+pub mod transport;
 
 pub use error::{Dispatch, Error, ErrorCode, Phase, Result};

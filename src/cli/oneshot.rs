@@ -6,8 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use webcodex_plugin_host::gateway::{serve_lines, Caller, Gateway, Scopes, ToolOutput};
+use webcodex_plugin_host::gateway::{Caller, Gateway, Scopes, ToolOutput};
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
+use webcodex_plugin_host::transport::serve_lines;
 
 use super::human;
 use super::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use webcodex_plugin_host::gateway::{ClientError, HttpClient, HttpServer, Tokens, ToolOutput};
+use webcodex_plugin_host::gateway::ToolOutput;
+use webcodex_plugin_host::transport::http::{ClientError, HttpClient, HttpServer, Tokens};
 
 use super::{human, oneshot};
 use super::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};

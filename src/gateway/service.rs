@@ -29,13 +29,16 @@ pub struct ToolOutput {
     /// The canonical success object, or the failure object
     /// `{"error":{"code","message"},"dispatch","recovery"?}`.
     pub output: Value,
+    /// The failure's code, typed (`None` on success).
+    code: Option<ErrorCode>,
 }
 
 impl ToolOutput {
-    fn ok(output: Value) -> ToolOutput {
+    pub(crate) fn ok(output: Value) -> ToolOutput {
         ToolOutput {
             success: true,
             output,
+            code: None,
         }
     }
 
@@ -44,7 +47,28 @@ impl ToolOutput {
         ToolOutput {
             success: false,
             output: failure_output(error),
+            code: Some(error.code()),
         }
+    }
+
+    /// An output received from another process (a `serve` endpoint): the code is read from
+    /// the failure object, and is `None` when it is not one of this runtime's codes.
+    pub(crate) fn received(success: bool, output: Value) -> ToolOutput {
+        let code = match success {
+            true => None,
+            false => output["error"]["code"].as_str().and_then(ErrorCode::parse),
+        };
+        ToolOutput {
+            success,
+            output,
+            code,
+        }
+    }
+
+    /// The failure's stable code; `None` on success. Transports map it (for example to an
+    /// HTTP status) without reading the output object.
+    pub fn code(&self) -> Option<ErrorCode> {
+        self.code
     }
 }
 
