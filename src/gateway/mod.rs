@@ -32,4 +32,4 @@ pub use output::MAX_DETAIL_BYTES;
 pub use params::{Action, ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
 pub use recording::{RecordingEvent, RecordingHook};
 pub use scope::{Caller, Scope, ScopeParseError, Scopes};
-pub use service::{Gateway, ToolOutput, LOCAL_RUNNER};
+pub use service::{Gateway, LocalOutput, ToolOutput, LOCAL_RUNNER};
