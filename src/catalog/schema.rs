@@ -63,6 +63,7 @@ const KEYWORDS: &[&str] = &[
 
 /// Why a schema was not admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SchemaFault {
     /// A keyword outside the profile (`$ref`, `pattern`, `anyOf`, …).
     KeywordUnsupported,

@@ -22,6 +22,7 @@ const MAX_ERROR_MESSAGE_BYTES: usize = 512;
 
 /// A well-formed response: a result, or a well-formed JSON-RPC error.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Envelope {
     /// The `result` member.
     Result(Value),
@@ -36,6 +37,7 @@ pub enum Envelope {
 
 /// Why an envelope was rejected; `code()` is one of the envelope/id codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EnvelopeFault {
     /// Not an object, wrong `jsonrpc`, has `method`, not exactly one of result/error, bad error shape.
     Protocol,
@@ -68,6 +70,11 @@ impl EnvelopeFault {
 /// object with an integer `code` and a `message` of 1..=512 bytes (else
 /// [`EnvelopeFault::Protocol`]). Other envelope keys, and extra keys inside `error`, are ignored.
 /// The result is moved out of `message`, not cloned.
+///
+/// A test oracle for the typed path (`internals` feature): the host itself decodes with
+/// [`decode_response`] and [`validate_raw`].
+#[cfg(any(test, feature = "internals"))]
+#[doc(hidden)]
 pub fn validate_response(message: Value, expected_id: u64) -> Result<Envelope, EnvelopeFault> {
     let Value::Object(mut map) = message else {
         return Err(EnvelopeFault::Protocol);

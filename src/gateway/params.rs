@@ -19,6 +19,7 @@ const MAX_FIELDS: usize = 3;
 
 /// The six actions of `plugin_tool`, without their parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ActionKind {
     /// `list`: runners, providers or one provider's tools.
     List,
@@ -91,9 +92,10 @@ impl ActionKind {
     }
 }
 
-/// Parsed `plugin_tool` parameters.
+/// Parsed `plugin_tool` parameters, owned: the oracle the tests compare [`ActionRef`] with.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq)]
-pub enum Action {
+pub(crate) enum Action {
     /// `list`: no runner → the runners; a runner → its providers; runner + plugin → its tools.
     List {
         /// The runner to list.
@@ -145,6 +147,7 @@ pub enum Action {
     },
 }
 
+#[cfg(test)]
 impl Action {
     /// Parses `plugin_tool` parameters strictly; every failure is `invalid_arguments`.
     pub fn parse(params: &Value) -> Result<Action, Error> {
@@ -183,7 +186,7 @@ impl Action {
     }
 }
 
-/// [`Action`] borrowing from the parameters it was parsed from: what the gateway acts on, so
+/// Parsed `plugin_tool` parameters, borrowing from the parameters they were parsed from: what the gateway acts on, so
 /// that a request copies neither its strings nor its call arguments.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum ActionRef<'a> {
@@ -291,6 +294,7 @@ impl<'a> ActionRef<'a> {
     }
 
     /// The owned [`Action`].
+    #[cfg(test)]
     pub(crate) fn into_action(self) -> Action {
         let owned = |s: Option<&str>| s.map(str::to_string);
         match self {
