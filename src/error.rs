@@ -17,7 +17,7 @@
 
 use std::fmt;
 
-use crate::catalog::Diagnostic;
+use crate::diagnostic::Diagnostic;
 
 /// How far a failed request got before it failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -7,13 +7,12 @@
 //! Every value validated here is checked on its own against the JSON bounds of DESIGN §4
 //! (§13.12): each inputSchema, outputSchema and annotations object, and each call result.
 
-mod diagnostic;
 mod frozen;
 mod result;
 mod schema;
 mod tool;
 
-pub use diagnostic::{Diagnostic, DiagnosticCode};
+pub use crate::diagnostic::{Diagnostic, DiagnosticCode};
 pub use frozen::{admit_tools_list, FrozenCatalog, MAX_TOOLS};
 pub use result::{validate_tool_result, ResultFault, ToolResult};
 pub use schema::{Schema, SchemaFault, SchemaMismatch};

@@ -14,7 +14,7 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::reader::{line_text, ReadFault};
+use super::text::{line_text, ReadFault};
 use crate::error::ErrorCode;
 
 /// Longest JSON-RPC error message, in bytes.

@@ -13,6 +13,7 @@ mod encode;
 mod envelope;
 mod lines;
 mod reader;
+mod text;
 
 pub use bounds::{
     check_json_bounds, check_json_bounds_sized, JsonBoundsError, MAX_DEPTH, MAX_KEY_BYTES,
@@ -24,7 +25,8 @@ pub use encode::{RequestEncoder, PROTOCOL_VERSION};
 pub use envelope::validate_response;
 pub use envelope::{decode_response, validate_raw, Envelope, EnvelopeFault, RawEnvelope};
 pub use lines::{read_line, Line};
-pub use reader::{LineReader, ReadFault};
+pub use reader::LineReader;
+pub use text::ReadFault;
 
 /// The longest protocol line in either direction, without its newline.
 pub const MAX_LINE_BYTES: usize = 1 << 20;

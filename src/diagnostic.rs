@@ -1,4 +1,7 @@
 //! The finite admission-diagnostic vocabulary of DESIGN §5.
+//!
+//! Below both `error` (an admission failure carries a diagnostic) and `catalog` (which finds
+//! them); public as `catalog::{Diagnostic, DiagnosticCode}`.
 
 /// Admission diagnostic codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
