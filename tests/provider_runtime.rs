@@ -962,7 +962,7 @@ fn stop_during_a_waiting_call_ends_it_with_manager_stopping_outcome_unknown() {
         let (outcome, elapsed) = waiting.join().unwrap();
         assert!(elapsed < NORMAL, "the call waited for its deadline");
         let err = outcome.expect_err("stopped");
-        assert_error(&err, ErrorCode::ManagerStopping, Dispatch::OutcomeUnknown);
+        assert_error(&err, ErrorCode::HostStopping, Dispatch::OutcomeUnknown);
         assert!(err.is_fatal());
     });
     assert_retired(&provider);

@@ -59,8 +59,8 @@ fn probe_plugin() -> Plugin {
         |args: &Map<String, Value>| match args.get("mode").and_then(Value::as_str) {
             Some("fail") => Err(ToolError::new("it failed")),
             Some("panic") => panic!("probe asked to panic"),
-            Some("huge") => Ok(ToolOutput::text("x".repeat(MAX_LINE_BYTES))),
-            _ => Ok(ToolOutput::text(args.len().to_string())),
+            Some("huge") => Ok(ToolReply::text("x".repeat(MAX_LINE_BYTES))),
+            _ => Ok(ToolReply::text(args.len().to_string())),
         },
     )
 }
@@ -102,7 +102,7 @@ fn tools_list_has_exactly_the_tools_key_and_present_fields_only() {
     let plugin = Plugin::new("p")
         .tool(
             ToolSpec::new("bare", json!({"type": "object"})),
-            |_: &Map<String, Value>| Ok(ToolOutput::default()),
+            |_: &Map<String, Value>| Ok(ToolReply::default()),
         )
         .tool(
             ToolSpec::new("full", json!({"type": "object"}))
@@ -110,7 +110,7 @@ fn tools_list_has_exactly_the_tools_key_and_present_fields_only() {
                 .description("All fields.")
                 .output_schema(json!({"type": "object"}))
                 .annotations(json!({"readOnlyHint": true})),
-            |_: &Map<String, Value>| Ok(ToolOutput::default()),
+            |_: &Map<String, Value>| Ok(ToolReply::default()),
         );
     let responses = serve(
         plugin,
@@ -425,7 +425,7 @@ fn write_error_ends_serving_with_that_error() {
 #[test]
 #[should_panic(expected = "duplicate tool name")]
 fn duplicate_tool_name_panics() {
-    let ok = |_: &Map<String, Value>| Ok(ToolOutput::default());
+    let ok = |_: &Map<String, Value>| Ok(ToolReply::default());
     let _ = Plugin::new("p")
         .tool(ToolSpec::new("t", json!({"type": "object"})), ok)
         .tool(ToolSpec::new("t", json!({"type": "object"})), ok);
@@ -433,7 +433,7 @@ fn duplicate_tool_name_panics() {
 
 #[test]
 fn tool_output_helpers_build_text_and_structured() {
-    let output = ToolOutput::text("a")
+    let output = ToolReply::text("a")
         .with_text("b")
         .with_structured(json!({"k": 1}));
     assert_eq!(output.text, ["a", "b"]);
