@@ -4,8 +4,9 @@
 //! [`FrozenCatalog`] or the first [`Diagnostic`]; [`Schema`] admits a schema and matches
 //! instances against it; [`validate_tool_result`] checks a tools/call result.
 //!
-//! Every value validated here is checked on its own against the JSON bounds of DESIGN §4
-//! (§13.12): each inputSchema, outputSchema and annotations object, and each call result.
+//! Every value validated here is checked on its own against the JSON bounds (docs/PROTOCOL.md
+//! §3.2, JSON bounds per value): each inputSchema, outputSchema and annotations object, and each
+//! call result.
 
 mod frozen;
 mod result;
@@ -24,8 +25,8 @@ use sha2::{Digest, Sha256};
 
 use crate::frame::check_json_bounds_sized;
 
-/// True when `value` is within the JSON bounds of DESIGN §4 and its compact serialization is at
-/// most `max_bytes` (one walk; see [`check_json_bounds_sized`]).
+/// True when `value` is within the JSON bounds (docs/PROTOCOL.md §3, bounds) and its compact
+/// serialization is at most `max_bytes` (one walk; see [`check_json_bounds_sized`]).
 fn within_bounds(value: &Value, max_bytes: usize) -> bool {
     check_json_bounds_sized(value, max_bytes).is_ok()
 }

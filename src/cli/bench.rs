@@ -1,5 +1,5 @@
-//! `bench`: RPC latency through the full call path (DESIGN §11), plus cold starts and
-//! concurrent providers.
+//! `bench`: RPC latency through the full call path (docs/PROTOCOL.md §9.5, bench), plus cold starts
+//! and concurrent providers.
 
 use std::path::PathBuf;
 use std::sync::Arc;

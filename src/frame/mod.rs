@@ -4,7 +4,7 @@
 //! [`MAX_LINE_BYTES`] (every fault ends the connection); [`read_line`] reads one line under the
 //! same bound but skips an oversized line and goes on, for readers that serve requests. The
 //! [`RequestEncoder`] writes the three requests the host sends; [`check_json_bounds`] enforces
-//! the JSON bounds of DESIGN §4 on one value. A response is checked on the typed path —
+//! the JSON bounds (docs/PROTOCOL.md §3.2) on one value. A response is checked on the typed path —
 //! [`LineReader::read_response`] or [`decode_response`], then [`validate_raw`] — which decodes a
 //! line straight into a [`RawEnvelope`], without building a `Value` for the envelope.
 

@@ -56,22 +56,25 @@ impl<R: BufRead> LineReader<R> {
     }
 
     /// Reads the next line as a response envelope, decoded straight into a [`RawEnvelope`]
-    /// (see [`decode_response`](super::decode_response)): the same faults as
-    /// [`read_value`](Self::read_value), and a valid JSON line that is no well-formed envelope
-    /// is not a read fault but a [`RawEnvelope`] that [`validate_raw`](super::validate_raw)
-    /// rejects.
+    /// (see [`decode_response`](super::decode_response)). Fails with [`ReadFault::TooLarge`] as
+    /// soon as the line is known to exceed [`MAX_LINE_BYTES`] (the rest of it is not consumed),
+    /// [`ReadFault::Malformed`] for an empty line, a BOM, invalid UTF-8 or anything but exactly
+    /// one JSON value, [`ReadFault::Eof`] at end of stream (even in the middle of a line) and
+    /// [`ReadFault::Io`] for a read error other than `Interrupted`, which is retried. A valid
+    /// JSON line that is no well-formed envelope is not a read fault but a [`RawEnvelope`] that
+    /// [`validate_raw`](super::validate_raw) rejects.
     pub fn read_response(&mut self) -> Result<RawEnvelope, ReadFault> {
         self.read_line_with(decode_response_text)
     }
 
     /// Reads the next line and hands its text to `decode`, with every fault of
-    /// [`read_value`](Self::read_value) except the JSON parse itself.
+    /// [`read_response`](Self::read_response) except the JSON parse itself.
     ///
     /// `decode` sees the line without its `\n` and without one trailing `\r`: valid UTF-8, not
     /// empty, no BOM, at most [`MAX_LINE_BYTES`] long. It is called only when a whole line was
     /// read, and in the common case straight from the underlying buffer (no copy). Whatever it
     /// returns is returned; it should fail with [`ReadFault::Malformed`] for text that is not
-    /// exactly one JSON value, like [`read_value`](Self::read_value) does.
+    /// exactly one JSON value, like [`read_response`](Self::read_response) does.
     pub fn read_line_with<T>(
         &mut self,
         decode: impl FnOnce(&str) -> Result<T, ReadFault>,

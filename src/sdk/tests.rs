@@ -152,7 +152,8 @@ fn example_plugin_lists_echo_add_upper_with_titles_and_descriptions() {
 
 #[test]
 fn example_schemas_use_only_profile_v1_keywords() {
-    // The host's own admission (DESIGN §5) must accept every schema of the example plugin.
+    // The host's own admission (docs/PROTOCOL.md §4, Schema Profile) must accept every schema of
+    // the example plugin.
     for spec in example_plugin().specs() {
         crate::catalog::Schema::admit(&spec.input_schema).expect("inputSchema is admitted");
         let output = spec.output_schema.as_ref().expect("output schema");
