@@ -20,7 +20,7 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
-use webcodex_plugin_host::sdk::{Plugin, ToolError, ToolOutput, ToolSpec};
+use webcodex_plugin_host::sdk::{Plugin, ToolError, ToolReply, ToolSpec};
 
 /// Longest task title accepted (the input schema says so too; the host checks it first).
 const MAX_TITLE_CHARS: usize = 200;
@@ -108,7 +108,7 @@ fn lock(tasks: &Tasks) -> Result<std::sync::MutexGuard<'_, Vec<String>>, ToolErr
         .map_err(|_| ToolError::new("the task list is unavailable after an earlier failure"))
 }
 
-fn add_task(tasks: &Tasks, args: &Map<String, Value>) -> Result<ToolOutput, ToolError> {
+fn add_task(tasks: &Tasks, args: &Map<String, Value>) -> Result<ToolReply, ToolError> {
     let title = args
         .get("title")
         .and_then(Value::as_str)
@@ -122,10 +122,10 @@ fn add_task(tasks: &Tasks, args: &Map<String, Value>) -> Result<ToolOutput, Tool
     }
     tasks.push(title.to_owned());
     let number = tasks.len();
-    Ok(ToolOutput::text(format!("task {number} added")).with_structured(json!({"number": number})))
+    Ok(ToolReply::text(format!("task {number} added")).with_structured(json!({"number": number})))
 }
 
-fn list_tasks(tasks: &Tasks) -> Result<ToolOutput, ToolError> {
+fn list_tasks(tasks: &Tasks) -> Result<ToolReply, ToolError> {
     let tasks = lock(tasks)?;
     let text = if tasks.is_empty() {
         "no tasks".to_owned()
@@ -137,10 +137,10 @@ fn list_tasks(tasks: &Tasks) -> Result<ToolOutput, ToolError> {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    Ok(ToolOutput::text(text).with_structured(json!({"tasks": *tasks})))
+    Ok(ToolReply::text(text).with_structured(json!({"tasks": *tasks})))
 }
 
-fn clear_tasks(tasks: &Tasks, args: &Map<String, Value>) -> Result<ToolOutput, ToolError> {
+fn clear_tasks(tasks: &Tasks, args: &Map<String, Value>) -> Result<ToolReply, ToolError> {
     if args.get("confirm") != Some(&Value::Bool(true)) {
         return Err(ToolError::new(
             "refused: pass {\"confirm\": true} to delete every task",
@@ -149,5 +149,5 @@ fn clear_tasks(tasks: &Tasks, args: &Map<String, Value>) -> Result<ToolOutput, T
     let mut tasks = lock(tasks)?;
     let removed = tasks.len();
     tasks.clear();
-    Ok(ToolOutput::text(format!("removed {removed} tasks")))
+    Ok(ToolReply::text(format!("removed {removed} tasks")))
 }

@@ -17,10 +17,11 @@
 
 use std::fmt;
 
-use crate::catalog::Diagnostic;
+use crate::diagnostic::Diagnostic;
 
 /// How far a failed request got before it failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Dispatch {
     /// Provably no byte of the request reached the plugin: safe to retry.
     NotStarted,
@@ -49,6 +50,7 @@ impl fmt::Display for Dispatch {
 
 /// The phase of provider admission in which a failure happened (`ready` on success).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Phase {
     /// Reading or validating runner.toml.
     Config,
@@ -91,6 +93,7 @@ macro_rules! error_codes {
     ($( $(#[$doc:meta])* $variant:ident => $name:literal, )*) => {
         /// Every stable error code of the runtime and the gateway.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
         pub enum ErrorCode {
             $( $(#[$doc])* $variant, )*
         }
@@ -105,6 +108,14 @@ macro_rules! error_codes {
 
             /// Every code, in declaration order.
             pub const ALL: &'static [ErrorCode] = &[ $( ErrorCode::$variant, )* ];
+
+            /// The code whose wire name is `name`.
+            pub fn parse(name: &str) -> Option<ErrorCode> {
+                match name {
+                    $( $name => Some(ErrorCode::$variant), )*
+                    _ => None,
+                }
+            }
         }
     };
 }
@@ -142,8 +153,9 @@ error_codes! {
     DuplicateResponseId => "plugin_duplicate_response_id",
     /// The response id is above the expected one.
     UnknownResponseId => "plugin_unknown_response_id",
-    /// The host is shutting down.
-    ManagerStopping => "plugin_manager_stopping",
+    /// The host is shutting down. (The wire name keeps the contract's word; there is no
+    /// separate manager: the `Host` is what stops.)
+    HostStopping => "plugin_manager_stopping",
     /// The plugin answered with a well-formed JSON-RPC error.
     RpcError => "plugin_rpc_error",
     /// The tools/call result broke the result contract.
@@ -166,7 +178,8 @@ error_codes! {
     EnvironmentPrepareFailed => "plugin_environment_prepare_failed",
     /// The plugin executable was not found or is not executable.
     ExecutableUnavailable => "plugin_executable_unavailable",
-    /// The plugin executable is of a kind that is not supported (Windows `.cmd`/`.bat`).
+    /// The plugin executable is of a kind that is not supported (Windows `.cmd`/`.bat`; not
+    /// produced on Unix).
     ExecutableUnsupported => "plugin_executable_unsupported",
     /// The process could not be spawned.
     SpawnFailed => "plugin_spawn_failed",
@@ -305,6 +318,14 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), n);
+    }
+
+    #[test]
+    fn codes_parse_from_their_wire_names() {
+        for code in ErrorCode::ALL {
+            assert_eq!(ErrorCode::parse(code.as_str()), Some(*code));
+        }
+        assert_eq!(ErrorCode::parse("unauthorized"), None);
     }
 
     #[test]

@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use webcodex_plugin_host::env::ProviderConfig;
-use webcodex_plugin_host::gateway::{serve_lines, Caller, Gateway, HttpServer, Tokens};
+use webcodex_plugin_host::gateway::{Caller, Gateway};
+use webcodex_plugin_host::transport::http::{HttpServer, Tokens};
+use webcodex_plugin_host::transport::serve_lines;
 
 use common::Canary;
 use gateway_support::*;

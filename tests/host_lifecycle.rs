@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use webcodex_plugin_host::env::parse_runner_config;
-use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions, ProviderState};
+use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions, InstanceCall, ProviderState};
 use webcodex_plugin_host::{Dispatch, ErrorCode, Phase};
 
 fn fixture() -> PathBuf {
@@ -169,12 +169,7 @@ fn reload_replaces_every_instance_and_old_instances_become_stale() {
     let args = json!({"text": "x"});
     let err = host
         .call_instance(
-            "alpha",
-            old.instance(),
-            "echo",
-            Some(&observation),
-            &args,
-            None,
+            InstanceCall::new("alpha", old.instance(), "echo", &args).observation(&observation),
         )
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::StaleProvider);
@@ -182,12 +177,7 @@ fn reload_replaces_every_instance_and_old_instances_become_stale() {
     // An instance held by an in-flight user keeps working until it lets go.
     old.call("echo", &json!({"text": "in flight"})).unwrap();
     host.call_instance(
-        "alpha",
-        new.instance(),
-        "echo",
-        Some(&observation),
-        &args,
-        None,
+        InstanceCall::new("alpha", new.instance(), "echo", &args).observation(&observation),
     )
     .unwrap();
 }
@@ -239,7 +229,12 @@ fn reload_removes_providers_that_left_the_config() {
         ErrorCode::NotConfigured
     );
     let err = host
-        .call_instance("beta", beta, "echo", None, &json!({"text": "x"}), None)
+        .call_instance(InstanceCall::new(
+            "beta",
+            beta,
+            "echo",
+            &json!({"text": "x"}),
+        ))
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::StaleProvider);
 }
@@ -290,10 +285,7 @@ fn shutdown_stops_providers_and_refuses_reload() {
     host.shutdown();
     assert!(provider.is_retired());
     assert_recorded_plugins_cleaned_up(&pids);
-    assert_eq!(
-        host.reload().unwrap_err().code(),
-        ErrorCode::ManagerStopping
-    );
+    assert_eq!(host.reload().unwrap_err().code(), ErrorCode::HostStopping);
 }
 
 #[test]
@@ -471,7 +463,7 @@ fn shutdown_during_a_reload_kills_the_candidates_at_once_and_never_commits() {
     let result = reloading.join().unwrap();
     assert_eq!(
         result.map(|r| r.committed).unwrap_err().code(),
-        ErrorCode::ManagerStopping
+        ErrorCode::HostStopping
     );
     common::assert_plugins_cleaned_up(&pids);
     assert!(
@@ -504,7 +496,7 @@ fn shutdown_during_a_check_kills_the_candidate_at_once() {
     }
     assert_eq!(
         checking.join().unwrap().unwrap_err().code(),
-        ErrorCode::ManagerStopping
+        ErrorCode::HostStopping
     );
     common::assert_plugins_cleaned_up(&pids);
 }
@@ -682,7 +674,7 @@ fn shutdown_during_a_candidates_init_script_kills_the_script_at_once() {
     }
     assert_eq!(
         reloading.join().unwrap().unwrap_err().code(),
-        ErrorCode::ManagerStopping
+        ErrorCode::HostStopping
     );
     // The script led its own group; it and its `sleep` are gone and reaped.
     common::assert_plugins_cleaned_up(&[script]);

@@ -1,4 +1,4 @@
-//! No zombies: after providers are dropped, this process has no zombie children;
+//! No zombies (docs/ARCHITECTURE.md §7, pitfalls): after providers are dropped, this process has no zombie children;
 //! and a retired plugin is killed and reaped at once, while its provider still exists.
 //!
 //! `zombie_children_of_self()` looks at every child of the test process, so these tests run one

@@ -8,6 +8,7 @@ mod human;
 mod init;
 mod oneshot;
 mod serve;
+mod target;
 
 use std::path::PathBuf;
 
@@ -44,6 +45,11 @@ enum Command {
         #[arg(long, default_value = "plugin:inspect,plugin:invoke,plugin:manage")]
         scopes: String,
     },
+    /// Print a shell completion script, e.g. `webcodex-plugin completions bash > …`.
+    Completions {
+        /// The shell: bash, elvish, fish, powershell or zsh.
+        shell: clap_complete::Shell,
+    },
     /// Serve plugin_tool over HTTP (POST /api/tools/call, bearer tokens from a tokens file).
     Serve {
         /// The runner.toml to host.
@@ -59,7 +65,7 @@ enum Command {
     /// List the providers of a runner, or one provider's tools.
     List {
         #[command(flatten)]
-        source: serve::Source,
+        source: target::Source,
         /// A provider id: list its tools.
         #[arg(long)]
         plugin: Option<String>,
@@ -70,7 +76,7 @@ enum Command {
     /// Describe one tool (its full definition).
     Describe {
         #[command(flatten)]
-        source: serve::Source,
+        source: target::Source,
         /// The provider id.
         #[arg(long)]
         plugin: String,
@@ -84,7 +90,7 @@ enum Command {
     /// Describe and call one tool.
     Call {
         #[command(flatten)]
-        source: serve::Source,
+        source: target::Source,
         /// The provider id.
         #[arg(long)]
         plugin: String,
@@ -101,7 +107,7 @@ enum Command {
     /// Admit one provider as a disposable candidate and report what a plugin author should fix.
     Check {
         #[command(flatten)]
-        source: serve::Source,
+        source: target::Source,
         /// The provider id.
         #[arg(long)]
         plugin: String,
@@ -112,7 +118,7 @@ enum Command {
     /// Restart every provider from the configuration, all or nothing.
     Reload {
         #[command(flatten)]
-        source: serve::Source,
+        source: target::Source,
         /// Print the canonical output object.
         #[arg(long)]
         json: bool,
@@ -120,7 +126,7 @@ enum Command {
     /// The tools of providers whose cwd is a project root.
     Catalog {
         #[command(flatten)]
-        source: serve::Source,
+        source: target::Source,
         /// The absolute project root.
         #[arg(long)]
         project: PathBuf,
@@ -141,11 +147,6 @@ enum Command {
         #[arg(long, default_value = "python", value_parser = ["ts", "python", "rust"])]
         lang: String,
     },
-    /// Print a shell completion script, e.g. `webcodex-plugin completions bash > …`.
-    Completions {
-        /// The shell: bash, elvish, fish, powershell or zsh.
-        shell: clap_complete::Shell,
-    },
     /// The built-in example plugin (speaks webcodex-plugin-v1 on stdin/stdout).
     #[command(hide = true)]
     ExamplePlugin,
@@ -163,7 +164,7 @@ pub fn run() -> i32 {
     match cli.command {
         Command::Demo => demo::run(),
         Command::Gateway { config, scopes } => match config_file(&config) {
-            Ok(()) => oneshot::gateway(&config, &scopes),
+            Ok(()) => serve::gateway(&config, &scopes),
             Err(code) => code,
         },
         Command::Serve {
@@ -178,59 +179,33 @@ pub fn run() -> i32 {
             source,
             plugin,
             json,
-        } => match resolve(source) {
-            Ok(serve::Target::Config(config)) => oneshot::list(&config, plugin.as_deref(), json),
-            Ok(serve::Target::Server(client)) => serve::list(&client, plugin.as_deref(), json),
-            Err(code) => code,
-        },
+        } => with(source, |s| oneshot::list(s, plugin.as_deref(), json)),
         Command::Describe {
             source,
             plugin,
             tool,
             json,
-        } => match resolve(source) {
-            Ok(serve::Target::Config(config)) => oneshot::describe(&config, &plugin, &tool, json),
-            Ok(serve::Target::Server(client)) => serve::describe(&client, &plugin, &tool, json),
-            Err(code) => code,
-        },
+        } => with(source, |s| oneshot::describe(s, &plugin, &tool, json)),
         Command::Call {
             source,
             plugin,
             tool,
             arguments,
             json,
-        } => match resolve(source) {
-            Ok(serve::Target::Config(config)) => {
-                oneshot::call(&config, &plugin, &tool, &arguments, json)
-            }
-            Ok(serve::Target::Server(client)) => {
-                serve::call(&client, &plugin, &tool, &arguments, json)
-            }
-            Err(code) => code,
-        },
+        } => with(source, |s| {
+            oneshot::call(s, &plugin, &tool, &arguments, json)
+        }),
         Command::Check {
             source,
             plugin,
             json,
-        } => match resolve(source) {
-            Ok(serve::Target::Config(config)) => oneshot::check(&config, &plugin, json),
-            Ok(serve::Target::Server(client)) => serve::check(&client, &plugin, json),
-            Err(code) => code,
-        },
-        Command::Reload { source, json } => match resolve(source) {
-            Ok(serve::Target::Config(config)) => oneshot::reload(&config, json),
-            Ok(serve::Target::Server(client)) => serve::reload(&client, json),
-            Err(code) => code,
-        },
+        } => with(source, |s| oneshot::check(s, &plugin, json)),
+        Command::Reload { source, json } => with(source, |s| oneshot::reload(s, json)),
         Command::Catalog {
             source,
             project,
             json,
-        } => match resolve(source) {
-            Ok(serve::Target::Config(config)) => oneshot::catalog(&config, &project, json),
-            Ok(serve::Target::Server(client)) => serve::catalog(&client, &project, json),
-            Err(code) => code,
-        },
+        } => with(source, |s| oneshot::catalog(s, &project, json)),
         Command::Bench(args) => bench::run(args),
         Command::Init { dir, id, lang } => init::run(&dir, id.as_deref(), &lang),
         Command::Completions { shell } => completions(shell),
@@ -242,6 +217,21 @@ pub fn run() -> i32 {
             }
         },
     }
+}
+
+/// Resolves `--config` / `--server-url` (reading the token file; a `--config` file checked
+/// first by [`config_file`]) before the action runs.
+fn with(source: target::Source, action: impl FnOnce(target::Resolved) -> i32) -> i32 {
+    let resolved = match source.resolve() {
+        Ok(resolved) => resolved,
+        Err(code) => return code,
+    };
+    if let target::Resolved::Config(config) = &resolved {
+        if let Err(code) = config_file(config) {
+            return code;
+        }
+    }
+    action(resolved)
 }
 
 /// The exit code of `call` after its output was printed with exit code `printed`: a completed
@@ -281,15 +271,6 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-/// [`serve::Source::resolve`], with a `--config` file checked first by [`config_file`].
-fn resolve(source: serve::Source) -> Result<serve::Target, i32> {
-    let target = source.resolve()?;
-    if let serve::Target::Config(config) = &target {
-        config_file(config)?;
-    }
-    Ok(target)
 }
 
 /// Checks that `--config` names a readable file, naming the path as given when it does not

@@ -1,4 +1,4 @@
-//! JSON bounds of DESIGN §4, applied to one value at a time.
+//! JSON bounds (docs/PROTOCOL.md §3.2, JSON bounds per value), applied to one value at a time.
 
 use serde_json::Value;
 
@@ -13,6 +13,7 @@ pub const MAX_KEY_BYTES: usize = 1024;
 
 /// Which JSON bound a value broke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum JsonBoundsError {
     /// Nested deeper than [`MAX_DEPTH`].
     TooDeep,

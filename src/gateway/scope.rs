@@ -8,6 +8,7 @@ use std::fmt;
 
 /// One permission of a `plugin_tool` caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Scope {
     /// `plugin:inspect`: list, describe, catalog.
     Inspect,
@@ -60,7 +61,7 @@ impl Scopes {
         Scopes(0)
     }
 
-    /// All three scopes (the default of the stdio gateway, DESIGN §13.1).
+    /// All three scopes (the default of the stdio gateway; docs/PROTOCOL.md §8.2, scopes).
     pub const fn all() -> Scopes {
         Scopes(7)
     }

@@ -7,6 +7,7 @@
 //! An instance replaced by a reload is not killed under its in-flight calls: its process tree
 //! is killed when its last user lets go.
 
+mod call;
 mod project;
 mod set;
 
@@ -19,6 +20,7 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 
+pub use call::InstanceCall;
 pub use project::{ProjectCatalog, ProjectTool, DEFAULT_PROJECT_CATALOG_BYTES};
 pub use set::{ProviderEntry, ProviderSet, ProviderState};
 
@@ -29,11 +31,12 @@ use crate::env::{
 };
 use crate::error::{Error, ErrorCode, Phase};
 use crate::provider::{
-    AdmissionCancel, InstanceId, LaunchSpec, Provider, ProviderSpec, StderrLine, StderrRing,
+    AdmissionCancel, LaunchSpec, Provider, ProviderSpec, StderrLine, StderrRing,
 };
 
 /// Where a host reads its runner configuration (again at every check and reload).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum ConfigSource {
     /// A runner.toml file, re-read by check and reload.
     File(PathBuf),
@@ -113,7 +116,6 @@ pub struct Host {
     /// The cancel handle of the check or reload preparing candidates now (at most one: they
     /// share the gate). Shutdown cancels it.
     candidates: Mutex<Option<AdmissionCancel>>,
-    last_check_stderr: Mutex<Vec<StderrLine>>,
 }
 
 /// A unique id of one host (runner) instance, never reused in this process.
@@ -155,7 +157,6 @@ impl Host {
             gate: Mutex::new(()),
             stopping: AtomicBool::new(false),
             candidates: Mutex::new(None),
-            last_check_stderr: Mutex::new(Vec::new()),
         }
     }
 
@@ -194,18 +195,10 @@ impl Host {
 
     /// Calls a tool on the exact provider `instance` (as recorded by a binding); a replaced or
     /// removed instance is `stale_plugin_provider`, a retired one `plugin_provider_unavailable`.
-    pub fn call_instance(
-        &self,
-        plugin: &str,
-        instance: InstanceId,
-        tool: &str,
-        observation: Option<&str>,
-        arguments: &Value,
-        timeout: Option<Duration>,
-    ) -> Result<ToolResult, Error> {
-        let provider = self.providers().instance(plugin, instance)?;
-        let timeout = timeout.unwrap_or_else(|| provider.timeout());
-        provider.call_checked(tool, observation, arguments, timeout)
+    pub fn call_instance(&self, call: InstanceCall<'_>) -> Result<ToolResult, Error> {
+        let provider = self.providers().instance(call.plugin, call.instance)?;
+        let timeout = call.timeout.unwrap_or_else(|| provider.timeout());
+        provider.call_checked(call.tool, call.observation, call.arguments, timeout)
     }
 
     /// Re-reads the configuration and admits only `plugin` as a disposable candidate: never a
@@ -222,13 +215,11 @@ impl Host {
         self.ensure_running()?;
         let config = match read_config(&self.source, &self.options) {
             Ok(config) => config,
-            Err(error) => {
-                return Ok(self.keep_check(CheckReport::failed(plugin, error, Vec::new())))
-            }
+            Err(error) => return Ok(CheckReport::failed(plugin, error, Vec::new())),
         };
         let Some(cfg) = config.provider(plugin) else {
             let error = not_configured().in_phase(Phase::Config);
-            return Ok(self.keep_check(CheckReport::failed(plugin, error, Vec::new())));
+            return Ok(CheckReport::failed(plugin, error, Vec::new()));
         };
         let cancel = self.begin_candidates()?;
         let mut ring: Option<Arc<Mutex<StderrRing>>> = None;
@@ -265,13 +256,7 @@ impl Host {
         if self.stopping.load(Ordering::Acquire) {
             return Err(host_stopping());
         }
-        Ok(self.keep_check(report))
-    }
-
-    /// Keeps the report's stderr for [`Host::last_check_stderr`] and hands the report back.
-    fn keep_check(&self, report: CheckReport) -> CheckReport {
-        *self.last_check_stderr.lock() = report.stderr.clone();
-        report
+        Ok(report)
     }
 
     /// Registers a fresh cancel handle for the candidates about to be prepared; fails when the
@@ -290,11 +275,6 @@ impl Host {
     /// The candidates are prepared: shutdown no longer needs to cancel them.
     fn end_candidates(&self) {
         *self.candidates.lock() = None;
-    }
-
-    /// The stderr lines of the last check candidate (local operators only).
-    pub fn last_check_stderr(&self) -> Vec<StderrLine> {
-        self.last_check_stderr.lock().clone()
     }
 
     /// Re-reads the configuration, prepares the complete candidate set in parallel and commits it
@@ -415,7 +395,7 @@ impl CheckReport {
 }
 
 fn host_stopping() -> Error {
-    Error::not_started(ErrorCode::ManagerStopping, "the plugin host is stopping")
+    Error::not_started(ErrorCode::HostStopping, "the plugin host is stopping")
 }
 
 pub(crate) fn not_configured() -> Error {

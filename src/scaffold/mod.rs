@@ -1,4 +1,4 @@
-//! `init`: a local, offline plugin scaffold.
+//! `init`: a local, offline plugin scaffold (docs/PROTOCOL.md §9.4, command-line tool).
 //!
 //! [`create`] writes a small echo plugin in TypeScript, Python or Rust into a new or empty
 //! directory and returns a ready-to-paste `[[plugins.providers]]` block for runner.toml.
@@ -39,6 +39,7 @@ pub const TS_TYPES_NODE_VERSION: &str = "20.19.9";
 
 /// The language of a scaffold; parsed from `ts`, `python` or `rust`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Lang {
     /// TypeScript on Node.js: `package.json`, `tsconfig.json`, `src/plugin.ts`.
     TypeScript,

@@ -7,15 +7,14 @@ use std::panic::{self, AssertUnwindSafe};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::lines::{self, Line};
 use super::response::{
     write_error, write_result, CallResult, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
     METHOD_NOT_FOUND,
 };
-use super::tool::{ToolError, ToolOutput, ToolSpec};
-use crate::frame::{MAX_LINE_BYTES, PROTOCOL_VERSION};
+use super::tool::{ToolError, ToolReply, ToolSpec};
+use crate::frame::{read_line, Line, MAX_LINE_BYTES, PROTOCOL_VERSION};
 
-type Handler = Box<dyn Fn(&Map<String, Value>) -> Result<ToolOutput, ToolError> + Send + Sync>;
+type Handler = Box<dyn Fn(&Map<String, Value>) -> Result<ToolReply, ToolError> + Send + Sync>;
 
 struct Tool {
     spec: ToolSpec,
@@ -34,7 +33,7 @@ struct Tool {
 /// use std::io::Cursor;
 ///
 /// use serde_json::{json, Value};
-/// use webcodex_plugin_host::sdk::{Plugin, ToolError, ToolOutput, ToolSpec};
+/// use webcodex_plugin_host::sdk::{Plugin, ToolError, ToolReply, ToolSpec};
 ///
 /// let plugin = Plugin::new("greeter").tool(
 ///     ToolSpec::new(
@@ -53,7 +52,7 @@ struct Tool {
 ///             .get("name")
 ///             .and_then(Value::as_str)
 ///             .ok_or_else(|| ToolError::new("name must be a string"))?;
-///         Ok(ToolOutput::text(format!("hello, {name}")))
+///         Ok(ToolReply::text(format!("hello, {name}")))
 ///     },
 /// );
 ///
@@ -104,7 +103,7 @@ impl Plugin {
     /// that the host would otherwise reject at admission.
     pub fn tool<F>(mut self, spec: ToolSpec, handler: F) -> Plugin
     where
-        F: Fn(&Map<String, Value>) -> Result<ToolOutput, ToolError> + Send + Sync + 'static,
+        F: Fn(&Map<String, Value>) -> Result<ToolReply, ToolError> + Send + Sync + 'static,
     {
         assert!(
             self.tools.iter().all(|tool| tool.spec.name != spec.name),
@@ -148,13 +147,13 @@ impl Plugin {
         let mut line = Vec::new();
         let mut out = Vec::new();
         loop {
-            match lines::read_line(&mut input, &mut line)? {
+            match read_line(&mut input, &mut line)? {
                 Line::Eof => return Ok(()),
-                Line::TooLong => {
+                Line::TooLarge => {
                     log::debug!("skipped an input line longer than {MAX_LINE_BYTES} bytes");
                     continue;
                 }
-                Line::Ready => {}
+                Line::Complete => {}
             }
             out.clear();
             if !self.answer(&line, &mut out) {

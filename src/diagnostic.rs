@@ -1,7 +1,11 @@
-//! The finite admission-diagnostic vocabulary of DESIGN §5.
+//! The finite admission-diagnostic vocabulary (docs/PROTOCOL.md §4.5, admission diagnostics).
+//!
+//! Below both `error` (an admission failure carries a diagnostic) and `catalog` (which finds
+//! them); public as `catalog::{Diagnostic, DiagnosticCode}`.
 
 /// Admission diagnostic codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DiagnosticCode {
     /// The tools/list result is not exactly `{"tools":[...]}`.
     ToolsListResultMalformed,
