@@ -64,6 +64,7 @@ pub mod error;
 pub mod frame;
 pub mod gateway;
 pub mod host;
+pub mod mcp;
 pub mod provider;
 pub mod scaffold;
 pub mod sdk;

@@ -5,6 +5,7 @@ mod bench;
 mod bench_host;
 mod demo;
 mod human;
+mod mcp;
 mod oneshot;
 mod serve;
 
@@ -42,6 +43,21 @@ enum Command {
         /// Scopes of the stdio caller (default: all three).
         #[arg(long, default_value = "plugin:inspect,plugin:invoke,plugin:manage")]
         scopes: String,
+    },
+    /// Serve plugin_tool as an MCP server on stdin/stdout (both MCP eras).
+    Mcp {
+        /// The runner.toml to host.
+        #[arg(long)]
+        config: PathBuf,
+        /// Scopes of the stdio caller (default: all three).
+        #[arg(long, default_value = "plugin:inspect,plugin:invoke,plugin:manage")]
+        scopes: String,
+    },
+    /// Print the static MCP ToolSpec of plugin_tool (independent of any config).
+    Manifest {
+        /// Print the canonical JSON of the ToolSpec.
+        #[arg(long)]
+        json: bool,
     },
     /// Serve plugin_tool over HTTP (POST /api/tools/call, bearer tokens from a tokens file).
     Serve {
@@ -157,6 +173,8 @@ pub fn run() -> i32 {
     match cli.command {
         Command::Demo => demo::run(),
         Command::Gateway { config, scopes } => oneshot::gateway(&config, &scopes),
+        Command::Mcp { config, scopes } => mcp::mcp(&config, &scopes),
+        Command::Manifest { json } => mcp::manifest(json),
         Command::Serve {
             config,
             listen,

@@ -27,7 +27,7 @@ mod params;
 mod recording;
 mod scope;
 mod service;
-mod stdio;
+pub(crate) mod stdio;
 
 pub use binding::{Binding, BindingStore, BindingTarget, BINDING_CAPACITY, BINDING_PREFIX};
 pub use failure::{failure_output, Recovery};

@@ -197,15 +197,15 @@ impl Responder {
 
 /// The in-flight counter: a slot per running request; EOF waits for zero.
 #[derive(Default)]
-struct InFlight {
+pub(crate) struct InFlight {
     count: Mutex<usize>,
     idle: Condvar,
 }
 
-struct Slot(Arc<InFlight>);
+pub(crate) struct Slot(Arc<InFlight>);
 
 impl InFlight {
-    fn try_acquire(self: &Arc<Self>) -> Option<Slot> {
+    pub(crate) fn try_acquire(self: &Arc<Self>) -> Option<Slot> {
         let mut count = self.count.lock();
         if *count >= MAX_IN_FLIGHT {
             return None;
@@ -214,7 +214,7 @@ impl InFlight {
         Some(Slot(self.clone()))
     }
 
-    fn wait_idle(&self) {
+    pub(crate) fn wait_idle(&self) {
         let mut count = self.count.lock();
         while *count > 0 {
             self.idle.wait(&mut count);
@@ -234,7 +234,7 @@ impl Drop for Slot {
 
 /// What [`read_bounded_line`] found.
 #[derive(Debug, PartialEq, Eq)]
-enum Line {
+pub(crate) enum Line {
     /// A line is in the buffer (without `\n` and a trailing `\r`).
     Complete,
     /// The line was longer than the bound; it was consumed up to its newline.
@@ -245,7 +245,7 @@ enum Line {
 
 /// Reads one line into `line`, keeping at most [`MAX_BUFFERED`] bytes; an over-long line is
 /// skipped to its newline without being buffered. A last line without a newline still counts.
-fn read_bounded_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Line> {
+pub(crate) fn read_bounded_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Line> {
     line.clear();
     let mut too_large = false;
     let mut saw_any = false;
