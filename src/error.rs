@@ -105,6 +105,14 @@ macro_rules! error_codes {
 
             /// Every code, in declaration order.
             pub const ALL: &'static [ErrorCode] = &[ $( ErrorCode::$variant, )* ];
+
+            /// The code whose wire name is `name`.
+            pub fn parse(name: &str) -> Option<ErrorCode> {
+                match name {
+                    $( $name => Some(ErrorCode::$variant), )*
+                    _ => None,
+                }
+            }
         }
     };
 }
@@ -305,6 +313,14 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), n);
+    }
+
+    #[test]
+    fn codes_parse_from_their_wire_names() {
+        for code in ErrorCode::ALL {
+            assert_eq!(ErrorCode::parse(code.as_str()), Some(*code));
+        }
+        assert_eq!(ErrorCode::parse("unauthorized"), None);
     }
 
     #[test]

@@ -68,5 +68,6 @@ pub mod mcp;
 pub mod provider;
 pub mod scaffold;
 pub mod sdk;
+pub mod transport;
 
 pub use error::{Dispatch, Error, ErrorCode, Phase, Result};

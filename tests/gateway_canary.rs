@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use webcodex_plugin_host::env::ProviderConfig;
-use webcodex_plugin_host::gateway::{serve_lines, Caller, Gateway};
+use webcodex_plugin_host::gateway::{Caller, Gateway};
+use webcodex_plugin_host::transport::serve_lines;
 
 use gateway_support::*;
 

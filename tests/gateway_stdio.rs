@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use serde_json::{json, Value};
-use webcodex_plugin_host::gateway::{serve_lines, Caller, Gateway, MAX_IN_FLIGHT};
+use webcodex_plugin_host::gateway::{Caller, Gateway};
+use webcodex_plugin_host::transport::{serve_lines, MAX_IN_FLIGHT};
 
 use gateway_support::*;
 

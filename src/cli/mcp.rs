@@ -6,7 +6,7 @@ use std::path::Path;
 use webcodex_plugin_host::gateway::{Caller, Scopes};
 use webcodex_plugin_host::mcp::{manifest, serve_stdio};
 
-use super::{oneshot, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
+use super::{target, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 
 /// Prints the ToolSpec: canonical JSON with `--json`, else a readable summary.
 pub(super) fn manifest(json: bool) -> i32 {
@@ -31,7 +31,7 @@ pub(super) fn mcp(config: &Path, scopes: &str) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let gateway = match oneshot::start(config) {
+    let gateway = match target::start(config) {
         Ok(gateway) => gateway,
         Err(code) => return code,
     };

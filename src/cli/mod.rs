@@ -8,6 +8,7 @@ mod human;
 mod mcp;
 mod oneshot;
 mod serve;
+mod target;
 
 use std::path::PathBuf;
 
@@ -74,7 +75,7 @@ enum Command {
     /// List the providers of a runner, or one provider's tools.
     List {
         #[command(flatten)]
-        source: serve::Source,
+        source: target::Source,
         /// A provider id: list its tools.
         #[arg(long)]
         plugin: Option<String>,
@@ -85,7 +86,7 @@ enum Command {
     /// Describe one tool (its full definition).
     Describe {
         #[command(flatten)]
-        source: serve::Source,
+        source: target::Source,
         /// The provider id.
         #[arg(long)]
         plugin: String,
@@ -99,7 +100,7 @@ enum Command {
     /// Describe and call one tool.
     Call {
         #[command(flatten)]
-        source: serve::Source,
+        source: target::Source,
         /// The provider id.
         #[arg(long)]
         plugin: String,
@@ -116,7 +117,7 @@ enum Command {
     /// Admit one provider as a disposable candidate and report what a plugin author should fix.
     Check {
         #[command(flatten)]
-        source: serve::Source,
+        source: target::Source,
         /// The provider id.
         #[arg(long)]
         plugin: String,
@@ -127,7 +128,7 @@ enum Command {
     /// Restart every provider from the configuration, all or nothing.
     Reload {
         #[command(flatten)]
-        source: serve::Source,
+        source: target::Source,
         /// Print the canonical output object.
         #[arg(long)]
         json: bool,
@@ -135,7 +136,7 @@ enum Command {
     /// The tools of providers whose cwd is a project root.
     Catalog {
         #[command(flatten)]
-        source: serve::Source,
+        source: target::Source,
         /// The absolute project root.
         #[arg(long)]
         project: PathBuf,
@@ -172,7 +173,7 @@ pub fn run() -> i32 {
     };
     match cli.command {
         Command::Demo => demo::run(),
-        Command::Gateway { config, scopes } => oneshot::gateway(&config, &scopes),
+        Command::Gateway { config, scopes } => serve::gateway(&config, &scopes),
         Command::Mcp { config, scopes } => mcp::mcp(&config, &scopes),
         Command::Manifest { json } => mcp::manifest(json),
         Command::Serve {
@@ -184,59 +185,33 @@ pub fn run() -> i32 {
             source,
             plugin,
             json,
-        } => match source.resolve() {
-            Ok(serve::Target::Config(config)) => oneshot::list(&config, plugin.as_deref(), json),
-            Ok(serve::Target::Server(client)) => serve::list(&client, plugin.as_deref(), json),
-            Err(code) => code,
-        },
+        } => with(source, |s| oneshot::list(s, plugin.as_deref(), json)),
         Command::Describe {
             source,
             plugin,
             tool,
             json,
-        } => match source.resolve() {
-            Ok(serve::Target::Config(config)) => oneshot::describe(&config, &plugin, &tool, json),
-            Ok(serve::Target::Server(client)) => serve::describe(&client, &plugin, &tool, json),
-            Err(code) => code,
-        },
+        } => with(source, |s| oneshot::describe(s, &plugin, &tool, json)),
         Command::Call {
             source,
             plugin,
             tool,
             arguments,
             json,
-        } => match source.resolve() {
-            Ok(serve::Target::Config(config)) => {
-                oneshot::call(&config, &plugin, &tool, &arguments, json)
-            }
-            Ok(serve::Target::Server(client)) => {
-                serve::call(&client, &plugin, &tool, &arguments, json)
-            }
-            Err(code) => code,
-        },
+        } => with(source, |s| {
+            oneshot::call(s, &plugin, &tool, &arguments, json)
+        }),
         Command::Check {
             source,
             plugin,
             json,
-        } => match source.resolve() {
-            Ok(serve::Target::Config(config)) => oneshot::check(&config, &plugin, json),
-            Ok(serve::Target::Server(client)) => serve::check(&client, &plugin, json),
-            Err(code) => code,
-        },
-        Command::Reload { source, json } => match source.resolve() {
-            Ok(serve::Target::Config(config)) => oneshot::reload(&config, json),
-            Ok(serve::Target::Server(client)) => serve::reload(&client, json),
-            Err(code) => code,
-        },
+        } => with(source, |s| oneshot::check(s, &plugin, json)),
+        Command::Reload { source, json } => with(source, |s| oneshot::reload(s, json)),
         Command::Catalog {
             source,
             project,
             json,
-        } => match source.resolve() {
-            Ok(serve::Target::Config(config)) => oneshot::catalog(&config, &project, json),
-            Ok(serve::Target::Server(client)) => serve::catalog(&client, &project, json),
-            Err(code) => code,
-        },
+        } => with(source, |s| oneshot::catalog(s, &project, json)),
         Command::Bench(args) => bench::run(args),
         Command::Init { dir, id, lang } => init(&dir, id.as_deref(), &lang),
         Command::ExamplePlugin => match webcodex_plugin_host::sdk::example_plugin().serve_stdio() {
@@ -246,6 +221,14 @@ pub fn run() -> i32 {
                 EXIT_FAILURE
             }
         },
+    }
+}
+
+/// Resolves `--config` / `--server-url` (reading the token file) before the action runs.
+fn with(source: target::Source, action: impl FnOnce(target::Resolved) -> i32) -> i32 {
+    match source.resolve() {
+        Ok(resolved) => action(resolved),
+        Err(code) => code,
     }
 }
 

@@ -1,36 +1,35 @@
-//! The in-process commands: each starts a host from `--config`, sends one `plugin_tool`
-//! request through the gateway and prints its output.
+//! The one-request commands — list, describe, call, check, reload, catalog — each written once:
+//! it sends `plugin_tool` requests to a [`Target`] (a host started in-process from `--config`,
+//! or a `serve` endpoint from `--server-url`), prints the output and maps it to an exit code.
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
 
 use serde_json::{json, Value};
-use webcodex_plugin_host::gateway::{serve_lines, Caller, Gateway, Scopes, ToolOutput};
-use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
+use webcodex_plugin_host::gateway::{ToolOutput, LOCAL_RUNNER};
 
 use super::human;
+use super::target::{Answer, Resolved, Startup, Target};
 use super::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 
-const RUNNER: &str = "local";
+const RUNNER: &str = LOCAL_RUNNER;
 
-/// Starts the host of `config`; an invalid configuration is reported on stderr.
-pub(super) fn start(config: &Path) -> Result<Arc<Gateway>, i32> {
-    match Host::start(
-        ConfigSource::File(config.to_path_buf()),
-        HostOptions::default(),
-    ) {
-        Ok(host) => Ok(Arc::new(Gateway::single(Arc::new(host)))),
-        Err(e) => {
-            eprintln!("error: {}: {}", e.code(), e.message());
-            Err(EXIT_USAGE)
-        }
-    }
+/// Starts the target (as `startup` says), sends the requests of `requests`, closes the target
+/// and returns the last answer.
+fn session(
+    source: Resolved,
+    startup: Startup,
+    requests: impl FnOnce(&Target) -> Result<Answer, i32>,
+) -> Result<Answer, i32> {
+    let target = source.open(startup)?;
+    let answer = requests(&target);
+    target.close();
+    answer
 }
 
-/// Sends one request with all scopes and shuts the host down.
-fn request(gateway: &Gateway, params: Value) -> ToolOutput {
-    gateway.plugin_tool(&Caller::trusted(), &params)
+/// One request to `target`; the exit code when it produced no output.
+fn send(target: &Target, params: Value) -> Result<Answer, i32> {
+    target.plugin_tool(&params).map_err(|e| e.0)
 }
 
 /// Prints the output (canonical JSON or human text) and returns the exit code for it.
@@ -51,37 +50,30 @@ pub(super) fn finish(output: &ToolOutput, json: bool, render: impl Fn(&Value) ->
     }
 }
 
-pub(super) fn list(config: &Path, plugin: Option<&str>, json: bool) -> i32 {
-    let gateway = match start(config) {
-        Ok(gateway) => gateway,
-        Err(code) => return code,
-    };
+pub(super) fn list(source: Resolved, plugin: Option<&str>, json: bool) -> i32 {
     let params = match plugin {
         Some(plugin) => json!({"action": "list", "runner": RUNNER, "plugin": plugin}),
         None => json!({"action": "list", "runner": RUNNER}),
     };
-    let output = request(&gateway, params);
-    gateway.shutdown();
+    let answer = match session(source, Startup::Providers, |t| send(t, params)) {
+        Ok(answer) => answer,
+        Err(code) => return code,
+    };
     match plugin {
-        Some(_) => finish(&output, json, human::provider_detail),
-        None => finish(&output, json, human::providers),
+        Some(_) => finish(&answer.output, json, human::provider_detail),
+        None => finish(&answer.output, json, human::providers),
     }
 }
 
-pub(super) fn describe(config: &Path, plugin: &str, tool: &str, json: bool) -> i32 {
-    let gateway = match start(config) {
-        Ok(gateway) => gateway,
-        Err(code) => return code,
-    };
-    let output = request(
-        &gateway,
-        json!({"action": "describe", "runner": RUNNER, "plugin": plugin, "tool": tool}),
-    );
-    gateway.shutdown();
-    finish(&output, json, human::describe)
+pub(super) fn describe(source: Resolved, plugin: &str, tool: &str, json: bool) -> i32 {
+    let params = json!({"action": "describe", "runner": RUNNER, "plugin": plugin, "tool": tool});
+    match session(source, Startup::Providers, |t| send(t, params)) {
+        Ok(answer) => finish(&answer.output, json, human::describe),
+        Err(code) => code,
+    }
 }
 
-pub(super) fn call(config: &Path, plugin: &str, tool: &str, arguments: &str, json: bool) -> i32 {
+pub(super) fn call(source: Resolved, plugin: &str, tool: &str, arguments: &str, json: bool) -> i32 {
     let arguments: Value = match serde_json::from_str(arguments) {
         Ok(v @ Value::Object(_)) => v,
         _ => {
@@ -89,47 +81,40 @@ pub(super) fn call(config: &Path, plugin: &str, tool: &str, arguments: &str, jso
             return EXIT_USAGE;
         }
     };
-    let gateway = match start(config) {
-        Ok(gateway) => gateway,
-        Err(code) => return code,
-    };
-    let described = request(
-        &gateway,
-        json!({"action": "describe", "runner": RUNNER, "plugin": plugin, "tool": tool}),
-    );
-    let output = match described.output.get("binding").and_then(Value::as_str) {
-        Some(binding) if described.success => request(
-            &gateway,
-            json!({"action": "call", "binding": binding, "arguments": arguments}),
-        ),
-        _ => described,
-    };
-    gateway.shutdown();
-    finish(&output, json, human::call)
+    let params = json!({"action": "describe", "runner": RUNNER, "plugin": plugin, "tool": tool});
+    let answer = session(source, Startup::Providers, |target| {
+        let described = send(target, params)?;
+        match described
+            .output
+            .output
+            .get("binding")
+            .and_then(Value::as_str)
+        {
+            Some(binding) if described.output.success => send(
+                target,
+                json!({"action": "call", "binding": binding, "arguments": arguments}),
+            ),
+            _ => Ok(described),
+        }
+    });
+    match answer {
+        Ok(answer) => finish(&answer.output, json, human::call),
+        Err(code) => code,
+    }
 }
 
-pub(super) fn check(config: &Path, plugin: &str, json: bool) -> i32 {
-    let host = match Host::configured(
-        ConfigSource::File(config.to_path_buf()),
-        HostOptions::default(),
-    ) {
-        Ok(host) => host,
-        Err(e) => {
-            eprintln!("error: {}: {}", e.code(), e.message());
-            return EXIT_USAGE;
-        }
+pub(super) fn check(source: Resolved, plugin: &str, json: bool) -> i32 {
+    let params = json!({"action": "check", "runner": RUNNER, "plugin": plugin});
+    let answer = match session(source, Startup::ConfigOnly, |t| send(t, params)) {
+        Ok(answer) => answer,
+        Err(code) => return code,
     };
-    let host = Arc::new(host);
-    let gateway = Gateway::single(host.clone());
-    let output = request(
-        &gateway,
-        json!({"action": "check", "runner": RUNNER, "plugin": plugin}),
-    );
-    let code = finish(&output, json, human::check);
-    if !json && !host.last_check_stderr().is_empty() && output.output["ready"] == json!(false) {
+    let output = &answer.output;
+    let code = finish(output, json, human::check);
+    if !json && !answer.check_stderr.is_empty() && output.output["ready"] == json!(false) {
         // Local operators may see the candidate's stderr; plugin_tool callers never do.
         eprintln!("stderr of the candidate (last lines):");
-        for line in host.last_check_stderr().iter().rev().take(20).rev() {
+        for line in answer.check_stderr.iter().rev().take(20).rev() {
             eprintln!(
                 "  | {}{}",
                 line.text,
@@ -137,20 +122,18 @@ pub(super) fn check(config: &Path, plugin: &str, json: bool) -> i32 {
             );
         }
     }
-    gateway.shutdown();
     match (code, output.output.get("ready")) {
         (EXIT_OK, Some(Value::Bool(false))) => EXIT_USAGE,
         _ => code,
     }
 }
 
-pub(super) fn reload(config: &Path, json: bool) -> i32 {
-    let gateway = match start(config) {
-        Ok(gateway) => gateway,
+pub(super) fn reload(source: Resolved, json: bool) -> i32 {
+    let params = json!({"action": "reload", "runner": RUNNER});
+    let output = match session(source, Startup::Providers, |t| send(t, params)) {
+        Ok(answer) => answer.output,
         Err(code) => return code,
     };
-    let output = request(&gateway, json!({"action": "reload", "runner": RUNNER}));
-    gateway.shutdown();
     let code = finish(&output, json, human::reload);
     let failed = output.output["failures"]
         .as_array()
@@ -162,51 +145,14 @@ pub(super) fn reload(config: &Path, json: bool) -> i32 {
     }
 }
 
-pub(super) fn catalog(config: &Path, project: &Path, json: bool) -> i32 {
-    let gateway = match start(config) {
-        Ok(gateway) => gateway,
-        Err(code) => return code,
+pub(super) fn catalog(source: Resolved, project: &Path, json: bool) -> i32 {
+    let Some(project) = project.to_str() else {
+        eprintln!("error: --project must be valid UTF-8");
+        return EXIT_USAGE;
     };
-    let project = match project.to_str() {
-        Some(p) => p.to_string(),
-        None => {
-            eprintln!("error: --project must be valid UTF-8");
-            return EXIT_USAGE;
-        }
-    };
-    let output = request(
-        &gateway,
-        json!({"action": "catalog", "runner": RUNNER, "project": project}),
-    );
-    gateway.shutdown();
-    finish(&output, json, human::catalog)
-}
-
-pub(super) fn gateway(config: &Path, scopes: &str) -> i32 {
-    let scopes = match Scopes::parse(scopes) {
-        Ok(scopes) => scopes,
-        Err(e) => {
-            eprintln!("error: --scopes: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let gateway = match start(config) {
-        Ok(gateway) => gateway,
-        Err(code) => return code,
-    };
-    let stdin = std::io::stdin();
-    let result = serve_lines(
-        gateway.clone(),
-        Caller::new(scopes),
-        stdin.lock(),
-        std::io::stdout(),
-    );
-    gateway.shutdown();
-    match result {
-        Ok(()) => EXIT_OK,
-        Err(e) => {
-            eprintln!("error: the gateway transport failed: {e}");
-            EXIT_FAILURE
-        }
+    let params = json!({"action": "catalog", "runner": RUNNER, "project": project});
+    match session(source, Startup::Providers, |t| send(t, params)) {
+        Ok(answer) => finish(&answer.output, json, human::catalog),
+        Err(code) => code,
     }
 }

@@ -1,7 +1,8 @@
 //! Newline-delimited JSON-RPC 2.0 framing for protocol `webcodex-plugin-v1`.
 //!
 //! Pure: no process code. The bounded [`LineReader`] reads one line of at most
-//! [`MAX_LINE_BYTES`]; the [`RequestEncoder`] writes the three requests the host sends;
+//! [`MAX_LINE_BYTES`] (every fault ends the connection); [`read_line`] reads one line under the
+//! same bound but skips an oversized line and goes on, for readers that serve requests; the [`RequestEncoder`] writes the three requests the host sends;
 //! [`validate_response`] checks a response envelope; [`check_json_bounds`] enforces the JSON
 //! bounds of DESIGN §4 on one value. The typed response path — [`LineReader::read_response`] or
 //! [`decode_response`], then [`validate_raw`] — applies the same envelope rules to a line decoded
@@ -10,6 +11,7 @@
 mod bounds;
 mod encode;
 mod envelope;
+mod lines;
 mod reader;
 
 pub use bounds::{
@@ -20,6 +22,7 @@ pub use encode::{RequestEncoder, PROTOCOL_VERSION};
 pub use envelope::{
     decode_response, validate_raw, validate_response, Envelope, EnvelopeFault, RawEnvelope,
 };
+pub use lines::{read_line, Line};
 pub use reader::{LineReader, ReadFault};
 
 /// The longest protocol line in either direction, without its newline.

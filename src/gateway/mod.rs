@@ -15,29 +15,21 @@
 //! instance ids or raw parser text: outputs are built from ids, display names, admitted tool
 //! definitions, stable codes and the runtime's safe messages.
 //!
-//! [`serve_lines`] is the stdio JSON-lines transport; it knows nothing of pipes to plugins.
-//! [`HttpServer`] is the HTTP transport (bearer tokens from a [`Tokens`] file) and
-//! [`HttpClient`] its client.
+//! The gateway knows nothing of transports: the front ends that carry `plugin_tool` requests
+//! (stdio JSON lines, HTTP) live in [`crate::transport`].
 
 mod binding;
 mod failure;
-mod http;
 mod output;
 mod params;
 mod recording;
 mod scope;
 mod service;
-pub(crate) mod stdio;
 
 pub use binding::{Binding, BindingStore, BindingTarget, BINDING_CAPACITY, BINDING_PREFIX};
 pub use failure::{failure_output, Recovery};
-pub use http::{
-    ClientError, HttpClient, HttpServer, HttpStopper, Tokens, TokensError, MAX_BODY_BYTES,
-    TOOLS_CALL_PATH,
-};
 pub use output::MAX_DETAIL_BYTES;
 pub use params::{Action, ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
 pub use recording::{RecordingEvent, RecordingHook};
 pub use scope::{Caller, Scope, ScopeParseError, Scopes};
-pub use service::{Gateway, ToolOutput, LOCAL_RUNNER};
-pub use stdio::{serve_lines, MAX_IN_FLIGHT, TOOL_NAME, WORKER_STACK};
+pub use service::{Gateway, LocalOutput, ToolOutput, LOCAL_RUNNER};

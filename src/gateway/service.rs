@@ -17,6 +17,7 @@ use super::scope::Caller;
 use crate::catalog::ToolResult;
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::host::{Host, DEFAULT_PROJECT_CATALOG_BYTES};
+use crate::provider::StderrLine;
 
 /// The runner name [`Gateway::single`] registers its host under.
 pub const LOCAL_RUNNER: &str = "local";
@@ -29,13 +30,16 @@ pub struct ToolOutput {
     /// The canonical success object, or the failure object
     /// `{"error":{"code","message"},"dispatch","recovery"?}`.
     pub output: Value,
+    /// The failure's code, typed (`None` on success).
+    code: Option<ErrorCode>,
 }
 
 impl ToolOutput {
-    fn ok(output: Value) -> ToolOutput {
+    pub(crate) fn ok(output: Value) -> ToolOutput {
         ToolOutput {
             success: true,
             output,
+            code: None,
         }
     }
 
@@ -44,8 +48,40 @@ impl ToolOutput {
         ToolOutput {
             success: false,
             output: failure_output(error),
+            code: Some(error.code()),
         }
     }
+
+    /// An output received from another process (a `serve` endpoint): the code is read from
+    /// the failure object, and is `None` when it is not one of this runtime's codes.
+    pub(crate) fn received(success: bool, output: Value) -> ToolOutput {
+        let code = match success {
+            true => None,
+            false => output["error"]["code"].as_str().and_then(ErrorCode::parse),
+        };
+        ToolOutput {
+            success,
+            output,
+            code,
+        }
+    }
+
+    /// The failure's stable code; `None` on success. Transports map it (for example to an
+    /// HTTP status) without reading the output object.
+    pub fn code(&self) -> Option<ErrorCode> {
+        self.code
+    }
+}
+
+/// The result of [`Gateway::plugin_tool_local`]: the output and what only a local operator may
+/// see.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct LocalOutput {
+    /// The output, exactly as [`Gateway::plugin_tool`] returns it.
+    pub output: ToolOutput,
+    /// The stderr lines of a `check` candidate (last lines, bounded); empty otherwise.
+    pub check_stderr: Vec<StderrLine>,
 }
 
 type SharedHook = Arc<dyn Fn(&RecordingEvent) + Send + Sync>;
@@ -118,6 +154,27 @@ impl Gateway {
     /// Handles one `plugin_tool` request: strict parameter parsing (`invalid_arguments`), then
     /// the scope check (`insufficient_scope`), then the action.
     pub fn plugin_tool(&self, caller: &Caller, params: &Value) -> ToolOutput {
+        self.handle(caller, params, None)
+    }
+
+    /// [`Gateway::plugin_tool`] for a caller on this machine: a `check` also returns the
+    /// candidate's stderr lines (empty for every other action). Never put them in an output a
+    /// remote caller sees: stderr may hold anything the plugin printed.
+    pub fn plugin_tool_local(&self, caller: &Caller, params: &Value) -> LocalOutput {
+        let mut check_stderr = Vec::new();
+        let output = self.handle(caller, params, Some(&mut check_stderr));
+        LocalOutput {
+            output,
+            check_stderr,
+        }
+    }
+
+    fn handle(
+        &self,
+        caller: &Caller,
+        params: &Value,
+        check_stderr: Option<&mut Vec<StderrLine>>,
+    ) -> ToolOutput {
         // Borrowed from `params`: neither the call arguments nor any string is copied.
         let action = match ActionRef::parse(params) {
             Ok(action) => action,
@@ -126,7 +183,7 @@ impl Gateway {
         let mut target = None;
         let scope = action.kind().scope();
         let result = if caller.has(scope) {
-            self.act(action, &mut target)
+            self.act(action, &mut target, check_stderr)
         } else {
             Err(Error::not_started(
                 ErrorCode::InsufficientScope,
@@ -150,6 +207,7 @@ impl Gateway {
         &self,
         action: ActionRef<'_>,
         target: &mut Option<Arc<BindingTarget>>,
+        check_stderr: Option<&mut Vec<StderrLine>>,
     ) -> Result<Value, Error> {
         match action {
             ActionRef::List {
@@ -183,7 +241,11 @@ impl Gateway {
             } => self.call(binding, arguments, target),
             ActionRef::Check { runner, plugin, .. } => {
                 let report = self.host(runner)?.check(plugin)?;
-                Ok(output::check(runner, &report))
+                let output = output::check(runner, &report);
+                if let Some(sink) = check_stderr {
+                    *sink = report.stderr;
+                }
+                Ok(output)
             }
             ActionRef::Reload { runner, .. } => {
                 let report = self.host(runner)?.reload()?;

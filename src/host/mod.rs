@@ -106,7 +106,6 @@ pub struct Host {
     committed: RwLock<Arc<ProviderSet>>,
     gate: Mutex<()>,
     stopping: AtomicBool,
-    last_check_stderr: Mutex<Vec<StderrLine>>,
 }
 
 /// A unique id of one host (runner) instance, never reused in this process.
@@ -147,7 +146,6 @@ impl Host {
             committed: RwLock::new(Arc::new(set)),
             gate: Mutex::new(()),
             stopping: AtomicBool::new(false),
-            last_check_stderr: Mutex::new(Vec::new()),
         }
     }
 
@@ -243,13 +241,7 @@ impl Host {
                 CheckReport::failed(plugin, error, stderr)
             }
         };
-        *self.last_check_stderr.lock() = report.stderr.clone();
         Ok(report)
-    }
-
-    /// The stderr lines of the last check candidate (local operators only).
-    pub fn last_check_stderr(&self) -> Vec<StderrLine> {
-        self.last_check_stderr.lock().clone()
     }
 
     /// Re-reads the configuration, prepares the complete candidate set in parallel and commits it

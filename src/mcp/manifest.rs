@@ -8,7 +8,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::gateway::{ActionKind, MAX_RECORDING_SESSION_ID_BYTES, TOOL_NAME};
+use crate::gateway::{ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
+use crate::transport::TOOL_NAME;
 
 /// The tool's display title.
 pub const TITLE: &str = "Native tool plugins";

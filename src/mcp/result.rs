@@ -33,20 +33,14 @@ mod tests {
     #[test]
     fn a_call_passes_the_tool_result_through() {
         let result = json!({"content":[{"type":"text","text":"boom"}],"isError":true});
-        let output = ToolOutput {
-            success: true,
-            output: result.clone(),
-        };
+        let output = ToolOutput::ok(result.clone());
         let params = json!({"action":"call","binding":"b","arguments":{}});
         assert_eq!(call_tool_result(&params, &output), result);
     }
 
     #[test]
     fn other_actions_are_wrapped() {
-        let output = ToolOutput {
-            success: true,
-            output: json!({"runners":[{"runner":"local"}]}),
-        };
+        let output = ToolOutput::ok(json!({"runners":[{"runner":"local"}]}));
         let got = call_tool_result(&json!({"action":"list"}), &output);
         assert_eq!(
             got,

@@ -21,8 +21,8 @@ use super::jsonrpc::{
 use super::manifest;
 use super::result::call_tool_result;
 use super::version::{self, SUPPORTED_VERSIONS};
-use crate::error::{Error, ErrorCode};
-use crate::gateway::{ToolOutput, TOOL_NAME};
+use crate::gateway::ToolOutput;
+use crate::transport::TOOL_NAME;
 
 /// The `_meta` key of a stateless request's protocol version.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -114,24 +114,6 @@ impl ToolCall {
             result["resultType"] = "complete".into();
         }
         Reply::ok(&self.id, result)
-    }
-
-    /// The response when no slot was free: an `isError` result with `gateway_saturated`.
-    pub fn saturated(&self) -> Reply {
-        self.respond(&ToolOutput::failure(&Error::not_started(
-            ErrorCode::GatewaySaturated,
-            "too many requests in flight; try again when one finishes",
-        )))
-    }
-
-    /// The response when the gateway failed while running the call (a bug): an `isError`
-    /// result with `gateway_internal_error`, outcome unknown.
-    pub fn internal_error(&self) -> Reply {
-        self.respond(&ToolOutput::failure(&Error::new(
-            ErrorCode::Internal,
-            crate::error::Dispatch::OutcomeUnknown,
-            "the gateway failed while handling this request; its outcome is unknown",
-        )))
     }
 }
 
@@ -524,14 +506,11 @@ mod tests {
             panic!("{step:?}")
         };
         assert_eq!(call.params(), &json!({"action":"list"}));
-        let r = call.respond(&ToolOutput {
-            success: true,
-            output: json!({"runners":[]}),
-        });
+        let r = call.respond(&ToolOutput::ok(json!({"runners":[]})));
         assert_eq!(r.message["id"], 9);
         assert_eq!(r.message["result"]["resultType"], "complete");
         assert_eq!(r.message["result"]["isError"], false);
-        let r = call.saturated();
+        let r = call.respond(&crate::transport::saturated());
         assert_eq!(
             r.message["result"]["structuredContent"]["error"]["code"],
             "gateway_saturated"
@@ -551,8 +530,8 @@ mod tests {
         };
         assert_eq!(call.params(), &json!({}));
         assert!(call
-            .respond(&ToolOutput::failure(&Error::not_started(
-                ErrorCode::InvalidArguments,
+            .respond(&ToolOutput::failure(&crate::Error::not_started(
+                crate::ErrorCode::InvalidArguments,
                 "x"
             )))
             .message["result"]

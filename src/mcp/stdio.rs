@@ -10,16 +10,16 @@
 //! flight (each bounded by its deadline), writes their responses and returns.
 
 use std::io::{self, BufRead, Write};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::jsonrpc::{RpcError, INVALID_REQUEST};
-use super::{McpSession, PendingCalls, Reply, Step, ToolCall, Transport};
-use crate::gateway::stdio::{read_bounded_line, InFlight, Line};
-use crate::gateway::{Caller, Gateway, WORKER_STACK};
+use super::{McpSession, PendingCalls, Step, ToolCall, Transport};
+use crate::frame::{read_line, Line};
+use crate::gateway::{Caller, Gateway};
+use crate::transport::{saturated, Dispatcher, WORKER_STACK};
 
 /// Serves MCP from `input` until EOF, writing messages to `output`.
 ///
@@ -31,8 +31,8 @@ pub fn serve_stdio(
     mut input: impl BufRead,
     output: impl Write + Send + 'static,
 ) -> io::Result<()> {
+    let dispatcher = Dispatcher::new(gateway);
     let writer = Arc::new(LineWriter::new(Box::new(output)));
-    let in_flight = Arc::new(InFlight::default());
     let pending = Arc::new(PendingCalls::default());
     let mut session = McpSession::new(Transport::Stdio);
     let mut line = Vec::new();
@@ -40,7 +40,7 @@ pub fn serve_stdio(
         if writer.failed() {
             break Ok(());
         }
-        match read_bounded_line(&mut input, &mut line) {
+        match read_line(&mut input, &mut line) {
             Ok(Line::Eof) => break Ok(()),
             Ok(Line::TooLarge) => writer.send(&McpSession::oversized().message),
             Ok(Line::Complete) if line.iter().all(u8::is_ascii_whitespace) => {}
@@ -51,13 +51,13 @@ pub fn serve_stdio(
                 }
                 Step::Nothing => {}
                 Step::Call(call) => {
-                    start_call(call, &gateway, caller, &writer, &in_flight, &pending);
+                    start_call(call, &dispatcher, caller, &writer, &pending);
                 }
             },
             Err(e) => break Err(e),
         }
     };
-    in_flight.wait_idle();
+    dispatcher.wait_idle();
     read_result?;
     match writer.take_error() {
         Some(e) => Err(e),
@@ -67,10 +67,9 @@ pub fn serve_stdio(
 
 fn start_call(
     call: ToolCall,
-    gateway: &Arc<Gateway>,
+    dispatcher: &Dispatcher,
     caller: Caller,
     writer: &Arc<LineWriter>,
-    in_flight: &Arc<InFlight>,
     pending: &Arc<PendingCalls>,
 ) {
     let Some(ticket) = pending.register(call.id()) else {
@@ -80,22 +79,17 @@ fn start_call(
         );
         return writer.send(&error.response(call.id()));
     };
-    let Some(slot) = in_flight.try_acquire() else {
-        return writer.send(&call.saturated().message);
+    let Some(slot) = dispatcher.try_admit() else {
+        return writer.send(&call.respond(&saturated()).message);
     };
-    let (gateway, worker_writer) = (gateway.clone(), writer.clone());
+    let (worker_dispatcher, worker_writer) = (dispatcher.clone(), writer.clone());
     let worker_call = call.clone();
     let spawned = std::thread::Builder::new()
         .name("wc-mcp-call".into())
         .stack_size(WORKER_STACK)
         .spawn(move || {
-            let reply: Reply = catch_unwind(AssertUnwindSafe(|| {
-                worker_call.respond(&gateway.plugin_tool(&caller, worker_call.params()))
-            }))
-            .unwrap_or_else(|_| {
-                log::error!("an MCP tools/call panicked");
-                worker_call.internal_error()
-            });
+            let output = worker_dispatcher.execute(&caller, worker_call.params());
+            let reply = worker_call.respond(&output);
             if ticket.finish() {
                 worker_writer.send(&reply.message);
             }
@@ -103,7 +97,7 @@ fn start_call(
         });
     if spawned.is_err() {
         // The closure (with the ticket and the slot) was dropped: both are released.
-        writer.send(&call.saturated().message);
+        writer.send(&call.respond(&saturated()).message);
     }
 }
 

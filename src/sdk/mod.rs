@@ -20,7 +20,6 @@
 //! commands.
 
 mod example;
-mod lines;
 mod plugin;
 mod response;
 mod tool;

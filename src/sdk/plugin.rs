@@ -7,13 +7,12 @@ use std::panic::{self, AssertUnwindSafe};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::lines::{self, Line};
 use super::response::{
     write_error, write_result, CallResult, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
     METHOD_NOT_FOUND,
 };
 use super::tool::{ToolError, ToolOutput, ToolSpec};
-use crate::frame::{MAX_LINE_BYTES, PROTOCOL_VERSION};
+use crate::frame::{read_line, Line, MAX_LINE_BYTES, PROTOCOL_VERSION};
 
 type Handler = Box<dyn Fn(&Map<String, Value>) -> Result<ToolOutput, ToolError> + Send + Sync>;
 
@@ -148,13 +147,13 @@ impl Plugin {
         let mut line = Vec::new();
         let mut out = Vec::new();
         loop {
-            match lines::read_line(&mut input, &mut line)? {
+            match read_line(&mut input, &mut line)? {
                 Line::Eof => return Ok(()),
-                Line::TooLong => {
+                Line::TooLarge => {
                     log::debug!("skipped an input line longer than {MAX_LINE_BYTES} bytes");
                     continue;
                 }
-                Line::Ready => {}
+                Line::Complete => {}
             }
             out.clear();
             if !self.answer(&line, &mut out) {

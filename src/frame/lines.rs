@@ -1,32 +1,33 @@
-//! Bounded line reading for the plugin side: a line that is too long is skipped, not fatal.
+//! Bounded line reading that survives a bad line: a line that is too long is skipped, not fatal.
 //!
-//! Unlike the host's `frame::LineReader`, where every fault ends the connection, a plugin keeps
-//! serving after a bad line: it discards the oversized line up to its newline and reads on. At
-//! most `MAX_LINE_BYTES + 1` bytes (room for a trailing `\r`) are ever buffered.
+//! Unlike [`LineReader`](super::LineReader), where every fault ends the connection, a reader that
+//! serves requests (the plugin SDK, the stdio transport) keeps going after a bad line: it
+//! discards the oversized line up to its newline and reads on. At most `MAX_LINE_BYTES + 1`
+//! bytes (room for a trailing `\r`) are ever buffered.
 
 use std::io::{self, BufRead};
 
-use crate::frame::MAX_LINE_BYTES;
+use super::MAX_LINE_BYTES;
 
 /// The most bytes of one line that are ever buffered: the limit plus room for a trailing `\r`.
 const MAX_BUFFERED: usize = MAX_LINE_BYTES + 1;
 
 /// What [`read_line`] found.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Line {
+pub enum Line {
     /// The line (without `\n` and one trailing `\r`) is in the buffer.
-    Ready,
+    Complete,
     /// The line exceeded `MAX_LINE_BYTES`; it was consumed up to and including its newline.
-    TooLong,
+    TooLarge,
     /// End of input before any byte of a new line.
     Eof,
 }
 
 /// Reads the next line into `line`, replacing its contents.
 ///
-/// A last line without a newline is still returned as [`Line::Ready`]. `Interrupted` reads are
+/// A last line without a newline is still returned as [`Line::Complete`]. `Interrupted` reads are
 /// retried; any other read error is returned.
-pub(super) fn read_line<R: BufRead>(input: &mut R, line: &mut Vec<u8>) -> io::Result<Line> {
+pub fn read_line<R: BufRead>(input: &mut R, line: &mut Vec<u8>) -> io::Result<Line> {
     line.clear();
     let mut too_long = false;
     let mut started = false;
@@ -39,7 +40,7 @@ pub(super) fn read_line<R: BufRead>(input: &mut R, line: &mut Vec<u8>) -> io::Re
         if buf.is_empty() {
             return Ok(match (started, too_long) {
                 (false, _) => Line::Eof,
-                (true, true) => Line::TooLong,
+                (true, true) => Line::TooLarge,
                 (true, false) => finish(line),
             });
         }
@@ -59,7 +60,7 @@ pub(super) fn read_line<R: BufRead>(input: &mut R, line: &mut Vec<u8>) -> io::Re
         input.consume(used);
         if done {
             return Ok(if too_long {
-                Line::TooLong
+                Line::TooLarge
             } else {
                 finish(line)
             });
@@ -74,9 +75,9 @@ fn finish(line: &mut Vec<u8>) -> Line {
     }
     if line.len() > MAX_LINE_BYTES {
         line.clear();
-        Line::TooLong
+        Line::TooLarge
     } else {
-        Line::Ready
+        Line::Complete
     }
 }
 
@@ -113,10 +114,10 @@ mod tests {
     fn splits_lines_across_small_chunks_and_strips_cr() {
         let found = lines_of(b"abc\r\ndefgh\n\nlast", 3);
         let expected: Vec<(Line, Vec<u8>)> = vec![
-            (Line::Ready, b"abc".to_vec()),
-            (Line::Ready, b"defgh".to_vec()),
-            (Line::Ready, Vec::new()),
-            (Line::Ready, b"last".to_vec()),
+            (Line::Complete, b"abc".to_vec()),
+            (Line::Complete, b"defgh".to_vec()),
+            (Line::Complete, Vec::new()),
+            (Line::Complete, b"last".to_vec()),
         ];
         assert_eq!(found, expected);
     }
@@ -127,9 +128,9 @@ mod tests {
         input.extend_from_slice(b"\r\nok\n");
         let found = lines_of(&input, 8192);
         assert_eq!(found.len(), 2);
-        assert_eq!(found[0].0, Line::Ready);
+        assert_eq!(found[0].0, Line::Complete);
         assert_eq!(found[0].1.len(), MAX_LINE_BYTES);
-        assert_eq!(found[1], (Line::Ready, b"ok".to_vec()));
+        assert_eq!(found[1], (Line::Complete, b"ok".to_vec()));
     }
 
     #[test]
@@ -139,14 +140,17 @@ mod tests {
         let found = lines_of(&input, 8192);
         assert_eq!(
             found,
-            vec![(Line::TooLong, Vec::new()), (Line::Ready, b"ok".to_vec())]
+            vec![
+                (Line::TooLarge, Vec::new()),
+                (Line::Complete, b"ok".to_vec())
+            ]
         );
     }
 
     #[test]
     fn oversized_last_line_without_newline_is_too_long() {
         let input = vec![b'x'; MAX_LINE_BYTES + 2];
-        assert_eq!(lines_of(&input, 8192), vec![(Line::TooLong, Vec::new())]);
+        assert_eq!(lines_of(&input, 8192), vec![(Line::TooLarge, Vec::new())]);
     }
 
     #[test]
@@ -157,8 +161,49 @@ mod tests {
         let mut line = Vec::new();
         assert_eq!(
             read_line(&mut reader, &mut line).expect("read"),
-            Line::TooLong
+            Line::TooLarge
         );
         assert!(line.capacity() <= MAX_BUFFERED);
+    }
+
+    // The stdio transport's cases (it read lines with its own copy of this reader before).
+
+    fn lines(input: &[u8]) -> Vec<Result<Vec<u8>, Line>> {
+        let mut reader = BufReader::with_capacity(7, Cursor::new(input.to_vec()));
+        let mut out = Vec::new();
+        let mut line = Vec::new();
+        loop {
+            match read_line(&mut reader, &mut line).unwrap() {
+                Line::Eof => return out,
+                Line::Complete => out.push(Ok(line.clone())),
+                other => out.push(Err(other)),
+            }
+        }
+    }
+
+    #[test]
+    fn reads_lines_across_small_buffers() {
+        assert_eq!(
+            lines(b"hello world\r\n\nlast"),
+            vec![
+                Ok(b"hello world".to_vec()),
+                Ok(Vec::new()),
+                Ok(b"last".to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn skips_an_oversized_line_and_goes_on() {
+        let mut input = vec![b'x'; MAX_LINE_BYTES + 1];
+        input.extend_from_slice(b"\nnext\n");
+        let mut exact = vec![b'y'; MAX_LINE_BYTES];
+        exact.extend_from_slice(b"\r\n");
+        input.extend_from_slice(&exact);
+        let got = lines(&input);
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0], Err(Line::TooLarge));
+        assert_eq!(got[1], Ok(b"next".to_vec()));
+        assert_eq!(got[2].as_ref().unwrap().len(), MAX_LINE_BYTES);
     }
 }

@@ -1,0 +1,304 @@
+//! The bearer tokens of the HTTP transport: the tokens file, its validation and constant-time
+//! authentication.
+
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use crate::gateway::{Scope, Scopes};
+
+/// The shortest token a tokens file may hold, in bytes.
+pub const MIN_TOKEN_BYTES: usize = 16;
+
+/// The bearer tokens of an HTTP server, loaded from a TOML tokens file:
+///
+/// ```toml
+/// [[tokens]]
+/// name = "ci-runner"            # for logs only
+/// token = "long-random-secret"  # at least 16 bytes of printable ASCII, no spaces
+/// scopes = ["plugin:inspect", "plugin:invoke"]
+/// ```
+///
+/// Validation is strict: an unknown key anywhere, a missing or empty `name`, a `token` that is
+/// shorter than 16 bytes (`MIN_TOKEN_BYTES`) or holds spaces or non-printable bytes, an unknown or
+/// missing scope, a duplicate name or token, or a file without any entry is an error naming the
+/// entry (`tokens[INDEX]`, from 0) and the key. No error message contains a token value; a TOML
+/// syntax error gives only its line and column.
+#[derive(Clone)]
+pub struct Tokens {
+    entries: Vec<TokenEntry>,
+}
+
+#[derive(Clone)]
+struct TokenEntry {
+    name: String,
+    digest: [u8; 32],
+    scopes: Scopes,
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.entries.iter().map(|e| e.name.as_str()).collect();
+        f.debug_struct("Tokens").field("names", &names).finish()
+    }
+}
+
+/// A tokens file that could not be read or is invalid. Its message never contains a token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokensError(String);
+
+impl std::fmt::Display for TokensError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TokensError {}
+
+fn digest(token: &[u8]) -> [u8; 32] {
+    Sha256::digest(token).into()
+}
+
+/// Equality of two digests in time independent of where they differ.
+fn digests_equal(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+impl Tokens {
+    /// Reads and validates a tokens file.
+    pub fn load(path: &Path) -> Result<Tokens, TokensError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| TokensError(format!("cannot read the tokens file: {e}")))?;
+        Tokens::parse(&text)
+    }
+
+    /// Validates the text of a tokens file.
+    pub fn parse(text: &str) -> Result<Tokens, TokensError> {
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            // Only the position: the parser's message may quote the line, i.e. a token.
+            match e.span() {
+                Some(span) => {
+                    let before = &text[..span.start.min(text.len())];
+                    let line = before.matches('\n').count() + 1;
+                    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                    TokensError(format!(
+                        "the tokens file is not valid TOML (line {line}, column {column})"
+                    ))
+                }
+                None => TokensError("the tokens file is not valid TOML".into()),
+            }
+        })?;
+        let mut list = None;
+        for (key, value) in &table {
+            match (key.as_str(), value) {
+                ("tokens", toml::Value::Array(items)) => list = Some(items),
+                ("tokens", _) => {
+                    return Err(TokensError(
+                        "`tokens` must be an array of tables ([[tokens]])".into(),
+                    ))
+                }
+                (other, _) => {
+                    return Err(TokensError(format!(
+                        "unknown top-level key `{other}` (only [[tokens]] entries are allowed)"
+                    )))
+                }
+            }
+        }
+        let items = match list {
+            Some(items) if !items.is_empty() => items,
+            _ => {
+                return Err(TokensError(
+                    "the tokens file has no [[tokens]] entry".into(),
+                ))
+            }
+        };
+        let mut entries: Vec<TokenEntry> = Vec::with_capacity(items.len());
+        for (index, item) in items.iter().enumerate() {
+            let entry = parse_entry(index, item)?;
+            if let Some(j) = entries.iter().position(|e| e.name == entry.name) {
+                return Err(TokensError(format!(
+                    "tokens[{index}].name: duplicates the name of tokens[{j}]"
+                )));
+            }
+            if let Some(j) = entries
+                .iter()
+                .position(|e| digests_equal(&e.digest, &entry.digest))
+            {
+                return Err(TokensError(format!(
+                    "tokens[{index}].token: duplicates the token of tokens[{j}]"
+                )));
+            }
+            entries.push(entry);
+        }
+        Ok(Tokens { entries })
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when there is no entry (never for a loaded file).
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The name and scopes of the entry whose token is `presented`. Every entry is compared,
+    /// each in constant time, so the time taken does not depend on which one matched.
+    pub fn authenticate(&self, presented: &str) -> Option<(&str, Scopes)> {
+        let wanted = digest(presented.as_bytes());
+        let mut found = None;
+        for entry in &self.entries {
+            if digests_equal(&entry.digest, &wanted) && found.is_none() {
+                found = Some((entry.name.as_str(), entry.scopes));
+            }
+        }
+        found
+    }
+}
+
+fn parse_entry(index: usize, item: &toml::Value) -> Result<TokenEntry, TokensError> {
+    let err = |key: &str, what: &str| TokensError(format!("tokens[{index}].{key}: {what}"));
+    let toml::Value::Table(table) = item else {
+        return Err(TokensError(format!("tokens[{index}]: must be a table")));
+    };
+    for key in table.keys() {
+        if !matches!(key.as_str(), "name" | "token" | "scopes") {
+            return Err(err(key, "unknown key (expected name, token, scopes)"));
+        }
+    }
+    let name = match table.get("name") {
+        None => return Err(err("name", "missing")),
+        Some(toml::Value::String(s)) if s.trim().is_empty() => return Err(err("name", "empty")),
+        Some(toml::Value::String(s)) => s.clone(),
+        Some(_) => return Err(err("name", "must be a string")),
+    };
+    let token = match table.get("token") {
+        None => return Err(err("token", "missing")),
+        Some(toml::Value::String(s)) => s,
+        Some(_) => return Err(err("token", "must be a string")),
+    };
+    if token.is_empty() {
+        return Err(err("token", "empty"));
+    }
+    if token.len() < MIN_TOKEN_BYTES {
+        return Err(err(
+            "token",
+            &format!("shorter than {MIN_TOKEN_BYTES} bytes"),
+        ));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(err(
+            "token",
+            "must be printable ASCII without spaces (it is sent in an HTTP header)",
+        ));
+    }
+    let scopes = match table.get("scopes") {
+        None => return Err(err("scopes", "missing")),
+        Some(toml::Value::Array(items)) => items,
+        Some(_) => return Err(err("scopes", "must be an array of strings")),
+    };
+    if scopes.is_empty() {
+        return Err(err("scopes", "empty (give at least one scope)"));
+    }
+    let mut set = Scopes::none();
+    for (i, scope) in scopes.iter().enumerate() {
+        let scope = match scope {
+            toml::Value::String(s) => Scope::parse(s).ok_or_else(|| {
+                let known: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
+                err(
+                    &format!("scopes[{i}]"),
+                    &format!("unknown scope `{s}` (known: {})", known.join(", ")),
+                )
+            })?,
+            _ => return Err(err(&format!("scopes[{i}]"), "must be a string")),
+        };
+        set = set.with(scope);
+    }
+    Ok(TokenEntry {
+        name,
+        digest: digest(token.as_bytes()),
+        scopes: set,
+    })
+}
+
+/// The token of an `Authorization: Bearer TOKEN` value (scheme case-insensitive).
+pub(super) fn bearer(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let token = rest.trim_start();
+    (!token.is_empty() && !token.contains(' ')).then_some(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "0123456789abcdef-secret";
+
+    fn tokens(body: &str) -> Result<Tokens, TokensError> {
+        Tokens::parse(body)
+    }
+
+    #[test]
+    fn tokens_parse_and_authenticate() {
+        let t = tokens(&format!(
+            "[[tokens]]\nname = \"ci\"\ntoken = \"{SECRET}\"\nscopes = [\"plugin:inspect\", \"plugin:invoke\"]\n\
+             [[tokens]]\nname = \"ops\"\ntoken = \"{SECRET}-ops\"\nscopes = [\"plugin:manage\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(t.len(), 2);
+        let (name, scopes) = t.authenticate(SECRET).unwrap();
+        assert_eq!(name, "ci");
+        assert!(scopes.contains(Scope::Inspect) && scopes.contains(Scope::Invoke));
+        assert!(!scopes.contains(Scope::Manage));
+        let (name, scopes) = t.authenticate(&format!("{SECRET}-ops")).unwrap();
+        assert_eq!(name, "ops");
+        assert!(scopes.contains(Scope::Manage) && !scopes.contains(Scope::Invoke));
+        assert!(t.authenticate("0123456789abcdef-secreT").is_none());
+        assert!(t.authenticate("").is_none());
+        assert!(!format!("{t:?}").contains(SECRET));
+    }
+
+    #[test]
+    fn tokens_errors_name_entry_and_key_and_never_the_token() {
+        let entry = |extra: &str| {
+            format!(
+                "[[tokens]]\nname = \"a\"\ntoken = \"{SECRET}\"\nscopes = [\"plugin:inspect\"]\n{extra}"
+            )
+        };
+        let cases = [
+            (entry("[[tokens]]\nname = \"b\"\ntoken = \"\"\nscopes = [\"plugin:inspect\"]\n"), "tokens[1].token: empty"),
+            (entry("[[tokens]]\nname = \"b\"\ntoken = \"short-secret\"\nscopes = [\"plugin:inspect\"]\n"), "tokens[1].token: shorter than 16 bytes"),
+            (entry("[[tokens]]\nname = \"b\"\ntoken = \"has a space in it!!\"\nscopes = [\"plugin:inspect\"]\n"), "tokens[1].token: must be printable"),
+            (entry("colour = \"red\"\n"), "tokens[0].colour: unknown key"),
+            (entry("[[tokens]]\nname = \"b\"\ntoken = \"{SECRET}x\"\nscopes = [\"plugin:admin\"]\n".replace("{SECRET}", SECRET).as_str()), "tokens[1].scopes[0]: unknown scope `plugin:admin`"),
+            (entry("[[tokens]]\nname = \"b\"\ntoken = \"{SECRET}\"\nscopes = [\"plugin:invoke\"]\n".replace("{SECRET}", SECRET).as_str()), "tokens[1].token: duplicates the token of tokens[0]"),
+            (entry("[[tokens]]\nname = \"a\"\ntoken = \"{SECRET}x\"\nscopes = [\"plugin:invoke\"]\n".replace("{SECRET}", SECRET).as_str()), "tokens[1].name: duplicates"),
+            (entry("[[tokens]]\nname = \"b\"\ntoken = \"{SECRET}x\"\nscopes = []\n".replace("{SECRET}", SECRET).as_str()), "tokens[1].scopes: empty"),
+            (entry("[[tokens]]\nname = \"b\"\nscopes = [\"plugin:invoke\"]\n"), "tokens[1].token: missing"),
+            (entry("[[tokens]]\ntoken = 1234\nname = \"b\"\nscopes = [\"plugin:invoke\"]\n"), "tokens[1].token: must be a string"),
+            (entry("other = 1\n").replace("[[tokens]]\n", "other = 1\n[[tokens]]\n").replace("other = 1\n\n", ""), "unknown top-level key `other`"),
+            ("".to_string(), "no [[tokens]] entry"),
+            (format!("[[tokens]]\nname = \"a\"\ntoken = \"{SECRET}\nscopes = []\n"), "not valid TOML (line 3"),
+        ];
+        for (text, want) in cases {
+            let err = tokens(&text).unwrap_err().to_string();
+            assert!(err.contains(want), "{err:?} should contain {want:?}");
+            assert!(!err.contains(SECRET), "{err:?} leaks the token");
+            assert!(!err.contains("short-secret"), "{err:?} leaks the token");
+        }
+    }
+
+    #[test]
+    fn bearer_header_parsing() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer   abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer"), None);
+        assert_eq!(bearer("Bearer a b"), None);
+    }
+}

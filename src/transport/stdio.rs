@@ -1,0 +1,143 @@
+//! The JSON-lines transport of `webcodex-plugin gateway` (DESIGN §10, §13.9, §13.10).
+//!
+//! One request per line, `{"id":…,"tool":"plugin_tool","params":{…}}`, answered by one line
+//! `{"id":…,"success":bool,"output":{…}}`. Extra keys in the request object are ignored.
+//!
+//! # Concurrency
+//! The calling thread reads lines; each well-formed request runs on its own named worker
+//! thread (`wc-gateway-req`, [`WORKER_STACK`] bytes of stack), so a slow call never blocks a
+//! list, a describe or another provider. At most [`MAX_IN_FLIGHT`](super::MAX_IN_FLIGHT)
+//! requests run at once: a [`Dispatcher`] slot is taken before spawning and dropped after the
+//! response is written; a request
+//! beyond the bound is answered at once with `gateway_saturated` (not started). A thread per
+//! request was chosen over a pool because requests are few and long-lived (a call may take
+//! its whole timeout) and a thread costs nothing while idle. Responses are written whole,
+//! one at a time, through a mutex, and may come out of order: match them by `id`.
+//!
+//! # Bounds and faults
+//! A line is read with a hard cap of 1 MiB + 1 byte (room for a trailing `\r`); a longer line is
+//! answered with `invalid_request` and skipped up to its newline, and reading goes on. A line
+//! that is not JSON, is not an object, lacks `tool` or `params`, or names another tool is
+//! answered with `invalid_request` (`id` echoed when it could be read, else `null`); so is a
+//! blank line. A last line without a newline still counts as a request. Should a request panic
+//! (a bug), it is still answered: `gateway_internal_error` with dispatch `outcome_unknown`.
+//!
+//! # End of input
+//! On EOF the transport stops accepting, waits for every in-flight request (each is bounded by
+//! its deadline) and returns `Ok`; the caller then shuts the hosts down. If writing a response
+//! fails, reading stops as at EOF and the write error is returned after the wait.
+
+use std::io::{self, BufRead, Write};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use super::dispatcher::{invalid_request, saturated, Dispatcher, WORKER_STACK};
+use super::request::{parse_request, response_body, Framing};
+use crate::frame::{read_line, Line};
+use crate::gateway::{Caller, Gateway, ToolOutput};
+
+/// Serves JSON-lines requests from `input` until EOF, writing responses to `output`.
+///
+/// Returns `Ok` after EOF once every in-flight request was answered; an error when reading
+/// `input` or writing `output` failed (also after waiting for in-flight requests).
+pub fn serve_lines(
+    gateway: Arc<Gateway>,
+    caller: Caller,
+    mut input: impl BufRead,
+    output: impl Write + Send + 'static,
+) -> io::Result<()> {
+    let dispatcher = Dispatcher::new(gateway);
+    let responder = Arc::new(Responder::new(Box::new(output)));
+    let mut line = Vec::new();
+    let read_result = loop {
+        if responder.failed() {
+            break Ok(());
+        }
+        match read_line(&mut input, &mut line) {
+            Ok(Line::Eof) => break Ok(()),
+            Ok(Line::TooLarge) => responder.send(
+                Value::Null,
+                invalid_request("the request line is longer than 1 MiB; it was skipped"),
+            ),
+            Ok(Line::Complete) => {
+                handle_line(&line, &dispatcher, caller, &responder);
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    dispatcher.wait_idle();
+    read_result?;
+    match responder.take_error() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn handle_line(line: &[u8], dispatcher: &Dispatcher, caller: Caller, responder: &Arc<Responder>) {
+    let request = match parse_request(line, Framing::Line) {
+        Ok(request) => request,
+        Err(rejection) => {
+            let id = rejection.id.unwrap_or(Value::Null);
+            responder.send(id, invalid_request(rejection.message));
+            return;
+        }
+    };
+    let id = request.id.unwrap_or(Value::Null);
+    let Some(slot) = dispatcher.try_admit() else {
+        responder.send(id, saturated());
+        return;
+    };
+    let (worker, worker_responder) = (dispatcher.clone(), responder.clone());
+    let (worker_id, params) = (id.clone(), request.params);
+    let spawned = std::thread::Builder::new()
+        .name("wc-gateway-req".into())
+        .stack_size(WORKER_STACK)
+        .spawn(move || {
+            let output = worker.execute(&caller, &params);
+            worker_responder.send(worker_id, output);
+            drop(slot);
+        });
+    if spawned.is_err() {
+        // The closure (and with it the slot) was dropped: the counter is already released.
+        responder.send(id, saturated());
+    }
+}
+
+/// Serialized response writes; remembers the first write error.
+struct Responder {
+    out: Mutex<Box<dyn Write + Send>>,
+    error: Mutex<Option<io::Error>>,
+}
+
+impl Responder {
+    fn new(out: Box<dyn Write + Send>) -> Responder {
+        Responder {
+            out: Mutex::new(out),
+            error: Mutex::new(None),
+        }
+    }
+
+    fn send(&self, id: Value, output: ToolOutput) {
+        let response = response_body(Some(id), output);
+        // Display of a Value is infallible (its keys are strings).
+        let mut bytes = response.to_string().into_bytes();
+        bytes.push(b'\n');
+        let mut out = self.out.lock();
+        if let Err(e) = out.write_all(&bytes).and_then(|()| out.flush()) {
+            let mut error = self.error.lock();
+            if error.is_none() {
+                *error = Some(e);
+            }
+        }
+    }
+
+    fn failed(&self) -> bool {
+        self.error.lock().is_some()
+    }
+
+    fn take_error(&self) -> Option<io::Error> {
+        self.error.lock().take()
+    }
+}
