@@ -1,6 +1,7 @@
 //! Interop with a real MCP client this project did not write: the official Rust SDK (`rmcp`)
-//! drives `webcodex-plugin mcp` over child-process stdio in both eras (the `initialize`
-//! handshake and the stateless `server/discover` lifecycle): list → describe → call → invalid
+//! drives `webcodex-plugin mcp` over child-process stdio and `serve`'s `POST /mcp` over
+//! Streamable HTTP, in both eras (the `initialize` handshake and the stateless
+//! `server/discover` lifecycle): list → describe → call → invalid
 //! arguments → a plugin's `isError` result → 20 concurrent calls (a provider serves one call at
 //! a time and a runner holds at most 8 providers, so the 20 are one `call` per provider plus
 //! `describe` and `list` requests, all in flight together).
@@ -11,11 +12,23 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientConfig, JsonObject, ProtocolVersion,
 };
 use rmcp::service::{Peer, RoleClient};
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::{json, Value};
 
 use mcp_support::*;
+
+/// rmcp's Streamable HTTP client transport for `POST /mcp` with a bearer token.
+macro_rules! http_transport {
+    ($server:expr, $token:expr) => {
+        StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri($server.mcp_url())
+                .auth_header($token)
+                .max_concurrent_requests(CONCURRENT + 4),
+        )
+    };
+}
 
 /// How many concurrent tools/call requests the scenario makes.
 const CONCURRENT: usize = 20;
@@ -260,4 +273,72 @@ async fn rmcp_auto_lifecycle_probes_and_stays_stateless() {
     assert_eq!(structured(&listed), json!({"runners":[{"runner":"local"}]}));
     client.cancel().await.expect("close the client");
     assert_plugins_gone(&pids);
+}
+
+fn serve_config(dir: &TempDir) -> std::path::PathBuf {
+    let providers = providers();
+    let refs: Vec<(&str, &str)> = providers.iter().map(|(id, m)| (id.as_str(), *m)).collect();
+    dir.config(&refs)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_over_http_with_the_initialize_handshake() {
+    let dir = TempDir::new("rmcp-http-legacy");
+    let server = ServeProcess::start(&dir, &serve_config(&dir), &[]);
+    let client = ClientConfig::default()
+        .serve_with_lifecycle(
+            http_transport!(server, TOKEN_INVOKE),
+            ClientLifecycleMode::Initialize,
+        )
+        .await
+        .expect("initialize over HTTP");
+    let info = client.peer_info().expect("server info");
+    assert_eq!(info.protocol_version, ProtocolVersion::V_2025_11_25);
+    scenario(client.peer().clone()).await;
+    client.cancel().await.expect("close the client");
+    let pids = server.pids.clone();
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_plugins_gone(&pids);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_over_http_in_the_stateless_era() {
+    let dir = TempDir::new("rmcp-http-modern");
+    let server = ServeProcess::start(&dir, &serve_config(&dir), &[]);
+    let client = ClientConfig::default()
+        .serve_with_lifecycle(
+            http_transport!(server, TOKEN_INVOKE),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("server/discover over HTTP");
+    let info = client.peer_info().expect("server info");
+    assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
+    scenario(client.peer().clone()).await;
+    client.cancel().await.expect("close the client");
+    let pids = server.pids.clone();
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_plugins_gone(&pids);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_over_http_without_a_valid_token_sees_the_bearer_challenge() {
+    let dir = TempDir::new("rmcp-http-401");
+    let server = ServeProcess::start(&dir, &serve_config(&dir), &[]);
+    let err = ClientConfig::default()
+        .serve_with_lifecycle(
+            http_transport!(server, "not-a-valid-token-at-all"),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect_err("an unknown token is refused");
+    assert!(err.is_authorization_required(), "{err:?}");
+    let (code, _) = server.stop();
+    assert_eq!(code, Some(0));
 }

@@ -71,6 +71,10 @@ enum Command {
         /// The tokens file (TOML `[[tokens]]` entries with name, token, scopes).
         #[arg(long)]
         tokens: PathBuf,
+        /// A browser origin allowed on /mcp, e.g. http://localhost:3000 (repeatable). A /mcp
+        /// request whose Origin header is present and not allowed gets 403.
+        #[arg(long = "allow-origin", value_name = "ORIGIN")]
+        allow_origin: Vec<String>,
     },
     /// List the providers of a runner, or one provider's tools.
     List {
@@ -180,7 +184,8 @@ pub fn run() -> i32 {
             config,
             listen,
             tokens,
-        } => serve::serve(&config, &listen, &tokens),
+            allow_origin,
+        } => serve::serve(&config, &listen, &tokens, allow_origin),
         Command::List {
             source,
             plugin,

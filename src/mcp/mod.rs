@@ -13,6 +13,7 @@
 //! runs the same `plugin_tool` executor as the JSON-lines gateway and the HTTP API.
 
 pub mod headers;
+pub mod http;
 pub mod jsonrpc;
 pub mod manifest;
 mod pending;

@@ -290,3 +290,158 @@ pub fn canonical(value: &Value) -> String {
     let reparsed: Value = serde_json::from_str(&value.to_string()).expect("JSON");
     reparsed.to_string()
 }
+
+/// A token with every scope, for `serve`.
+pub const TOKEN_ALL: &str = "all-scopes-token-0123456789";
+/// A token with `plugin:inspect` only.
+pub const TOKEN_INSPECT: &str = "inspect-only-token-0123456789";
+/// A token with `plugin:inspect` and `plugin:invoke`.
+pub const TOKEN_INVOKE: &str = "inspect-invoke-token-0123456789";
+/// A token with `plugin:manage` only.
+pub const TOKEN_MANAGE: &str = "manage-only-token-0123456789";
+
+/// The tokens file of [`ServeProcess`].
+pub fn tokens_file(dir: &TempDir) -> PathBuf {
+    let text = format!(
+        "[[tokens]]\nname = \"all\"\ntoken = \"{TOKEN_ALL}\"\nscopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n\
+         [[tokens]]\nname = \"inspect\"\ntoken = \"{TOKEN_INSPECT}\"\nscopes = [\"plugin:inspect\"]\n\
+         [[tokens]]\nname = \"invoke\"\ntoken = \"{TOKEN_INVOKE}\"\nscopes = [\"plugin:inspect\", \"plugin:invoke\"]\n\
+         [[tokens]]\nname = \"manage\"\ntoken = \"{TOKEN_MANAGE}\"\nscopes = [\"plugin:manage\"]\n"
+    );
+    let path = dir.path("tokens.toml");
+    std::fs::write(&path, text).expect("write tokens");
+    path
+}
+
+/// A running `webcodex-plugin serve` on 127.0.0.1 (port 0); stopped by SIGTERM.
+pub struct ServeProcess {
+    child: Option<Child>,
+    /// `http://ADDR`.
+    pub url: String,
+    /// The fixture's `FIXTURE_PIDS` file.
+    pub pids: PathBuf,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl ServeProcess {
+    /// Starts `serve` on `config` with [`tokens_file`] and these `--allow-origin` values.
+    pub fn start(dir: &TempDir, config: &Path, origins: &[&str]) -> ServeProcess {
+        let pids = dir.path("pids");
+        let mut cmd = common::cli_command(binary());
+        cmd.arg("serve")
+            .arg("--config")
+            .arg(config)
+            .args(["--listen", "127.0.0.1:0", "--tokens"])
+            .arg(tokens_file(dir));
+        for origin in origins {
+            cmd.args(["--allow-origin", origin]);
+        }
+        let mut child = cmd
+            .env("FIXTURE_PIDS", &pids)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let _ = tx.send(line.unwrap_or_default());
+            }
+        });
+        let line = rx.recv_timeout(RESPONSE_LIMIT).unwrap_or_else(|_| {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("serve printed no address");
+        });
+        let url = line
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_string();
+        ServeProcess {
+            stderr: Some(common::read_all(child.stderr.take().expect("stderr"))),
+            child: Some(child),
+            url,
+            pids,
+        }
+    }
+
+    /// The MCP endpoint URL.
+    pub fn mcp_url(&self) -> String {
+        format!("{}/mcp", self.url)
+    }
+
+    /// The `host:port` part.
+    pub fn addr(&self) -> &str {
+        self.url.trim_start_matches("http://")
+    }
+
+    /// Sends SIGTERM, waits for the exit and returns (exit code, stderr).
+    pub fn stop(mut self) -> (Option<i32>, String) {
+        let mut child = self.child.take().expect("running");
+        // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        let status = common::wait_bounded(&mut child, RESPONSE_LIMIT);
+        let stderr = self
+            .stderr
+            .take()
+            .map(|h| h.join().unwrap())
+            .unwrap_or_default();
+        (status.code(), stderr)
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// One raw HTTP/1.1 POST (or another method) with extra headers; returns (status, headers
+/// lowercased, body).
+pub fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(RESPONSE_LIMIT))
+        .expect("read timeout");
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    let text = String::from_utf8(raw).expect("UTF-8 response");
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {head}"));
+    let headers = lines
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            Some((k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        })
+        .collect();
+    (status, headers, body.to_string())
+}
