@@ -405,3 +405,23 @@ fn an_invalid_config_refuses_to_start() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn the_library_and_binary_depend_on_no_async_runtime() {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["tree", "--offline", "-e", "normal", "--prefix", "none"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run cargo tree");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let tree = String::from_utf8(out.stdout).unwrap();
+    assert!(tree.contains("webcodex-plugin-host"), "{tree}");
+    for runtime in ["tokio ", "rmcp ", "async-std ", "smol "] {
+        assert!(
+            !tree.lines().any(|l| l.starts_with(runtime)),
+            "the normal dependency graph contains {runtime}:\n{tree}"
+        );
+    }
+}
