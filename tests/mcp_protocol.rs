@@ -415,7 +415,11 @@ fn the_library_and_binary_depend_on_no_async_runtime() {
         .stdin(Stdio::null())
         .output()
         .expect("run cargo tree");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let tree = String::from_utf8(out.stdout).unwrap();
     assert!(tree.contains("webcodex-plugin-host"), "{tree}");
     for runtime in ["tokio ", "rmcp ", "async-std ", "smol "] {

@@ -62,7 +62,7 @@ pub fn answer(
             let output = run(call.params());
             HttpAnswer {
                 status: 200,
-                body: Some(call.respond(&output).message),
+                body: Some(call.respond(output).message),
             }
         }
         Step::Cancel(_) | Step::Nothing => HttpAnswer {

@@ -12,16 +12,16 @@ use serde_json::{json, Value};
 use crate::gateway::ToolOutput;
 
 /// The `CallToolResult` for the output of `plugin_tool(params)`.
-pub fn call_tool_result(params: &Value, output: &ToolOutput) -> Value {
+pub fn call_tool_result(params: &Value, output: ToolOutput) -> Value {
     let passthrough =
         output.success && params.get("action").and_then(Value::as_str) == Some("call");
     if passthrough && output.output.get("isError").is_some_and(Value::is_boolean) {
-        return output.output.clone();
+        return output.output;
     }
     json!({
         "content": [{"type": "text", "text": output.output.to_string()}],
-        "structuredContent": output.output,
         "isError": !output.success,
+        "structuredContent": output.output,
     })
 }
 
@@ -35,13 +35,13 @@ mod tests {
         let result = json!({"content":[{"type":"text","text":"boom"}],"isError":true});
         let output = ToolOutput::ok(result.clone());
         let params = json!({"action":"call","binding":"b","arguments":{}});
-        assert_eq!(call_tool_result(&params, &output), result);
+        assert_eq!(call_tool_result(&params, output), result);
     }
 
     #[test]
     fn other_actions_are_wrapped() {
         let output = ToolOutput::ok(json!({"runners":[{"runner":"local"}]}));
-        let got = call_tool_result(&json!({"action":"list"}), &output);
+        let got = call_tool_result(&json!({"action":"list"}), output);
         assert_eq!(
             got,
             json!({"content":[{"type":"text","text":"{\"runners\":[{\"runner\":\"local\"}]}"}],
@@ -52,7 +52,7 @@ mod tests {
     #[test]
     fn failures_are_tool_errors_with_the_failure_object() {
         let output = ToolOutput::failure(&Error::not_started(ErrorCode::InvalidArguments, "m"));
-        let got = call_tool_result(&json!({"action":"call"}), &output);
+        let got = call_tool_result(&json!({"action":"call"}), output.clone());
         assert_eq!(got["isError"], true);
         assert_eq!(got["structuredContent"], output.output);
         let text: Value =

@@ -108,7 +108,7 @@ impl ToolCall {
     }
 
     /// The response carrying the `CallToolResult` of `output`.
-    pub fn respond(&self, output: &ToolOutput) -> Reply {
+    pub fn respond(&self, output: ToolOutput) -> Reply {
         let mut result = call_tool_result(&self.arguments, output);
         if self.stateless {
             result["resultType"] = "complete".into();
@@ -166,7 +166,7 @@ impl McpSession {
         match incoming {
             Incoming::Response => Step::Nothing,
             Incoming::Notification { method, params } => notification(&method, &params),
-            Incoming::Request { id, method, params } => match self.request(&id, &method, &params) {
+            Incoming::Request { id, method, params } => match self.request(&id, &method, params) {
                 Ok(step) => step,
                 Err((error, status)) => Step::Reply(Reply::error(&id, error, status)),
             },
@@ -177,10 +177,10 @@ impl McpSession {
         &mut self,
         id: &Value,
         method: &str,
-        params: &Map<String, Value>,
+        params: Map<String, Value>,
     ) -> Result<Step, (RpcError, u16)> {
         if method == "initialize" {
-            return Ok(Step::Reply(self.initialize(id, params)));
+            return Ok(Step::Reply(self.initialize(id, &params)));
         }
         let meta = params.get("_meta").and_then(Value::as_object);
         if let Some(requested) = meta.and_then(|m| m.get(META_PROTOCOL_VERSION)) {
@@ -276,7 +276,7 @@ fn method_not_found(http_status: u16) -> (RpcError, u16) {
 fn stateless(
     id: &Value,
     method: &str,
-    params: &Map<String, Value>,
+    params: Map<String, Value>,
 ) -> Result<Step, (RpcError, u16)> {
     let cacheable = |mut result: Value| {
         result["resultType"] = "complete".into();
@@ -310,7 +310,7 @@ fn stateless(
 
 fn tool_call(
     id: &Value,
-    params: &Map<String, Value>,
+    mut params: Map<String, Value>,
     stateless: bool,
 ) -> Result<Step, (RpcError, u16)> {
     match params.get("name") {
@@ -331,9 +331,9 @@ fn tool_call(
             ))
         }
     }
-    let arguments = match params.get("arguments") {
+    let arguments = match params.remove("arguments") {
         None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(arguments @ Value::Object(_)) => arguments.clone(),
+        Some(arguments @ Value::Object(_)) => arguments,
         Some(_) => {
             return Err((
                 RpcError::new(INVALID_PARAMS, "tools/call `arguments` must be an object"),
@@ -506,11 +506,11 @@ mod tests {
             panic!("{step:?}")
         };
         assert_eq!(call.params(), &json!({"action":"list"}));
-        let r = call.respond(&ToolOutput::ok(json!({"runners":[]})));
+        let r = call.respond(ToolOutput::ok(json!({"runners":[]})));
         assert_eq!(r.message["id"], 9);
         assert_eq!(r.message["result"]["resultType"], "complete");
         assert_eq!(r.message["result"]["isError"], false);
-        let r = call.respond(&crate::transport::saturated());
+        let r = call.respond(crate::transport::saturated());
         assert_eq!(
             r.message["result"]["structuredContent"]["error"]["code"],
             "gateway_saturated"
@@ -530,7 +530,7 @@ mod tests {
         };
         assert_eq!(call.params(), &json!({}));
         assert!(call
-            .respond(&ToolOutput::failure(&crate::Error::not_started(
+            .respond(ToolOutput::failure(&crate::Error::not_started(
                 crate::ErrorCode::InvalidArguments,
                 "x"
             )))

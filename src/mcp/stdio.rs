@@ -80,7 +80,7 @@ fn start_call(
         return writer.send(&error.response(call.id()));
     };
     let Some(slot) = dispatcher.try_admit() else {
-        return writer.send(&call.respond(&saturated()).message);
+        return writer.send(&call.respond(saturated()).message);
     };
     let (worker_dispatcher, worker_writer) = (dispatcher.clone(), writer.clone());
     let worker_call = call.clone();
@@ -89,7 +89,7 @@ fn start_call(
         .stack_size(WORKER_STACK)
         .spawn(move || {
             let output = worker_dispatcher.execute(&caller, worker_call.params());
-            let reply = worker_call.respond(&output);
+            let reply = worker_call.respond(output);
             if ticket.finish() {
                 worker_writer.send(&reply.message);
             }
@@ -97,7 +97,7 @@ fn start_call(
         });
     if spawned.is_err() {
         // The closure (with the ticket and the slot) was dropped: both are released.
-        writer.send(&call.respond(&saturated()).message);
+        writer.send(&call.respond(saturated()).message);
     }
 }
 
