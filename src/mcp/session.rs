@@ -102,6 +102,16 @@ impl ToolCall {
         &self.id
     }
 
+    /// The same request without its arguments: enough to answer it with a failure (a
+    /// failure result never depends on the arguments).
+    pub fn without_arguments(&self) -> ToolCall {
+        ToolCall {
+            id: self.id.clone(),
+            arguments: Value::Null,
+            stateless: self.stateless,
+        }
+    }
+
     /// The `plugin_tool` params (the call's `arguments`).
     pub fn params(&self) -> &Value {
         &self.arguments

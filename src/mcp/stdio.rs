@@ -83,13 +83,13 @@ fn start_call(
         return writer.send(&call.respond(saturated()).message);
     };
     let (worker_dispatcher, worker_writer) = (dispatcher.clone(), writer.clone());
-    let worker_call = call.clone();
+    let fallback = call.without_arguments();
     let spawned = std::thread::Builder::new()
         .name("wc-mcp-call".into())
         .stack_size(WORKER_STACK)
         .spawn(move || {
-            let output = worker_dispatcher.execute(&caller, worker_call.params());
-            let reply = worker_call.respond(output);
+            let output = worker_dispatcher.execute(&caller, call.params());
+            let reply = call.respond(output);
             if ticket.finish() {
                 worker_writer.send(&reply.message);
             }
@@ -97,7 +97,7 @@ fn start_call(
         });
     if spawned.is_err() {
         // The closure (with the ticket and the slot) was dropped: both are released.
-        writer.send(&call.respond(saturated()).message);
+        writer.send(&fallback.respond(saturated()).message);
     }
 }
 
