@@ -21,6 +21,7 @@ use crate::catalog::Diagnostic;
 
 /// How far a failed request got before it failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Dispatch {
     /// Provably no byte of the request reached the plugin: safe to retry.
     NotStarted,
@@ -49,6 +50,7 @@ impl fmt::Display for Dispatch {
 
 /// The phase of provider admission in which a failure happened (`ready` on success).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Phase {
     /// Reading or validating runner.toml.
     Config,
@@ -91,6 +93,7 @@ macro_rules! error_codes {
     ($( $(#[$doc:meta])* $variant:ident => $name:literal, )*) => {
         /// Every stable error code of the runtime and the gateway.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
         pub enum ErrorCode {
             $( $(#[$doc])* $variant, )*
         }

@@ -57,6 +57,7 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "cli")]
 pub mod bench;
 pub mod catalog;
 pub mod env;
@@ -66,6 +67,7 @@ pub mod gateway;
 pub mod host;
 pub mod mcp;
 pub mod provider;
+#[cfg(feature = "cli")]
 pub mod scaffold;
 pub mod sdk;
 pub mod transport;

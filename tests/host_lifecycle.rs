@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use webcodex_plugin_host::env::parse_runner_config;
-use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions, ProviderState};
+use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions, InstanceCall, ProviderState};
 use webcodex_plugin_host::{Dispatch, ErrorCode, Phase};
 
 fn fixture() -> PathBuf {
@@ -139,12 +139,7 @@ fn reload_replaces_every_instance_and_old_instances_become_stale() {
     let args = json!({"text": "x"});
     let err = host
         .call_instance(
-            "alpha",
-            old.instance(),
-            "echo",
-            Some(&observation),
-            &args,
-            None,
+            InstanceCall::new("alpha", old.instance(), "echo", &args).observation(&observation),
         )
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::StaleProvider);
@@ -152,12 +147,7 @@ fn reload_replaces_every_instance_and_old_instances_become_stale() {
     // An instance held by an in-flight user keeps working until it lets go.
     old.call("echo", &json!({"text": "in flight"})).unwrap();
     host.call_instance(
-        "alpha",
-        new.instance(),
-        "echo",
-        Some(&observation),
-        &args,
-        None,
+        InstanceCall::new("alpha", new.instance(), "echo", &args).observation(&observation),
     )
     .unwrap();
 }
@@ -200,7 +190,12 @@ fn reload_removes_providers_that_left_the_config() {
         ErrorCode::NotConfigured
     );
     let err = host
-        .call_instance("beta", beta, "echo", None, &json!({"text": "x"}), None)
+        .call_instance(InstanceCall::new(
+            "beta",
+            beta,
+            "echo",
+            &json!({"text": "x"}),
+        ))
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::StaleProvider);
 }

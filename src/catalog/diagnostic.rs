@@ -2,6 +2,7 @@
 
 /// Admission diagnostic codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DiagnosticCode {
     /// The tools/list result is not exactly `{"tools":[...]}`.
     ToolsListResultMalformed,

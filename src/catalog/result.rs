@@ -69,6 +69,7 @@ impl ToolResult {
 
 /// Why a result was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ResultFault {
     /// Breaks the result contract or its bounds.
     Invalid,

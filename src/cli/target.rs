@@ -145,9 +145,11 @@ fn report_lost(params: &Value, e: ClientError) -> TargetError {
             "error: the response to `{action}` was lost after the request was sent ({m}); \
              the outcome may be unknown and the request was NOT retried"
         ),
-        ClientError::BadResponse(m) => {
-            eprintln!("error: {m}; the outcome of `{action}` may be unknown and it was NOT retried")
-        }
+        // A bad response, or a failure this binary does not know: the request may have been
+        // handled.
+        other => eprintln!(
+            "error: {other}; the outcome of `{action}` may be unknown and it was NOT retried"
+        ),
     }
     TargetError(EXIT_FAILURE)
 }

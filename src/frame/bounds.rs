@@ -13,6 +13,7 @@ pub const MAX_KEY_BYTES: usize = 1024;
 
 /// Which JSON bound a value broke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum JsonBoundsError {
     /// Nested deeper than [`MAX_DEPTH`].
     TooDeep,

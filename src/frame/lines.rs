@@ -14,6 +14,7 @@ const MAX_BUFFERED: usize = MAX_LINE_BYTES + 1;
 
 /// What [`read_line`] found.
 #[derive(Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Line {
     /// The line (without `\n` and one trailing `\r`) is in the buffer.
     Complete,

@@ -2,11 +2,11 @@
 //!
 //! Pure: no process code. The bounded [`LineReader`] reads one line of at most
 //! [`MAX_LINE_BYTES`] (every fault ends the connection); [`read_line`] reads one line under the
-//! same bound but skips an oversized line and goes on, for readers that serve requests; the [`RequestEncoder`] writes the three requests the host sends;
-//! [`validate_response`] checks a response envelope; [`check_json_bounds`] enforces the JSON
-//! bounds of DESIGN §4 on one value. The typed response path — [`LineReader::read_response`] or
-//! [`decode_response`], then [`validate_raw`] — applies the same envelope rules to a line decoded
-//! straight into a [`RawEnvelope`], without building a `Value` for the envelope.
+//! same bound but skips an oversized line and goes on, for readers that serve requests. The
+//! [`RequestEncoder`] writes the three requests the host sends; [`check_json_bounds`] enforces
+//! the JSON bounds of DESIGN §4 on one value. A response is checked on the typed path —
+//! [`LineReader::read_response`] or [`decode_response`], then [`validate_raw`] — which decodes a
+//! line straight into a [`RawEnvelope`], without building a `Value` for the envelope.
 
 mod bounds;
 mod encode;
@@ -19,9 +19,10 @@ pub use bounds::{
     MAX_NODES, MAX_STRING_BYTES,
 };
 pub use encode::{RequestEncoder, PROTOCOL_VERSION};
-pub use envelope::{
-    decode_response, validate_raw, validate_response, Envelope, EnvelopeFault, RawEnvelope,
-};
+#[cfg(any(test, feature = "internals"))]
+#[doc(hidden)]
+pub use envelope::validate_response;
+pub use envelope::{decode_response, validate_raw, Envelope, EnvelopeFault, RawEnvelope};
 pub use lines::{read_line, Line};
 pub use reader::{LineReader, ReadFault};
 

@@ -7,8 +7,6 @@
 
 use std::io::{self, BufRead};
 
-use serde_json::Value;
-
 use super::envelope::{decode_response_text, RawEnvelope};
 use super::MAX_LINE_BYTES;
 use crate::error::ErrorCode;
@@ -21,6 +19,7 @@ const MAX_BUFFERED: usize = MAX_LINE_BYTES + 1;
 
 /// Why no value could be read. Every fault is terminal for the connection.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ReadFault {
     /// End of stream (also: a partial last line without newline).
     Eof,
@@ -76,7 +75,12 @@ impl<R: BufRead> LineReader<R> {
     /// line, a BOM, invalid UTF-8 or anything but exactly one JSON value, [`ReadFault::Eof`] at
     /// end of stream (even in the middle of a line) and [`ReadFault::Io`] for a read error other
     /// than `Interrupted`, which is retried.
-    pub fn read_value(&mut self) -> Result<Value, ReadFault> {
+    ///
+    /// A test oracle (`internals` feature): the host reads responses with
+    /// [`read_response`](Self::read_response).
+    #[cfg(any(test, feature = "internals"))]
+    #[doc(hidden)]
+    pub fn read_value(&mut self) -> Result<serde_json::Value, ReadFault> {
         self.read_line_with(parse_json)
     }
 
@@ -196,7 +200,8 @@ pub(super) fn line_text(raw: &[u8]) -> Result<&str, ReadFault> {
 }
 
 /// Parses the text of one line as exactly one JSON value.
-fn parse_json(text: &str) -> Result<Value, ReadFault> {
+#[cfg(any(test, feature = "internals"))]
+fn parse_json(text: &str) -> Result<serde_json::Value, ReadFault> {
     // `from_str` rejects trailing non-whitespace, so a second value on the line is malformed.
     serde_json::from_str(text).map_err(|_| ReadFault::Malformed)
 }

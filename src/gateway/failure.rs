@@ -24,6 +24,7 @@ use crate::error::{Dispatch, Error, ErrorCode};
 
 /// What a caller should do after a failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Recovery {
     /// The request may be sent again (nothing was started).
     Retry,

@@ -1,7 +1,6 @@
 //! `plugin_tool`: the one canonical gateway tool (DESIGN §9, §10, §13).
 //!
-//! A request flows: strict, action-aware parameter parsing (the rules of [`Action::parse`],
-//! `invalid_arguments`) → scope check ([`Caller`], `insufficient_scope`) → runner routing
+//! A request flows: strict, action-aware parameter parsing (`invalid_arguments`) → scope check ([`Caller`], `insufficient_scope`) → runner routing
 //! (`plugin_runner_not_found`) → the action on a [`Host`](crate::host::Host) → a canonical output
 //! object ([`ToolOutput`]). Failures share one shape with a stable code, a dispatch state and,
 //! when the caller can do something, a [`Recovery`].
@@ -29,7 +28,7 @@ mod service;
 pub use binding::{Binding, BindingStore, BindingTarget, BINDING_CAPACITY, BINDING_PREFIX};
 pub use failure::{failure_output, Recovery};
 pub use output::MAX_DETAIL_BYTES;
-pub use params::{Action, ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
+pub use params::{ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
 pub use recording::{RecordingEvent, RecordingHook};
 pub use scope::{Caller, Scope, ScopeParseError, Scopes};
 pub use service::{Gateway, LocalOutput, ToolOutput, LOCAL_RUNNER};

@@ -19,6 +19,7 @@ const MAX_FIELDS: usize = 3;
 
 /// The six actions of `plugin_tool`, without their parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ActionKind {
     /// `list`: runners, providers or one provider's tools.
     List,
@@ -91,9 +92,10 @@ impl ActionKind {
     }
 }
 
-/// Parsed `plugin_tool` parameters.
+/// Parsed `plugin_tool` parameters, owned: the oracle the tests compare [`ActionRef`] with.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq)]
-pub enum Action {
+pub(crate) enum Action {
     /// `list`: no runner → the runners; a runner → its providers; runner + plugin → its tools.
     List {
         /// The runner to list.
@@ -145,6 +147,7 @@ pub enum Action {
     },
 }
 
+#[cfg(test)]
 impl Action {
     /// Parses `plugin_tool` parameters strictly; every failure is `invalid_arguments`.
     pub fn parse(params: &Value) -> Result<Action, Error> {
@@ -183,7 +186,7 @@ impl Action {
     }
 }
 
-/// [`Action`] borrowing from the parameters it was parsed from: what the gateway acts on, so
+/// Parsed `plugin_tool` parameters, borrowing from the parameters they were parsed from: what the gateway acts on, so
 /// that a request copies neither its strings nor its call arguments.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum ActionRef<'a> {
@@ -291,6 +294,7 @@ impl<'a> ActionRef<'a> {
     }
 
     /// The owned [`Action`].
+    #[cfg(test)]
     pub(crate) fn into_action(self) -> Action {
         let owned = |s: Option<&str>| s.map(str::to_string);
         match self {
@@ -460,307 +464,4 @@ fn echo(field: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn parse(v: Value) -> Result<Action, Error> {
-        Action::parse(&v)
-    }
-
-    fn invalid_message(v: Value) -> String {
-        let e = parse(v).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidArguments);
-        assert_eq!(e.dispatch(), crate::Dispatch::NotStarted);
-        e.message().to_string()
-    }
-
-    #[test]
-    fn list_without_fields_lists_runners() {
-        assert_eq!(
-            parse(json!({"action":"list"})).unwrap(),
-            Action::List {
-                runner: None,
-                plugin: None
-            }
-        );
-    }
-
-    #[test]
-    fn list_with_runner_and_plugin() {
-        assert_eq!(
-            parse(json!({"action":"list","runner":"local","plugin":"p"})).unwrap(),
-            Action::List {
-                runner: Some("local".into()),
-                plugin: Some("p".into())
-            }
-        );
-    }
-
-    #[test]
-    fn list_plugin_needs_runner() {
-        let m = invalid_message(json!({"action":"list","plugin":"p"}));
-        assert!(m.contains("`plugin`") && m.contains("`runner`"), "{m}");
-    }
-
-    #[test]
-    fn describe_needs_runner_plugin_and_tool() {
-        assert_eq!(
-            parse(json!({"action":"describe","runner":"local","plugin":"p","tool":"t"})).unwrap(),
-            Action::Describe {
-                runner: "local".into(),
-                plugin: "p".into(),
-                tool: "t".into()
-            }
-        );
-        for missing in ["runner", "plugin", "tool"] {
-            let mut v = json!({"action":"describe","runner":"local","plugin":"p","tool":"t"});
-            v.as_object_mut().unwrap().remove(missing);
-            let m = invalid_message(v);
-            assert!(m.contains(&format!("`{missing}` is required")), "{m}");
-            assert!(m.contains("`describe`"), "{m}");
-        }
-    }
-
-    #[test]
-    fn call_takes_binding_arguments_and_session() {
-        assert_eq!(
-            parse(json!({"action":"call","binding":"b","arguments":{"a":1},
-                         "recording_session_id":"s1"}))
-            .unwrap(),
-            Action::Call {
-                binding: "b".into(),
-                arguments: json!({"a":1}),
-                recording_session_id: Some("s1".into())
-            }
-        );
-    }
-
-    #[test]
-    fn call_arguments_must_be_an_object() {
-        for args in [json!([]), json!("x"), json!(1), json!(null)] {
-            let m = invalid_message(json!({"action":"call","binding":"b","arguments":args}));
-            assert!(m.contains("`arguments`"), "{m}");
-        }
-        let m = invalid_message(json!({"action":"call","binding":"b"}));
-        assert!(m.contains("`arguments` is required"), "{m}");
-    }
-
-    #[test]
-    fn call_forbids_runner_plugin_and_tool() {
-        for field in ["runner", "plugin", "tool"] {
-            let mut v = json!({"action":"call","binding":"b","arguments":{}});
-            v[field] = json!("x");
-            let m = invalid_message(v);
-            assert_eq!(
-                m,
-                format!("field `{field}` is not allowed for action `call`")
-            );
-        }
-    }
-
-    #[test]
-    fn check_and_reload_need_runner() {
-        assert_eq!(
-            parse(json!({"action":"check","runner":"local","plugin":"p"})).unwrap(),
-            Action::Check {
-                runner: "local".into(),
-                plugin: "p".into(),
-                recording_session_id: None
-            }
-        );
-        assert_eq!(
-            parse(json!({"action":"reload","runner":"local","recording_session_id":"s"})).unwrap(),
-            Action::Reload {
-                runner: "local".into(),
-                recording_session_id: Some("s".into())
-            }
-        );
-        assert!(invalid_message(json!({"action":"reload"})).contains("`runner` is required"));
-        assert!(invalid_message(json!({"action":"check","plugin":"p"}))
-            .contains("`runner` is required"));
-        assert!(invalid_message(json!({"action":"check","runner":"local"}))
-            .contains("`plugin` is required"));
-    }
-
-    #[test]
-    fn catalog_needs_runner_and_project() {
-        assert_eq!(
-            parse(json!({"action":"catalog","runner":"local","project":"/p"})).unwrap(),
-            Action::Catalog {
-                runner: "local".into(),
-                project: "/p".into()
-            }
-        );
-        assert!(
-            invalid_message(json!({"action":"catalog","runner":"local"}))
-                .contains("`project` is required")
-        );
-    }
-
-    #[test]
-    fn every_field_not_allowed_for_an_action_is_named() {
-        let all = [
-            "runner",
-            "plugin",
-            "tool",
-            "binding",
-            "arguments",
-            "recording_session_id",
-            "project",
-        ];
-        for kind in ActionKind::ALL {
-            for field in all {
-                if kind.fields().contains(&field) {
-                    continue;
-                }
-                let v = json!({"action": kind.as_str(), field: "x"});
-                let m = invalid_message(v);
-                assert_eq!(
-                    m,
-                    format!(
-                        "field `{field}` is not allowed for action `{}`",
-                        kind.as_str()
-                    )
-                );
-            }
-            let m = invalid_message(json!({"action": kind.as_str(), "extra": 1}));
-            assert!(m.contains("`extra`") && m.contains(kind.as_str()), "{m}");
-        }
-    }
-
-    #[test]
-    fn recording_session_id_only_on_call_check_reload() {
-        for kind in [ActionKind::List, ActionKind::Describe, ActionKind::Catalog] {
-            let m = invalid_message(json!({"action": kind.as_str(), "recording_session_id":"s"}));
-            assert!(m.contains("`recording_session_id` is not allowed"), "{m}");
-        }
-    }
-
-    #[test]
-    fn recording_session_id_must_be_a_sane_string() {
-        for bad in [json!(""), json!(1), json!("a\nb"), json!("x".repeat(257))] {
-            let m = invalid_message(json!({"action":"reload","runner":"local",
-                                           "recording_session_id": bad}));
-            assert!(m.contains("`recording_session_id`"), "{m}");
-        }
-    }
-
-    #[test]
-    fn action_is_required_and_must_be_known() {
-        assert!(invalid_message(json!({})).contains("`action` is required"));
-        assert!(invalid_message(json!({"action":1})).contains("must be a string"));
-        assert!(invalid_message(json!({"action":"delete"})).contains("unknown action"));
-        assert!(invalid_message(json!([])).contains("JSON object"));
-        assert!(invalid_message(json!(null)).contains("JSON object"));
-    }
-
-    #[test]
-    fn wrong_types_are_invalid_arguments() {
-        let m = invalid_message(json!({"action":"list","runner":1}));
-        assert_eq!(m, "field `runner` must be a string for action `list`");
-        let m = invalid_message(json!({"action":"describe","runner":"l","plugin":null,"tool":"t"}));
-        assert!(m.contains("`plugin` must be a string"), "{m}");
-        let m = invalid_message(json!({"action":"call","binding":5,"arguments":{}}));
-        assert!(m.contains("`binding` must be a string"), "{m}");
-    }
-
-    #[test]
-    fn echoed_field_names_are_bounded_and_clean() {
-        let long = format!("a\u{1}{}", "b".repeat(500));
-        let m = invalid_message(json!({"action":"list", long: 1}));
-        assert!(!m.chars().any(char::is_control));
-        assert!(m.len() < 200, "{m}");
-    }
-
-    #[test]
-    fn scopes_per_action() {
-        assert_eq!(ActionKind::List.scope(), Scope::Inspect);
-        assert_eq!(ActionKind::Describe.scope(), Scope::Inspect);
-        assert_eq!(ActionKind::Catalog.scope(), Scope::Inspect);
-        assert_eq!(ActionKind::Call.scope(), Scope::Invoke);
-        assert_eq!(ActionKind::Check.scope(), Scope::Manage);
-        assert_eq!(ActionKind::Reload.scope(), Scope::Manage);
-    }
-
-    #[test]
-    fn borrowed_parse_borrows_and_agrees_with_the_owned_one() {
-        let params = json!({"action":"call","binding":"b","arguments":{"a":[1,2]},
-                            "recording_session_id":"s1"});
-        let action = ActionRef::parse(&params).unwrap();
-        let ActionRef::Call {
-            binding,
-            arguments,
-            recording_session_id,
-        } = action
-        else {
-            panic!("not a call: {action:?}");
-        };
-        // The arguments and strings point into the parameters: nothing was copied.
-        assert!(std::ptr::eq(arguments, &params["arguments"]));
-        assert!(std::ptr::eq(binding, params["binding"].as_str().unwrap()));
-        assert_eq!(recording_session_id, Some("s1"));
-        assert_eq!(action.kind(), ActionKind::Call);
-        assert_eq!(action.recording_session_id(), Some("s1"));
-
-        let samples = [
-            json!({"action":"list"}),
-            json!({"action":"list","runner":"r"}),
-            json!({"action":"list","runner":"r","plugin":"p"}),
-            json!({"action":"describe","runner":"r","plugin":"p","tool":"t"}),
-            json!({"action":"call","binding":"b","arguments":{}}),
-            json!({"action":"call","binding":"b","arguments":{"x":{"y":[null]}},
-                   "recording_session_id":"s"}),
-            json!({"action":"check","runner":"r","plugin":"p"}),
-            json!({"action":"check","runner":"r","plugin":"p","recording_session_id":"s"}),
-            json!({"action":"reload","runner":"r"}),
-            json!({"action":"reload","runner":"r","recording_session_id":"s"}),
-            json!({"action":"catalog","runner":"r","project":"/p"}),
-        ];
-        for params in samples {
-            let borrowed = ActionRef::parse(&params).unwrap();
-            let owned = Action::parse(&params).unwrap();
-            assert_eq!(borrowed.into_action(), owned);
-            assert_eq!(borrowed.kind(), owned.kind());
-            assert_eq!(
-                borrowed.recording_session_id(),
-                owned.recording_session_id()
-            );
-        }
-    }
-
-    #[test]
-    fn no_action_has_more_fields_than_the_slots() {
-        for kind in ActionKind::ALL {
-            assert!(kind.fields().len() <= MAX_FIELDS, "{kind:?}");
-        }
-    }
-
-    #[test]
-    fn the_first_field_not_allowed_in_key_order_is_named() {
-        // Keys iterate in map order (sorted without `preserve_order`); the first bad one wins,
-        // even after allowed ones and whatever the allowed ones hold.
-        let v = json!({"action":"call","binding":5,"zz":1,"aa":2,"arguments":[]});
-        let first = serde_json::from_value::<serde_json::Map<String, Value>>(v.clone())
-            .unwrap()
-            .keys()
-            .find(|k| !["action", "binding", "arguments"].contains(&k.as_str()))
-            .cloned()
-            .unwrap();
-        assert_eq!(
-            invalid_message(v),
-            format!("field `{first}` is not allowed for action `call`")
-        );
-    }
-
-    #[test]
-    fn action_names_parse_to_their_kinds() {
-        for kind in ActionKind::ALL {
-            assert_eq!(ActionKind::parse(kind.as_str()), Some(kind));
-        }
-        for name in ["", "List", "lis", "lists", "call ", "describe\0"] {
-            assert_eq!(ActionKind::parse(name), None, "{name:?}");
-        }
-    }
-}
+mod tests;

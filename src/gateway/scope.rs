@@ -8,6 +8,7 @@ use std::fmt;
 
 /// One permission of a `plugin_tool` caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Scope {
     /// `plugin:inspect`: list, describe, catalog.
     Inspect,

@@ -16,7 +16,7 @@ use super::recording::{RecordingEvent, RecordingHook};
 use super::scope::Caller;
 use crate::catalog::ToolResult;
 use crate::error::{Dispatch, Error, ErrorCode};
-use crate::host::{Host, DEFAULT_PROJECT_CATALOG_BYTES};
+use crate::host::{Host, InstanceCall, DEFAULT_PROJECT_CATALOG_BYTES};
 use crate::provider::StderrLine;
 
 /// The runner name [`Gateway::single`] registers its host under.
@@ -54,6 +54,7 @@ impl ToolOutput {
 
     /// An output received from another process (a `serve` endpoint): the code is read from
     /// the failure object, and is `None` when it is not one of this runtime's codes.
+    #[cfg(feature = "http-client")]
     pub(crate) fn received(success: bool, output: Value) -> ToolOutput {
         let code = match success {
             true => None,
@@ -306,12 +307,8 @@ impl Gateway {
             .filter(|h| h.runner_id() == target.runner_id)
             .ok_or_else(replaced)?;
         host.call_instance(
-            &target.plugin,
-            target.instance,
-            &target.tool,
-            Some(&target.observation),
-            arguments,
-            None,
+            InstanceCall::new(&target.plugin, target.instance, &target.tool, arguments)
+                .observation(&target.observation),
         )
         .map(ToolResult::into_json)
         .map_err(|e| match e.code() {

@@ -7,6 +7,7 @@
 //! An instance replaced by a reload is not killed under its in-flight calls: its process tree
 //! is killed when its last user lets go.
 
+mod call;
 mod project;
 mod set;
 
@@ -19,6 +20,7 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 
+pub use call::InstanceCall;
 pub use project::{ProjectCatalog, ProjectTool, DEFAULT_PROJECT_CATALOG_BYTES};
 pub use set::{ProviderEntry, ProviderSet, ProviderState};
 
@@ -28,10 +30,11 @@ use crate::env::{
     DEFAULT_MAX_PROVIDERS,
 };
 use crate::error::{Error, ErrorCode, Phase};
-use crate::provider::{InstanceId, LaunchSpec, Provider, ProviderSpec, StderrLine, StderrRing};
+use crate::provider::{LaunchSpec, Provider, ProviderSpec, StderrLine, StderrRing};
 
 /// Where a host reads its runner configuration (again at every check and reload).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum ConfigSource {
     /// A runner.toml file, re-read by check and reload.
     File(PathBuf),
@@ -184,18 +187,10 @@ impl Host {
 
     /// Calls a tool on the exact provider `instance` (as recorded by a binding); a replaced or
     /// removed instance is `stale_plugin_provider`, a retired one `plugin_provider_unavailable`.
-    pub fn call_instance(
-        &self,
-        plugin: &str,
-        instance: InstanceId,
-        tool: &str,
-        observation: Option<&str>,
-        arguments: &Value,
-        timeout: Option<Duration>,
-    ) -> Result<ToolResult, Error> {
-        let provider = self.providers().instance(plugin, instance)?;
-        let timeout = timeout.unwrap_or_else(|| provider.timeout());
-        provider.call_checked(tool, observation, arguments, timeout)
+    pub fn call_instance(&self, call: InstanceCall<'_>) -> Result<ToolResult, Error> {
+        let provider = self.providers().instance(call.plugin, call.instance)?;
+        let timeout = call.timeout.unwrap_or_else(|| provider.timeout());
+        provider.call_checked(call.tool, call.observation, call.arguments, timeout)
     }
 
     /// Re-reads the configuration and admits only `plugin` as a disposable candidate: never a

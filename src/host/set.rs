@@ -9,6 +9,7 @@ use crate::provider::{InstanceId, Provider};
 
 /// The state of one configured provider in a committed set.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum ProviderState {
     /// Admitted; may since have been retired (see [`Provider::is_retired`]).
     Ready(Arc<Provider>),

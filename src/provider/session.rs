@@ -60,6 +60,10 @@ impl Session {
 
     /// Sends one request built by `encode` and waits for its response envelope until
     /// `deadline`. Every failure that may leave the connection out of step retires `process`.
+    ///
+    /// Four phases, each its own function: [`Session::ensure_in_step`] (nothing unasked is
+    /// waiting), [`Session::encode_frame`] (encode and bound the line), [`Session::write_frame`]
+    /// (write it here, or hand the rest to the writer) and [`Session::await_response`].
     pub(crate) fn round_trip(
         &mut self,
         process: &PluginProcess,
@@ -68,15 +72,20 @@ impl Session {
         spin: Duration,
         encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
     ) -> Result<Envelope, Error> {
-        let fail = |code: ErrorCode, dispatch: Dispatch, message: &str| {
-            process.retire();
-            Err(Error::new(code, dispatch, message).retiring())
-        };
+        self.ensure_in_step(process, deadline)?;
+        let id = self.encode_frame(process, encode)?;
+        let written = self.write_frame(process, kind, deadline)?;
+        self.await_response(process, kind, deadline, spin, id, written)
+    }
 
-        // Anything already waiting means the connection is out of step.
+    /// Anything already waiting means the connection is out of step: fails (not started) and
+    /// retires `process`.
+    #[inline]
+    fn ensure_in_step(&self, process: &PluginProcess, deadline: Instant) -> Result<(), Error> {
         match self.channels.events.try_recv() {
             Ok(Event::Message(_)) => {
                 return fail(
+                    process,
                     ErrorCode::UnexpectedMessage,
                     Dispatch::NotStarted,
                     "the plugin wrote to stdout without being asked",
@@ -84,10 +93,11 @@ impl Session {
             }
             Ok(event) => {
                 let (code, message) = describe_dead_connection(&event);
-                return fail(code, Dispatch::NotStarted, message);
+                return fail(process, code, Dispatch::NotStarted, message);
             }
             Err(TryRecvError::Disconnected) => {
                 return fail(
+                    process,
                     ErrorCode::Eof,
                     Dispatch::NotStarted,
                     "the plugin connection is closed",
@@ -106,39 +116,64 @@ impl Session {
                 ErrorCode::UnexpectedMessage => "the plugin wrote to stdout without being asked",
                 code => read_fault_message(code),
             };
-            return fail(code, Dispatch::NotStarted, message);
+            return fail(process, code, Dispatch::NotStarted, message);
         }
+        Ok(())
+    }
 
+    /// Encodes the request into the reused frame buffer; returns its id. A frame longer than
+    /// one protocol line is not sent (not started).
+    #[inline]
+    fn encode_frame(
+        &mut self,
+        process: &PluginProcess,
+        encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
+    ) -> Result<u64, Error> {
         let frame = &mut self.frame;
         let id = encode(&mut self.encoder, frame);
         if frame.len() - 1 > MAX_LINE_BYTES {
             self.encoder.unsend_last();
             return fail(
+                process,
                 ErrorCode::RequestTooLarge,
                 Dispatch::NotStarted,
                 "the request is larger than one protocol line (1 MiB)",
             );
         }
+        Ok(id)
+    }
 
-        // The common case: the pipe has room and the frame is written right here.
+    /// Writes the frame: in the common case the pipe has room and it is written right here;
+    /// otherwise the rest goes to the writer thread, which waits for the pipe.
+    #[inline]
+    fn write_frame(
+        &mut self,
+        process: &PluginProcess,
+        kind: RequestKind,
+        deadline: Instant,
+    ) -> Result<Written, Error> {
+        let frame = &self.frame;
         let after = kind.after_queue();
-        let (direct, queued) = match write_nonblocking(&self.channels.stdin, frame) {
-            WriteOutcome::Done => (frame.len(), None),
+        match write_nonblocking(&self.channels.stdin, frame) {
+            WriteOutcome::Done => Ok(Written {
+                direct: frame.len(),
+                queued: None,
+            }),
             WriteOutcome::Failed { written: 0 } => {
                 self.encoder.unsend_last();
-                return fail(
+                fail(
+                    process,
                     ErrorCode::StdinFailed,
                     Dispatch::NotStarted,
                     "the plugin's stdin is closed",
-                );
-            }
-            WriteOutcome::Failed { .. } => {
-                return fail(
-                    ErrorCode::StdinFailed,
-                    after,
-                    "writing the request to the plugin's stdin failed",
                 )
             }
+            WriteOutcome::Failed { .. } => fail(
+                process,
+                ErrorCode::StdinFailed,
+                after,
+                "writing the request to the plugin's stdin failed",
+            ),
             WriteOutcome::WouldBlock { written } => {
                 // The rest goes to the writer, which waits for the pipe.
                 self.seq += 1;
@@ -149,40 +184,57 @@ impl Session {
                     frame: frame[written..].to_vec(),
                 };
                 match self.channels.jobs.send_deadline(job, deadline) {
-                    Ok(()) => (written, Some(seq)),
-                    Err(SendTimeoutError::Disconnected(_)) if written > 0 => {
-                        return fail(
-                            ErrorCode::StdinFailed,
-                            after,
-                            "writing the request to the plugin's stdin failed",
-                        )
-                    }
-                    Err(SendTimeoutError::Timeout(_)) if written > 0 => {
-                        return fail(
-                            ErrorCode::Timeout,
-                            after,
-                            "the request timed out while it was being written",
-                        )
-                    }
+                    Ok(()) => Ok(Written {
+                        direct: written,
+                        queued: Some(seq),
+                    }),
+                    Err(SendTimeoutError::Disconnected(_)) if written > 0 => fail(
+                        process,
+                        ErrorCode::StdinFailed,
+                        after,
+                        "writing the request to the plugin's stdin failed",
+                    ),
+                    Err(SendTimeoutError::Timeout(_)) if written > 0 => fail(
+                        process,
+                        ErrorCode::Timeout,
+                        after,
+                        "the request timed out while it was being written",
+                    ),
                     Err(SendTimeoutError::Timeout(_)) => {
                         self.encoder.unsend_last();
-                        return Err(Error::not_started(
+                        Err(Error::not_started(
                             ErrorCode::Timeout,
                             "the request timed out before it could be queued for writing",
-                        ));
+                        ))
                     }
                     Err(SendTimeoutError::Disconnected(_)) => {
                         self.encoder.unsend_last();
-                        return fail(
+                        fail(
+                            process,
                             ErrorCode::StdinFailed,
                             Dispatch::NotStarted,
                             "the plugin's stdin is closed",
-                        );
+                        )
                     }
                 }
             }
-        };
+        }
+    }
 
+    /// Waits for the response with id `id` (or the event that ends the connection) until
+    /// `deadline`, spinning first when the embedder opted in.
+    #[inline]
+    fn await_response(
+        &mut self,
+        process: &PluginProcess,
+        kind: RequestKind,
+        deadline: Instant,
+        spin: Duration,
+        id: u64,
+        written: Written,
+    ) -> Result<Envelope, Error> {
+        let after = kind.after_queue();
+        let Written { direct, queued } = written;
         let mut wait_until = deadline;
         let mut exited = false;
         let mut spin_until = (!spin.is_zero()).then(|| deadline.min(Instant::now() + spin));
@@ -196,6 +248,7 @@ impl Session {
                     return match validate_raw(message, id) {
                         Ok(envelope) => Ok(envelope),
                         Err(fault) => fail(
+                            process,
                             fault.code(),
                             after,
                             "the plugin's response broke the JSON-RPC 2.0 envelope",
@@ -210,6 +263,7 @@ impl Session {
                         Dispatch::NotStarted
                     };
                     return fail(
+                        process,
                         ErrorCode::StdinFailed,
                         dispatch,
                         "writing the request to the plugin's stdin failed",
@@ -222,13 +276,23 @@ impl Session {
                 }
                 Ok(event) => {
                     let (code, message) = describe_dead_connection(&event);
-                    return fail(code, after, message);
+                    return fail(process, code, after, message);
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    return fail(ErrorCode::Eof, after, "the plugin connection is closed")
+                    return fail(
+                        process,
+                        ErrorCode::Eof,
+                        after,
+                        "the plugin connection is closed",
+                    )
                 }
                 Err(RecvTimeoutError::Timeout) if exited && Instant::now() < deadline => {
-                    return fail(ErrorCode::Eof, after, "the plugin exited before answering");
+                    return fail(
+                        process,
+                        ErrorCode::Eof,
+                        after,
+                        "the plugin exited before answering",
+                    );
                 }
                 Err(RecvTimeoutError::Timeout) => {
                     let unclaimed = queued.is_some_and(|seq| self.channels.gate.cancel(seq));
@@ -241,6 +305,7 @@ impl Session {
                         ));
                     }
                     return fail(
+                        process,
                         ErrorCode::Timeout,
                         after,
                         "the plugin did not answer within the request timeout",
@@ -249,6 +314,27 @@ impl Session {
             }
         }
     }
+}
+
+/// How the frame left: bytes the caller wrote itself, and the writer job for the rest.
+#[derive(Debug, Clone, Copy)]
+struct Written {
+    /// Bytes written directly by the calling thread.
+    direct: usize,
+    /// The sequence number of the writer job holding the rest, if any.
+    queued: Option<u64>,
+}
+
+/// Retires `process` and returns the retiring error: the connection may be out of step.
+#[inline]
+fn fail<T>(
+    process: &PluginProcess,
+    code: ErrorCode,
+    dispatch: Dispatch,
+    message: &str,
+) -> Result<T, Error> {
+    process.retire();
+    Err(Error::new(code, dispatch, message).retiring())
 }
 
 impl Session {

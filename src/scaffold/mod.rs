@@ -35,6 +35,7 @@ pub const TS_SDK_VERSION: &str = "0.1.0";
 
 /// The language of a scaffold; parsed from `ts`, `python` or `rust`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Lang {
     /// TypeScript on Node.js: `package.json`, `tsconfig.json`, `src/plugin.ts`.
     TypeScript,

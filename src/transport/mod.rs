@@ -16,6 +16,7 @@
 //! The gateway below knows nothing of transports; a transport knows nothing of plugins.
 
 mod dispatcher;
+#[cfg(any(feature = "http-server", feature = "http-client"))]
 pub mod http;
 mod request;
 mod stdio;

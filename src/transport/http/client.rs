@@ -38,6 +38,7 @@ impl std::fmt::Debug for HttpClient {
 
 /// Why a client request produced no gateway output.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ClientError {
     /// No connection could be made: nothing was sent.
     Connect(String),

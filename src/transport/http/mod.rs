@@ -57,12 +57,18 @@
 //!
 //! [`MAX_IN_FLIGHT`]: crate::transport::MAX_IN_FLIGHT
 
+#[cfg(feature = "http-client")]
 mod client;
+#[cfg(feature = "http-server")]
 mod server;
+#[cfg(feature = "http-server")]
 mod tokens;
 
+#[cfg(feature = "http-client")]
 pub use client::{ClientError, HttpClient, CONNECT_TIMEOUT, READ_TIMEOUT};
+#[cfg(feature = "http-server")]
 pub use server::{HttpServer, HttpStopper, ACCEPT_THREADS, UNAUTHORIZED};
+#[cfg(feature = "http-server")]
 pub use tokens::{Tokens, TokensError, MIN_TOKEN_BYTES};
 
 /// The one route of the HTTP transport.
