@@ -43,7 +43,10 @@ fn options() -> Options {
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        let mut value = || args.next().unwrap_or_else(|| usage(&format!("{arg} needs a value")));
+        let mut value = || {
+            args.next()
+                .unwrap_or_else(|| usage(&format!("{arg} needs a value")))
+        };
         match arg.as_str() {
             "-n" => o.n = value().parse().unwrap_or_else(|_| usage("-n N")),
             "--warmup" => o.warmup = value().parse().unwrap_or_else(|_| usage("--warmup W")),
@@ -99,7 +102,10 @@ impl Server {
         self.stdin.write_all(request).expect("write request");
         self.stdin.flush().expect("flush");
         self.line.clear();
-        let n = self.stdout.read_line(&mut self.line).expect("read response");
+        let n = self
+            .stdout
+            .read_line(&mut self.line)
+            .expect("read response");
         assert!(n > 0, "the server closed its stdout");
         &self.line
     }
@@ -179,7 +185,9 @@ fn measure(binary: &Path, config: &Path, front: Front, o: &Options) -> Vec<f64> 
         if i == 0 {
             let output = front.output(response);
             assert_eq!(
-                output["structuredContent"]["text"].as_str().or(output["text"].as_str()),
+                output["structuredContent"]["text"]
+                    .as_str()
+                    .or(output["text"].as_str()),
                 Some("hello"),
                 "unexpected call result: {response}"
             );

@@ -152,10 +152,10 @@ async fn scenario(peer: Peer<RoleClient>) {
     let mut calls = tokio::task::JoinSet::new();
     for i in 0..CONCURRENT {
         let peer = peer.clone();
-        let (arguments, expected) = if i < PROVIDERS {
+        let (arguments, expected) = if let Some(binding) = bindings.get(i) {
             let text = format!("call-{i}");
             (
-                json!({"action":"call","binding":bindings[i],"arguments":{"text":text}}),
+                json!({"action":"call","binding":binding,"arguments":{"text":text}}),
                 json!({"text": text}),
             )
         } else if i % 2 == 0 {
