@@ -1,4 +1,4 @@
-//! `plugin_tool` over the Model Context Protocol (see docs/PROTOCOL.md, MCP transport).
+//! `plugin_tool` over the Model Context Protocol (choices: docs/DECISIONS.md, MCP transport).
 //!
 //! An MCP client sees exactly one tool, `plugin_tool` ([`manifest::tool_spec`]), never the
 //! provider tools behind it. The server speaks both eras of MCP:

@@ -1,4 +1,4 @@
-//! The `tools/call` result of `plugin_tool` (see docs/PROTOCOL.md, MCP transport).
+//! The `tools/call` result of `plugin_tool` over MCP.
 //!
 //! - a successful `call` → the provider's validated ToolResult, unchanged (`isError` always
 //!   present, `true` when the plugin reported a tool error);
