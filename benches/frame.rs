@@ -1,5 +1,5 @@
-//! Framing benches (DESIGN §11): request encoding, line decoding, envelope validation and the
-//! JSON bounds walk, each reported as bytes per second of the protocol line involved.
+//! Framing benches (docs/PERFORMANCE.md): request encoding, line decoding, envelope validation and
+//! the JSON bounds walk, each reported as bytes per second of the protocol line involved.
 //!
 //! Run with `cargo bench --bench frame`.
 
@@ -20,7 +20,7 @@ const ID_HEADROOM: usize = 16;
 /// assembled from several `fill_buf` chunks.
 const PIPE_CHUNK: usize = 64 * 1024;
 
-/// Largest serialized tools/call result (DESIGN §4).
+/// Largest serialized tools/call result (docs/PROTOCOL.md §3, bounds).
 const MAX_RESULT_BYTES: usize = 512 * 1024;
 
 /// `{"text":"x…"}` of exactly `len` serialized bytes.

@@ -1,10 +1,10 @@
 //! The call round trip against this crate's built-in example plugin, side by side with its
-//! in-run floor (DESIGN §11):
+//! in-run floor (docs/PROTOCOL.md §9.5; docs/PERFORMANCE.md):
 //!
 //! - `provider_call_echo`: a warm `Provider::call("echo", {"text":"hello"})` through the full
 //!   call path (argument validation → frame → writer thread → pipe → plugin → reader thread →
 //!   envelope → result validation);
-//! - `raw_pipe_floor`: the same child binary, driven by hand like `../shared/perf/floor`: after
+//! - `raw_pipe_floor`: the same child binary, driven by hand like a raw pipe ping-pong: after
 //!   an untimed initialize + tools/list handshake, each iteration writes a pre-serialized
 //!   tools/call line, flushes and `read_line`s the reply, with no JSON work on the host side.
 //!

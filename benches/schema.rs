@@ -1,6 +1,6 @@
-//! Schema Profile v1 benches (DESIGN §5, §11): matching arguments against an admitted schema,
-//! admitting schemas, and validating a tools/call result. Throughput is the serialized size of
-//! the instance (check, result) or of the schema (admit).
+//! Schema Profile v1 benches (docs/PROTOCOL.md §4, Schema Profile; docs/PERFORMANCE.md): matching
+//! arguments against an admitted schema, admitting schemas, and validating a tools/call result.
+//! Throughput is the serialized size of the instance (check, result) or of the schema (admit).
 //!
 //! Run with `cargo bench --bench schema`.
 
@@ -15,7 +15,7 @@ use webcodex_plugin_host::catalog::{validate_tool_result, Schema};
 use webcodex_plugin_host::frame::{check_json_bounds, MAX_NODES};
 use webcodex_plugin_host::provider::MAX_ARGUMENTS_BYTES;
 
-/// Largest serialized schema (DESIGN §4).
+/// Largest serialized schema (docs/PROTOCOL.md §3, bounds).
 const MAX_SCHEMA_BYTES: usize = 64 * 1024;
 
 fn group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {

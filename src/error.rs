@@ -17,7 +17,7 @@
 
 use std::fmt;
 
-use crate::catalog::Diagnostic;
+use crate::diagnostic::Diagnostic;
 
 /// How far a failed request got before it failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -153,8 +153,9 @@ error_codes! {
     DuplicateResponseId => "plugin_duplicate_response_id",
     /// The response id is above the expected one.
     UnknownResponseId => "plugin_unknown_response_id",
-    /// The host is shutting down.
-    ManagerStopping => "plugin_manager_stopping",
+    /// The host is shutting down. (The wire name keeps the contract's word; there is no
+    /// separate manager: the `Host` is what stops.)
+    HostStopping => "plugin_manager_stopping",
     /// The plugin answered with a well-formed JSON-RPC error.
     RpcError => "plugin_rpc_error",
     /// The tools/call result broke the result contract.
@@ -177,7 +178,8 @@ error_codes! {
     EnvironmentPrepareFailed => "plugin_environment_prepare_failed",
     /// The plugin executable was not found or is not executable.
     ExecutableUnavailable => "plugin_executable_unavailable",
-    /// The plugin executable is of a kind that is not supported (Windows `.cmd`/`.bat`).
+    /// The plugin executable is of a kind that is not supported (Windows `.cmd`/`.bat`; not
+    /// produced on Unix).
     ExecutableUnsupported => "plugin_executable_unsupported",
     /// The process could not be spawned.
     SpawnFailed => "plugin_spawn_failed",

@@ -60,6 +60,7 @@
 #[cfg(feature = "cli")]
 pub mod bench;
 pub mod catalog;
+mod diagnostic;
 pub mod env;
 pub mod error;
 pub mod frame;

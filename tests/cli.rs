@@ -1,6 +1,7 @@
-//! End-to-end tests of the `webcodex-plugin` command-line tool (DESIGN §9, §10, §13): every
-//! subcommand is run as a separate process against runner.toml files that start the fixture
-//! plugin, and only its exit code, stdout and stderr are judged.
+//! End-to-end tests of the `webcodex-plugin` command-line tool (docs/PROTOCOL.md §8, plugin_tool;
+//! §9, transports and the command-line tool): every subcommand is run as a separate process against
+//! runner.toml files that start the fixture plugin, and only its exit code, stdout and stderr are
+//! judged.
 
 mod common;
 
@@ -406,7 +407,7 @@ fn call_rpc_error_exits_one_with_the_failure_shape() {
     out.assert_code(1);
     let v = out.json();
     assert_eq!(assert_failure_shape(&v, "completed"), "plugin_rpc_error");
-    // The error's `data` is never surfaced (§13.13).
+    // The error's `data` is never surfaced (docs/PROTOCOL.md §2.6).
     assert!(!out.stdout.contains("secret"), "{}", out.stdout);
 }
 
@@ -990,7 +991,7 @@ fn gateway_answers_every_request_once_by_id_and_exits_zero_on_eof() {
     );
     success_output(&gw.response(&json!(6)));
 
-    // A slow call still in flight at EOF is answered before the exit (§13.10).
+    // A slow call still in flight at EOF is answered before the exit (docs/PROTOCOL.md §9.2).
     gw.request(
         json!(8),
         json!({"action": "describe", "runner": "local", "plugin": "fx", "tool": "sleep"}),

@@ -1,6 +1,6 @@
-//! `webcodex-plugin bench` (DESIGN §11, §13.11) run as a process: the request count reaching the
-//! plugin and the shape of the JSON result line. Latency values are checked only for their
-//! internal order, never against a duration.
+//! `webcodex-plugin bench` (docs/PROTOCOL.md §9.5, bench) run as a process: the request count
+//! reaching the plugin and the shape of the JSON result line. Latency values are checked only for
+//! their internal order, never against a duration.
 
 mod common;
 
@@ -70,7 +70,8 @@ fn bench(args: &[&str], fixture_log: Option<&Path>) -> Run {
     }
 }
 
-/// Asserts exit 0 and one JSON result line with the §11 keys in a consistent order; returns it.
+/// Asserts exit 0 and one JSON result line with the bench keys (docs/PROTOCOL.md §9.5) in a
+/// consistent order; returns it.
 fn result_line(run: &Run) -> Value {
     assert_eq!(run.code, Some(0), "bench failed: {run:?}");
     let line = run
@@ -174,8 +175,8 @@ fn bench_of_cold_starts_succeeds() {
 #[test]
 fn bench_of_concurrent_providers_succeeds() {
     let v = result_line(&bench(&["--providers", "3", "-n", "50", "--json"], None));
-    // Today every measured call of the three providers is a sample (n = 150); §11 does not
-    // say whether `n` is per provider, so either count is accepted.
+    // Today every measured call of the three providers is a sample (n = 150); docs/PROTOCOL.md §9.5
+    // does not say whether `n` is per provider, so either count is accepted.
     let n = v["n"].as_u64().expect("n");
     assert!(n == 50 || n == 150, "{v}");
 }

@@ -241,10 +241,7 @@ fn shutdown_stops_providers_and_refuses_reload() {
     let provider = host.provider("alpha").unwrap();
     host.shutdown();
     assert!(provider.is_retired());
-    assert_eq!(
-        host.reload().unwrap_err().code(),
-        ErrorCode::ManagerStopping
-    );
+    assert_eq!(host.reload().unwrap_err().code(), ErrorCode::HostStopping);
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! No zombies (DESIGN §12): after providers are dropped, this process has no zombie children.
+//! No zombies (docs/ARCHITECTURE.md §7, pitfalls): after providers are dropped, this process has no
+//! zombie children.
 //!
 //! `zombie_children_of_self()` looks at every child of the test process, so these tests run one
 //! at a time (a process-wide lock) in their own test binary: no other test's plugin can be a

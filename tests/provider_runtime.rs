@@ -1,4 +1,5 @@
-//! The provider runtime against the real fixture plugin process (DESIGN §3, §4, §6, §12, §13).
+//! The provider runtime against the real fixture plugin process (docs/PROTOCOL.md §2 protocol, §3
+//! bounds, §5 failure classification; docs/ARCHITECTURE.md §7, pitfalls).
 //!
 //! Every test names one behaviour of the contract. Timings are never asserted as expectations;
 //! wall-clock bounds appear only as generous "does not hang" limits.
@@ -230,8 +231,8 @@ fn context_switches_of_threads(provider: &str) -> Vec<(String, u64)> {
 
 #[test]
 fn idle_provider_threads_never_wake_up() {
-    // §2: no polling loops and no sleeps. While nothing happens, none of the I/O threads
-    // (named after the provider id) is scheduled at all.
+    // docs/ARCHITECTURE.md §1: no polling loops and no sleeps. While nothing happens, none of the
+    // I/O threads (named after the provider id) is scheduled at all.
     let fx = Fixture::new("idle");
     let mut spec = fx.spec("normal", NORMAL);
     spec.id = "idle".into();
@@ -962,7 +963,7 @@ fn stop_during_a_waiting_call_ends_it_with_manager_stopping_outcome_unknown() {
         let (outcome, elapsed) = waiting.join().unwrap();
         assert!(elapsed < NORMAL, "the call waited for its deadline");
         let err = outcome.expect_err("stopped");
-        assert_error(&err, ErrorCode::ManagerStopping, Dispatch::OutcomeUnknown);
+        assert_error(&err, ErrorCode::HostStopping, Dispatch::OutcomeUnknown);
         assert!(err.is_fatal());
     });
     assert_retired(&provider);

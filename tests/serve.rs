@@ -1,4 +1,4 @@
-//! End-to-end tests of `webcodex-plugin serve` (the HTTP transport, DESIGN §10, §13.9) and of
+//! End-to-end tests of `webcodex-plugin serve` (the HTTP transport, docs/PROTOCOL.md §9.3) and of
 //! the `--server-url` client mode: the real binary serves a runner with the fixture plugin on
 //! `127.0.0.1:0` (it prints the bound address as its first stdout line); requests go over
 //! loopback only, as raw HTTP/1.1 written by the test or through the CLI.

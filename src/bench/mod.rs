@@ -1,4 +1,4 @@
-//! The RPC latency harness behind `webcodex-plugin bench` (DESIGN §11).
+//! The RPC latency harness behind `webcodex-plugin bench` (docs/PROTOCOL.md §9.5, bench).
 //!
 //! [`measure`] runs W unmeasured then N measured sequential calls of any closure and summarizes
 //! them with nearest-rank percentiles; the CLI passes a closure that goes through the full call

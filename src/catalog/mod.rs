@@ -4,16 +4,16 @@
 //! [`FrozenCatalog`] or the first [`Diagnostic`]; [`Schema`] admits a schema and matches
 //! instances against it; [`validate_tool_result`] checks a tools/call result.
 //!
-//! Every value validated here is checked on its own against the JSON bounds of DESIGN §4
-//! (§13.12): each inputSchema, outputSchema and annotations object, and each call result.
+//! Every value validated here is checked on its own against the JSON bounds (docs/PROTOCOL.md
+//! §3.2, JSON bounds per value): each inputSchema, outputSchema and annotations object, and each
+//! call result.
 
-mod diagnostic;
 mod frozen;
 mod result;
 mod schema;
 mod tool;
 
-pub use diagnostic::{Diagnostic, DiagnosticCode};
+pub use crate::diagnostic::{Diagnostic, DiagnosticCode};
 pub use frozen::{admit_tools_list, FrozenCatalog, MAX_TOOLS};
 pub use result::{validate_tool_result, ResultFault, ToolResult};
 pub use schema::{Schema, SchemaFault, SchemaMismatch};
@@ -25,8 +25,8 @@ use sha2::{Digest, Sha256};
 
 use crate::frame::check_json_bounds_sized;
 
-/// True when `value` is within the JSON bounds of DESIGN §4 and its compact serialization is at
-/// most `max_bytes` (one walk; see [`check_json_bounds_sized`]).
+/// True when `value` is within the JSON bounds (docs/PROTOCOL.md §3, bounds) and its compact
+/// serialization is at most `max_bytes` (one walk; see [`check_json_bounds_sized`]).
 fn within_bounds(value: &Value, max_bytes: usize) -> bool {
     check_json_bounds_sized(value, max_bytes).is_ok()
 }

@@ -1,4 +1,4 @@
-//! tools/call result validation (DESIGN §3, §4, §13.3).
+//! tools/call result validation (docs/PROTOCOL.md §2.5, the tools/call result; §3, bounds).
 //!
 //! Order of checks: the whole result against the JSON bounds and 512 KiB serialized
 //! ([`ResultFault::Invalid`]); then its shape — an object with only `content`,

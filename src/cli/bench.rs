@@ -1,5 +1,5 @@
-//! `bench`: RPC latency through the full call path (DESIGN §11), plus cold starts and
-//! concurrent providers.
+//! `bench`: RPC latency through the full call path (docs/PROTOCOL.md §9.5, bench), plus cold starts
+//! and concurrent providers.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,10 +13,9 @@ use webcodex_plugin_host::env::{
     RunnerConfig, DEFAULT_MAX_PROVIDERS, DEFAULT_REQUEST_TIMEOUT,
 };
 use webcodex_plugin_host::gateway::{Caller, Gateway};
-use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 use webcodex_plugin_host::provider::{LaunchSpec, Provider, ProviderSpec};
-use webcodex_plugin_host::Error;
 
+use super::bench_host::{self, runtime_error, start_host_with};
 use super::{demo, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 
 /// Options of `bench`.
@@ -96,23 +95,11 @@ pub(super) fn run(args: BenchArgs) -> i32 {
         }
     };
     if let Some(seconds) = args.idle {
-        return super::bench_host::idle(
-            &args.name,
-            provider.0,
-            &provider.1,
-            args.providers,
-            seconds,
-        );
+        return bench_host::idle(&args.name, provider.0, &provider.1, args.providers, seconds);
     }
     if args.startup {
         let rounds = args.n.unwrap_or(10);
-        return super::bench_host::startup(
-            &args.name,
-            provider.0,
-            &provider.1,
-            args.providers,
-            rounds,
-        );
+        return bench_host::startup(&args.name, provider.0, &provider.1, args.providers, rounds);
     }
     let result = if args.cold {
         cold(&args, provider.0, provider.1)
@@ -166,39 +153,6 @@ fn target_provider(args: &BenchArgs) -> Result<(RunnerConfig, ProviderConfig), S
     };
     let provider = config.plugins.providers.remove(0);
     Ok((config, provider))
-}
-
-/// A runner with `k` copies of `provider` (ids `<id>-0`…), all started in parallel.
-pub(super) fn start_host(
-    config: RunnerConfig,
-    provider: &ProviderConfig,
-    k: usize,
-) -> Result<Host, String> {
-    start_host_with(config, provider, k, Duration::ZERO)
-}
-
-fn start_host_with(
-    config: RunnerConfig,
-    provider: &ProviderConfig,
-    k: usize,
-    response_spin: Duration,
-) -> Result<Host, String> {
-    let mut config = config;
-    config.plugins.providers = (0..k)
-        .map(|i| {
-            let mut p = provider.clone();
-            if k > 1 {
-                p.id = format!("{}-{i}", provider.id);
-            }
-            p
-        })
-        .collect();
-    let options = HostOptions {
-        max_providers: k.max(DEFAULT_MAX_PROVIDERS),
-        response_spin,
-        ..HostOptions::default()
-    };
-    Host::start(ConfigSource::Fixed(config), options).map_err(runtime_error)
 }
 
 fn warm(
@@ -343,10 +297,6 @@ fn output_error(output: &Value) -> String {
         output["error"]["message"].as_str().unwrap_or(""),
         output["dispatch"].as_str().unwrap_or("")
     )
-}
-
-fn runtime_error(e: Error) -> String {
-    format!("{}: {} ({})", e.code(), e.message(), e.dispatch())
 }
 
 fn print_human(s: &BenchSummary, args: &BenchArgs) {

@@ -1,13 +1,14 @@
 //! `bench --idle` and `bench --startup`: what providers cost while idle, and how startup and
-//! reload scale with the number of providers.
+//! reload scale with the number of providers; and the bench hosts every mode starts.
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use webcodex_plugin_host::bench::{current_rss_kb, nearest_rank, peak_rss_kb};
-use webcodex_plugin_host::env::{ProviderConfig, RunnerConfig};
+use webcodex_plugin_host::env::{ProviderConfig, RunnerConfig, DEFAULT_MAX_PROVIDERS};
+use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
+use webcodex_plugin_host::Error;
 
-use super::bench::start_host;
 use super::{EXIT_FAILURE, EXIT_OK};
 
 const DEFAULT_PROVIDERS: usize = 8;
@@ -135,4 +136,42 @@ pub(super) fn startup(
     });
     println!("{report}");
     EXIT_OK
+}
+
+/// A runner with `k` copies of `provider` (ids `<id>-0`…), all started in parallel.
+pub(super) fn start_host(
+    config: RunnerConfig,
+    provider: &ProviderConfig,
+    k: usize,
+) -> Result<Host, String> {
+    start_host_with(config, provider, k, Duration::ZERO)
+}
+
+pub(super) fn start_host_with(
+    config: RunnerConfig,
+    provider: &ProviderConfig,
+    k: usize,
+    response_spin: Duration,
+) -> Result<Host, String> {
+    let mut config = config;
+    config.plugins.providers = (0..k)
+        .map(|i| {
+            let mut p = provider.clone();
+            if k > 1 {
+                p.id = format!("{}-{i}", provider.id);
+            }
+            p
+        })
+        .collect();
+    let options = HostOptions {
+        max_providers: k.max(DEFAULT_MAX_PROVIDERS),
+        response_spin,
+        ..HostOptions::default()
+    };
+    Host::start(ConfigSource::Fixed(config), options).map_err(runtime_error)
+}
+
+/// A runtime error as one line: `code: message (dispatch)`.
+pub(super) fn runtime_error(e: Error) -> String {
+    format!("{}: {} ({})", e.code(), e.message(), e.dispatch())
 }

@@ -1,4 +1,4 @@
-//! The runner.toml model of DESIGN §7.
+//! The runner.toml model (docs/PROTOCOL.md §6, environment and runner.toml).
 //!
 //! The file is parsed into a [`toml::Table`] and validated by hand, so every message is ours:
 //! it names the key and says what is allowed, and never echoes a value from the file other than

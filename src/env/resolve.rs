@@ -3,6 +3,10 @@
 //! The plugin is started from the prepared environment, so a bare command is looked up on that
 //! environment's PATH, never the host's. Messages never name the command or a path (either may
 //! be secret); they say what to check instead.
+//!
+//! Unix only, like the rest of the runtime (process groups, pipes, pidfds). The Windows rules of
+//! the contract (PATHEXT, refusing `.cmd`/`.bat` with `plugin_executable_unsupported`) belong to
+//! a Windows port, which does not exist yet.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -13,8 +17,7 @@ use crate::error::{Dispatch, Error, ErrorCode, Phase, Result};
 /// Resolves `command`: a bare name is searched on the snapshot's PATH (not the host's); a path
 /// with a separator is taken relative to `cwd` when relative. Empty PATH entries are skipped;
 /// relative ones are taken relative to `cwd` like a relative command. The result must be an
-/// executable regular file. Failures: `plugin_executable_unavailable` (phase `executable`), and
-/// on Windows `plugin_executable_unsupported` for `.cmd`/`.bat`.
+/// executable regular file. Failures: `plugin_executable_unavailable` (phase `executable`).
 pub fn resolve_executable(command: &str, env: &EnvSnapshot, cwd: Option<&Path>) -> Result<PathBuf> {
     if command.is_empty() {
         return Err(unavailable("the plugin command is empty"));
@@ -56,7 +59,7 @@ fn unavailable(message: &str) -> Error {
 }
 
 fn has_separator(command: &str) -> bool {
-    command.contains('/') || (cfg!(windows) && command.contains('\\'))
+    command.contains('/')
 }
 
 fn anchored(path: &Path, cwd: Option<&Path>) -> PathBuf {
@@ -66,68 +69,16 @@ fn anchored(path: &Path, cwd: Option<&Path>) -> PathBuf {
     }
 }
 
-#[cfg(unix)]
 fn path_var(env: &EnvSnapshot) -> Option<&OsStr> {
     env.get("PATH")
 }
 
-#[cfg(unix)]
 fn candidate(path: &Path, _env: &EnvSnapshot) -> Result<Option<PathBuf>> {
     use std::os::unix::fs::PermissionsExt;
     Ok(std::fs::metadata(path)
         .ok()
         .filter(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         .map(|_| path.to_path_buf()))
-}
-
-#[cfg(windows)]
-fn path_var(env: &EnvSnapshot) -> Option<&OsStr> {
-    env.vars()
-        .iter()
-        .find(|(k, _)| k.to_str().is_some_and(|k| k.eq_ignore_ascii_case("PATH")))
-        .map(|(_, v)| v.as_os_str())
-}
-
-/// Windows: a name without extension is tried with each PATHEXT extension; `.cmd`/`.bat` would
-/// need cmd.exe and its quoting rules, so they are rejected.
-#[cfg(windows)]
-fn candidate(path: &Path, env: &EnvSnapshot) -> Result<Option<PathBuf>> {
-    let is_script = |p: &Path| {
-        p.extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| e.eq_ignore_ascii_case("cmd") || e.eq_ignore_ascii_case("bat"))
-    };
-    let mut tries = vec![path.to_path_buf()];
-    if path.extension().is_none() {
-        let pathext = env
-            .vars()
-            .iter()
-            .find(|(k, _)| {
-                k.to_str()
-                    .is_some_and(|k| k.eq_ignore_ascii_case("PATHEXT"))
-            })
-            .and_then(|(_, v)| v.to_str())
-            .unwrap_or(".COM;.EXE");
-        for ext in pathext.split(';').filter(|e| !e.is_empty()) {
-            let mut p = path.as_os_str().to_owned();
-            p.push(ext);
-            tries.push(PathBuf::from(p));
-        }
-    }
-    for p in tries {
-        if std::fs::metadata(&p).is_ok_and(|m| m.is_file()) {
-            if is_script(&p) {
-                return Err(Error::new(
-                    ErrorCode::ExecutableUnsupported,
-                    Dispatch::NotStarted,
-                    "the plugin command is a .cmd or .bat script, which is not supported; start the interpreter directly",
-                )
-                .in_phase(Phase::Executable));
-            }
-            return Ok(Some(p));
-        }
-    }
-    Ok(None)
 }
 
 #[cfg(all(test, unix))]

@@ -1,4 +1,4 @@
-//! JSON bounds of DESIGN §4, applied to one value at a time.
+//! JSON bounds (docs/PROTOCOL.md §3.2, JSON bounds per value), applied to one value at a time.
 
 use serde_json::Value;
 

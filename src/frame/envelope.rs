@@ -1,4 +1,4 @@
-//! Response-envelope validation (DESIGN §3).
+//! Response-envelope validation (docs/PROTOCOL.md §2.6, the response envelope).
 //!
 //! Two paths apply the same rules. [`validate_response`] checks an already parsed
 //! [`Value`]. The typed path — [`decode_response`] (or [`LineReader::read_response`]) then
@@ -14,7 +14,7 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::reader::{line_text, ReadFault};
+use super::text::{line_text, ReadFault};
 use crate::error::ErrorCode;
 
 /// Longest JSON-RPC error message, in bytes.
@@ -39,7 +39,8 @@ pub enum Envelope {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EnvelopeFault {
-    /// Not an object, wrong `jsonrpc`, has `method`, not exactly one of result/error, bad error shape.
+    /// Not an object, wrong `jsonrpc`, has `method`, not exactly one of result/error, bad error
+    /// shape.
     Protocol,
     /// `id` missing or not a non-negative integer.
     IdInvalid,
@@ -119,8 +120,8 @@ fn rpc_error(mut error: Map<String, Value>) -> Result<Envelope, EnvelopeFault> {
 ///
 /// Built by [`decode_response`] or [`LineReader::read_response`](super::LineReader::read_response)
 /// from any valid JSON line — a line that is JSON but no envelope (an array, a string, an
-/// object without `jsonrpc` …) decodes fine and is rejected by [`validate_raw`], exactly as
-/// [`validate_response`] rejects its `Value`.
+/// object without `jsonrpc` …) decodes fine and is rejected by [`validate_raw`], exactly as the
+/// `Value`-based test oracle `validate_response` rejects its `Value`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawEnvelope(Decoded);
 
@@ -138,7 +139,7 @@ enum Decoded {
 
 /// Decodes one response line (without its `\n`) into a [`RawEnvelope`].
 ///
-/// The line faults are those of [`LineReader::read_value`](super::LineReader::read_value): one
+/// The line faults are those of [`LineReader::read_response`](super::LineReader::read_response): one
 /// trailing `\r` is stripped; longer than `MAX_LINE_BYTES` is [`ReadFault::TooLarge`]; empty, a
 /// BOM, invalid UTF-8 or anything but exactly one JSON value is [`ReadFault::Malformed`]. The
 /// JSON accepted is exactly what parses as a `serde_json::Value` (same syntax, number range,
@@ -154,9 +155,10 @@ pub(super) fn decode_response_text(text: &str) -> Result<RawEnvelope, ReadFault>
     serde_json::from_str(text).map_err(|_| ReadFault::Malformed)
 }
 
-/// Finishes [`validate_response`]'s checks on a decoded line: the faults found while decoding,
-/// then the id comparison with `expected_id`, then the result/error checks — the same faults
-/// in the same order as [`validate_response`] on the line's `Value`.
+/// Finishes the envelope checks on a decoded line: the faults found while decoding, then the id
+/// comparison with `expected_id` (below: [`EnvelopeFault::DuplicateId`], above:
+/// [`EnvelopeFault::UnknownId`]), then the result/error checks — the same faults in the same
+/// order as the `Value`-based test oracle `validate_response` on the line's `Value`.
 pub fn validate_raw(raw: RawEnvelope, expected_id: u64) -> Result<Envelope, EnvelopeFault> {
     match raw.0 {
         Decoded::Fault(fault) => Err(fault),

@@ -4,7 +4,7 @@
 //! [`MAX_LINE_BYTES`] (every fault ends the connection); [`read_line`] reads one line under the
 //! same bound but skips an oversized line and goes on, for readers that serve requests. The
 //! [`RequestEncoder`] writes the three requests the host sends; [`check_json_bounds`] enforces
-//! the JSON bounds of DESIGN §4 on one value. A response is checked on the typed path —
+//! the JSON bounds (docs/PROTOCOL.md §3.2) on one value. A response is checked on the typed path —
 //! [`LineReader::read_response`] or [`decode_response`], then [`validate_raw`] — which decodes a
 //! line straight into a [`RawEnvelope`], without building a `Value` for the envelope.
 
@@ -13,6 +13,7 @@ mod encode;
 mod envelope;
 mod lines;
 mod reader;
+mod text;
 
 pub use bounds::{
     check_json_bounds, check_json_bounds_sized, JsonBoundsError, MAX_DEPTH, MAX_KEY_BYTES,
@@ -24,7 +25,8 @@ pub use encode::{RequestEncoder, PROTOCOL_VERSION};
 pub use envelope::validate_response;
 pub use envelope::{decode_response, validate_raw, Envelope, EnvelopeFault, RawEnvelope};
 pub use lines::{read_line, Line};
-pub use reader::{LineReader, ReadFault};
+pub use reader::LineReader;
+pub use text::ReadFault;
 
 /// The longest protocol line in either direction, without its newline.
 pub const MAX_LINE_BYTES: usize = 1 << 20;

@@ -8,40 +8,11 @@
 use std::io::{self, BufRead};
 
 use super::envelope::{decode_response_text, RawEnvelope};
+use super::text::{line_text, ReadFault};
 use super::MAX_LINE_BYTES;
-use crate::error::ErrorCode;
-
-/// The UTF-8 byte order mark, which the protocol forbids.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// The most bytes of one line that are ever buffered: the limit plus room for a trailing `\r`.
 const MAX_BUFFERED: usize = MAX_LINE_BYTES + 1;
-
-/// Why no value could be read. Every fault is terminal for the connection.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ReadFault {
-    /// End of stream (also: a partial last line without newline).
-    Eof,
-    /// The line is longer than `MAX_LINE_BYTES` without its newline.
-    TooLarge,
-    /// Empty line, BOM, invalid UTF-8 or invalid JSON.
-    Malformed,
-    /// The read failed.
-    Io(io::Error),
-}
-
-impl ReadFault {
-    /// The stable error code for this fault.
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            ReadFault::Eof => ErrorCode::Eof,
-            ReadFault::TooLarge => ErrorCode::MessageTooLarge,
-            ReadFault::Malformed => ErrorCode::MalformedJson,
-            ReadFault::Io(_) => ErrorCode::StdoutFailed,
-        }
-    }
-}
 
 /// Reads newline-terminated JSON values with a hard cap on line length.
 ///
@@ -85,22 +56,25 @@ impl<R: BufRead> LineReader<R> {
     }
 
     /// Reads the next line as a response envelope, decoded straight into a [`RawEnvelope`]
-    /// (see [`decode_response`](super::decode_response)): the same faults as
-    /// [`read_value`](Self::read_value), and a valid JSON line that is no well-formed envelope
-    /// is not a read fault but a [`RawEnvelope`] that [`validate_raw`](super::validate_raw)
-    /// rejects.
+    /// (see [`decode_response`](super::decode_response)). Fails with [`ReadFault::TooLarge`] as
+    /// soon as the line is known to exceed [`MAX_LINE_BYTES`] (the rest of it is not consumed),
+    /// [`ReadFault::Malformed`] for an empty line, a BOM, invalid UTF-8 or anything but exactly
+    /// one JSON value, [`ReadFault::Eof`] at end of stream (even in the middle of a line) and
+    /// [`ReadFault::Io`] for a read error other than `Interrupted`, which is retried. A valid
+    /// JSON line that is no well-formed envelope is not a read fault but a [`RawEnvelope`] that
+    /// [`validate_raw`](super::validate_raw) rejects.
     pub fn read_response(&mut self) -> Result<RawEnvelope, ReadFault> {
         self.read_line_with(decode_response_text)
     }
 
     /// Reads the next line and hands its text to `decode`, with every fault of
-    /// [`read_value`](Self::read_value) except the JSON parse itself.
+    /// [`read_response`](Self::read_response) except the JSON parse itself.
     ///
     /// `decode` sees the line without its `\n` and without one trailing `\r`: valid UTF-8, not
     /// empty, no BOM, at most [`MAX_LINE_BYTES`] long. It is called only when a whole line was
     /// read, and in the common case straight from the underlying buffer (no copy). Whatever it
     /// returns is returned; it should fail with [`ReadFault::Malformed`] for text that is not
-    /// exactly one JSON value, like [`read_value`](Self::read_value) does.
+    /// exactly one JSON value, like [`read_response`](Self::read_response) does.
     pub fn read_line_with<T>(
         &mut self,
         decode: impl FnOnce(&str) -> Result<T, ReadFault>,
@@ -186,19 +160,6 @@ fn push_capped(line: &mut Vec<u8>, bytes: &[u8]) {
     line.extend_from_slice(bytes);
 }
 
-/// The text of one line (given without its `\n`): one trailing `\r` stripped, then at most
-/// `MAX_LINE_BYTES`, not empty, no BOM, valid UTF-8.
-pub(super) fn line_text(raw: &[u8]) -> Result<&str, ReadFault> {
-    let line = raw.strip_suffix(b"\r").unwrap_or(raw);
-    if line.len() > MAX_LINE_BYTES {
-        return Err(ReadFault::TooLarge);
-    }
-    if line.is_empty() || line.starts_with(BOM) {
-        return Err(ReadFault::Malformed);
-    }
-    std::str::from_utf8(line).map_err(|_| ReadFault::Malformed)
-}
-
 /// Parses the text of one line as exactly one JSON value.
 #[cfg(any(test, feature = "internals"))]
 fn parse_json(text: &str) -> Result<serde_json::Value, ReadFault> {
@@ -213,6 +174,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::error::ErrorCode;
 
     /// A `BufRead` that hands out its data at most `chunk` bytes per `fill_buf`.
     struct Chunked {

@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use crate::host::RunnerId;
 use crate::provider::InstanceId;
 
-/// How many bindings the store keeps (DESIGN §4).
+/// How many bindings the store keeps (docs/PROTOCOL.md §3, bounds).
 pub const BINDING_CAPACITY: usize = 512;
 /// The prefix of every binding.
 pub const BINDING_PREFIX: &str = "wc_pbind_";

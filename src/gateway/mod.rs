@@ -1,9 +1,10 @@
-//! `plugin_tool`: the one canonical gateway tool (DESIGN §9, §10, §13).
+//! `plugin_tool`: the one canonical gateway tool (docs/PROTOCOL.md §8, plugin_tool).
 //!
-//! A request flows: strict, action-aware parameter parsing (`invalid_arguments`) → scope check ([`Caller`], `insufficient_scope`) → runner routing
-//! (`plugin_runner_not_found`) → the action on a [`Host`](crate::host::Host) → a canonical output
-//! object ([`ToolOutput`]). Failures share one shape with a stable code, a dispatch state and,
-//! when the caller can do something, a [`Recovery`].
+//! A request flows: strict, action-aware parameter parsing (`invalid_arguments`) → scope check
+//! ([`Caller`], `insufficient_scope`) → runner routing (`plugin_runner_not_found`) → the action on
+//! a [`Host`](crate::host::Host) → a canonical output object ([`ToolOutput`]). Failures share one
+//! shape with a stable code, a dispatch state and, when the caller can do something, a
+//! [`Recovery`].
 //!
 //! `describe` creates a fresh opaque [`Binding`] that records the exact runner instance,
 //! provider instance, tool and schema observation; `call` goes to exactly that instance and

@@ -1,4 +1,4 @@
-//! The canonical success outputs of `plugin_tool` (DESIGN §9).
+//! The canonical success outputs of `plugin_tool` (docs/PROTOCOL.md §8.4, outputs).
 //!
 //! Built only from provider ids, display names, tool definitions, stable codes and safe
 //! messages: never from launch specs, instance ids or stderr.
@@ -9,7 +9,7 @@ use crate::catalog::Tool;
 use crate::host::{CheckReport, ProjectCatalog, ProviderEntry, ReloadReport};
 use crate::provider::Provider;
 
-/// Longest check `detail`, in bytes (DESIGN §4).
+/// Longest check `detail`, in bytes (docs/PROTOCOL.md §3, bounds).
 pub const MAX_DETAIL_BYTES: usize = 512;
 
 /// `list` without a runner: `{"runners":[{"runner":…}]}`.
@@ -84,8 +84,9 @@ pub(crate) fn describe(runner: &str, provider: &Provider, tool: &Tool, binding: 
     })
 }
 
-/// `check`: `{"runner","plugin","ready","phase","toolCount","tools"}` plus, when not ready,
-/// `code`, `detail` and `diagnostic` (when present). Not ready means no tools (§13.4).
+/// `check`: `{"runner","plugin","ready","phase","toolCount","tools"}` plus, when not ready, `code`,
+/// `detail` and `diagnostic` (when present). Not ready means no tools (docs/PROTOCOL.md §7.2,
+/// check).
 pub(crate) fn check(runner: &str, report: &CheckReport) -> Value {
     let tools: Vec<Value> = if report.ready {
         report

@@ -1,4 +1,4 @@
-//! Strict, action-aware parsing of `plugin_tool` parameters (DESIGN §9).
+//! Strict, action-aware parsing of `plugin_tool` parameters (docs/PROTOCOL.md §8.1, parameters).
 //!
 //! Every action has a fixed set of fields; any other field, a wrong type or a missing required
 //! field is `invalid_arguments`, with a message that names the field and the action. Parsing
@@ -31,7 +31,7 @@ pub enum ActionKind {
     Check,
     /// `reload`: restart every provider of a runner.
     Reload,
-    /// `catalog`: the project catalog of one project root (an addition to DESIGN §9).
+    /// `catalog`: the project catalog of one project root (an addition to the contract's actions).
     Catalog,
 }
 
@@ -186,8 +186,8 @@ impl Action {
     }
 }
 
-/// Parsed `plugin_tool` parameters, borrowing from the parameters they were parsed from: what the gateway acts on, so
-/// that a request copies neither its strings nor its call arguments.
+/// Parsed `plugin_tool` parameters, borrowing from the parameters they were parsed from: what the
+/// gateway acts on, so that a request copies neither its strings nor its call arguments.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum ActionRef<'a> {
     List {

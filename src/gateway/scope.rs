@@ -61,7 +61,7 @@ impl Scopes {
         Scopes(0)
     }
 
-    /// All three scopes (the default of the stdio gateway, DESIGN §13.1).
+    /// All three scopes (the default of the stdio gateway; docs/PROTOCOL.md §8.2, scopes).
     pub const fn all() -> Scopes {
         Scopes(7)
     }

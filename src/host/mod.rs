@@ -338,7 +338,7 @@ impl CheckReport {
 }
 
 fn host_stopping() -> Error {
-    Error::not_started(ErrorCode::ManagerStopping, "the plugin host is stopping")
+    Error::not_started(ErrorCode::HostStopping, "the plugin host is stopping")
 }
 
 pub(crate) fn not_configured() -> Error {

@@ -96,7 +96,8 @@ pub(crate) struct Channels {
     pub(crate) more_pending: Arc<AtomicBool>,
 }
 
-/// Handles of the four threads; `join_until` waits for them with a bound.
+/// Handles of a provider's I/O threads (writer, reader, stderr drain, and a waiter where the
+/// kernel has no pidfd); `join_until` waits for them with a bound.
 #[derive(Debug)]
 pub(crate) struct IoThreads {
     handles: Vec<JoinHandle<()>>,
@@ -125,7 +126,8 @@ impl IoThreads {
     }
 }
 
-/// Starts the writer, reader, stderr-drain and waiter threads, named after the provider id.
+/// Starts the writer, reader and stderr-drain threads (and a waiter where the kernel has no
+/// pidfd), named after the provider id.
 /// Also returns the sender the host uses to announce `Stopping`.
 pub(crate) fn start(
     id: &str,

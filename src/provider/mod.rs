@@ -272,7 +272,7 @@ fn deadline_after(timeout: Duration) -> Instant {
 }
 
 fn stopping() -> Error {
-    Error::not_started(ErrorCode::ManagerStopping, "the plugin host is stopping")
+    Error::not_started(ErrorCode::HostStopping, "the plugin host is stopping")
 }
 
 /// Validates call arguments: an object within the JSON and size bounds that matches the tool's

@@ -66,8 +66,9 @@ impl PluginProcess {
         &self.child
     }
 
+    /// The process id of the plugin (the group leader; its group id is the same number).
     pub(crate) fn pid(&self) -> libc::pid_t {
-        self.pgid
+        self.child.id() as libc::pid_t
     }
 
     /// True once the instance was retired (fault, exit or shutdown).

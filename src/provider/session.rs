@@ -366,7 +366,7 @@ fn describe_dead_connection(event: &Event) -> (ErrorCode, &'static str) {
         Event::ReadFault(code) => (*code, read_fault_message(*code)),
         Event::WriteFailed { .. } => (ErrorCode::StdinFailed, "the plugin's stdin is closed"),
         Event::Exited => (ErrorCode::Eof, "the plugin process exited"),
-        Event::Stopping => (ErrorCode::ManagerStopping, "the plugin host is stopping"),
+        Event::Stopping => (ErrorCode::HostStopping, "the plugin host is stopping"),
     }
 }
 

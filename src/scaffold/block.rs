@@ -1,5 +1,5 @@
-//! The ready-to-paste `[[plugins.providers]]` block (DESIGN §7), serialized by the `toml`
-//! crate so that spaces, quotes and backslashes in paths come out escaped.
+//! The ready-to-paste `[[plugins.providers]]` block (docs/PROTOCOL.md §6, runner.toml), serialized
+//! by the `toml` crate so that spaces, quotes and backslashes in paths come out escaped.
 
 use serde::Serialize;
 

@@ -1,4 +1,5 @@
-//! Provider ids (DESIGN §4: `^[a-z0-9_.-]{1,64}$`) and the package names derived from them.
+//! Provider ids (`^[a-z0-9_.-]{1,64}$`, docs/PROTOCOL.md §3, bounds) and the package names derived
+//! from them.
 
 use std::path::Path;
 

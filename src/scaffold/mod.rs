@@ -1,4 +1,4 @@
-//! `init`: a local, offline plugin scaffold (DESIGN §10).
+//! `init`: a local, offline plugin scaffold (docs/PROTOCOL.md §9.4, command-line tool).
 //!
 //! [`create`] writes a small echo plugin in TypeScript, Python or Rust into a new or empty
 //! directory and returns a ready-to-paste `[[plugins.providers]]` block for runner.toml.

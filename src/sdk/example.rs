@@ -2,7 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{Plugin, ToolError, ToolOutput, ToolSpec};
+use super::{Plugin, ToolError, ToolReply, ToolSpec};
 
 /// The built-in example plugin, `webcodex-example`, with three deterministic tools:
 ///
@@ -83,25 +83,25 @@ fn text_argument(args: &Map<String, Value>) -> Result<&str, ToolError> {
         .ok_or_else(|| ToolError::new("text must be a string"))
 }
 
-fn text_result(text: String) -> ToolOutput {
+fn text_result(text: String) -> ToolReply {
     let mut structured = Map::with_capacity(1);
     structured.insert("text".to_owned(), Value::String(text.clone()));
-    ToolOutput::text(text).with_structured(Value::Object(structured))
+    ToolReply::text(text).with_structured(Value::Object(structured))
 }
 
-fn echo(args: &Map<String, Value>) -> Result<ToolOutput, ToolError> {
+fn echo(args: &Map<String, Value>) -> Result<ToolReply, ToolError> {
     text_argument(args).map(|text| text_result(text.to_owned()))
 }
 
-fn upper(args: &Map<String, Value>) -> Result<ToolOutput, ToolError> {
+fn upper(args: &Map<String, Value>) -> Result<ToolReply, ToolError> {
     text_argument(args).map(|text| text_result(text.to_uppercase()))
 }
 
-fn add(args: &Map<String, Value>) -> Result<ToolOutput, ToolError> {
+fn add(args: &Map<String, Value>) -> Result<ToolReply, ToolError> {
     let a = integer_argument(args, "a")?;
     let b = integer_argument(args, "b")?;
     let sum = i64::try_from(a + b).map_err(|_| ToolError::new("sum overflows a 64-bit integer"))?;
-    Ok(ToolOutput::text(sum.to_string()).with_structured(json!({ "sum": sum })))
+    Ok(ToolReply::text(sum.to_string()).with_structured(json!({ "sum": sum })))
 }
 
 /// An integer argument, widened so that any i64 or u64 input adds without overflow.

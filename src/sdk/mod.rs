@@ -1,7 +1,7 @@
 //! Plugin-side helpers: define tools in Rust and serve them over `webcodex-plugin-v1`.
 //!
 //! A [`Plugin`] is a name plus a list of tools, each a [`ToolSpec`] (the definition sent in
-//! `tools/list`) and a handler that turns the call arguments into a [`ToolOutput`] or a
+//! `tools/list`) and a handler that turns the call arguments into a [`ToolReply`] or a
 //! [`ToolError`]. [`Plugin::serve`] then answers newline-delimited JSON-RPC 2.0 requests until
 //! its input ends; [`Plugin::serve_stdio`] does the same on the process's stdin and stdout.
 //!
@@ -29,4 +29,4 @@ mod tests;
 
 pub use example::example_plugin;
 pub use plugin::Plugin;
-pub use tool::{ToolError, ToolOutput, ToolSpec};
+pub use tool::{ToolError, ToolReply, ToolSpec};

@@ -11,10 +11,10 @@ use super::response::{
     write_error, write_result, CallResult, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
     METHOD_NOT_FOUND,
 };
-use super::tool::{ToolError, ToolOutput, ToolSpec};
+use super::tool::{ToolError, ToolReply, ToolSpec};
 use crate::frame::{read_line, Line, MAX_LINE_BYTES, PROTOCOL_VERSION};
 
-type Handler = Box<dyn Fn(&Map<String, Value>) -> Result<ToolOutput, ToolError> + Send + Sync>;
+type Handler = Box<dyn Fn(&Map<String, Value>) -> Result<ToolReply, ToolError> + Send + Sync>;
 
 struct Tool {
     spec: ToolSpec,
@@ -33,7 +33,7 @@ struct Tool {
 /// use std::io::Cursor;
 ///
 /// use serde_json::{json, Value};
-/// use webcodex_plugin_host::sdk::{Plugin, ToolError, ToolOutput, ToolSpec};
+/// use webcodex_plugin_host::sdk::{Plugin, ToolError, ToolReply, ToolSpec};
 ///
 /// let plugin = Plugin::new("greeter").tool(
 ///     ToolSpec::new(
@@ -52,7 +52,7 @@ struct Tool {
 ///             .get("name")
 ///             .and_then(Value::as_str)
 ///             .ok_or_else(|| ToolError::new("name must be a string"))?;
-///         Ok(ToolOutput::text(format!("hello, {name}")))
+///         Ok(ToolReply::text(format!("hello, {name}")))
 ///     },
 /// );
 ///
@@ -103,7 +103,7 @@ impl Plugin {
     /// that the host would otherwise reject at admission.
     pub fn tool<F>(mut self, spec: ToolSpec, handler: F) -> Plugin
     where
-        F: Fn(&Map<String, Value>) -> Result<ToolOutput, ToolError> + Send + Sync + 'static,
+        F: Fn(&Map<String, Value>) -> Result<ToolReply, ToolError> + Send + Sync + 'static,
     {
         assert!(
             self.tools.iter().all(|tool| tool.spec.name != spec.name),

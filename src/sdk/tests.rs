@@ -59,8 +59,8 @@ fn probe_plugin() -> Plugin {
         |args: &Map<String, Value>| match args.get("mode").and_then(Value::as_str) {
             Some("fail") => Err(ToolError::new("it failed")),
             Some("panic") => panic!("probe asked to panic"),
-            Some("huge") => Ok(ToolOutput::text("x".repeat(MAX_LINE_BYTES))),
-            _ => Ok(ToolOutput::text(args.len().to_string())),
+            Some("huge") => Ok(ToolReply::text("x".repeat(MAX_LINE_BYTES))),
+            _ => Ok(ToolReply::text(args.len().to_string())),
         },
     )
 }
@@ -102,7 +102,7 @@ fn tools_list_has_exactly_the_tools_key_and_present_fields_only() {
     let plugin = Plugin::new("p")
         .tool(
             ToolSpec::new("bare", json!({"type": "object"})),
-            |_: &Map<String, Value>| Ok(ToolOutput::default()),
+            |_: &Map<String, Value>| Ok(ToolReply::default()),
         )
         .tool(
             ToolSpec::new("full", json!({"type": "object"}))
@@ -110,7 +110,7 @@ fn tools_list_has_exactly_the_tools_key_and_present_fields_only() {
                 .description("All fields.")
                 .output_schema(json!({"type": "object"}))
                 .annotations(json!({"readOnlyHint": true})),
-            |_: &Map<String, Value>| Ok(ToolOutput::default()),
+            |_: &Map<String, Value>| Ok(ToolReply::default()),
         );
     let responses = serve(
         plugin,
@@ -152,7 +152,8 @@ fn example_plugin_lists_echo_add_upper_with_titles_and_descriptions() {
 
 #[test]
 fn example_schemas_use_only_profile_v1_keywords() {
-    // The host's own admission (DESIGN §5) must accept every schema of the example plugin.
+    // The host's own admission (docs/PROTOCOL.md §4, Schema Profile) must accept every schema of
+    // the example plugin.
     for spec in example_plugin().specs() {
         crate::catalog::Schema::admit(&spec.input_schema).expect("inputSchema is admitted");
         let output = spec.output_schema.as_ref().expect("output schema");
@@ -425,7 +426,7 @@ fn write_error_ends_serving_with_that_error() {
 #[test]
 #[should_panic(expected = "duplicate tool name")]
 fn duplicate_tool_name_panics() {
-    let ok = |_: &Map<String, Value>| Ok(ToolOutput::default());
+    let ok = |_: &Map<String, Value>| Ok(ToolReply::default());
     let _ = Plugin::new("p")
         .tool(ToolSpec::new("t", json!({"type": "object"})), ok)
         .tool(ToolSpec::new("t", json!({"type": "object"})), ok);
@@ -433,7 +434,7 @@ fn duplicate_tool_name_panics() {
 
 #[test]
 fn tool_output_helpers_build_text_and_structured() {
-    let output = ToolOutput::text("a")
+    let output = ToolReply::text("a")
         .with_text("b")
         .with_structured(json!({"k": 1}));
     assert_eq!(output.text, ["a", "b"]);

@@ -72,35 +72,35 @@ impl ToolSpec {
     }
 }
 
-/// The successful output of a tool call.
+/// The successful reply of a tool handler: the result of one tools/call.
 ///
 /// Becomes `{"content":[{"type":"text","text":…}…],"structuredContent"?:…}`. The host allows at
 /// most 32 text items of 512 KiB each and 512 KiB for the whole result.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ToolOutput {
+pub struct ToolReply {
     /// The text content items, in order.
     pub text: Vec<String>,
     /// The structured content; must be a JSON object when present.
     pub structured: Option<Value>,
 }
 
-impl ToolOutput {
-    /// An output with one text item.
-    pub fn text(text: impl Into<String>) -> ToolOutput {
-        ToolOutput {
+impl ToolReply {
+    /// A reply with one text item.
+    pub fn text(text: impl Into<String>) -> ToolReply {
+        ToolReply {
             text: vec![text.into()],
             structured: None,
         }
     }
 
     /// Appends one more text item.
-    pub fn with_text(mut self, text: impl Into<String>) -> ToolOutput {
+    pub fn with_text(mut self, text: impl Into<String>) -> ToolReply {
         self.text.push(text.into());
         self
     }
 
     /// Sets the structured content, which must be a JSON object.
-    pub fn with_structured(mut self, structured: Value) -> ToolOutput {
+    pub fn with_structured(mut self, structured: Value) -> ToolReply {
         self.structured = Some(structured);
         self
     }

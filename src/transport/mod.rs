@@ -1,7 +1,8 @@
 //! The front ends that carry `plugin_tool` requests, and the core they share.
 //!
 //! Every front end — the stdio JSON-lines transport ([`serve_lines`]), the HTTP transport
-//! ([`http`]) and any later one — does the same four things through this module:
+//! (`transport::http`, features `http-server` and `http-client`) and any later one — does the
+//! same four things through this module:
 //! - reads its input with a bound: [`read_line`](crate::frame::read_line) skips an oversized line
 //!   instead of ending the stream;
 //! - parses `{"id"?, "tool": "plugin_tool", "params": {…}}` with [`parse_request`] (or its own

@@ -1,4 +1,4 @@
-//! The JSON-lines transport of `webcodex-plugin gateway` (DESIGN §10, §13.9, §13.10).
+//! The JSON-lines transport of `webcodex-plugin gateway` (docs/PROTOCOL.md §9.2, stdio gateway).
 //!
 //! One request per line, `{"id":…,"tool":"plugin_tool","params":{…}}`, answered by one line
 //! `{"id":…,"success":bool,"output":{…}}`. Extra keys in the request object are ignored.

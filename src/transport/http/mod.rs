@@ -1,6 +1,6 @@
-//! The synchronous HTTP transport of `webcodex-plugin serve` and its client (DESIGN §10, §13.1,
-//! §13.9). No async runtime: [`tiny_http`] parses HTTP on its own connection threads and this
-//! module answers on plain threads.
+//! The synchronous HTTP transport of `webcodex-plugin serve` and its client (docs/PROTOCOL.md §9.3,
+//! HTTP; §8.2, scopes). No async runtime: [`tiny_http`] parses HTTP on its own connection threads
+//! and this module answers on plain threads.
 //!
 //! # Protocol
 //! One route, `POST /api/tools/call` (a query string is ignored), with the body of the stdio

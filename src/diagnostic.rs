@@ -1,4 +1,7 @@
-//! The finite admission-diagnostic vocabulary of DESIGN §5.
+//! The finite admission-diagnostic vocabulary (docs/PROTOCOL.md §4.5, admission diagnostics).
+//!
+//! Below both `error` (an admission failure carries a diagnostic) and `catalog` (which finds
+//! them); public as `catalog::{Diagnostic, DiagnosticCode}`.
 
 /// Admission diagnostic codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,7 +61,8 @@ pub struct Diagnostic {
     pub code: DiagnosticCode,
     /// The tool's name, when it is a valid name.
     pub tool: Option<String>,
-    /// The definition key at fault (`name`, `title`, `description`, `inputSchema`, `outputSchema`, `annotations`, `tools`).
+    /// The definition key at fault (`name`, `title`, `description`, `inputSchema`, `outputSchema`,
+    /// `annotations`, `tools`).
     pub field: Option<&'static str>,
 }
 

@@ -1,0 +1,51 @@
+//! The text of one protocol line, and why a line could not be read.
+//!
+//! Below both the [`LineReader`](super::LineReader) and the envelope decoder: each turns raw
+//! line bytes into text here, and reports the same [`ReadFault`]s.
+
+use std::io;
+
+use super::MAX_LINE_BYTES;
+use crate::error::ErrorCode;
+
+/// The UTF-8 byte order mark, which the protocol forbids.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Why no value could be read. Every fault is terminal for the connection.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ReadFault {
+    /// End of stream (also: a partial last line without newline).
+    Eof,
+    /// The line is longer than `MAX_LINE_BYTES` without its newline.
+    TooLarge,
+    /// Empty line, BOM, invalid UTF-8 or invalid JSON.
+    Malformed,
+    /// The read failed.
+    Io(io::Error),
+}
+
+impl ReadFault {
+    /// The stable error code for this fault.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ReadFault::Eof => ErrorCode::Eof,
+            ReadFault::TooLarge => ErrorCode::MessageTooLarge,
+            ReadFault::Malformed => ErrorCode::MalformedJson,
+            ReadFault::Io(_) => ErrorCode::StdoutFailed,
+        }
+    }
+}
+
+/// The text of one line (given without its `\n`): one trailing `\r` stripped, then at most
+/// `MAX_LINE_BYTES`, not empty, no BOM, valid UTF-8.
+pub(super) fn line_text(raw: &[u8]) -> Result<&str, ReadFault> {
+    let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+    if line.len() > MAX_LINE_BYTES {
+        return Err(ReadFault::TooLarge);
+    }
+    if line.is_empty() || line.starts_with(BOM) {
+        return Err(ReadFault::Malformed);
+    }
+    std::str::from_utf8(line).map_err(|_| ReadFault::Malformed)
+}
