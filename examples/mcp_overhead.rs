@@ -2,9 +2,11 @@
 //! `webcodex-plugin mcp` (stdio, JSON-RPC) against the same through `webcodex-plugin gateway`
 //! (stdio, JSON lines), in one run, alternating rounds.
 //!
-//! Both servers host the binary's own example plugin (`echo`). Each round starts both servers,
-//! describes `echo` once, makes W warm-up calls, then N timed calls, one at a time (write one
-//! line, read one line), and reports p50 and p99 of each and the MCP/gateway ratio.
+//! Both servers host the binary's own example plugin (`echo`). Each round starts both servers
+//! side by side, describes `echo` once on each, then makes W warm-up and N timed calls on each,
+//! one at a time (write one line, read one line), alternating between the two servers call by
+//! call so that both see the same load, and reports p50 and p99 of each and the MCP/gateway
+//! ratio.
 //!
 //!     cargo build --release --bin webcodex-plugin --example mcp_overhead
 //!     nice -n 19 target/release/examples/mcp_overhead [-n 20000] [--warmup 2000] [--rounds 5]
@@ -158,47 +160,89 @@ impl Front {
     }
 }
 
-/// Latencies in µs, sorted.
-fn measure(binary: &Path, config: &Path, front: Front, o: &Options) -> Vec<f64> {
-    let mut server = Server::start(binary, front.mode(), config);
-    if let Front::Mcp = front {
-        let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-            "protocolVersion":"2025-11-25","capabilities":{},
-            "clientInfo":{"name":"mcp_overhead","version":"0"}}});
-        server.round_trip(format!("{init}\n").as_bytes());
-        let initialized = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
-        server.stdin.write_all(initialized).expect("write");
+/// One started server with a binding to `echo`, ready to time calls.
+struct Client {
+    front: Front,
+    server: Server,
+    call: Value,
+    next_id: u64,
+}
+
+impl Client {
+    fn start(binary: &Path, config: &Path, front: Front) -> Client {
+        let mut server = Server::start(binary, front.mode(), config);
+        if let Front::Mcp = front {
+            let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+                "protocolVersion":"2025-11-25","capabilities":{},
+                "clientInfo":{"name":"mcp_overhead","version":"0"}}});
+            server.round_trip(format!("{init}\n").as_bytes());
+            let initialized = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+            server.stdin.write_all(initialized).expect("write");
+        }
+        let describe =
+            json!({"action":"describe","runner":"local","plugin":"example","tool":"echo"});
+        let described = front.output(server.round_trip(&front.line(1, &describe)));
+        let binding = described["binding"]
+            .as_str()
+            .unwrap_or_else(|| panic!("describe failed: {described}"))
+            .to_string();
+        let call = json!({"action":"call","binding":binding,"arguments":{"text":"hello"}});
+        let mut client = Client {
+            front,
+            server,
+            call,
+            next_id: 2,
+        };
+        let first = client.front.output(&client.round_trip_line().1);
+        assert_eq!(
+            first["structuredContent"]["text"]
+                .as_str()
+                .or(first["text"].as_str()),
+            Some("hello"),
+            "unexpected call result: {first}"
+        );
+        client
     }
-    let describe = json!({"action":"describe","runner":"local","plugin":"example","tool":"echo"});
-    let described = front.output(server.round_trip(&front.line(1, &describe)));
-    let binding = described["binding"]
-        .as_str()
-        .unwrap_or_else(|| panic!("describe failed: {described}"))
-        .to_string();
-    let call = json!({"action":"call","binding":binding,"arguments":{"text":"hello"}});
-    let mut samples = Vec::with_capacity(o.n);
-    for i in 0..(o.warmup + o.n) as u64 {
-        let request = front.line(i + 2, &call);
+
+    /// One timed call round trip (the request line is built before the clock starts).
+    fn timed_call(&mut self) -> f64 {
+        self.round_trip_line().0
+    }
+
+    fn round_trip_line(&mut self) -> (f64, String) {
+        let request = self.front.line(self.next_id, &self.call);
+        self.next_id += 1;
         let started = Instant::now();
-        let response = server.round_trip(&request);
-        let elapsed = started.elapsed();
-        if i == 0 {
-            let output = front.output(response);
-            assert_eq!(
-                output["structuredContent"]["text"]
-                    .as_str()
-                    .or(output["text"].as_str()),
-                Some("hello"),
-                "unexpected call result: {response}"
-            );
-        }
-        if i as usize >= o.warmup {
-            samples.push(elapsed.as_secs_f64() * 1e6);
+        let response = self.server.round_trip(&request);
+        let elapsed = started.elapsed().as_secs_f64() * 1e6;
+        (elapsed, response.to_string())
+    }
+}
+
+/// One round: both servers run at once and calls alternate between them (which one goes
+/// first alternates too), so both see the same machine. Returns sorted latencies in µs.
+fn round(binary: &Path, config: &Path, o: &Options) -> (Vec<f64>, Vec<f64>) {
+    let mut gateway = Client::start(binary, config, Front::Gateway);
+    let mut mcp = Client::start(binary, config, Front::Mcp);
+    let (mut g, mut m) = (Vec::with_capacity(o.n), Vec::with_capacity(o.n));
+    for i in 0..o.warmup + o.n {
+        let (a, b) = if i % 2 == 0 {
+            let a = gateway.timed_call();
+            (a, mcp.timed_call())
+        } else {
+            let b = mcp.timed_call();
+            (gateway.timed_call(), b)
+        };
+        if i >= o.warmup {
+            g.push(a);
+            m.push(b);
         }
     }
-    server.stop();
-    samples.sort_by(f64::total_cmp);
-    samples
+    gateway.server.stop();
+    mcp.server.stop();
+    g.sort_by(f64::total_cmp);
+    m.sort_by(f64::total_cmp);
+    (g, m)
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -228,21 +272,7 @@ fn main() {
     let (mut p50_ratios, mut p99_ratios) = (Vec::new(), Vec::new());
     let mut rounds = Vec::new();
     for round in 1..=o.rounds {
-        // Alternate which one goes first, so neither always runs on a warmer machine.
-        let order = if round % 2 == 1 {
-            [Front::Gateway, Front::Mcp]
-        } else {
-            [Front::Mcp, Front::Gateway]
-        };
-        let mut gateway = Vec::new();
-        let mut mcp = Vec::new();
-        for front in order {
-            let samples = measure(&o.binary, &config, front, &o);
-            match front {
-                Front::Gateway => gateway = samples,
-                Front::Mcp => mcp = samples,
-            }
-        }
+        let (gateway, mcp) = self::round(&o.binary, &config, &o);
         let (g50, g99) = (percentile(&gateway, 0.5), percentile(&gateway, 0.99));
         let (m50, m99) = (percentile(&mcp, 0.5), percentile(&mcp, 0.99));
         p50_ratios.push(m50 / g50);

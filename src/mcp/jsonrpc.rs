@@ -58,7 +58,12 @@ impl RpcError {
 
 /// A result response for request `id`.
 pub fn result_response(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+    // Built by moves: `json!` would serialize `result` into a copy.
+    let mut response = Map::with_capacity(3);
+    response.insert("jsonrpc".into(), Value::String("2.0".into()));
+    response.insert("id".into(), id.clone());
+    response.insert("result".into(), result);
+    Value::Object(response)
 }
 
 /// One well-formed incoming message.

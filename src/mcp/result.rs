@@ -7,7 +7,7 @@
 //! - a failed action → the failure object (`error`, `dispatch`, `recovery`) the same way, with
 //!   `"isError":true`: a model reads it and can follow `recovery`.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::gateway::ToolOutput;
 
@@ -18,11 +18,12 @@ pub fn call_tool_result(params: &Value, output: ToolOutput) -> Value {
     if passthrough && output.output.get("isError").is_some_and(Value::is_boolean) {
         return output.output;
     }
-    json!({
-        "content": [{"type": "text", "text": output.output.to_string()}],
-        "isError": !output.success,
-        "structuredContent": output.output,
-    })
+    let mut result = Map::with_capacity(3);
+    let text = output.output.to_string();
+    result.insert("content".into(), json!([{"type": "text", "text": text}]));
+    result.insert("isError".into(), Value::Bool(!output.success));
+    result.insert("structuredContent".into(), output.output);
+    Value::Object(result)
 }
 
 #[cfg(test)]
