@@ -71,6 +71,7 @@ pub mod error;
 pub mod frame;
 pub mod gateway;
 pub mod host;
+pub mod mcp;
 pub mod provider;
 #[cfg(feature = "cli")]
 pub mod scaffold;

@@ -6,6 +6,7 @@ mod bench_host;
 mod demo;
 mod human;
 mod init;
+mod mcp;
 mod oneshot;
 mod serve;
 mod target;
@@ -50,6 +51,21 @@ enum Command {
         /// The shell: bash, elvish, fish, powershell or zsh.
         shell: clap_complete::Shell,
     },
+    /// Serve plugin_tool as an MCP server on stdin/stdout (both MCP eras).
+    Mcp {
+        /// The runner.toml to host.
+        #[arg(long)]
+        config: PathBuf,
+        /// Scopes of the stdio caller (default: all three).
+        #[arg(long, default_value = "plugin:inspect,plugin:invoke,plugin:manage")]
+        scopes: String,
+    },
+    /// Print the static MCP ToolSpec of plugin_tool (independent of any config).
+    Manifest {
+        /// Print the canonical JSON of the ToolSpec.
+        #[arg(long)]
+        json: bool,
+    },
     /// Serve plugin_tool over HTTP (POST /api/tools/call, bearer tokens from a tokens file).
     Serve {
         /// The runner.toml to host.
@@ -61,6 +77,10 @@ enum Command {
         /// The tokens file (TOML `[[tokens]]` entries with name, token, scopes).
         #[arg(long)]
         tokens: PathBuf,
+        /// A browser origin allowed on /mcp, e.g. http://localhost:3000 (repeatable). A /mcp
+        /// request whose Origin header is present and not allowed gets 403.
+        #[arg(long = "allow-origin", value_name = "ORIGIN")]
+        allow_origin: Vec<String>,
     },
     /// List the providers of a runner, or one provider's tools.
     List {
@@ -167,12 +187,18 @@ pub fn run() -> i32 {
             Ok(()) => serve::gateway(&config, &scopes),
             Err(code) => code,
         },
+        Command::Mcp { config, scopes } => match config_file(&config) {
+            Ok(()) => mcp::mcp(&config, &scopes),
+            Err(code) => code,
+        },
+        Command::Manifest { json } => mcp::manifest(json),
         Command::Serve {
             config,
             listen,
             tokens,
+            allow_origin,
         } => match config_file(&config) {
-            Ok(()) => serve::serve(&config, &listen, &tokens),
+            Ok(()) => serve::serve(&config, &listen, &tokens, allow_origin),
             Err(code) => code,
         },
         Command::List {

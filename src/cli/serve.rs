@@ -46,10 +46,10 @@ pub(super) fn gateway(config: &Path, scopes: &str) -> i32 {
 /// Set by SIGINT/SIGTERM.
 static STOP: AtomicBool = AtomicBool::new(false);
 
-/// `serve --config F --listen ADDR --tokens F`: prints `listening on http://ADDR` on stdout
+/// `serve --config F --listen ADDR --tokens F [--allow-origin O]…`: prints `listening on http://ADDR` on stdout
 /// once bound, serves until SIGINT/SIGTERM, then answers in-flight requests, shuts the hosts
 /// down and exits 0.
-pub(super) fn serve(config: &Path, listen: &str, tokens: &Path) -> i32 {
+pub(super) fn serve(config: &Path, listen: &str, tokens: &Path, origins: Vec<String>) -> i32 {
     let tokens = match Tokens::load(tokens) {
         Ok(tokens) => tokens,
         Err(e) => {
@@ -65,7 +65,7 @@ pub(super) fn serve(config: &Path, listen: &str, tokens: &Path) -> i32 {
         Ok(gateway) => gateway,
         Err(code) => return code,
     };
-    let server = match HttpServer::bind(listen, gateway.clone(), tokens) {
+    let server = match HttpServer::bind_with_origins(listen, gateway.clone(), tokens, origins) {
         Ok(server) => server,
         Err(e) => {
             eprintln!("error: cannot listen on {listen}: {e}");

@@ -68,7 +68,7 @@ impl ActionKind {
     }
 
     /// The fields this action accepts besides `action`.
-    fn fields(self) -> &'static [&'static str] {
+    pub fn fields(self) -> &'static [&'static str] {
         match self {
             ActionKind::List => &["runner", "plugin"],
             ActionKind::Describe => &["runner", "plugin", "tool"],

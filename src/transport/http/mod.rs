@@ -18,8 +18,14 @@
 //! | 500 | the gateway failed while handling the request (a bug) | `gateway_internal_error` |
 //! | 503 | [`MAX_IN_FLIGHT`] requests are already being handled | `gateway_saturated` |
 //!
-//! Routing is checked before authentication (there is one route; nothing is revealed), and
-//! authentication before the body is read.
+//! Routing is checked before authentication (nothing is revealed), and authentication before
+//! the body is read.
+//!
+//! `POST /mcp` is the MCP endpoint (stateless Streamable HTTP, JSON responses; see
+//! [`crate::mcp::http`]): the same tokens, scopes, body bound and in-flight slots, with
+//! JSON-RPC bodies. Answers given before the body is read (401 with `WWW-Authenticate: Bearer`,
+//! 403 for an `Origin` not allowed by `--allow-origin`, 405 for any other method, 413, 503) carry
+//! a JSON-RPC error without an id.
 //!
 //! # Concurrency
 //! [`ACCEPT_THREADS`] threads (`wc-http-accept`) pull requests from tiny_http, route and

@@ -16,6 +16,8 @@ use super::tokens::{bearer, Tokens};
 use super::{MAX_BODY_BYTES, TOOLS_CALL_PATH};
 use crate::error::{Dispatch, ErrorCode};
 use crate::gateway::{Caller, Gateway, ToolOutput};
+use crate::mcp::headers::RoutingHeaders;
+use crate::mcp::http::{self as mcp_http, MCP_PATH};
 use crate::transport::dispatcher::{
     invalid_request, saturated, Dispatcher, Slot, MAX_IN_FLIGHT, WORKER_STACK,
 };
@@ -38,6 +40,7 @@ struct Shared {
     server: tiny_http::Server,
     dispatcher: Dispatcher,
     tokens: Tokens,
+    allowed_origins: Vec<String>,
     stop: AtomicBool,
 }
 
@@ -63,9 +66,19 @@ impl std::fmt::Debug for HttpServer {
     }
 }
 
+/// The routes of the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// `POST /api/tools/call`: the JSON envelope of the stdio gateway.
+    ToolsCall,
+    /// `POST /mcp`: MCP Streamable HTTP (stateless, JSON responses).
+    Mcp,
+}
+
 /// A request that passed routing and authentication, with its in-flight slot.
 struct Job {
     request: Request,
+    route: Route,
     caller: Caller,
     name: String,
     slot: Slot,
@@ -79,6 +92,19 @@ impl HttpServer {
         gateway: Arc<Gateway>,
         tokens: Tokens,
     ) -> io::Result<HttpServer> {
+        HttpServer::bind_with_origins(addr, gateway, tokens, Vec::new())
+    }
+
+    /// [`HttpServer::bind`], allowing these browser origins (e.g. `http://localhost:3000`,
+    /// compared exactly, ASCII case-insensitively) on `/mcp`. A `/mcp` request whose `Origin`
+    /// header is present and not one of them gets 403 (DNS-rebinding protection); a request
+    /// without `Origin` (not from a browser) is not affected.
+    pub fn bind_with_origins(
+        addr: impl ToSocketAddrs,
+        gateway: Arc<Gateway>,
+        tokens: Tokens,
+        allowed_origins: Vec<String>,
+    ) -> io::Result<HttpServer> {
         let server = tiny_http::Server::http(addr).map_err(io::Error::other)?;
         let local_addr = server
             .server_addr()
@@ -89,6 +115,7 @@ impl HttpServer {
                 server,
                 dispatcher: Dispatcher::new(gateway),
                 tokens,
+                allowed_origins,
                 stop: AtomicBool::new(false),
             }),
             local_addr,
@@ -176,13 +203,32 @@ fn accept(shared: &Shared, jobs: &Sender<Job>) {
 /// Routes and authenticates one request, then hands it to a handler or answers it.
 fn route(shared: &Shared, jobs: &Sender<Job>, mut request: Request) {
     let path = request.url().split('?').next().unwrap_or_default();
-    if path != TOOLS_CALL_PATH {
-        let output = transport_failure("no such path; the only route is POST /api/tools/call");
-        return reject(request, 404, None, &output, &[], "-");
-    }
+    let route = match path {
+        TOOLS_CALL_PATH => Route::ToolsCall,
+        MCP_PATH => Route::Mcp,
+        _ => {
+            let output = transport_failure(
+                "no such path; the routes are POST /api/tools/call and POST /mcp",
+            );
+            return reject(request, 404, None, &output, &[], "-");
+        }
+    };
     if request.method() != &Method::Post {
-        let output = transport_failure("only POST is allowed on /api/tools/call");
-        return reject(request, 405, None, &output, &[("Allow", "POST")], "-");
+        let allow = [("Allow", "POST")];
+        return match route {
+            Route::ToolsCall => {
+                let output = transport_failure("only POST is allowed on /api/tools/call");
+                reject(request, 405, None, &output, &allow, "-")
+            }
+            Route::Mcp => {
+                let body = mcp_http::transport_error("only POST is allowed on /mcp");
+                reject_body(request, 405, body, &allow, "-")
+            }
+        };
+    }
+    if route == Route::Mcp && !origin_allowed(&request, &shared.allowed_origins) {
+        let body = mcp_http::transport_error("this Origin is not allowed");
+        return reject_body(request, 403, body, &[], "-");
     }
     let mut values = request
         .headers()
@@ -201,16 +247,34 @@ fn route(shared: &Shared, jobs: &Sender<Job>, mut request: Request) {
             "dispatch": Dispatch::NotStarted.as_str(),
         });
         let challenge = [("WWW-Authenticate", "Bearer")];
-        let id = buffered_request_id(&mut request);
-        return reject(request, 401, id.as_ref(), &output, &challenge, "-");
+        return match route {
+            Route::ToolsCall => {
+                let id = buffered_request_id(&mut request);
+                reject(request, 401, id.as_ref(), &output, &challenge, "-")
+            }
+            Route::Mcp => {
+                let message = "a valid `Authorization: Bearer TOKEN` header is required";
+                let body = mcp_http::transport_error(message);
+                reject_body(request, 401, body, &challenge, "-")
+            }
+        };
     };
     let name = name.to_string();
     let Some(slot) = shared.dispatcher.try_admit() else {
-        let output = saturated().output;
-        return reject(request, 503, None, &output, &[("Retry-After", "1")], &name);
+        let retry = [("Retry-After", "1")];
+        return match route {
+            Route::ToolsCall => reject(request, 503, None, &saturated().output, &retry, &name),
+            Route::Mcp => {
+                let body = mcp_http::transport_error(
+                    "too many requests in flight; try again when one finishes",
+                );
+                reject_body(request, 503, body, &retry, &name)
+            }
+        };
     };
     let job = Job {
         request,
+        route,
         caller: Caller::new(scopes),
         name,
         slot,
@@ -238,13 +302,17 @@ fn handle_jobs(shared: &Shared, queue: &Receiver<Job>) {
 /// Reads the body, runs `plugin_tool` and responds.
 fn handle(shared: &Shared, mut job: Job) {
     let name = job.name.as_str();
+    let failure = |message: &str| match job.route {
+        Route::ToolsCall => transport_failure_body(message),
+        Route::Mcp => mcp_http::transport_error(message),
+    };
     if job
         .request
         .body_length()
         .is_some_and(|n| n > MAX_BODY_BYTES)
     {
-        let output = transport_failure("the request body is larger than 1 MiB");
-        return reject(job.request, 413, None, &output, &[], name);
+        let body = failure("the request body is larger than 1 MiB");
+        return reject_body(job.request, 413, body, &[], name);
     }
     let mut body = Vec::new();
     let read = job
@@ -254,12 +322,15 @@ fn handle(shared: &Shared, mut job: Job) {
         .read_to_end(&mut body);
     if let Err(e) = read {
         log::debug!("http: reading a request body failed: {e}");
-        let output = transport_failure("the request body could not be read");
-        return respond(job.request, 400, None, &output, &[], name);
+        let body = failure("the request body could not be read");
+        return send(job.request, 400, &body, &[], name);
     }
     if body.len() > MAX_BODY_BYTES {
-        let output = transport_failure("the request body is larger than 1 MiB");
-        return respond(job.request, 413, None, &output, &[], name);
+        let body = failure("the request body is larger than 1 MiB");
+        return send(job.request, 413, &body, &[], name);
+    }
+    if job.route == Route::Mcp {
+        return handle_mcp(shared, job, &body);
     }
     let request = match parse_request(&body, Framing::Body) {
         Ok(request) => request,
@@ -321,6 +392,7 @@ fn buffered_request_id(request: &mut Request) -> Option<Value> {
 /// the client sends it or disconnects: that happens on a thread of its own (one per such
 /// connection, as tiny_http already spends one), so an acceptor or a handler slot never waits
 /// for a client.
+/// [`respond`] for a request whose body was not read (see [`reject_body`]).
 fn reject(
     request: Request,
     status: u16,
@@ -329,8 +401,17 @@ fn reject(
     headers: &[(&str, &str)],
     name: &str,
 ) {
+    reject_body(request, status, failure_body(id, output), headers, name);
+}
+
+/// [`send`] for a request whose body was not read. When a body over [`PRE_READ_BYTES`] was
+/// declared, tiny_http reads and discards it when the request is dropped, which blocks until
+/// the client sends it or disconnects: that happens on a thread of its own (one per such
+/// connection, as tiny_http already spends one), so an acceptor or a handler slot never waits
+/// for a client.
+fn reject_body(request: Request, status: u16, body: Value, headers: &[(&str, &str)], name: &str) {
     if !request.body_length().is_some_and(|n| n > PRE_READ_BYTES) {
-        return respond(request, status, id, output, headers, name);
+        return send(request, status, &body, headers, name);
     }
     let headers: Vec<(String, String)> = headers
         .iter()
@@ -339,8 +420,7 @@ fn reject(
     let rejected = Rejected {
         request,
         status,
-        id: id.cloned(),
-        output: output.clone(),
+        body,
         headers,
         name: name.to_string(),
     };
@@ -367,8 +447,7 @@ fn reject(
 struct Rejected {
     request: Request,
     status: u16,
-    id: Option<Value>,
-    output: Value,
+    body: Value,
     headers: Vec<(String, String)>,
     name: String,
 }
@@ -380,14 +459,7 @@ impl Rejected {
             .iter()
             .map(|(f, v)| (f.as_str(), v.as_str()))
             .collect();
-        respond(
-            self.request,
-            self.status,
-            self.id.as_ref(),
-            &self.output,
-            &headers,
-            &self.name,
-        );
+        send(self.request, self.status, &self.body, &headers, &self.name);
     }
 }
 
@@ -400,13 +472,72 @@ fn respond(
     headers: &[(&str, &str)],
     name: &str,
 ) {
+    send(request, status, &failure_body(id, output), headers, name);
+}
+
+/// The failure body `{"id"?,"success":false,"output":output}` of `/api/tools/call`.
+fn failure_body(id: Option<&Value>, output: &Value) -> Value {
     let mut body = Map::new();
     if let Some(id) = id {
         body.insert("id".into(), id.clone());
     }
     body.insert("success".into(), false.into());
     body.insert("output".into(), output.clone());
-    send(request, status, &Value::Object(body), headers, name);
+    Value::Object(body)
+}
+
+/// The `invalid_request` failure body of `/api/tools/call`, without an id.
+fn transport_failure_body(message: &str) -> Value {
+    failure_body(None, &transport_failure(message))
+}
+
+/// Answers one `POST /mcp` body (see [`crate::mcp::http`]); the job's slot is held meanwhile.
+fn handle_mcp(shared: &Shared, job: Job, body: &[u8]) {
+    let header = |name: &'static str| {
+        let mut values = job.request.headers().iter().filter(|h| h.field.equiv(name));
+        match (values.next(), values.next()) {
+            (Some(h), None) => Some(h.value.as_str().to_string()),
+            // Absent, or given twice (ambiguous): treated as absent, which fails the check.
+            _ => None,
+        }
+    };
+    let routing = RoutingHeaders {
+        protocol_version: header("MCP-Protocol-Version"),
+        method: header("Mcp-Method"),
+        name: header("Mcp-Name"),
+    };
+    let caller = job.caller;
+    let answer = mcp_http::answer(body, &routing, |params| {
+        shared.dispatcher.execute(&caller, params)
+    });
+    match answer.body {
+        Some(body) => send(job.request, answer.status, &body, &[], &job.name),
+        None => send_empty(job.request, answer.status, &job.name),
+    }
+}
+
+/// True when the request has no `Origin` header, or one that is allowed.
+fn origin_allowed(request: &Request, allowed: &[String]) -> bool {
+    request
+        .headers()
+        .iter()
+        .filter(|h| h.field.equiv("Origin"))
+        .all(|h| {
+            let origin = h.value.as_str().trim();
+            allowed.iter().any(|a| a.eq_ignore_ascii_case(origin))
+        })
+}
+
+/// Responds with a status and no body (202 for an MCP notification).
+fn send_empty(request: Request, status: u16, name: &str) {
+    log::info!(
+        "http: {} {} -> {status} (token name {name})",
+        request.method(),
+        request.url().split('?').next().unwrap_or_default()
+    );
+    if let Err(e) = request.respond(Response::empty(status)) {
+        log::debug!("http: writing a response failed: {e}");
+    }
 }
 
 fn send(request: Request, status: u16, body: &Value, headers: &[(&str, &str)], name: &str) {

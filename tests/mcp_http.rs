@@ -1,0 +1,349 @@
+//! `serve`'s `POST /mcp` in raw HTTP: authentication (401 with the Bearer challenge), the
+//! Origin check, methods, notifications, routing headers of the stateless era, body bounds,
+//! and scopes that hold exactly as on `POST /api/tools/call`.
+
+mod mcp_support;
+
+use serde_json::{json, Value};
+
+use mcp_support::*;
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+/// POST /mcp with a token and extra headers; (status, headers, JSON body or Null).
+fn post(
+    server: &ServeProcess,
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> (u16, Vec<(String, String)>, Value) {
+    let auth = token.map(bearer);
+    let mut all: Vec<(&str, &str)> = headers.to_vec();
+    if let Some(auth) = &auth {
+        all.push(("Authorization", auth));
+    }
+    let (status, headers, text) = http(server.addr(), "POST", "/mcp", &all, &body.to_string());
+    let json = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    };
+    (status, headers, json)
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+fn stateless_headers(
+    method: &'static str,
+    name: Option<&'static str>,
+) -> Vec<(&'static str, &'static str)> {
+    let mut headers = vec![("MCP-Protocol-Version", STATELESS), ("Mcp-Method", method)];
+    if let Some(name) = name {
+        headers.push(("Mcp-Name", name));
+    }
+    headers
+}
+
+fn call_body(id: i64, arguments: Value) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+           "params":{"name":"plugin_tool","arguments":arguments,"_meta":meta()}})
+}
+
+#[test]
+fn authentication_origin_methods_and_notifications() {
+    let dir = TempDir::new("http-edges");
+    let config = dir.config(&[("alpha", "normal")]);
+    let server = ServeProcess::start(&dir, &config, &["http://allowed.example"]);
+    let list = json!({"jsonrpc":"2.0","id":1,"method":"tools/list"});
+
+    // 401 with the Bearer challenge: no token, a wrong token.
+    for token in [None, Some("wrong-token-wrong-token")] {
+        let (status, headers, body) = post(&server, token, &[], &list);
+        assert_eq!(status, 401);
+        assert_eq!(header(&headers, "www-authenticate"), Some("Bearer"));
+        assert_eq!(body["error"]["code"], -32600);
+        assert_eq!(body["id"], Value::Null);
+    }
+
+    // Origin: absent or allowed → served; present and not allowed → 403.
+    let (status, _, body) = post(&server, Some(TOKEN_INSPECT), &[], &list);
+    assert_eq!(status, 200);
+    assert_eq!(body["result"]["tools"][0]["name"], "plugin_tool");
+    let (status, _, _) = post(
+        &server,
+        Some(TOKEN_INSPECT),
+        &[("Origin", "http://allowed.example")],
+        &list,
+    );
+    assert_eq!(status, 200);
+    for origin in ["http://evil.example", "null", "http://allowed.example:8080"] {
+        let (status, _, body) = post(&server, Some(TOKEN_INSPECT), &[("Origin", origin)], &list);
+        assert_eq!(status, 403, "{origin}");
+        assert_eq!(body["error"]["code"], -32600);
+    }
+
+    // GET and DELETE → 405 (no SSE stream, no sessions); another path → 404.
+    for method in ["GET", "DELETE"] {
+        let auth = bearer(TOKEN_INSPECT);
+        let (status, headers, _) = http(
+            server.addr(),
+            method,
+            "/mcp",
+            &[("Authorization", &auth)],
+            "",
+        );
+        assert_eq!(status, 405, "{method}");
+        assert_eq!(header(&headers, "allow"), Some("POST"));
+    }
+    let (status, _, _) = http(server.addr(), "POST", "/mcp/x", &[], "{}");
+    assert_eq!(status, 404);
+
+    // Notifications and client responses → 202 without a body.
+    for message in [
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}),
+        json!({"jsonrpc":"2.0","id":5,"result":{}}),
+    ] {
+        let (status, _, body) = post(&server, Some(TOKEN_INSPECT), &[], &message);
+        assert_eq!((status, body), (202, Value::Null), "{message}");
+    }
+
+    // A batch and a body that is not JSON → 400; a body over 1 MiB → 413.
+    let (status, _, body) = post(&server, Some(TOKEN_INSPECT), &[], &json!([list]));
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (400, json!(-32600))
+    );
+    let auth = bearer(TOKEN_INSPECT);
+    let (status, _, text) = http(
+        server.addr(),
+        "POST",
+        "/mcp",
+        &[("Authorization", &auth)],
+        "{nope",
+    );
+    assert_eq!(status, 400);
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["error"]["code"],
+        -32700
+    );
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat((1 << 20) + 1)
+    );
+    let (status, _, _) = http(
+        server.addr(),
+        "POST",
+        "/mcp",
+        &[("Authorization", &auth)],
+        &huge,
+    );
+    assert_eq!(status, 413);
+
+    // The handshake era over HTTP: initialize is answered, nothing requires it.
+    let (status, _, body) = post(
+        &server,
+        Some(TOKEN_INSPECT),
+        &[],
+        &json!({"jsonrpc":"2.0","id":2,"method":"initialize","params":{
+            "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(body["result"]["protocolVersion"], "2025-06-18");
+    let (status, _, _) = post(
+        &server,
+        Some(TOKEN_INSPECT),
+        &[("MCP-Protocol-Version", "1999-01-01")],
+        &list,
+    );
+    assert_eq!(status, 400);
+
+    let pids = server.pids.clone();
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_plugins_gone(&pids);
+}
+
+#[test]
+fn stateless_routing_headers_must_match_the_body() {
+    let dir = TempDir::new("http-headers");
+    let config = dir.config(&[("alpha", "normal")]);
+    let server = ServeProcess::start(&dir, &config, &[]);
+    let list = json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":meta()}});
+    let call = call_body(2, json!({"action":"list"}));
+
+    let (status, _, body) = post(
+        &server,
+        Some(TOKEN_INSPECT),
+        &stateless_headers("tools/list", None),
+        &list,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["resultType"], "complete");
+    assert_eq!(body["result"]["cacheScope"], "public");
+    let (status, _, body) = post(
+        &server,
+        Some(TOKEN_INSPECT),
+        &stateless_headers("tools/call", Some("plugin_tool")),
+        &call,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["result"]["structuredContent"],
+        json!({"runners":[{"runner":"local"}]})
+    );
+    // The Base64 sentinel form of Mcp-Name.
+    let (status, _, _) = post(
+        &server,
+        Some(TOKEN_INSPECT),
+        &stateless_headers("tools/call", Some("=?base64?cGx1Z2luX3Rvb2w=?=")),
+        &call,
+    );
+    assert_eq!(status, 200);
+
+    let mismatches: Vec<(Vec<(&str, &str)>, &Value)> = vec![
+        (vec![("Mcp-Method", "tools/list")], &list),
+        (vec![("MCP-Protocol-Version", STATELESS)], &list),
+        (stateless_headers("tools/call", Some("plugin_tool")), &list),
+        (
+            vec![
+                ("MCP-Protocol-Version", "2025-11-25"),
+                ("Mcp-Method", "tools/list"),
+            ],
+            &list,
+        ),
+        (stateless_headers("tools/call", None), &call),
+        (stateless_headers("tools/call", Some("other_tool")), &call),
+        (stateless_headers("tools/list", Some("plugin_tool")), &call),
+    ];
+    for (headers, body) in mismatches {
+        let (status, _, answer) = post(&server, Some(TOKEN_INSPECT), &headers, body);
+        assert_eq!(status, 400, "{headers:?}");
+        assert_eq!(answer["error"]["code"], -32020, "{headers:?}: {answer}");
+    }
+
+    // Unsupported version (headers and body agree) → 400 with -32022; unknown method → 404.
+    let mut old = meta();
+    old["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let body = json!({"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":old}});
+    let (status, _, answer) = post(
+        &server,
+        Some(TOKEN_INSPECT),
+        &[
+            ("MCP-Protocol-Version", "2099-01-01"),
+            ("Mcp-Method", "tools/list"),
+        ],
+        &body,
+    );
+    assert_eq!(status, 400);
+    assert_eq!(answer["error"]["code"], -32022);
+    assert_eq!(answer["error"]["data"]["supported"][0], STATELESS);
+    let body = json!({"jsonrpc":"2.0","id":4,"method":"resources/list","params":{"_meta":meta()}});
+    let (status, _, answer) = post(
+        &server,
+        Some(TOKEN_INSPECT),
+        &stateless_headers("resources/list", None),
+        &body,
+    );
+    assert_eq!(status, 404);
+    assert_eq!(answer["error"]["code"], -32601);
+
+    let (code, _) = server.stop();
+    assert_eq!(code, Some(0));
+}
+
+/// The same request over `/api/tools/call` and over `/mcp`, with one token: the failure object
+/// (or success) is the same on both.
+#[test]
+fn scopes_hold_over_mcp_exactly_as_over_the_http_api() {
+    let dir = TempDir::new("http-scopes");
+    let config = dir.config(&[("alpha", "normal")]);
+    let server = ServeProcess::start(&dir, &config, &[]);
+
+    // A binding to call with (described with a token that may).
+    let (_, _, described) = post(
+        &server,
+        Some(TOKEN_INVOKE),
+        &stateless_headers("tools/call", Some("plugin_tool")),
+        &call_body(
+            1,
+            json!({"action":"describe","runner":"local","plugin":"alpha","tool":"echo"}),
+        ),
+    );
+    let binding = described["result"]["structuredContent"]["binding"].clone();
+    assert!(binding.is_string(), "{described}");
+
+    let requests = [
+        json!({"action":"list","runner":"local"}),
+        json!({"action":"describe","runner":"local","plugin":"alpha","tool":"echo"}),
+        json!({"action":"call","binding":binding,"arguments":{"text":"x"}}),
+        json!({"action":"check","runner":"local","plugin":"alpha"}),
+        json!({"action":"reload","runner":"local"}),
+    ];
+    let mut denied = 0;
+    for token in [TOKEN_INSPECT, TOKEN_INVOKE, TOKEN_MANAGE] {
+        for (i, params) in requests.iter().enumerate() {
+            if params["action"] == "reload" && token == TOKEN_MANAGE {
+                continue; // a reload would replace the binding for the requests after it
+            }
+            let auth = bearer(token);
+            let (api_status, _, api_text) = http(
+                server.addr(),
+                "POST",
+                "/api/tools/call",
+                &[("Authorization", &auth)],
+                &json!({"tool":"plugin_tool","params":params}).to_string(),
+            );
+            let api: Value = serde_json::from_str(&api_text).unwrap();
+            let (status, _, mcp) = post(
+                &server,
+                Some(token),
+                &stateless_headers("tools/call", Some("plugin_tool")),
+                &call_body(10 + i as i64, params.clone()),
+            );
+            assert_eq!(status, 200);
+            let result = &mcp["result"];
+            if api["success"] == true {
+                assert_eq!(result["isError"], false, "{token} {params}: {result}");
+                if params["action"] != "call" {
+                    assert_eq!(
+                        result["structuredContent"]["runner"],
+                        api["output"]["runner"]
+                    );
+                }
+            } else {
+                assert_eq!(api_status, 403, "{token} {params}: {api}");
+                assert_eq!(result["isError"], true, "{token} {params}: {result}");
+                assert_eq!(result["structuredContent"], api["output"]);
+                assert_eq!(
+                    result["structuredContent"]["error"]["code"],
+                    "insufficient_scope"
+                );
+                denied += 1;
+            }
+        }
+    }
+    // inspect: call, check, reload denied; invoke: check, reload; manage: list, describe, call.
+    assert_eq!(denied, 3 + 2 + 3);
+    // tools/list needs no particular scope: any valid token sees the manifest.
+    let (status, _, body) = post(
+        &server,
+        Some(TOKEN_MANAGE),
+        &[],
+        &json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(body["result"]["tools"][0]["name"], "plugin_tool");
+
+    let pids = server.pids.clone();
+    let (code, _) = server.stop();
+    assert_eq!(code, Some(0));
+    assert_plugins_gone(&pids);
+}

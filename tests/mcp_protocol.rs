@@ -1,0 +1,431 @@
+//! `webcodex-plugin mcp` spoken to in raw JSON-RPC lines: every error code and edge of the MCP
+//! transport (requests before initialize, batches, over-long lines, unknown tools and methods,
+//! unsupported versions, EOF with calls in flight), both eras, and `tools/list` equal to
+//! `manifest` whatever the config.
+
+mod mcp_support;
+
+use std::process::Stdio;
+
+use serde_json::{json, Value};
+
+use mcp_support::*;
+
+fn error_code(response: &Value) -> i64 {
+    response["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an error: {response}"))
+}
+
+#[test]
+fn handshake_era_requests_and_errors() {
+    let dir = TempDir::new("handshake");
+    let config = dir.config(&[("alpha", "normal")]);
+    let mut mcp = McpProcess::start(&dir, &config, None);
+
+    // Before initialize: only ping.
+    let r = mcp.call(json!(1), "tools/list", json!({}));
+    assert_eq!(error_code(&r), -32600, "{r}");
+    let r = mcp.call(
+        json!(2),
+        "tools/call",
+        json!({"name":"plugin_tool","arguments":{"action":"list"}}),
+    );
+    assert_eq!(error_code(&r), -32600, "{r}");
+    let r = mcp.call(json!("p"), "ping", json!({}));
+    assert_eq!(r["result"], json!({}));
+
+    let init = mcp.initialize("2025-03-26");
+    assert_eq!(init["result"]["protocolVersion"], "2025-03-26");
+    assert_eq!(
+        init["result"]["capabilities"],
+        json!({"tools":{"listChanged":false}})
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "webcodex-plugin");
+    assert!(init["result"]["serverInfo"]["version"].is_string());
+    assert!(init["result"]["instructions"].is_string());
+
+    let r = mcp.call(json!(3), "tools/list", json!({"cursor": "ignored"}));
+    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 1);
+    assert!(r["result"].get("resultType").is_none(), "{r}");
+
+    // Unknown tool, unknown method, malformed params.
+    let r = mcp.call(
+        json!(4),
+        "tools/call",
+        json!({"name":"echo","arguments":{}}),
+    );
+    assert_eq!(error_code(&r), -32602);
+    let r = mcp.call(json!(5), "resources/list", json!({}));
+    assert_eq!(error_code(&r), -32601);
+    let r = mcp.call(
+        json!(6),
+        "tools/call",
+        json!({"name":"plugin_tool","arguments":[1]}),
+    );
+    assert_eq!(error_code(&r), -32602);
+
+    // A batch, invalid JSON, a request with a null id.
+    mcp.send(json!([{"jsonrpc":"2.0","id":7,"method":"ping"}]));
+    let r = mcp.next();
+    assert_eq!(
+        (error_code(&r), r["id"].clone()),
+        (-32600, Value::Null),
+        "{r}"
+    );
+    mcp.send_raw(b"{not json");
+    let r = mcp.next();
+    assert_eq!(
+        (error_code(&r), r["id"].clone()),
+        (-32700, Value::Null),
+        "{r}"
+    );
+    mcp.send_raw(br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#);
+    let r = mcp.next();
+    assert_eq!(
+        (error_code(&r), r["id"].clone()),
+        (-32600, Value::Null),
+        "{r}"
+    );
+
+    // A line over 1 MiB: -32600 with id null, and reading goes on.
+    let mut huge = br#"{"jsonrpc":"2.0","id":8,"method":"ping","params":{"pad":""#.to_vec();
+    huge.extend(std::iter::repeat_n(b'x', (1 << 20) + 10));
+    huge.extend_from_slice(br#""}}"#);
+    mcp.send_raw(&huge);
+    let r = mcp.next();
+    assert_eq!(
+        (error_code(&r), r["id"].clone()),
+        (-32600, Value::Null),
+        "{r}"
+    );
+    let r = mcp.call(json!(9), "ping", json!({}));
+    assert_eq!(r["result"], json!({}));
+
+    // A tool call through the handshake era.
+    let result = mcp.tool(json!(10), json!({"action":"list","runner":"local"}));
+    assert_eq!(result["isError"], false);
+    assert_eq!(result["structuredContent"]["plugins"][0]["plugin"], "alpha");
+
+    // Notifications and client responses get no answer.
+    mcp.send(json!({"jsonrpc":"2.0","method":"notifications/whatever"}));
+    mcp.send(json!({"jsonrpc":"2.0","id":"x","result":{}}));
+    let r = mcp.call(json!(11), "ping", json!({}));
+    assert_eq!(r["id"], 11);
+
+    let pids = mcp.pids.clone();
+    let (code, rest, _stderr) = mcp.finish();
+    assert_eq!(code, Some(0));
+    assert!(rest.is_empty(), "unexpected messages: {rest:?}");
+    assert_plugins_gone(&pids);
+}
+
+#[test]
+fn initialize_answers_the_newest_handshake_version_for_an_unknown_one() {
+    let dir = TempDir::new("init-version");
+    let config = dir.config(&[("alpha", "normal")]);
+    let mut mcp = McpProcess::start(&dir, &config, None);
+    for (i, asked, answered) in [
+        (1, "2024-11-05", "2024-11-05"),
+        (2, "2025-06-18", "2025-06-18"),
+        (3, "2025-11-25", "2025-11-25"),
+        (4, "2099-01-01", "2025-11-25"),
+    ] {
+        let r = mcp.call(
+            json!(i),
+            "initialize",
+            json!({"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name":"t","version":"0"}}),
+        );
+        assert_eq!(r["result"]["protocolVersion"], answered);
+    }
+    let (code, _, _) = mcp.finish();
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn stateless_era_without_a_handshake() {
+    let dir = TempDir::new("stateless");
+    let config = dir.config(&[("alpha", "normal")]);
+    let mut mcp = McpProcess::start(&dir, &config, None);
+
+    let r = mcp.call(json!("d"), "server/discover", json!({"_meta": meta()}));
+    let result = &r["result"];
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["supportedVersions"][0], STATELESS);
+    assert!(result["supportedVersions"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("2024-11-05")));
+    assert_eq!(
+        result["capabilities"],
+        json!({"tools":{"listChanged":false}})
+    );
+    assert_eq!(result["serverInfo"]["name"], "webcodex-plugin");
+    assert!(result["instructions"].is_string());
+    assert!(result["ttlMs"].as_u64().unwrap() > 0);
+    assert_eq!(result["cacheScope"], "public");
+
+    let r = mcp.call(json!(1), "tools/list", json!({"_meta": meta()}));
+    assert_eq!(r["result"]["resultType"], "complete");
+    assert!(r["result"]["ttlMs"].is_u64());
+    assert_eq!(r["result"]["cacheScope"], "public");
+    assert_eq!(r["result"]["tools"][0]["name"], "plugin_tool");
+
+    // A call: describe then call, each result complete.
+    let r = mcp.call(
+        json!(2),
+        "tools/call",
+        json!({"name":"plugin_tool","_meta":meta(),
+               "arguments":{"action":"describe","runner":"local","plugin":"alpha","tool":"echo"}}),
+    );
+    assert_eq!(r["result"]["resultType"], "complete");
+    assert_eq!(r["result"]["isError"], false);
+    let binding = r["result"]["structuredContent"]["binding"].clone();
+    let r = mcp.call(
+        json!(3),
+        "tools/call",
+        json!({"name":"plugin_tool","_meta":meta(),
+               "arguments":{"action":"call","binding":binding,"arguments":{"text":"hi"}}}),
+    );
+    assert_eq!(
+        r["result"],
+        json!({"content":[{"type":"text","text":"hi"}],"structuredContent":{"text":"hi"},
+               "isError":false,"resultType":"complete"})
+    );
+
+    // Unsupported version: -32022 with the supported versions.
+    let mut old = meta();
+    old["io.modelcontextprotocol/protocolVersion"] = json!("2099-12-31");
+    let r = mcp.call(json!(4), "tools/list", json!({"_meta": old}));
+    assert_eq!(error_code(&r), -32022);
+    assert_eq!(r["error"]["data"]["requested"], "2099-12-31");
+    assert_eq!(r["error"]["data"]["supported"][0], STATELESS);
+    // Missing client capabilities: -32602.
+    let r = mcp.call(
+        json!(5),
+        "tools/list",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": STATELESS}}),
+    );
+    assert_eq!(error_code(&r), -32602);
+    // server/discover without _meta: -32602; unknown method: -32601; unknown tool: -32602.
+    let r = mcp.call(json!(6), "server/discover", json!({}));
+    assert_eq!(error_code(&r), -32602);
+    let r = mcp.call(json!(7), "prompts/list", json!({"_meta": meta()}));
+    assert_eq!(error_code(&r), -32601);
+    let r = mcp.call(
+        json!(8),
+        "tools/call",
+        json!({"name":"nope","_meta": meta()}),
+    );
+    assert_eq!(error_code(&r), -32602);
+
+    let pids = mcp.pids.clone();
+    let (code, rest, _) = mcp.finish();
+    assert_eq!(code, Some(0));
+    assert!(rest.is_empty(), "{rest:?}");
+    assert_plugins_gone(&pids);
+}
+
+/// `manifest --json` printed by the binary.
+fn manifest_json() -> String {
+    let out = common::cli_command(binary())
+        .args(["manifest", "--json"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run manifest");
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    text.trim_end().to_string()
+}
+
+#[test]
+fn tools_list_equals_the_manifest_whatever_the_config() {
+    let manifest = manifest_json();
+    let spec: Value = serde_json::from_str(&manifest).unwrap();
+    assert_eq!(canonical(&spec), manifest, "manifest --json is canonical");
+    assert_eq!(spec["name"], "plugin_tool");
+    assert_eq!(spec["inputSchema"]["additionalProperties"], false);
+    assert_eq!(spec["annotations"]["destructiveHint"], true);
+
+    let human = common::cli_command(binary())
+        .arg("manifest")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(human.status.success());
+    assert!(String::from_utf8(human.stdout)
+        .unwrap()
+        .contains("describe"));
+
+    let configs = [
+        vec![("alpha", "normal")],
+        vec![
+            ("one", "normal"),
+            ("two", "bad-tools"),
+            ("three", "exit-at-start"),
+        ],
+        vec![],
+    ];
+    for (n, providers) in configs.iter().enumerate() {
+        let dir = TempDir::new(&format!("manifest-{n}"));
+        let config = dir.config(providers);
+        let mut mcp = McpProcess::start(&dir, &config, Some("plugin:inspect"));
+        let stateless = mcp.call(json!(1), "tools/list", json!({"_meta": meta()}));
+        mcp.initialize("2025-11-25");
+        let handshake = mcp.call(json!(2), "tools/list", json!({}));
+        for r in [&stateless, &handshake] {
+            let tools = r["result"]["tools"].as_array().unwrap();
+            assert_eq!(tools.len(), 1);
+            assert_eq!(canonical(&tools[0]), manifest, "config {n}");
+        }
+        let (code, _, _) = mcp.finish();
+        assert_eq!(code, Some(0));
+    }
+}
+
+#[test]
+fn eof_with_calls_in_flight_answers_them_then_exits() {
+    let dir = TempDir::new("eof");
+    let config = dir.config(&[("a", "normal"), ("b", "normal"), ("c", "normal")]);
+    let mut mcp = McpProcess::start(&dir, &config, None);
+    mcp.initialize("2025-06-18");
+    let mut bindings = Vec::new();
+    for (i, plugin) in ["a", "b", "c"].iter().enumerate() {
+        let r = mcp.tool(
+            json!(format!("d{i}")),
+            json!({"action":"describe","runner":"local","plugin":plugin,"tool":"sleep"}),
+        );
+        bindings.push(r["structuredContent"]["binding"].clone());
+    }
+    for (i, binding) in bindings.iter().enumerate() {
+        mcp.request(
+            json!(i),
+            "tools/call",
+            json!({"name":"plugin_tool","arguments":{"action":"call","binding":binding,"arguments":{"ms":400}}}),
+        );
+    }
+    let pids = mcp.pids.clone();
+    let host_pid = mcp.pid();
+    let (code, rest, stderr) = mcp.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    let mut ids: Vec<i64> = rest.iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, vec![0, 1, 2], "{rest:?}");
+    for r in &rest {
+        assert_eq!(
+            r["result"],
+            json!({"content":[{"type":"text","text":"slept"}],"isError":false})
+        );
+    }
+    assert_plugins_gone(&pids);
+    assert!(zombie_children_of(host_pid).is_empty());
+}
+
+#[test]
+fn a_cancelled_call_completes_and_sends_no_response() {
+    let dir = TempDir::new("cancel");
+    let config = dir.config(&[("a", "normal")]);
+    let mut mcp = McpProcess::start(&dir, &config, None);
+    mcp.initialize("2025-11-25");
+    let r = mcp.tool(
+        json!("d"),
+        json!({"action":"describe","runner":"local","plugin":"a","tool":"sleep"}),
+    );
+    let binding = r["structuredContent"]["binding"].clone();
+    mcp.request(
+        json!(7),
+        "tools/call",
+        json!({"name":"plugin_tool","arguments":{"action":"call","binding":binding,"arguments":{"ms":600}}}),
+    );
+    mcp.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+                    "params":{"requestId":7,"reason":"user"}}));
+    // The call still runs: a second call to the same provider finds it busy, not retired.
+    let busy = mcp.tool(
+        json!(8),
+        json!({"action":"call","binding":binding,"arguments":{"ms":1}}),
+    );
+    assert_eq!(busy["isError"], true, "{busy}");
+    assert_eq!(
+        busy["structuredContent"]["error"]["code"],
+        "plugin_provider_busy"
+    );
+    let pids = mcp.pids.clone();
+    let (code, rest, _) = mcp.finish();
+    assert_eq!(code, Some(0));
+    assert!(
+        rest.iter().all(|r| r["id"] != 7),
+        "the cancelled call was answered: {rest:?}"
+    );
+    assert!(rest.is_empty(), "{rest:?}");
+    assert_plugins_gone(&pids);
+}
+
+#[test]
+fn stdout_carries_only_mcp_messages_even_with_noisy_plugins() {
+    let dir = TempDir::new("noisy");
+    let config = dir.config(&[("n", "noisy"), ("s", "stray-stdout")]);
+    let mut mcp = McpProcess::start(&dir, &config, None);
+    mcp.initialize("2025-11-25");
+    for i in 0..3 {
+        mcp.tool(
+            json!(i),
+            json!({"action":"check","runner":"local","plugin":"s"}),
+        );
+        mcp.tool(
+            json!(100 + i),
+            json!({"action":"list","runner":"local","plugin":"n"}),
+        );
+    }
+    // Every stdout line was parsed as a JSON-RPC message by the reader (it panics otherwise).
+    let (code, rest, _) = mcp.finish();
+    assert_eq!(code, Some(0));
+    assert!(rest.is_empty(), "{rest:?}");
+}
+
+#[test]
+fn an_invalid_config_refuses_to_start() {
+    let dir = TempDir::new("bad-config");
+    let config = dir.path("runner.toml");
+    std::fs::write(&config, "[plugins\n").unwrap();
+    let out = common::cli_command(binary())
+        .args(["mcp", "--config"])
+        .arg(&config)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "stdout must carry only MCP messages");
+    let out = common::cli_command(binary())
+        .args(["mcp", "--config"])
+        .arg(&config)
+        .args(["--scopes", "plugin:admin"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn the_library_and_binary_depend_on_no_async_runtime() {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["tree", "--offline", "-e", "normal", "--prefix", "none"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run cargo tree");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8(out.stdout).unwrap();
+    assert!(tree.contains("webcodex-plugin-host"), "{tree}");
+    for runtime in ["tokio ", "rmcp ", "async-std ", "smol "] {
+        assert!(
+            !tree.lines().any(|l| l.starts_with(runtime)),
+            "the normal dependency graph contains {runtime}:\n{tree}"
+        );
+    }
+}
