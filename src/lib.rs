@@ -11,6 +11,11 @@
 //! the request may have taken effect: `not_started` (provably nothing reached the plugin),
 //! `outcome_unknown` (never retry) or `completed` (the plugin answered).
 //!
+//! [`transport`] carries `plugin_tool` requests to the gateway: JSON lines on any reader and
+//! writer, and (features `http-server`, `http-client`) HTTP. The default feature `cli` adds what
+//! the `webcodex-plugin` binary needs; `default-features = false` leaves out clap, tiny_http,
+//! env_logger and the HTTP client.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use serde_json::json;
