@@ -3,11 +3,12 @@
 //! -32020 (HeaderMismatch). `Mcp-Name` may carry the Base64 sentinel form `=?base64?…?=`.
 //!
 //! A handshake-era request carries no `_meta`; its `MCP-Protocol-Version` header, when present,
-//! must name a supported version (else 400).
+//! must name a supported handshake version (else 400: -32600 for an unknown version, -32602 for
+//! the stateless version, whose requests must carry `_meta`).
 
 use serde_json::Value;
 
-use super::jsonrpc::{Incoming, RpcError, HEADER_MISMATCH, INVALID_REQUEST};
+use super::jsonrpc::{Incoming, RpcError, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST};
 use super::session::{Reply, META_PROTOCOL_VERSION};
 use super::version;
 
@@ -38,6 +39,12 @@ pub fn check(message: &Incoming, headers: &RoutingHeaders) -> Result<(), Reply> 
                 id,
                 INVALID_REQUEST,
                 "unsupported MCP-Protocol-Version header".into(),
+            )),
+            // A stateless version in the header, but no per-request `_meta`: malformed.
+            Some(v) if version::is_stateless(v) && method != "initialize" => Err(bad(
+                id,
+                INVALID_PARAMS,
+                format!("a {v} request needs _meta with io.modelcontextprotocol/protocolVersion"),
             )),
             _ => Ok(()),
         };
@@ -182,6 +189,9 @@ mod tests {
             code(check(&list, &headers(Some("1999-01-01"), None, None))),
             INVALID_REQUEST
         );
+        // A stateless version in the header needs the body's `_meta`.
+        let stateless = headers(Some("2026-07-28"), Some("tools/list"), None);
+        assert_eq!(code(check(&list, &stateless)), INVALID_PARAMS);
     }
 
     #[test]
