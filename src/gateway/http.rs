@@ -21,6 +21,10 @@
 //! Routing is checked before authentication (there is one route; nothing is revealed), and
 //! authentication before the body is read.
 //!
+//! The plugin inspector (see [`super::inspector`]) adds `GET /`, `/inspector.js`,
+//! `/inspector.css` (no authentication; they carry no data) and `GET /api/whoami` (the token's
+//! scopes, authenticated).
+//!
 //! # Concurrency
 //! [`ACCEPT_THREADS`] threads (`wc-http-accept`) pull requests from tiny_http, route and
 //! authenticate them, and hand each one, with an in-flight slot, to a fixed pool of
@@ -63,6 +67,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use tiny_http::{Header, Method, Request, Response};
 
+use super::inspector::{self, InspectorRoute, WHOAMI_PATH};
 use super::scope::{Caller, Scope, Scopes};
 use super::service::{Gateway, ToolOutput};
 use super::stdio::{MAX_IN_FLIGHT, TOOL_NAME, WORKER_STACK};
@@ -461,6 +466,9 @@ fn accept(shared: &Shared, jobs: &Sender<Job>) {
 /// Routes and authenticates one request, then hands it to a handler or answers it.
 fn route(shared: &Shared, jobs: &Sender<Job>, request: Request) {
     let path = request.url().split('?').next().unwrap_or_default();
+    if let Some(page) = InspectorRoute::of(path) {
+        return serve_inspector(shared, request, page);
+    }
     if path != TOOLS_CALL_PATH {
         let output = transport_failure("no such path; the only route is POST /api/tools/call");
         return reject(request, 404, None, &output, &[], "-");
@@ -469,24 +477,8 @@ fn route(shared: &Shared, jobs: &Sender<Job>, request: Request) {
         let output = transport_failure("only POST is allowed on /api/tools/call");
         return reject(request, 405, None, &output, &[("Allow", "POST")], "-");
     }
-    let mut values = request
-        .headers()
-        .iter()
-        .filter(|h| h.field.equiv("Authorization"));
-    let presented = match (values.next(), values.next()) {
-        (Some(header), None) => bearer(header.value.as_str()),
-        _ => None,
-    };
-    let Some((name, scopes)) = presented.and_then(|t| shared.tokens.authenticate(t)) else {
-        let output = json!({
-            "error": {
-                "code": UNAUTHORIZED,
-                "message": "a valid `Authorization: Bearer TOKEN` header is required",
-            },
-            "dispatch": Dispatch::NotStarted.as_str(),
-        });
-        let challenge = [("WWW-Authenticate", "Bearer")];
-        return reject(request, 401, None, &output, &challenge, "-");
+    let Some((name, scopes)) = authenticate(&shared.tokens, &request) else {
+        return reject_unauthorized(request);
     };
     let name = name.to_string();
     if !try_acquire(&shared.in_flight) {
@@ -505,6 +497,53 @@ fn route(shared: &Shared, jobs: &Sender<Job>, request: Request) {
         let job = e.into_inner();
         let output = ToolOutput::failure(&saturated()).output;
         reject(job.request, 503, None, &output, &[], &job.name);
+    }
+}
+
+/// The name and scopes of the one `Authorization: Bearer` token of `request`, when valid.
+fn authenticate<'t>(tokens: &'t Tokens, request: &Request) -> Option<(&'t str, Scopes)> {
+    let mut values = request
+        .headers()
+        .iter()
+        .filter(|h| h.field.equiv("Authorization"));
+    let presented = match (values.next(), values.next()) {
+        (Some(header), None) => bearer(header.value.as_str()),
+        _ => None,
+    };
+    presented.and_then(|t| tokens.authenticate(t))
+}
+
+fn reject_unauthorized(request: Request) {
+    let output = json!({
+        "error": {
+            "code": UNAUTHORIZED,
+            "message": "a valid `Authorization: Bearer TOKEN` header is required",
+        },
+        "dispatch": Dispatch::NotStarted.as_str(),
+    });
+    let challenge = [("WWW-Authenticate", "Bearer")];
+    reject(request, 401, None, &output, &challenge, "-");
+}
+
+/// The inspector's routes (see [`super::inspector`]): the page and its assets without
+/// authentication (they carry no data), the scopes of a token with it. GET only, no body.
+fn serve_inspector(shared: &Shared, request: Request, page: InspectorRoute) {
+    if request.method() != &Method::Get || request.body_length().is_some_and(|n| n > 0) {
+        let output = transport_failure("the inspector answers only GET without a body");
+        return reject(request, 405, None, &output, &[("Allow", "GET")], "-");
+    }
+    match page {
+        InspectorRoute::Asset { content_type, body } => {
+            inspector::respond(request, 200, content_type, body.as_bytes(), &[]);
+        }
+        InspectorRoute::WhoAmI => {
+            let Some((name, scopes)) = authenticate(&shared.tokens, &request) else {
+                return reject_unauthorized(request);
+            };
+            log::info!("http: GET {WHOAMI_PATH} -> 200 (token name {name})");
+            let body = inspector::whoami_body(scopes).to_string();
+            inspector::respond(request, 200, "application/json", body.as_bytes(), &[]);
+        }
     }
 }
 

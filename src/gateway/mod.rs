@@ -22,6 +22,7 @@
 mod binding;
 mod failure;
 mod http;
+pub mod inspector;
 mod output;
 mod params;
 mod recording;
