@@ -62,12 +62,7 @@ pub(crate) enum InspectorRoute {
 impl InspectorRoute {
     /// The inspector route of `path` (query string already removed), if it is one.
     pub(crate) fn of(path: &str) -> Option<InspectorRoute> {
-        let asset = |content_type, body| {
-            Some(InspectorRoute::Asset {
-                content_type,
-                body,
-            })
-        };
+        let asset = |content_type, body| Some(InspectorRoute::Asset { content_type, body });
         match path {
             PAGE_PATH | "/index.html" => asset("text/html; charset=utf-8", PAGE_HTML),
             SCRIPT_PATH => asset("text/javascript; charset=utf-8", SCRIPT_JS),
@@ -170,7 +165,10 @@ mod tests {
             "eval(",
             "new Function",
         ] {
-            assert!(!SCRIPT_JS.contains(forbidden), "{forbidden} in inspector.js");
+            assert!(
+                !SCRIPT_JS.contains(forbidden),
+                "{forbidden} in inspector.js"
+            );
         }
     }
 }
