@@ -638,8 +638,8 @@ fn screenshot_of_a_demo_runner() {
     let providers = format!(
         "{}{}{}",
         example_provider("example", "Example plugin (built in)"),
+        fixture_provider("broken", "Broken fixture", "bad-tools"),
         python_provider("notes", "Notes (demo)", "demo", None),
-        fixture_provider("broken", "Broken fixture", "bad-tools")
     );
     let serve = Serve::start(&dir, &providers);
     let browser = Browser::start();
@@ -650,22 +650,25 @@ fn screenshot_of_a_demo_runner() {
     );
     browser.click(&browser.find("article.provider[data-plugin=\"broken\"] .check-button"));
     browser.find(".check-report");
-    let greet = "li.tool[data-tool=\"greet\"]";
-    browser.click(&browser.find(&format!("{greet} .try-button")));
+    let echo = "li.tool[data-tool=\"echo\"]";
+    browser.click(&browser.find(&format!("{echo} .schema-button")));
+    browser.find(&format!("{echo} pre.input-schema"));
+    browser.click(&browser.find(&format!("{echo} .try-button")));
     browser.type_into(
-        &browser.find(&format!("{greet} input[name=\"name\"]")),
-        "Ada",
+        &browser.find(&format!("{echo} [name=\"text\"]")),
+        "Hello from the inspector",
     );
-    browser.type_into(
-        &browser.find(&format!("{greet} input[name=\"times\"]")),
-        "2",
-    );
-    browser.click(&browser.find(&format!("{greet} .run-button")));
-    browser.find(&format!("{greet} .call-report"));
+    browser.click(&browser.find(&format!("{echo} .run-button")));
+    browser.find(&format!("{echo} .call-report"));
     browser.exec(
         "document.activeElement.blur(); window.scrollTo(0, 0);",
         vec![],
     );
+    let height = browser
+        .exec("return document.documentElement.scrollHeight;", vec![])
+        .as_u64()
+        .expect("a height");
+    browser.set_window_size(1280, (height as u32 + 160).min(4000));
     let png = browser.screenshot();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     if let Some(path) = std::env::var_os("INSPECTOR_SCREENSHOT") {

@@ -624,6 +624,15 @@ impl Browser {
         );
     }
 
+    /// Resizes the browser window.
+    pub fn set_window_size(&self, width: u32, height: u32) {
+        self.cmd(
+            "POST",
+            "window/rect",
+            json!({"width": width, "height": height}),
+        );
+    }
+
     /// A PNG screenshot of the viewport.
     pub fn screenshot(&self) -> Vec<u8> {
         let b64 = self.cmd("GET", "screenshot", json!(null));

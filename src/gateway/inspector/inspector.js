@@ -977,7 +977,8 @@
   function objectEditor(s, labelText, required, isRoot) {
     const properties = isObject(s.properties) ? s.properties : {};
     const requiredNames = Array.isArray(s.required) ? s.required.filter((n) => typeof n === 'string') : [];
-    const names = Object.keys(properties);
+    // Required fields first, each group in the schema's order.
+    const names = Object.keys(properties).sort((a, b) => Number(requiredNames.includes(b)) - Number(requiredNames.includes(a)));
     const container = isRoot ? el('div', { class: 'arg-object' }) : el('fieldset', { class: 'arg-object' }, el('legend', {}, labelText, required ? ' (required)' : ' (optional)'));
     if (!isRoot && str(s.description)) container.appendChild(el('p', { class: 'help', text: s.description }));
     const children = names.map((name) => ({ name: name, editor: makeEditor(properties[name], name, requiredNames.includes(name)) }));
