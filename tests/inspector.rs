@@ -168,7 +168,30 @@ fn a_token_shows_providers_tools_badges_and_schemas() {
     let dir = TempDir::new("browse");
     let serve = demo_serve(&dir);
     let browser = Browser::start();
+    // A wrong token is refused in words, and nothing is listed.
+    browser.goto(&serve.url());
+    browser.type_into(
+        &browser.find("#token-input"),
+        "wrong-token-0123456789abcdef",
+    );
+    browser.click(&browser.find("#connect-button"));
+    browser.wait_for(
+        "return document.getElementById('token-error').textContent;",
+        "the refusal",
+    );
+    assert!(browser
+        .text_of("#token-error")
+        .contains("not accepted (401)"));
+    assert_eq!(browser.count("article.provider"), 0);
     browser.connect(&serve.url(), ALL);
+
+    // Every control has a label.
+    let unlabelled = browser.exec(
+        "return Array.from(document.querySelectorAll('input, select, textarea'))\
+           .filter((c) => !c.labels || c.labels.length === 0).map((c) => c.outerHTML);",
+        vec![],
+    );
+    assert_eq!(unlabelled, json!([]));
 
     // The token is gone from the input and never in the URL.
     let href = browser.exec("return location.href;", vec![]);

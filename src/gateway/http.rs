@@ -477,8 +477,24 @@ fn route(shared: &Shared, jobs: &Sender<Job>, request: Request) {
         let output = transport_failure("only POST is allowed on /api/tools/call");
         return reject(request, 405, None, &output, &[("Allow", "POST")], "-");
     }
-    let Some((name, scopes)) = authenticate(&shared.tokens, &request) else {
-        return reject_unauthorized(request);
+    let mut values = request
+        .headers()
+        .iter()
+        .filter(|h| h.field.equiv("Authorization"));
+    let presented = match (values.next(), values.next()) {
+        (Some(header), None) => bearer(header.value.as_str()),
+        _ => None,
+    };
+    let Some((name, scopes)) = presented.and_then(|t| shared.tokens.authenticate(t)) else {
+        let output = json!({
+            "error": {
+                "code": UNAUTHORIZED,
+                "message": "a valid `Authorization: Bearer TOKEN` header is required",
+            },
+            "dispatch": Dispatch::NotStarted.as_str(),
+        });
+        let challenge = [("WWW-Authenticate", "Bearer")];
+        return reject(request, 401, None, &output, &challenge, "-");
     };
     let name = name.to_string();
     if !try_acquire(&shared.in_flight) {
@@ -500,7 +516,8 @@ fn route(shared: &Shared, jobs: &Sender<Job>, request: Request) {
     }
 }
 
-/// The name and scopes of the one `Authorization: Bearer` token of `request`, when valid.
+/// The name and scopes of the one `Authorization: Bearer` token of `request`, when valid (the
+/// same rule as [`route`] applies inline).
 fn authenticate<'t>(tokens: &'t Tokens, request: &Request) -> Option<(&'t str, Scopes)> {
     let mut values = request
         .headers()
@@ -513,6 +530,7 @@ fn authenticate<'t>(tokens: &'t Tokens, request: &Request) -> Option<(&'t str, S
     presented.and_then(|t| tokens.authenticate(t))
 }
 
+/// The 401 of [`route`], for the inspector's whoami.
 fn reject_unauthorized(request: Request) {
     let output = json!({
         "error": {

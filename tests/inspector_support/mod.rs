@@ -458,7 +458,7 @@ impl Browser {
         browser.cmd(
             "POST",
             "timeouts",
-            json!({"implicit": 15000, "script": 20000, "pageLoad": 20000}),
+            json!({"implicit": 30000, "script": 30000, "pageLoad": 30000}),
         );
         browser
     }
@@ -469,7 +469,7 @@ impl Browser {
         let mut stream =
             TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|e| e.to_string())?;
         stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
+            .set_read_timeout(Some(Duration::from_secs(90)))
             .map_err(|e| e.to_string())?;
         let body = body.map(|b| b.to_string()).unwrap_or_default();
         let request = format!(
@@ -503,7 +503,7 @@ impl Browser {
         self.cmd("POST", "url", json!({ "url": url }));
     }
 
-    /// The first element matching `css` (waits up to the implicit timeout).
+    /// The first element matching `css` (waits up to the implicit timeout, 30 s).
     pub fn find(&self, css: &str) -> Element {
         let v = self.cmd(
             "POST",
@@ -572,9 +572,10 @@ impl Browser {
         json!({ ELEMENT_KEY: element.0 })
     }
 
-    /// Waits (bounded by [`LIMIT`]) until `script` returns a truthy value; returns it.
+    /// Waits (bounded by twice [`LIMIT`]: a loaded machine) until `script` returns a truthy
+    /// value; returns it.
     pub fn wait_for(&self, script: &str, what: &str) -> Value {
-        let deadline = Instant::now() + LIMIT;
+        let deadline = Instant::now() + 2 * LIMIT;
         loop {
             let v = self.exec(script, vec![]);
             let truthy = match &v {
