@@ -695,8 +695,13 @@
     }
     const failures = Array.isArray(result.output.failures) ? result.output.failures : [];
     const plugins = Array.isArray(result.output.plugins) ? result.output.plugins : [];
-    const panel = el('div', { class: 'panel reload-report ' + (failures.length ? 'failure' : 'success'), attrs: { role: 'status', 'data-failures': failures.length } },
-      el('p', {}, el('strong', { text: 'Reloaded. ' }), plugins.length + ' providers, ' + failures.length + (failures.length === 1 ? ' failure.' : ' failures.')));
+    // A reload swaps every provider or none: with any failure the previous set stays.
+    const committed = failures.length === 0;
+    const panel = el('div', { class: 'panel reload-report ' + (committed ? 'success' : 'failure'), attrs: { role: 'status', 'data-failures': failures.length, 'data-committed': committed ? 'true' : 'false' } },
+      committed
+        ? el('p', {}, el('strong', { text: 'Reloaded. ' }), 'Every provider was started again: ' + plugins.length + (plugins.length === 1 ? ' provider.' : ' providers.'))
+        : el('p', {}, el('strong', { text: 'Not reloaded. ' }), failures.length + (failures.length === 1 ? ' candidate failed' : ' candidates failed') +
+          ', so the runner keeps its previous providers (a reload replaces all of them or none). Fix the failures, then reload again.'));
     if (failures.length) {
       const list = el('ul', { class: 'reload-failures' });
       for (const f of failures) {
