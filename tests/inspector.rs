@@ -338,18 +338,36 @@ fn try_it_validates_before_sending_then_calls_and_confirms_destructive_tools() {
     assert!(serve.calls().is_empty(), "{:?}", serve.calls());
     assert_eq!(browser.count(&format!("{greet} .call-report")), 0);
 
-    // Valid: the result's content and structuredContent.
+    // Invalid again: a required integer left empty, and more array items than maxItems.
     browser.type_into(&name, "Ada");
-    browser.type_into(&times, "2");
+    browser.type_into(&times, "");
     browser.type_into(&ratio, "");
-    let style = browser.find(&format!("{greet} select[name=\"style\"]"));
-    browser.click(&style);
-    browser.exec(
-        "arguments[0].value = '1'; arguments[0].dispatchEvent(new Event('change'));",
-        vec![Browser::arg(&style)],
+    for tag in ["a", "b", "c", "vip"] {
+        browser.click(&browser.find(&format!("{greet} .add-item")));
+        browser.type_into_focused(tag);
+    }
+    browser.click(&browser.find(&format!("{greet} .run-button")));
+    let errors = browser
+        .exec(
+            "return Array.from(arguments[0].querySelectorAll('.field-error')).map((e) => e.textContent).filter((t) => t);",
+            vec![Browser::arg(&form)],
+        )
+        .to_string();
+    assert!(
+        errors.contains("times is required: enter an integer"),
+        "{errors}"
     );
-    browser.click(&browser.find(&format!("{greet} .add-item")));
-    browser.type_into_focused("vip");
+    assert!(errors.contains("tags allows at most 3 items"), "{errors}");
+    assert!(!errors.contains("name "), "{errors}");
+    assert!(serve.calls().is_empty(), "{:?}", serve.calls());
+
+    // Valid: the result's content and structuredContent.
+    browser.type_into(&times, "2");
+    for _ in 0..3 {
+        browser.click(&browser.find(&format!("{greet} .remove-item")));
+    }
+    let style = browser.find(&format!("{greet} select[name=\"style\"]"));
+    browser.click(&browser.find_in(&style, "option[value=\"1\"]"));
     browser.click(&browser.find(&format!("{greet} .run-button")));
     let report = browser.find(&format!("{greet} .call-report"));
     assert_eq!(
