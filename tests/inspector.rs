@@ -644,6 +644,9 @@ fn plugin_supplied_html_and_script_show_as_text_and_never_run() {
         text.contains("2 of 2 tools") && text.contains("Description <img"),
         "{text}"
     );
+    assert!(browser
+        .text_of(".catalog-revision")
+        .starts_with("wc_plugcat_"));
 
     // Nothing ran: no global, the title untouched, no element came from the payloads.
     assert_eq!(

@@ -527,7 +527,8 @@
       el('code', { class: 'tool-name', text: summary.name }),
       typeof summary.title === 'string' ? el('span', { class: 'tool-title', text: summary.title }) : null,
       badges));
-    const description = el('p', { class: 'tool-description' });
+    // list gives a description only for an untitled tool; describe fills it for every tool.
+    const description = el('p', { class: 'tool-description', text: str(summary.description) });
     node.appendChild(description);
     const actions = el('div', { class: 'tool-actions' });
     node.appendChild(actions);
@@ -634,7 +635,8 @@
     const r = result.output;
     if (r.ready === true) {
       area.replaceChildren(el('div', { class: 'panel success check-report', attrs: { 'data-ready': 'true', role: 'status' } },
-        el('p', {}, el('strong', { text: 'Check: ready. ' }), (typeof r.toolCount === 'number' ? r.toolCount : 0) + ' tools admitted.')));
+        el('p', {}, el('strong', { text: 'Check: ready. ' }), (typeof r.toolCount === 'number' ? r.toolCount : 0) + ' tools admitted.'),
+        typeof r.catalogDigest === 'string' ? el('p', {}, 'Catalog digest: ', el('code', { class: 'catalog-digest', text: r.catalogDigest })) : null));
       return;
     }
     const code = str(r.code);
@@ -753,10 +755,13 @@
 
   function catalogView(c) {
     const tools = Array.isArray(c.tools) ? c.tools : [];
-    const total = typeof c.total_count === 'number' ? c.total_count : tools.length;
+    // camelCase keys (newer servers), snake_case (older ones).
+    const totalKey = typeof c.totalCount === 'number' ? c.totalCount : c.total_count;
+    const total = typeof totalKey === 'number' ? totalKey : tools.length;
+    const revision = typeof c.catalogRevision === 'string' ? c.catalogRevision : c.catalog_revision;
     const panel = el('div', { class: 'panel catalog-report' },
-      el('p', {}, tools.length + ' of ' + total + ' tools', typeof c.catalog_revision === 'string' ? ' \u2014 revision ' : '',
-        typeof c.catalog_revision === 'string' ? el('code', { text: c.catalog_revision }) : null));
+      el('p', {}, tools.length + ' of ' + total + ' tools', typeof revision === 'string' ? ' \u2014 revision ' : '',
+        typeof revision === 'string' ? el('code', { class: 'catalog-revision', text: revision }) : null));
     if (tools.length === 0) {
       panel.appendChild(el('p', { text: 'No ready provider works in this project root (a provider\u2019s cwd must be this path).' }));
       return panel;
