@@ -568,6 +568,66 @@ fn an_inspect_only_token_sees_no_call_check_or_reload_controls() {
 
 #[test]
 #[ignore = "needs chromium and chromedriver"]
+fn the_token_stays_for_the_tab_and_many_tools_are_described_on_request() {
+    let _one = one_browser();
+    let dir = TempDir::new("many");
+    let serve = Serve::start(&dir, &python_provider("many", "Many tools", "many", None));
+    let browser = Browser::start();
+    browser.connect(&serve.url(), VIEWER);
+    browser.wait_for(
+        "return document.querySelectorAll('.load-details').length === 6;",
+        "the tools over the describe budget",
+    );
+    // 64 tools described by the page itself, the other 6 on request.
+    assert_eq!(browser.count("li.tool"), 70);
+    assert_eq!(browser.count(".schema-button"), 64);
+    assert_eq!(browser.text_of("li.tool[data-tool=\"t69\"] .badges"), "");
+    browser.click(&browser.find("li.tool[data-tool=\"t69\"] .load-details"));
+    browser.wait_for(
+        "return document.querySelector('li.tool[data-tool=\"t69\"] .badges').textContent;",
+        "the requested description",
+    );
+    assert!(browser
+        .text_of("li.tool[data-tool=\"t69\"] .badges")
+        .contains("read-only"));
+    assert_eq!(
+        browser.text_of("li.tool[data-tool=\"t69\"] .tool-description"),
+        "Generated tool number 69."
+    );
+
+    // Opening the page again in the same tab reconnects from session storage.
+    browser.goto(&serve.url());
+    browser.wait_for(
+        "return document.getElementById('inspector').getAttribute('data-loaded') === 'true';",
+        "the reconnection",
+    );
+    assert_eq!(browser.count("li.tool"), 70);
+    // "Forget token" clears it: the token form is back and nothing is listed.
+    browser.click(&browser.find("#forget-button"));
+    assert_eq!(
+        browser.exec(
+            "return [sessionStorage.length, document.getElementById('token-form').hidden, \
+               document.querySelectorAll('li.tool').length];",
+            vec![]
+        ),
+        json!([0, false, 0])
+    );
+    browser.goto(&serve.url());
+    // The script has started (it focuses the token input when it has no token) and is idle.
+    browser.wait_for(
+        "return document.activeElement && document.activeElement.id === 'token-input';",
+        "the page to ask for a token",
+    );
+    assert_eq!(browser.count("li.tool"), 0);
+    assert_eq!(
+        browser.exec("return document.getElementById('session').hidden;", vec![]),
+        json!(true)
+    );
+    serve.stop();
+}
+
+#[test]
+#[ignore = "needs chromium and chromedriver"]
 fn plugin_supplied_html_and_script_show_as_text_and_never_run() {
     let _one = one_browser();
     let dir = TempDir::new("xss");

@@ -3,7 +3,7 @@
 
 `plugin.py demo` serves `greet` (read-only; every Schema Profile v1 field kind), `wipe`
 (destructive) and `vanish` (no hints; exits without answering, so its outcome is unknown).
-`plugin.py xss` serves tools whose title, description, schema and results carry HTML and script
+`plugin.py many` serves 70 read-only tools. `plugin.py xss` serves tools whose title, description, schema and results carry HTML and script
 payloads that must show as text and never run.
 
 When INSPECTOR_PIDS is set, the plugin appends `self PID` to that file at start. When
@@ -101,6 +101,19 @@ XSS_TOOLS = [
 ]
 
 
+# `plugin.py many`: more tools than the page describes by itself in one load.
+MANY_TOOLS = [
+    {
+        "name": "t%02d" % i,
+        "title": "Tool %d" % i,
+        "description": "Generated tool number %d." % i,
+        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+        "annotations": {"readOnlyHint": True},
+    }
+    for i in range(70)
+]
+
+
 def log_call(line):
     path = os.environ.get("INSPECTOR_CALL_LOG")
     if path:
@@ -145,7 +158,7 @@ def main():
         with open(pids, "a", encoding="utf-8") as f:
             f.write("self %d python\n" % os.getpid())
     mode = sys.argv[1] if len(sys.argv) > 1 else "demo"
-    tools = XSS_TOOLS if mode == "xss" else DEMO_TOOLS
+    tools = {"xss": XSS_TOOLS, "many": MANY_TOOLS}.get(mode, DEMO_TOOLS)
     for line in sys.stdin:
         try:
             request = json.loads(line)
