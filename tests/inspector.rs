@@ -19,7 +19,9 @@ use inspector_support::{
     VIEWER,
 };
 use serde_json::json;
-use webcodex_plugin_host::gateway::inspector::{CONTENT_SECURITY_POLICY, SECURITY_HEADERS};
+use webcodex_plugin_host::gateway::inspector::{
+    CONTENT_SECURITY_POLICY, MAX_PAGE_WRITERS, SECURITY_HEADERS,
+};
 
 const NEEDS_BROWSER: &str = "needs chromium and chromedriver";
 
@@ -149,6 +151,43 @@ fn whoami_answers_the_scopes_of_a_valid_token_only() {
     for token in [ALL, VIEWER, CALLER] {
         assert!(!stderr.contains(token), "a token was logged");
     }
+}
+
+#[test]
+fn clients_that_never_read_the_page_do_not_hold_the_server() {
+    let dir = TempDir::new("stalled");
+    let serve = demo_serve(&dir);
+    // Stalled clients, each pipelining page requests and never reading: their responses are
+    // written by page writer threads, never by an acceptor, so the API keeps answering. (Three
+    // clients: tiny_http may queue a new connection behind four busy ones, a known limit of the
+    // server, not of the page.)
+    let per_client = 10;
+    let clients = 3;
+    assert!(per_client * clients <= MAX_PAGE_WRITERS);
+    let stalled: Vec<std::net::TcpStream> = (0..clients)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(serve.addr).expect("connect");
+            let one = "GET /inspector.js HTTP/1.1\r\nHost: x\r\n\r\n";
+            std::io::Write::write_all(&mut s, one.repeat(per_client).as_bytes()).expect("write");
+            s
+        })
+        .collect();
+    let answer = get(serve.addr, "/api/whoami", Some(VIEWER));
+    assert_eq!(answer.json(), json!({"scopes": ["plugin:inspect"]}));
+    let list = inspector_support::exchange(
+        serve.addr,
+        &format!(
+            "POST /api/tools/call HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {VIEWER}\r\n\
+             Content-Length: 49\r\nConnection: close\r\n\r\n\
+             {{\"tool\":\"plugin_tool\",\"params\":{{\"action\":\"list\"}}}}"
+        ),
+    );
+    assert_eq!(list.status, 200, "{}", list.text());
+    drop(stalled);
+    // Once the clients are gone, the writers are free again.
+    let page = get(serve.addr, "/", None);
+    assert_eq!(page.status, 200);
+    serve.stop();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use tiny_http::{Header, Method, Request, Response};
 
-use super::inspector::{self, InspectorRoute, WHOAMI_PATH};
+use super::inspector::{self, InspectorRoute, PageWriters, WHOAMI_PATH};
 use super::scope::{Caller, Scope, Scopes};
 use super::service::{Gateway, ToolOutput};
 use super::stdio::{MAX_IN_FLIGHT, TOOL_NAME, WORKER_STACK};
@@ -329,6 +329,7 @@ struct Shared {
     tokens: Tokens,
     stop: AtomicBool,
     in_flight: AtomicUsize,
+    page_writers: PageWriters,
 }
 
 /// Stops an [`HttpServer`] from another thread (or a signal watcher).
@@ -380,6 +381,7 @@ impl HttpServer {
                 tokens,
                 stop: AtomicBool::new(false),
                 in_flight: AtomicUsize::new(0),
+                page_writers: PageWriters::default(),
             }),
             local_addr,
         })
@@ -552,7 +554,10 @@ fn serve_inspector(shared: &Shared, request: Request, page: InspectorRoute) {
     }
     match page {
         InspectorRoute::Asset { content_type, body } => {
-            inspector::respond(request, 200, content_type, body.as_bytes(), &[]);
+            if let Err(request) = shared.page_writers.respond(request, content_type, body) {
+                let output = ToolOutput::failure(&saturated()).output;
+                reject(request, 503, None, &output, &[("Retry-After", "1")], "-");
+            }
         }
         InspectorRoute::WhoAmI => {
             let Some((name, scopes)) = authenticate(&shared.tokens, &request) else {

@@ -11,6 +11,9 @@
 //! `X-Frame-Options: DENY` and `Referrer-Policy: no-referrer`. The script renders everything a
 //! plugin supplies as text (`textContent`, `createElement`), never as HTML.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 use tiny_http::{Header, Request, Response};
 
@@ -81,6 +84,58 @@ pub(crate) fn whoami_body(scopes: Scopes) -> Value {
         .map(Scope::as_str)
         .collect();
     json!({ "scopes": names })
+}
+
+/// At most this many page and asset responses are written at once, each on a thread of its own
+/// (`wc-http-page`): an acceptor never writes a page body, so a client that does not read (or
+/// pipelines requests it never reads) holds a writer, not the server.
+pub const MAX_PAGE_WRITERS: usize = 32;
+/// Stack size of a page writer thread.
+const PAGE_WRITER_STACK: usize = 64 * 1024;
+
+/// The page writers of one server: a count bounded by [`MAX_PAGE_WRITERS`].
+#[derive(Debug, Default, Clone)]
+pub(crate) struct PageWriters(Arc<AtomicUsize>);
+
+impl PageWriters {
+    /// Answers `request` with an asset on a writer thread, or gives the request back when every
+    /// writer is busy or no thread could be started (the caller answers it another way).
+    pub(crate) fn respond(
+        &self,
+        request: Request,
+        content_type: &'static str,
+        body: &'static str,
+    ) -> Result<(), Request> {
+        let count = &self.0;
+        let acquired = count
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < MAX_PAGE_WRITERS).then_some(n + 1)
+            })
+            .is_ok();
+        if !acquired {
+            return Err(request);
+        }
+        // The thread owns the request; when no thread can be started it comes back through here.
+        let slot = Arc::new(parking_lot::Mutex::new(Some(request)));
+        let (moved, writers) = (slot.clone(), count.clone());
+        let spawned = std::thread::Builder::new()
+            .name("wc-http-page".into())
+            .stack_size(PAGE_WRITER_STACK)
+            .spawn(move || {
+                if let Some(request) = moved.lock().take() {
+                    respond(request, 200, content_type, body.as_bytes(), &[]);
+                }
+                writers.fetch_sub(1, Ordering::SeqCst);
+            });
+        match spawned {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                count.fetch_sub(1, Ordering::SeqCst);
+                log::warn!("http: no thread for a page response: {e}");
+                slot.lock().take().map_or(Ok(()), Err)
+            }
+        }
+    }
 }
 
 /// Answers `request` with `status`, `body` and the [`SECURITY_HEADERS`] plus `extra` headers.
