@@ -554,7 +554,7 @@ fn serve_inspector(shared: &Shared, request: Request, page: InspectorRoute) {
     }
     match page {
         InspectorRoute::Asset { content_type, body } => {
-            if let Err(request) = shared.page_writers.respond(request, content_type, body) {
+            if let Some(request) = shared.page_writers.respond(request, content_type, body) {
                 let output = ToolOutput::failure(&saturated()).output;
                 reject(request, 503, None, &output, &[("Retry-After", "1")], "-");
             }

@@ -98,14 +98,14 @@ const PAGE_WRITER_STACK: usize = 64 * 1024;
 pub(crate) struct PageWriters(Arc<AtomicUsize>);
 
 impl PageWriters {
-    /// Answers `request` with an asset on a writer thread, or gives the request back when every
+    /// Answers `request` with an asset on a writer thread; gives the request back when every
     /// writer is busy or no thread could be started (the caller answers it another way).
     pub(crate) fn respond(
         &self,
         request: Request,
         content_type: &'static str,
         body: &'static str,
-    ) -> Result<(), Request> {
+    ) -> Option<Request> {
         let count = &self.0;
         let acquired = count
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
@@ -113,7 +113,7 @@ impl PageWriters {
             })
             .is_ok();
         if !acquired {
-            return Err(request);
+            return Some(request);
         }
         // The thread owns the request; when no thread can be started it comes back through here.
         let slot = Arc::new(parking_lot::Mutex::new(Some(request)));
@@ -128,11 +128,11 @@ impl PageWriters {
                 writers.fetch_sub(1, Ordering::SeqCst);
             });
         match spawned {
-            Ok(_) => Ok(()),
+            Ok(_) => None,
             Err(e) => {
                 count.fetch_sub(1, Ordering::SeqCst);
                 log::warn!("http: no thread for a page response: {e}");
-                slot.lock().take().map_or(Ok(()), Err)
+                slot.lock().take()
             }
         }
     }
