@@ -60,6 +60,8 @@
 #[cfg(feature = "http-client")]
 mod client;
 #[cfg(feature = "http-server")]
+pub mod inspector;
+#[cfg(feature = "http-server")]
 mod server;
 #[cfg(feature = "http-server")]
 mod tokens;

@@ -12,10 +12,11 @@ use crossbeam_channel::{Receiver, Sender};
 use serde_json::{json, Map, Value};
 use tiny_http::{Header, Method, Request, Response};
 
+use super::inspector::{self, InspectorRoute, PageWriters, WHOAMI_PATH};
 use super::tokens::{bearer, Tokens};
 use super::{MAX_BODY_BYTES, TOOLS_CALL_PATH};
 use crate::error::{Dispatch, ErrorCode};
-use crate::gateway::{Caller, Gateway, ToolOutput};
+use crate::gateway::{Caller, Gateway, Scopes, ToolOutput};
 use crate::mcp::headers::RoutingHeaders;
 use crate::mcp::http::{self as mcp_http, MCP_PATH};
 use crate::transport::dispatcher::{
@@ -42,6 +43,7 @@ struct Shared {
     tokens: Tokens,
     allowed_origins: Vec<String>,
     stop: AtomicBool,
+    page_writers: PageWriters,
 }
 
 /// Stops an [`HttpServer`] from another thread (or a signal watcher).
@@ -117,6 +119,7 @@ impl HttpServer {
                 tokens,
                 allowed_origins,
                 stop: AtomicBool::new(false),
+                page_writers: PageWriters::default(),
             }),
             local_addr,
         })
@@ -203,6 +206,9 @@ fn accept(shared: &Shared, jobs: &Sender<Job>) {
 /// Routes and authenticates one request, then hands it to a handler or answers it.
 fn route(shared: &Shared, jobs: &Sender<Job>, mut request: Request) {
     let path = request.url().split('?').next().unwrap_or_default();
+    if let Some(page) = InspectorRoute::of(path) {
+        return serve_inspector(shared, request, page);
+    }
     let route = match path {
         TOOLS_CALL_PATH => Route::ToolsCall,
         MCP_PATH => Route::Mcp,
@@ -286,6 +292,58 @@ fn route(shared: &Shared, jobs: &Sender<Job>, mut request: Request) {
         drop(job.slot);
         let output = saturated().output;
         reject(job.request, 503, None, &output, &[], &job.name);
+    }
+}
+
+/// The name and scopes of the one `Authorization: Bearer` token of `request`, when valid (the
+/// same rule as [`route`] applies inline).
+fn authenticate<'t>(tokens: &'t Tokens, request: &Request) -> Option<(&'t str, Scopes)> {
+    let mut values = request
+        .headers()
+        .iter()
+        .filter(|h| h.field.equiv("Authorization"));
+    let presented = match (values.next(), values.next()) {
+        (Some(header), None) => bearer(header.value.as_str()),
+        _ => None,
+    };
+    presented.and_then(|t| tokens.authenticate(t))
+}
+
+/// The 401 of [`route`], for the inspector's whoami.
+fn reject_unauthorized(request: Request) {
+    let output = json!({
+        "error": {
+            "code": UNAUTHORIZED,
+            "message": "a valid `Authorization: Bearer TOKEN` header is required",
+        },
+        "dispatch": Dispatch::NotStarted.as_str(),
+    });
+    let challenge = [("WWW-Authenticate", "Bearer")];
+    reject(request, 401, None, &output, &challenge, "-");
+}
+
+/// The inspector's routes (see [`super::inspector`]): the page and its assets without
+/// authentication (they carry no data), the scopes of a token with it. GET only, no body.
+fn serve_inspector(shared: &Shared, request: Request, page: InspectorRoute) {
+    if request.method() != &Method::Get || request.body_length().is_some_and(|n| n > 0) {
+        let output = transport_failure("the inspector answers only GET without a body");
+        return reject(request, 405, None, &output, &[("Allow", "GET")], "-");
+    }
+    match page {
+        InspectorRoute::Asset { content_type, body } => {
+            if let Some(request) = shared.page_writers.respond(request, content_type, body) {
+                let output = crate::transport::saturated().output;
+                reject(request, 503, None, &output, &[("Retry-After", "1")], "-");
+            }
+        }
+        InspectorRoute::WhoAmI => {
+            let Some((name, scopes)) = authenticate(&shared.tokens, &request) else {
+                return reject_unauthorized(request);
+            };
+            log::info!("http: GET {WHOAMI_PATH} -> 200 (token name {name})");
+            let body = inspector::whoami_body(scopes).to_string();
+            inspector::respond(request, 200, "application/json", body.as_bytes(), &[]);
+        }
     }
 }
 
