@@ -37,7 +37,7 @@ profile_dir=$profile
 
 ensure_target() {
   local target=$1
-  if ! rustup target list --installed | grep -qx "$target"; then
+  if ! rustup target list --installed | grep -x "$target" >/dev/null; then
     echo "installing rustup target $target" >&2
     rustup target add "$target" >&2
   fi
