@@ -59,7 +59,9 @@ mod server;
 mod tokens;
 
 #[cfg(feature = "http-client")]
-pub use client::{ClientError, HttpClient, CONNECT_TIMEOUT, READ_TIMEOUT};
+pub use client::{
+    ClientError, ClientOptions, HttpClient, ProxyChoice, CONNECT_TIMEOUT, READ_TIMEOUT,
+};
 #[cfg(feature = "http-server")]
 pub use server::{HttpServer, HttpStopper, ACCEPT_THREADS, UNAUTHORIZED};
 #[cfg(feature = "http-server")]
