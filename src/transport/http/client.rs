@@ -68,7 +68,7 @@ impl Default for ClientOptions {
 #[derive(Clone)]
 pub struct HttpClient {
     url: String,
-    host: String,
+    authority: String,
     token: String,
     roots: RootCerts,
     proxy: Option<Proxy>,
@@ -146,6 +146,7 @@ impl HttpClient {
             .parse()
             .map_err(|_| "the server URL is not a valid URL".to_string())?;
         let host = uri.host().unwrap_or_default().to_string();
+        let authority = uri.authority().map(|a| a.to_string()).unwrap_or_default();
         let roots = match &options.ca_pem {
             None => RootCerts::WebPki,
             Some(pem) => RootCerts::new_with_certs(&ca_certificates(pem)?),
@@ -159,7 +160,7 @@ impl HttpClient {
         };
         Ok(HttpClient {
             url: full,
-            host,
+            authority,
             token: token.to_string(),
             roots,
             proxy,
@@ -240,9 +241,9 @@ impl HttpClient {
     /// may have reached the server.
     fn classify(&self, e: ureq::Error, connected: bool) -> ClientError {
         let target = if self.uses_proxy() {
-            format!("{} (through the proxy)", self.host)
+            format!("{} (through the proxy)", self.authority)
         } else {
-            self.host.clone()
+            self.authority.clone()
         };
         match e {
             ureq::Error::BodyExceedsLimit(_) => {

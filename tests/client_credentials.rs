@@ -1,0 +1,2 @@
+mod client_support;
+mod common;
