@@ -282,3 +282,25 @@ impl<'a> Sources<'a> {
         }
     }
 }
+
+#[test]
+fn trace_logging_shows_no_request_bytes() {
+    let origin = Origin::start(Reply::Answer, None);
+    let url = origin.url("http");
+    let r = run(
+        &["list", "--json", "--server-url", &url, "--token", FLAG],
+        &[("RUST_LOG", "trace")],
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        !r.stderr.contains(FLAG) && !r.stdout.contains(FLAG),
+        "{r:?}"
+    );
+    // ureq's trace records hex-dump the request, Authorization header included.
+    assert!(!r.stderr.contains("TRACE ureq"), "{r:?}");
+    assert!(
+        r.stderr.contains("DEBUG ureq"),
+        "debug records still pass: {r:?}"
+    );
+    assert_eq!(origin.seen().len(), 1);
+}
