@@ -45,9 +45,9 @@
 //! until another connection ends. Keep the server on loopback or behind a proxy that enforces
 //! timeouts.
 //!
-//! [`HttpClient`] is the client side used by the CLI's `--server-url` mode: one POST per
-//! request on a fresh `TcpStream` (http only), with connect, write and read timeouts and a
-//! bounded response read.
+//! [`HttpClient`] is the client side used by the CLI's `--server-url` mode (docs/PROTOCOL.md,
+//! client mode): `ureq` with rustls, one POST per request on a fresh connection, http or
+//! https, a proxy, connect and read timeouts, a bounded response read, never retried.
 //!
 //! [`MAX_IN_FLIGHT`]: crate::transport::MAX_IN_FLIGHT
 
