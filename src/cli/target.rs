@@ -16,8 +16,8 @@ use webcodex_plugin_host::transport::http::{
 
 use super::{EXIT_FAILURE, EXIT_USAGE};
 
-/// The flags that pick a [`Target`].
-#[derive(Debug, clap::Args)]
+/// The flags that pick a [`Target`]. Its `Debug` never shows `--token`.
+#[derive(clap::Args)]
 pub(super) struct Source {
     /// The runner.toml to host in-process.
     #[arg(
@@ -55,6 +55,18 @@ pub(super) struct Source {
     /// Seconds to wait for the response head, and again for its body.
     #[arg(long, requires = "server_url", value_name = "SECONDS", default_value_t = READ_TIMEOUT.as_secs())]
     read_timeout: u64,
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Source")
+            .field("config", &self.config)
+            .field("server_url", &self.server_url)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("token_file", &self.token_file)
+            .field("env_file", &self.env_file)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A [`Source`] whose flags were checked (the credential found); nothing is started yet.
