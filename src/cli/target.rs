@@ -4,17 +4,20 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use webcodex_plugin_host::gateway::{Caller, Gateway, ToolOutput};
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 use webcodex_plugin_host::provider::StderrLine;
-use webcodex_plugin_host::transport::http::{ClientError, HttpClient};
+use webcodex_plugin_host::transport::http::{
+    ClientError, ClientOptions, HttpClient, ProxyChoice, CONNECT_TIMEOUT, READ_TIMEOUT,
+};
 
 use super::{EXIT_FAILURE, EXIT_USAGE};
 
-/// The flags that pick a [`Target`].
-#[derive(Debug, clap::Args)]
+/// The flags that pick a [`Target`]. Its `Debug` never shows `--token`.
+#[derive(clap::Args)]
 pub(super) struct Source {
     /// The runner.toml to host in-process.
     #[arg(
@@ -23,15 +26,50 @@ pub(super) struct Source {
         conflicts_with = "server_url"
     )]
     config: Option<PathBuf>,
-    /// A `webcodex-plugin serve` endpoint, e.g. http://127.0.0.1:8787 (instead of --config).
-    #[arg(long, requires = "token_file")]
+    /// A `webcodex-plugin serve` endpoint, e.g. https://runner.example:8787 (instead of
+    /// --config). Credentials, first found wins: --token, --token-file, --env-file, then the
+    /// environment's WEBCODEX_TOKEN or WEBCODEX_PAT.
+    #[arg(long)]
     server_url: Option<String>,
+    /// The bearer token for --server-url (visible in the process list: prefer --token-file).
+    #[arg(long, requires = "server_url", value_name = "TOKEN")]
+    token: Option<String>,
     /// A file holding the bearer token for --server-url, alone on one line.
-    #[arg(long, requires = "server_url")]
+    #[arg(long, requires = "server_url", value_name = "FILE")]
     token_file: Option<PathBuf>,
+    /// A dotenv-style file (KEY=VALUE lines) whose WEBCODEX_TOKEN, else WEBCODEX_PAT, is the token.
+    #[arg(long, requires = "server_url", value_name = "FILE")]
+    env_file: Option<PathBuf>,
+    /// PEM file of the CA certificate(s) to trust for https, instead of the built-in roots.
+    #[arg(long, requires = "server_url", value_name = "FILE")]
+    ca_cert: Option<PathBuf>,
+    /// Send requests through this HTTP proxy (http://HOST:PORT), whatever the environment says.
+    #[arg(long, requires = "server_url", value_name = "URL")]
+    proxy: Option<String>,
+    /// Ignore HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY (connect directly unless --proxy).
+    #[arg(long, requires = "server_url")]
+    no_system_proxy: bool,
+    /// Seconds to resolve and connect (TCP, proxy, TLS handshake).
+    #[arg(long, requires = "server_url", value_name = "SECONDS", default_value_t = CONNECT_TIMEOUT.as_secs())]
+    connect_timeout: u64,
+    /// Seconds to wait for the response head, and again for its body.
+    #[arg(long, requires = "server_url", value_name = "SECONDS", default_value_t = READ_TIMEOUT.as_secs())]
+    read_timeout: u64,
 }
 
-/// A [`Source`] whose flags were checked (the token file read); nothing is started yet.
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Source")
+            .field("config", &self.config)
+            .field("server_url", &self.server_url)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("token_file", &self.token_file)
+            .field("env_file", &self.env_file)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A [`Source`] whose flags were checked (the credential found); nothing is started yet.
 pub(super) enum Resolved {
     Config(PathBuf),
     Server(HttpClient),
@@ -66,29 +104,126 @@ pub(super) struct Answer {
 }
 
 impl Source {
-    /// Checks the flags and reads the token file, or returns the exit code after a message on
-    /// stderr.
+    /// Checks the flags and finds the credential, or returns the exit code after a message on
+    /// stderr. Nothing is sent yet.
     pub(super) fn resolve(self) -> Result<Resolved, i32> {
-        match (self.config, self.server_url, self.token_file) {
-            (Some(config), _, _) => Ok(Resolved::Config(config)),
-            (None, Some(url), Some(token_file)) => {
-                let token = read_token(&token_file).map_err(|message| {
-                    eprintln!("error: --token-file {}: {message}", token_file.display());
-                    EXIT_USAGE
-                })?;
-                HttpClient::new(&url, &token)
-                    .map(Resolved::Server)
-                    .map_err(|message| {
-                        eprintln!("error: --server-url: {message}");
-                        EXIT_USAGE
-                    })
-            }
-            _ => {
-                eprintln!("error: give --config F, or --server-url URL with --token-file F");
-                Err(EXIT_USAGE)
-            }
+        let usage = |message: String| {
+            eprintln!("error: {message}");
+            EXIT_USAGE
+        };
+        if let Some(config) = self.config {
+            return Ok(Resolved::Config(config));
         }
+        let Some(url) = self.server_url.as_deref() else {
+            return Err(usage("give --config F, or --server-url URL".into()));
+        };
+        let token = credential(
+            self.token.as_deref(),
+            self.token_file.as_deref(),
+            self.env_file.as_deref(),
+            &|name| std::env::var(name).ok(),
+        )
+        .map_err(usage)?;
+        let ca_pem = match &self.ca_cert {
+            None => None,
+            Some(path) => Some(
+                std::fs::read(path)
+                    .map_err(|e| usage(format!("--ca-cert {}: {e}", path.display())))?,
+            ),
+        };
+        if self.connect_timeout == 0 || self.read_timeout == 0 {
+            return Err(usage("the timeouts must be at least 1 second".into()));
+        }
+        let proxy = match (self.proxy, self.no_system_proxy) {
+            (Some(url), _) => ProxyChoice::Url(url),
+            (None, true) => ProxyChoice::Direct,
+            (None, false) => ProxyChoice::System,
+        };
+        let options = ClientOptions {
+            ca_pem,
+            proxy,
+            connect_timeout: Duration::from_secs(self.connect_timeout),
+            read_timeout: Duration::from_secs(self.read_timeout),
+        };
+        HttpClient::new(url, &token, options)
+            .map(Resolved::Server)
+            .map_err(|message| usage(format!("--server-url: {message}")))
     }
+}
+
+/// The names a credential is looked up under, in order, in an env file and in the environment.
+const TOKEN_VARIABLES: [&str; 2] = ["WEBCODEX_TOKEN", "WEBCODEX_PAT"];
+
+/// The bearer token, first found wins: `--token`, `--token-file`, `--env-file`
+/// (`WEBCODEX_TOKEN`, then `WEBCODEX_PAT`), the environment (the same two). The error (a usage
+/// error) never holds a token.
+fn credential(
+    token: Option<&str>,
+    token_file: Option<&Path>,
+    env_file: Option<&Path>,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    if let Some(token) = token {
+        return Ok(token.trim().to_string());
+    }
+    if let Some(path) = token_file {
+        return read_token(path).map_err(|m| format!("--token-file {}: {m}", path.display()));
+    }
+    if let Some(path) = env_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("--env-file {}: cannot read it: {e}", path.display()))?;
+        let values = dotenv_values(&text);
+        let found = TOKEN_VARIABLES.iter().find_map(|name| {
+            values
+                .iter()
+                .find(|(key, value)| key == name && !value.is_empty())
+                .map(|(_, value)| value.clone())
+        });
+        return found.ok_or_else(|| {
+            format!(
+                "--env-file {}: it sets neither WEBCODEX_TOKEN nor WEBCODEX_PAT",
+                path.display()
+            )
+        });
+    }
+    TOKEN_VARIABLES
+        .iter()
+        .find_map(|name| var(name).filter(|v| !v.trim().is_empty()))
+        .map(|v| v.trim().to_string())
+        .ok_or_else(|| {
+            "--server-url needs a credential: --token, --token-file F, --env-file F, \
+             or WEBCODEX_TOKEN / WEBCODEX_PAT in the environment"
+                .into()
+        })
+}
+
+/// The `KEY=VALUE` pairs of a dotenv-style text: blank lines and `#` comments skipped, an
+/// optional `export ` prefix, values optionally in single or double quotes (no escapes, no
+/// interpolation). A later line overrides an earlier one.
+fn dotenv_values(text: &str) -> Vec<(String, String)> {
+    let mut values: Vec<(String, String)> = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let value = value.trim();
+        let value = [('"', '"'), ('\'', '\'')]
+            .iter()
+            .find_map(|(open, close)| {
+                value
+                    .strip_prefix(*open)
+                    .and_then(|v| v.strip_suffix(*close))
+            })
+            .unwrap_or(value);
+        let key = key.trim().to_string();
+        values.retain(|(k, _)| *k != key);
+        values.push((key, value.to_string()));
+    }
+    values
 }
 
 impl Resolved {
@@ -141,6 +276,10 @@ fn report_lost(params: &Value, e: ClientError) -> TargetError {
         ClientError::Connect(m) => {
             eprintln!("error: {m}; nothing was sent");
         }
+        ClientError::Untrusted(m) => eprintln!(
+            "error: {m}; nothing was sent (to trust a private CA, give --ca-cert FILE with its \
+             PEM certificate)"
+        ),
         ClientError::Lost(m) => eprintln!(
             "error: the response to `{action}` was lost after the request was sent ({m}); \
              the outcome may be unknown and the request was NOT retried"
@@ -191,5 +330,31 @@ fn read_token(path: &Path) -> Result<String, String> {
         (Some(_), Some(_)) => {
             Err("it has more than one line; put the token alone on one line".into())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dotenv_lines() {
+        let values = dotenv_values(
+            "# c\n\nexport WEBCODEX_PAT='p a t'\nWEBCODEX_TOKEN = \"tok\"\nX=1\nX=2\nnoequals\n",
+        );
+        let get = |k: &str| values.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("WEBCODEX_PAT"), Some("p a t"));
+        assert_eq!(get("WEBCODEX_TOKEN"), Some("tok"));
+        assert_eq!(get("X"), Some("2"));
+        assert_eq!(get("noequals"), None);
+    }
+
+    #[test]
+    fn no_credential_is_a_usage_message_without_secrets() {
+        let none = |_: &str| None;
+        let e = credential(None, None, None, &none).unwrap_err();
+        assert!(e.contains("WEBCODEX_TOKEN"), "{e}");
+        let pat = |n: &str| (n == "WEBCODEX_PAT").then(|| "pat-value".to_string());
+        assert_eq!(credential(None, None, None, &pat).unwrap(), "pat-value");
     }
 }

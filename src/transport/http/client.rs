@@ -1,37 +1,85 @@
-//! The HTTP client of the `--server-url` mode: one POST per request on a fresh connection.
+//! The HTTP client of the `--server-url` mode: one POST per request on a fresh connection, made
+//! with `ureq` (rustls, no async runtime). See docs/PROTOCOL.md, client mode, and
+//! docs/DECISIONS.md section 6 (HTTP transport).
 
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
+use ureq::unversioned::resolver::DefaultResolver;
+use ureq::unversioned::transport::{ConnectionDetails, Connector, DefaultConnector, Transport};
+use ureq::{Agent, Proxy};
 
 use super::{MAX_BODY_BYTES, TOOLS_CALL_PATH};
 use crate::gateway::ToolOutput;
 use crate::transport::TOOL_NAME;
 
-/// How long the client waits for a TCP connection.
+/// Default time to resolve the host and set the connection up (TCP, proxy CONNECT, TLS).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long the client waits for a response: above the 120 s longest request timeout.
+/// Default time to wait for the response head, and again for its body: above the 120 s longest
+/// request timeout.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(130);
 /// How long the client may take to write its request.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most bytes of status line and headers the client reads.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 
+/// Which proxy a client uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ProxyChoice {
+    /// The environment's: `HTTPS_PROXY` (for https URLs) or `HTTP_PROXY` (for http URLs), either
+    /// case, then `ALL_PROXY`; none when the host matches `NO_PROXY`.
+    #[default]
+    System,
+    /// No proxy, whatever the environment says.
+    Direct,
+    /// This proxy URL (`http://HOST:PORT`), for every request; the environment is not read.
+    Url(String),
+}
+
+/// How a client reaches the server: trust, proxy and timeouts.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// PEM text of the CA certificates to trust instead of the built-in roots (for a private
+    /// CA). `None`: the Mozilla roots compiled in (webpki-roots).
+    pub ca_pem: Option<Vec<u8>>,
+    /// The proxy.
+    pub proxy: ProxyChoice,
+    /// Time to resolve and connect (TCP, proxy, TLS handshake).
+    pub connect_timeout: Duration,
+    /// Time to wait for the response head, and again for its body.
+    pub read_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            ca_pem: None,
+            proxy: ProxyChoice::System,
+            connect_timeout: CONNECT_TIMEOUT,
+            read_timeout: READ_TIMEOUT,
+        }
+    }
+}
+
 /// A `serve` endpoint and the bearer token to present to it.
 #[derive(Clone)]
 pub struct HttpClient {
+    url: String,
     authority: String,
-    path: String,
     token: String,
+    roots: RootCerts,
+    proxy: Option<Proxy>,
+    connect_timeout: Duration,
+    read_timeout: Duration,
 }
 
 impl std::fmt::Debug for HttpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpClient")
-            .field("authority", &self.authority)
-            .field("path", &self.path)
+            .field("url", &self.url)
             .finish_non_exhaustive()
     }
 }
@@ -40,8 +88,11 @@ impl std::fmt::Debug for HttpClient {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ClientError {
-    /// No connection could be made: nothing was sent.
+    /// No connection could be made (DNS, connect, proxy, TLS handshake): nothing was sent.
     Connect(String),
+    /// The TLS handshake failed because the server's certificate is not trusted: nothing was
+    /// sent.
+    Untrusted(String),
     /// The request may have reached the server but no complete response came back (reset,
     /// timeout, early close): the outcome is unknown.
     Lost(String),
@@ -52,9 +103,10 @@ pub enum ClientError {
 impl std::fmt::Display for ClientError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ClientError::Connect(m) | ClientError::Lost(m) | ClientError::BadResponse(m) => {
-                f.write_str(m)
-            }
+            ClientError::Connect(m)
+            | ClientError::Untrusted(m)
+            | ClientError::Lost(m)
+            | ClientError::BadResponse(m) => f.write_str(m),
         }
     }
 }
@@ -62,12 +114,16 @@ impl std::fmt::Display for ClientError {
 impl std::error::Error for ClientError {}
 
 impl HttpClient {
-    /// A client of `url` (`http://HOST[:PORT][/PREFIX]`; the request goes to
+    /// A client of `url` (`http[s]://HOST[:PORT][/PREFIX]`; the request goes to
     /// `PREFIX/api/tools/call`) presenting `token`.
-    pub fn new(url: &str, token: &str) -> Result<HttpClient, String> {
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or("the server URL must start with http:// (https is not supported)")?;
+    pub fn new(url: &str, token: &str, options: ClientOptions) -> Result<HttpClient, String> {
+        let (https, rest) = if let Some(rest) = url.strip_prefix("https://") {
+            (true, rest)
+        } else if let Some(rest) = url.strip_prefix("http://") {
+            (false, rest)
+        } else {
+            return Err("the server URL must start with http:// or https://".into());
+        };
         let (authority, prefix) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, ""),
@@ -78,22 +134,48 @@ impl HttpClient {
         if prefix.contains(['?', '#']) || !prefix.bytes().all(|b| b.is_ascii_graphic()) {
             return Err("the server URL path must be a plain path".into());
         }
-        let authority = if authority.ends_with(']') || !authority.contains(':') {
-            format!("{authority}:80")
-        } else {
-            authority.to_string()
-        };
         if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
             return Err("the token must be one line of printable ASCII without spaces".into());
         }
+        let scheme = if https { "https" } else { "http" };
+        let full = format!(
+            "{scheme}://{authority}{}{TOOLS_CALL_PATH}",
+            prefix.trim_end_matches('/')
+        );
+        let uri: ureq::http::Uri = full
+            .parse()
+            .map_err(|_| "the server URL is not a valid URL".to_string())?;
+        let host = uri.host().unwrap_or_default().to_string();
+        let authority = uri.authority().map(|a| a.to_string()).unwrap_or_default();
+        let roots = match &options.ca_pem {
+            None => RootCerts::WebPki,
+            Some(pem) => RootCerts::new_with_certs(&ca_certificates(pem)?),
+        };
+        let proxy = match &options.proxy {
+            ProxyChoice::Direct => None,
+            ProxyChoice::Url(p) => Some(
+                Proxy::new(p).map_err(|_| "the proxy URL is not a valid proxy URL".to_string())?,
+            ),
+            ProxyChoice::System => system_proxy(https, &host, &|name| std::env::var(name).ok())?,
+        };
         Ok(HttpClient {
+            url: full,
             authority,
-            path: format!("{}{TOOLS_CALL_PATH}", prefix.trim_end_matches('/')),
             token: token.to_string(),
+            roots,
+            proxy,
+            connect_timeout: options.connect_timeout,
+            read_timeout: options.read_timeout,
         })
     }
 
+    /// Whether requests go through a proxy.
+    pub fn uses_proxy(&self) -> bool {
+        self.proxy.is_some()
+    }
+
     /// Sends one `plugin_tool` request and returns the server's output, whatever the status.
+    /// Never retried: a request that may have been sent fails with [`ClientError::Lost`].
     pub fn plugin_tool(&self, params: &Value) -> Result<ToolOutput, ClientError> {
         let (status, body) = self.post(&json!({"tool": TOOL_NAME, "params": params}))?;
         let value: Value = serde_json::from_slice(&body).map_err(|_| {
@@ -109,247 +191,251 @@ impl HttpClient {
         }
     }
 
-    /// One POST of `body`; the status and the response body.
+    /// One POST of `body` on a fresh agent (no pooled connection, so nothing is ever resent);
+    /// the status and the response body.
     fn post(&self, body: &Value) -> Result<(u16, Vec<u8>), ClientError> {
-        let addrs: Vec<SocketAddr> = self
-            .authority
-            .to_socket_addrs()
-            .map_err(|e| ClientError::Connect(format!("cannot resolve {}: {e}", self.authority)))?
-            .collect();
-        let mut last = None;
-        let mut stream = None;
-        for addr in &addrs {
-            match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT) {
-                Ok(s) => {
-                    stream = Some(s);
-                    break;
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        let Some(mut stream) = stream else {
-            let why = last.map_or("no address".to_string(), |e| e.to_string());
-            return Err(ClientError::Connect(format!(
-                "cannot connect to {}: {why}",
-                self.authority
-            )));
+        let connected = Arc::new(AtomicBool::new(false));
+        let config = Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .max_redirects_will_error(false)
+            .max_response_header_size(MAX_HEAD_BYTES)
+            .timeout_resolve(Some(self.connect_timeout))
+            .timeout_connect(Some(self.connect_timeout))
+            .timeout_send_request(Some(WRITE_TIMEOUT))
+            .timeout_send_body(Some(WRITE_TIMEOUT))
+            .timeout_recv_response(Some(self.read_timeout))
+            .timeout_recv_body(Some(self.read_timeout))
+            .proxy(self.proxy.clone())
+            .tls_config(
+                TlsConfig::builder()
+                    .provider(TlsProvider::Rustls)
+                    .root_certs(self.roots.clone())
+                    .build(),
+            )
+            .build();
+        let connector = RecordingConnector {
+            inner: DefaultConnector::new(),
+            connected: Arc::clone(&connected),
         };
-        let lost = |what: &str, e: io::Error| ClientError::Lost(format!("{what}: {e}"));
-        stream
-            .set_read_timeout(Some(READ_TIMEOUT))
-            .and_then(|()| stream.set_write_timeout(Some(WRITE_TIMEOUT)))
-            .map_err(|e| ClientError::Connect(format!("cannot configure the connection: {e}")))?;
-        let body = body.to_string();
-        let mut request = format!(
-            "POST {} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\
-             Content-Type: application/json\r\nAccept: application/json\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n",
-            self.path,
-            self.authority,
-            self.token,
-            body.len()
-        )
-        .into_bytes();
-        request.extend_from_slice(body.as_bytes());
-        stream
-            .write_all(&request)
-            .and_then(|()| stream.flush())
-            .map_err(|e| lost("sending the request failed", e))?;
-        read_response(BufReader::new(stream))
+        let agent = Agent::with_parts(config, connector, DefaultResolver::default());
+        let failed = |e: ureq::Error| self.classify(e, connected.load(Ordering::SeqCst));
+        let mut response = agent
+            .post(&self.url)
+            .header("Authorization", format!("Bearer {}", self.token))
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json")
+            .send(body.to_string())
+            .map_err(failed)?;
+        let status = response.status().as_u16();
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(MAX_BODY_BYTES as u64)
+            .read_to_vec()
+            .map_err(failed)?;
+        Ok((status, body))
+    }
+
+    /// Sorts a ureq error: before a connection was made nothing was sent; after, the request
+    /// may have reached the server.
+    fn classify(&self, e: ureq::Error, connected: bool) -> ClientError {
+        let target = if self.uses_proxy() {
+            format!("{} (through the proxy)", self.authority)
+        } else {
+            self.authority.clone()
+        };
+        match e {
+            ureq::Error::BodyExceedsLimit(_) => {
+                ClientError::BadResponse("the response body is larger than 1 MiB".into())
+            }
+            ureq::Error::Protocol(p) => {
+                ClientError::BadResponse(format!("the server's response is not HTTP/1.x: {p}"))
+            }
+            e if !connected => match untrusted(&e) {
+                Some(why) => ClientError::Untrusted(format!(
+                    "the TLS certificate of {target} is not trusted ({why})"
+                )),
+                None => ClientError::Connect(format!("cannot connect to {target}: {e}")),
+            },
+            e => ClientError::Lost(format!("{e}")),
+        }
     }
 }
 
-/// Reads one HTTP/1.x response: status, headers, and a body by Content-Length, chunked
-/// encoding or connection close, each bounded by [`MAX_BODY_BYTES`].
-fn read_response(mut reader: impl BufRead) -> Result<(u16, Vec<u8>), ClientError> {
-    let lost = |e: io::Error| ClientError::Lost(format!("reading the response failed: {e}"));
-    let early =
-        || ClientError::Lost("the connection closed before the response was complete".into());
-    let bad = |m: &str| ClientError::BadResponse(m.to_string());
-    let mut budget = MAX_HEAD_BYTES;
-    let status = loop {
-        let line = read_line(&mut reader, &mut budget)
-            .map_err(lost)?
-            .ok_or_else(early)?;
-        let mut parts = line.split(' ');
-        let (Some(version), Some(code)) = (parts.next(), parts.next()) else {
-            return Err(bad("the server's status line is malformed"));
-        };
-        if !version.starts_with("HTTP/1.") {
-            return Err(bad("the server does not speak HTTP/1.x"));
-        }
-        let code: u16 = code
-            .parse()
-            .map_err(|_| bad("the server's status code is malformed"))?;
-        // Skip interim responses (100 Continue) with their headers.
-        if (100..200).contains(&code) {
-            while !read_line(&mut reader, &mut budget)
-                .map_err(lost)?
-                .ok_or_else(early)?
-                .is_empty()
-            {}
-            continue;
-        }
-        break code;
-    };
-    let (mut length, mut chunked) = (None, false);
-    loop {
-        let line = read_line(&mut reader, &mut budget)
-            .map_err(lost)?
-            .ok_or_else(early)?;
-        if line.is_empty() {
-            break;
-        }
-        let Some((field, value)) = line.split_once(':') else {
-            return Err(bad("a response header is malformed"));
-        };
-        let value = value.trim();
-        if field.eq_ignore_ascii_case("content-length") {
-            length = Some(
-                value
-                    .parse::<usize>()
-                    .map_err(|_| bad("the response Content-Length is malformed"))?,
-            );
-        } else if field.eq_ignore_ascii_case("transfer-encoding") {
-            chunked = value.to_ascii_lowercase().contains("chunked");
+/// Every certificate of a PEM text; an error when there is none.
+fn ca_certificates(pem: &[u8]) -> Result<Vec<Certificate<'static>>, String> {
+    let mut certs = Vec::new();
+    for item in ureq::tls::parse_pem(pem) {
+        match item {
+            Ok(PemItem::Certificate(c)) => certs.push(c),
+            Ok(_) => {}
+            Err(e) => return Err(format!("the CA file is not valid PEM: {e}")),
         }
     }
-    let too_large = || bad("the response body is larger than 1 MiB");
-    let mut body = Vec::new();
-    if chunked {
-        let mut budget = MAX_HEAD_BYTES;
-        loop {
-            let line = read_line(&mut reader, &mut budget)
-                .map_err(lost)?
-                .ok_or_else(early)?;
-            let size = line.split(';').next().unwrap_or_default().trim();
-            let size = usize::from_str_radix(size, 16)
-                .map_err(|_| bad("a response chunk size is malformed"))?;
-            if size == 0 {
-                break;
-            }
-            if body.len() + size > MAX_BODY_BYTES {
-                return Err(too_large());
-            }
-            let start = body.len();
-            body.resize(start + size, 0);
-            reader
-                .read_exact(&mut body[start..])
-                .map_err(|e| match e.kind() {
-                    io::ErrorKind::UnexpectedEof => early(),
-                    _ => lost(e),
-                })?;
-            let mut crlf = [0u8; 2];
-            reader.read_exact(&mut crlf).map_err(lost)?;
-        }
-    } else if let Some(length) = length {
-        if length > MAX_BODY_BYTES {
-            return Err(too_large());
-        }
-        body.resize(length, 0);
-        reader.read_exact(&mut body).map_err(|e| match e.kind() {
-            io::ErrorKind::UnexpectedEof => early(),
-            _ => lost(e),
-        })?;
+    if certs.is_empty() {
+        return Err("the CA file holds no PEM certificate".into());
+    }
+    Ok(certs)
+}
+
+/// The proxy the environment names for a request to `host`, if any (see [`ProxyChoice::System`]).
+fn system_proxy(
+    https: bool,
+    host: &str,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<Proxy>, String> {
+    let names: &[&str] = if https {
+        &["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]
     } else {
-        reader
-            .take(MAX_BODY_BYTES as u64 + 1)
-            .read_to_end(&mut body)
-            .map_err(lost)?;
-        if body.len() > MAX_BODY_BYTES {
-            return Err(too_large());
-        }
-    }
-    Ok((status, body))
-}
-
-/// One CRLF- (or LF-) terminated line, charged to `budget`; `None` at EOF before any byte.
-fn read_line(reader: &mut impl BufRead, budget: &mut usize) -> io::Result<Option<String>> {
-    let mut line = Vec::new();
-    let limit = *budget as u64 + 1;
-    reader.by_ref().take(limit).read_until(b'\n', &mut line)?;
-    if line.is_empty() {
+        &["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
+    };
+    let Some((name, url)) = names
+        .iter()
+        .find_map(|n| var(n).filter(|v| !v.trim().is_empty()).map(|v| (*n, v)))
+    else {
+        return Ok(None);
+    };
+    let no_proxy = var("NO_PROXY").or_else(|| var("no_proxy"));
+    if no_proxy.is_some_and(|list| bypasses(&list, host)) {
         return Ok(None);
     }
-    if line.len() > *budget {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "the response headers are too large",
-        ));
+    Proxy::new(url.trim())
+        .map(Some)
+        .map_err(|_| format!("{name} is not a valid proxy URL"))
+}
+
+/// Whether `host` matches a `NO_PROXY` list: `*`, or an entry equal to the host or to one of its
+/// parent domains (a leading `.` and a `:port` on an entry are ignored).
+fn bypasses(list: &str, host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    list.split(',').map(str::trim).any(|entry| {
+        if entry == "*" {
+            return true;
+        }
+        let entry = entry.trim_start_matches('.');
+        let entry = match entry.rsplit_once(':') {
+            Some((name, port))
+                if !name.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                name
+            }
+            _ => entry,
+        };
+        let entry = entry.trim_start_matches('[').trim_end_matches(']');
+        !entry.is_empty()
+            && (host.eq_ignore_ascii_case(entry)
+                || host
+                    .to_ascii_lowercase()
+                    .ends_with(&format!(".{}", entry.to_ascii_lowercase())))
+    })
+}
+
+/// Why a failed TLS handshake did not trust the server, if that is why it failed.
+fn untrusted(e: &ureq::Error) -> Option<String> {
+    let tls = match e {
+        ureq::Error::Rustls(t) => Some(t),
+        ureq::Error::Io(io) => io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()),
+        _ => None,
+    }?;
+    matches!(tls, rustls::Error::InvalidCertificate(_)).then(|| tls.to_string())
+}
+
+/// ureq's default connector chain (proxy, TCP, TLS) that records when a connection is ready:
+/// until then nothing of the request was sent.
+#[derive(Debug)]
+struct RecordingConnector {
+    inner: DefaultConnector,
+    connected: Arc<AtomicBool>,
+}
+
+impl Connector<()> for RecordingConnector {
+    type Out = Box<dyn Transport>;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<()>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        let out = self.inner.connect(details, chained)?;
+        if out.is_some() {
+            self.connected.store(true, Ordering::SeqCst);
+        }
+        Ok(out)
     }
-    *budget -= line.len();
-    if line.last() != Some(&b'\n') {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "the connection closed inside the response headers",
-        ));
-    }
-    line.pop();
-    if line.last() == Some(&b'\r') {
-        line.pop();
-    }
-    Ok(Some(String::from_utf8_lossy(&line).into_owned()))
 }
 
 #[cfg(test)]
 mod tests {
-    use std::io::Cursor;
-
     use super::*;
 
     const SECRET: &str = "0123456789abcdef-secret";
 
+    fn client(url: &str) -> Result<HttpClient, String> {
+        let options = ClientOptions {
+            proxy: ProxyChoice::Direct,
+            ..ClientOptions::default()
+        };
+        HttpClient::new(url, SECRET, options)
+    }
+
     #[test]
     fn client_url_parsing() {
-        let c = HttpClient::new("http://127.0.0.1:8787", SECRET).unwrap();
-        assert_eq!(
-            (c.authority.as_str(), c.path.as_str()),
-            ("127.0.0.1:8787", "/api/tools/call")
-        );
-        let c = HttpClient::new("http://example.test/base/", SECRET).unwrap();
-        assert_eq!(
-            (c.authority.as_str(), c.path.as_str()),
-            ("example.test:80", "/base/api/tools/call")
-        );
-        let c = HttpClient::new("http://[::1]", SECRET).unwrap();
-        assert_eq!(c.authority, "[::1]:80");
-        assert!(HttpClient::new("https://h:1", SECRET).is_err());
-        assert!(HttpClient::new("http://", SECRET).is_err());
-        assert!(HttpClient::new("http://h:1", "two words").is_err());
-        assert!(HttpClient::new("http://h:1", "line\r\nX: y").is_err());
+        let c = client("http://127.0.0.1:8787").unwrap();
+        assert_eq!(c.url, "http://127.0.0.1:8787/api/tools/call");
+        let c = client("https://example.test/base/").unwrap();
+        assert_eq!(c.url, "https://example.test/base/api/tools/call");
+        let c = client("http://[::1]").unwrap();
+        assert_eq!(c.url, "http://[::1]/api/tools/call");
+        assert!(client("ftp://h:1").is_err());
+        assert!(client("http://").is_err());
+        assert!(client("http://u:p@h:1").is_err());
+        assert!(client("http://h/a?b").is_err());
+        let options = ClientOptions::default();
+        assert!(HttpClient::new("http://h:1", "two words", options.clone()).is_err());
+        assert!(HttpClient::new("http://h:1", "line\r\nX: y", options).is_err());
         assert!(!format!("{c:?}").contains(SECRET));
     }
 
     #[test]
-    fn client_reads_length_chunked_and_close_delimited_bodies() {
-        let read = |raw: &str| read_response(Cursor::new(raw.as_bytes().to_vec()));
-        let (status, body) =
-            read("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
-                .unwrap();
-        assert_eq!((status, body.as_slice()), (200, &b"{}"[..]));
-        let (status, body) = read(
-            "HTTP/1.1 400 Bad Request\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=1\r\nde\r\n0\r\n\r\n",
-        )
-        .unwrap();
-        assert_eq!((status, body.as_slice()), (400, &b"abcde"[..]));
-        let (_, body) = read("HTTP/1.0 200 OK\r\n\r\nuntil close").unwrap();
-        assert_eq!(body, b"until close");
-        assert!(matches!(read(""), Err(ClientError::Lost(_))));
-        assert!(matches!(
-            read("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"),
-            Err(ClientError::Lost(_))
-        ));
-        assert!(matches!(
-            read("HTTP/1.1 200 OK\r\nContent-"),
-            Err(ClientError::Lost(_))
-        ));
-        assert!(matches!(
-            read("HTTP/1.1 200 OK\r\nContent-Length: 99999999\r\n\r\n"),
-            Err(ClientError::BadResponse(_))
-        ));
-        assert!(matches!(
-            read("SSH-2.0 x\r\n\r\n"),
-            Err(ClientError::BadResponse(_))
-        ));
+    fn system_proxy_follows_scheme_and_no_proxy() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let vars = env(&[
+            ("HTTP_PROXY", "http://plain:1"),
+            ("HTTPS_PROXY", "http://secure:2"),
+            ("NO_PROXY", "localhost, .internal.test,10.0.0.1:8080"),
+        ]);
+        let host = |https, h| {
+            system_proxy(https, h, &vars)
+                .unwrap()
+                .map(|p| p.host().to_string())
+        };
+        assert_eq!(host(false, "a.example").as_deref(), Some("plain"));
+        assert_eq!(host(true, "a.example").as_deref(), Some("secure"));
+        assert_eq!(host(true, "localhost"), None);
+        assert_eq!(host(true, "x.internal.test"), None);
+        assert_eq!(host(true, "internal.test"), None);
+        assert_eq!(host(true, "10.0.0.1"), None);
+        assert_eq!(host(true, "notinternal.test").as_deref(), Some("secure"));
+        let all = env(&[("all_proxy", "http://every:3")]);
+        assert_eq!(
+            system_proxy(false, "h", &all).unwrap().map(|p| p.port()),
+            Some(3)
+        );
+        assert!(bypasses("*", "anything"));
+        assert!(system_proxy(false, "h", &env(&[])).unwrap().is_none());
+    }
+
+    #[test]
+    fn ca_file_must_hold_a_certificate() {
+        assert!(ca_certificates(b"").is_err());
+        assert!(ca_certificates(b"not pem").is_err());
     }
 }

@@ -51,9 +51,9 @@
 //! until another connection ends. Keep the server on loopback or behind a proxy that enforces
 //! timeouts.
 //!
-//! [`HttpClient`] is the client side used by the CLI's `--server-url` mode: one POST per
-//! request on a fresh `TcpStream` (http only), with connect, write and read timeouts and a
-//! bounded response read.
+//! [`HttpClient`] is the client side used by the CLI's `--server-url` mode (docs/PROTOCOL.md,
+//! client mode): `ureq` with rustls, one POST per request on a fresh connection, http or
+//! https, a proxy, connect and read timeouts, a bounded response read, never retried.
 //!
 //! [`MAX_IN_FLIGHT`]: crate::transport::MAX_IN_FLIGHT
 
@@ -67,7 +67,9 @@ mod server;
 mod tokens;
 
 #[cfg(feature = "http-client")]
-pub use client::{ClientError, HttpClient, CONNECT_TIMEOUT, READ_TIMEOUT};
+pub use client::{
+    ClientError, ClientOptions, HttpClient, ProxyChoice, CONNECT_TIMEOUT, READ_TIMEOUT,
+};
 #[cfg(feature = "http-server")]
 pub use server::{HttpServer, HttpStopper, ACCEPT_THREADS, UNAUTHORIZED};
 #[cfg(feature = "http-server")]
