@@ -77,6 +77,7 @@ pub mod provider;
 #[cfg(feature = "cli")]
 pub mod scaffold;
 pub mod sdk;
+mod spawn;
 pub mod transport;
 
 pub use error::{Dispatch, Error, ErrorCode, Phase, Result};

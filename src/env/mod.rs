@@ -14,4 +14,4 @@ pub use config::{
 };
 pub use resolve::resolve_executable;
 pub use snapshot::{is_sensitive_variable, prepare_environment, EnvSnapshot, INIT_SCRIPT_LIMIT};
-pub(crate) use snapshot::{prepare_candidate_environment, ScriptGroup};
+pub(crate) use snapshot::prepare_candidate_environment;

@@ -24,7 +24,7 @@ use parking_lot::Mutex;
 
 use super::{ProfileConfig, ProviderConfig, ShellConfig};
 use crate::error::{Dispatch, Error, ErrorCode, Phase, Result};
-use crate::provider::AdmissionCancel;
+use crate::spawn::{AdmissionCancel, Cancellable};
 
 /// How long a profile's init_script may run.
 pub const INIT_SCRIPT_LIMIT: Duration = Duration::from_secs(30);
@@ -249,14 +249,14 @@ fn run_init_script(
     if let Some(cwd) = cwd {
         command.current_dir(cwd);
     }
-    let mut child = crate::provider::spawn_tied(command).map_err(|e| {
+    let mut child = crate::spawn::spawn_tied(command).map_err(|e| {
         failed(format!(
             "the shell program of profile '{name}' could not be started ({}); check its program and the provider's cwd",
             e.kind()
         ))
     })?;
     let group = Arc::new(ScriptGroup::of(&child));
-    if !cancel.register_script(&group) {
+    if !cancel.register(Box::new(ScriptKill(Arc::downgrade(&group)))) {
         group.kill_and_reap(&mut child);
         return Err(failed("the plugin host is stopping"));
     }
@@ -439,7 +439,7 @@ impl ScriptGroup {
 
     /// Waits for the leader to exit without reaping, then reaps it under the lock.
     fn reap(&self, child: &mut Child) -> std::io::Result<ExitStatus> {
-        crate::provider::wait_exit_noreap(self.pgid);
+        crate::spawn::wait_exit_noreap(self.pgid);
         let mut reaped = self.reaped.lock();
         let status = child.wait();
         *reaped = true;
@@ -454,6 +454,21 @@ impl ScriptGroup {
     }
 }
 
+/// What [`AdmissionCancel::cancel`] does to a running init_script: kill its group (held weakly).
+struct ScriptKill(std::sync::Weak<ScriptGroup>);
+
+impl Cancellable for ScriptKill {
+    fn cancel(&self) {
+        if let Some(group) = self.0.upgrade() {
+            group.kill();
+        }
+    }
+
+    fn is_gone(&self) -> bool {
+        self.0.strong_count() == 0
+    }
+}
+
 /// A receiver that gets one message once `child` has exited, without reaping it
 /// (`waitid` with `WNOWAIT` on a small thread).
 fn watch_exit(child: &Child) -> std::io::Result<mpsc::Receiver<()>> {
@@ -463,7 +478,7 @@ fn watch_exit(child: &Child) -> std::io::Result<mpsc::Receiver<()>> {
         .name("env-init-wait".into())
         .stack_size(64 * 1024)
         .spawn(move || {
-            crate::provider::wait_exit_noreap(pid);
+            crate::spawn::wait_exit_noreap(pid);
             let _ = tx.send(());
         })?;
     Ok(rx)

@@ -26,7 +26,8 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 
-use super::process::{wait_exit_noreap, PluginProcess};
+use super::process::PluginProcess;
+use crate::spawn::wait_exit_noreap;
 use super::stderr_ring::StderrRing;
 use crate::error::ErrorCode;
 use crate::frame::{LineReader, RawEnvelope};

@@ -27,7 +27,6 @@
 mod io;
 mod process;
 mod session;
-mod spawn;
 mod stderr_ring;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,16 +37,15 @@ use crossbeam_channel::Sender;
 use parking_lot::Mutex;
 use serde_json::Value;
 
+pub use crate::spawn::AdmissionCancel;
+use crate::spawn::Cancellable;
 pub use io::FORCE_EXIT_WAITER_ENV;
-pub(crate) use process::wait_exit_noreap;
 pub use process::LaunchSpec;
-pub(crate) use spawn::spawn_tied;
 pub use stderr_ring::{
     StderrLine, StderrRing, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
 };
 
 use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
-use crate::env::ScriptGroup;
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
 use crate::frame::{check_json_bounds, check_json_bounds_sized, JsonBoundsError, PROTOCOL_VERSION};
 use io::{Event, IoThreads};
@@ -144,7 +142,7 @@ impl Provider {
         }
         let connection = Connection::open(&spec.id, &spec.launch)?;
         observe(connection.ring.clone());
-        if !cancel.register(&connection) {
+        if !register_candidate(cancel, &connection) {
             return Err(stopping().in_phase(Phase::Spawn));
         }
         let catalog = connection.admit(spec.timeout)?;
@@ -296,80 +294,39 @@ impl Provider {
     }
 }
 
-/// Cancels the admissions of a batch of candidates (a check or a reload) from another thread:
-/// every candidate started with it, and every one started after, is killed at once.
-///
-/// Clones share one state. Candidates stay registered after admission, so cancel only while the
-/// batch is still being prepared.
-#[derive(Debug, Clone, Default)]
-pub struct AdmissionCancel(Arc<Mutex<CancelState>>);
-
-#[derive(Debug, Default)]
-struct CancelState {
-    cancelled: bool,
-    /// The candidates' processes and stop senders (at most one per configured provider).
-    starting: Vec<(std::sync::Weak<PluginProcess>, Sender<Event>)>,
-    /// The candidates' running init_scripts.
-    scripts: Vec<std::sync::Weak<ScriptGroup>>,
+/// What [`AdmissionCancel::cancel`] does to one provider candidate: tell a waiting request to
+/// stop and kill the process group. Holds the process weakly, so a registration never keeps a
+/// candidate alive.
+struct CandidateKill {
+    process: std::sync::Weak<PluginProcess>,
+    stop: Sender<Event>,
 }
 
-impl AdmissionCancel {
-    /// A fresh, not cancelled handle.
-    pub fn new() -> AdmissionCancel {
-        AdmissionCancel::default()
-    }
-
-    /// Kills every registered candidate and refuses new ones. Never blocks on a plugin.
-    pub fn cancel(&self) {
-        let (starting, scripts) = {
-            let mut state = self.0.lock();
-            state.cancelled = true;
-            (
-                std::mem::take(&mut state.starting),
-                std::mem::take(&mut state.scripts),
-            )
-        };
-        for script in scripts.iter().filter_map(std::sync::Weak::upgrade) {
-            script.kill();
-        }
-        for (process, stop) in starting {
-            if let Some(process) = process.upgrade() {
-                let _ = stop.try_send(Event::Stopping);
-                process.retire();
-            }
+impl Cancellable for CandidateKill {
+    fn cancel(&self) {
+        if let Some(process) = self.process.upgrade() {
+            let _ = self.stop.try_send(Event::Stopping);
+            process.retire();
         }
     }
 
-    /// True once [`AdmissionCancel::cancel`] was called.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.lock().cancelled
+    fn is_gone(&self) -> bool {
+        self.process.strong_count() == 0
     }
+}
 
-    /// Registers a candidate's running init_script; false when already cancelled.
-    pub(crate) fn register_script(&self, script: &Arc<ScriptGroup>) -> bool {
-        let mut state = self.0.lock();
-        if state.cancelled {
-            return false;
-        }
-        state.scripts.retain(|s| s.strong_count() > 0);
-        state.scripts.push(Arc::downgrade(script));
-        true
+/// Registers `connection` with `cancel`; false (and the candidate is retired) when the batch is
+/// already cancelled.
+fn register_candidate(cancel: &AdmissionCancel, connection: &Connection) -> bool {
+    let kill = CandidateKill {
+        process: Arc::downgrade(&connection.process),
+        stop: connection.stop.clone(),
+    };
+    if cancel.register(Box::new(kill)) {
+        return true;
     }
-
-    /// Registers a candidate; false (and the candidate is retired) when already cancelled.
-    fn register(&self, connection: &Connection) -> bool {
-        let mut state = self.0.lock();
-        if state.cancelled {
-            drop(state);
-            connection.process.retire();
-            return false;
-        }
-        state.starting.retain(|(p, _)| p.strong_count() > 0);
-        state
-            .starting
-            .push((Arc::downgrade(&connection.process), connection.stop.clone()));
-        true
-    }
+    connection.process.retire();
+    false
 }
 
 /// `now + timeout`, saturating far in the future instead of overflowing on huge timeouts.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use shared_child::SharedChild;
 
-use super::spawn::spawn_tied;
+use crate::spawn::{spawn_tied, wait_exit_noreap};
 
 use crate::env::EnvSnapshot;
 
@@ -168,28 +168,6 @@ impl PluginProcess {
             }
             std::thread::sleep(pause.min(deadline - now));
             pause = (pause * 2).min(Duration::from_millis(50));
-        }
-    }
-}
-
-/// Blocks until the process `pid` has exited, without reaping it (`waitid` with `WNOWAIT`).
-pub(crate) fn wait_exit_noreap(pid: libc::pid_t) {
-    loop {
-        // SAFETY: zeroed siginfo is a valid out-parameter for waitid.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if rc == 0 {
-            return;
-        }
-        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return;
         }
     }
 }
