@@ -72,12 +72,14 @@ pub mod error;
 pub mod frame;
 pub mod gateway;
 pub mod host;
-pub mod mcp;
 pub mod provider;
 #[cfg(feature = "cli")]
 pub mod scaffold;
 pub mod sdk;
 mod spawn;
 pub mod transport;
+
+/// `plugin_tool` over MCP; lives in [`transport::mcp`].
+pub use transport::mcp;
 
 pub use error::{Dispatch, Error, ErrorCode, Phase, Result};

@@ -19,6 +19,7 @@
 mod dispatcher;
 #[cfg(any(feature = "http-server", feature = "http-client"))]
 pub mod http;
+pub mod mcp;
 mod request;
 mod stdio;
 

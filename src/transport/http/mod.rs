@@ -22,7 +22,7 @@
 //! the body is read.
 //!
 //! `POST /mcp` is the MCP endpoint (stateless Streamable HTTP, JSON responses; see
-//! [`crate::mcp::http`]): the same tokens, scopes, body bound and in-flight slots, with
+//! [`crate::transport::mcp::http`]): the same tokens, scopes, body bound and in-flight slots, with
 //! JSON-RPC bodies. Answers given before the body is read (401 with `WWW-Authenticate: Bearer`,
 //! 403 for an `Origin` not allowed by `--allow-origin`, 405 for any other method, 413, 503) carry
 //! a JSON-RPC error without an id.

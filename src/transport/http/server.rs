@@ -17,8 +17,8 @@ use super::tokens::{bearer, Tokens};
 use super::{MAX_BODY_BYTES, TOOLS_CALL_PATH};
 use crate::error::{Dispatch, ErrorCode};
 use crate::gateway::{Caller, Gateway, Scopes, ToolOutput};
-use crate::mcp::headers::RoutingHeaders;
-use crate::mcp::http::{self as mcp_http, MCP_PATH};
+use crate::transport::mcp::headers::RoutingHeaders;
+use crate::transport::mcp::http::{self as mcp_http, MCP_PATH};
 use crate::transport::dispatcher::{
     invalid_request, saturated, Dispatcher, Slot, MAX_IN_FLIGHT, WORKER_STACK,
 };
@@ -549,7 +549,7 @@ fn transport_failure_body(message: &str) -> Value {
     failure_body(None, &transport_failure(message))
 }
 
-/// Answers one `POST /mcp` body (see [`crate::mcp::http`]); the job's slot is held meanwhile.
+/// Answers one `POST /mcp` body (see [`crate::transport::mcp::http`]); the job's slot is held meanwhile.
 fn handle_mcp(shared: &Shared, job: Job, body: &[u8]) {
     let header = |name: &'static str| {
         let mut values = job.request.headers().iter().filter(|h| h.field.equiv(name));

@@ -125,7 +125,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::mcp::jsonrpc::parse;
+    use crate::transport::mcp::jsonrpc::parse;
 
     fn headers(v: Option<&str>, m: Option<&str>, n: Option<&str>) -> RoutingHeaders {
         RoutingHeaders {

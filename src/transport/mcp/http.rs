@@ -83,7 +83,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::mcp::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
+    use crate::transport::mcp::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 
     fn no_call(_: &Value) -> ToolOutput {
         panic!("no plugin_tool call expected")
