@@ -556,24 +556,34 @@ fn handle(shared: &Shared, mut job: Job) {
         let output = transport_failure("the request body is larger than 1 MiB");
         return respond(job.request, 413, None, &output, &[], name);
     }
-    let (id, params) = match parse_request(&body) {
+    let (status, response) = answer_body(&shared.gateway, &job.caller, &body);
+    send(job.request, status, &response, &[], name);
+}
+
+/// The HTTP status and JSON body answering a request body of at most [`MAX_BODY_BYTES`]: a
+/// malformed request is a 400 failure body; a request runs `plugin_tool` for `caller`.
+fn answer_body(gateway: &Gateway, caller: &Caller, body: &[u8]) -> (u16, Value) {
+    let (id, params) = match parse_request(body) {
         Ok(request) => request,
         Err((id, message)) => {
-            let output = transport_failure(message);
-            return respond(job.request, 400, id.as_ref(), &output, &[], name);
+            let mut response = Map::new();
+            if let Some(id) = id {
+                response.insert("id".into(), id);
+            }
+            response.insert("success".into(), false.into());
+            response.insert("output".into(), transport_failure(message));
+            return (400, Value::Object(response));
         }
     };
-    let output = catch_unwind(AssertUnwindSafe(|| {
-        shared.gateway.plugin_tool(&job.caller, &params)
-    }))
-    .unwrap_or_else(|_| {
-        log::error!("http: a plugin_tool request panicked");
-        ToolOutput::failure(&Error::new(
-            ErrorCode::Internal,
-            Dispatch::OutcomeUnknown,
-            "the gateway failed while handling this request; its outcome is unknown",
-        ))
-    });
+    let output = catch_unwind(AssertUnwindSafe(|| gateway.plugin_tool(caller, &params)))
+        .unwrap_or_else(|_| {
+            log::error!("http: a plugin_tool request panicked");
+            ToolOutput::failure(&Error::new(
+                ErrorCode::Internal,
+                Dispatch::OutcomeUnknown,
+                "the gateway failed while handling this request; its outcome is unknown",
+            ))
+        });
     let status = status_for(&output);
     let mut response = Map::new();
     if let Some(id) = id {
@@ -581,7 +591,14 @@ fn handle(shared: &Shared, mut job: Job) {
     }
     response.insert("success".into(), output.success.into());
     response.insert("output".into(), output.output);
-    send(job.request, status, &Value::Object(response), &[], name);
+    (status, Value::Object(response))
+}
+
+/// Fuzzing entry point: [`answer_body`] for a body the transport has read (not public API).
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub fn fuzz_answer_body(gateway: &Gateway, caller: &Caller, body: &[u8]) -> (u16, Value) {
+    answer_body(gateway, caller, body)
 }
 
 /// The HTTP status of a gateway output.
