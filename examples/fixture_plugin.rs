@@ -336,7 +336,8 @@ struct Chaos {
 impl Chaos {
     fn new(seed: Option<String>) -> Chaos {
         let seed: u64 = seed.and_then(|s| s.parse().ok()).unwrap_or(1);
-        let state = (seed ^ (u64::from(std::process::id()) << 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let state =
+            (seed ^ (u64::from(std::process::id()) << 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         Chaos { state: state | 1 }
     }
 

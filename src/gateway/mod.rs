@@ -31,13 +31,13 @@ mod stdio;
 
 pub use binding::{Binding, BindingStore, BindingTarget, BINDING_CAPACITY, BINDING_PREFIX};
 pub use failure::{failure_output, Recovery};
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub use http::fuzz_answer_body;
 pub use http::{
     ClientError, HttpClient, HttpServer, HttpStopper, Tokens, TokensError, MAX_BODY_BYTES,
     TOOLS_CALL_PATH,
 };
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub use http::fuzz_answer_body;
 pub use output::MAX_DETAIL_BYTES;
 pub use params::{Action, ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
 pub use recording::{RecordingEvent, RecordingHook};
