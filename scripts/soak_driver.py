@@ -145,10 +145,22 @@ class Tally:
             self.by_outcome[key] = self.by_outcome.get(key, 0) + 1
 
 
+BACK_OFF = ("plugin_provider_unavailable", "plugin_provider_busy", "plugin_check_busy")
+
+
+def backs_off(response):
+    """True for a refusal that a caller would not repeat at once (a retired or busy plugin)."""
+    if not response or response.get("success"):
+        return False
+    output = response.get("output") or {}
+    return (output.get("error") or {}).get("code") in BACK_OFF
+
+
 def client(gateway, tally, stop, seed, plugins):
     rng = random.Random(seed)
     binding = {}
     while not stop.is_set():
+        response = None
         plugin = rng.choice(plugins)
         roll = rng.random()
         if roll < 0.08:
@@ -156,7 +168,8 @@ def client(gateway, tally, stop, seed, plugins):
             tally.record("list", gateway.request(params, 60))
         elif roll < 0.12:
             params = {"action": "check", "runner": "local", "plugin": plugin}
-            tally.record("check", gateway.request(params, 60))
+            response = gateway.request(params, 60)
+            tally.record("check", response)
         elif roll < 0.30 or plugin not in binding:
             tool = rng.choice(["echo", "add"])
             params = {"action": "describe", "runner": "local", "plugin": plugin, "tool": tool}
@@ -175,6 +188,8 @@ def client(gateway, tally, stop, seed, plugins):
             tally.record("call", response)
             if not (response and response.get("success")):
                 binding.pop(plugin, None)
+        if backs_off(response):
+            stop.wait(rng.uniform(0.02, 0.1))
 
 
 def reloader(gateway, tally, stop, period, seed):
@@ -266,7 +281,7 @@ def main():
     parser.add_argument("--clients", type=int, default=6)
     parser.add_argument("--chaos-plugins", type=int, default=4)
     parser.add_argument("--sample", type=float, default=5.0)
-    parser.add_argument("--reload-every", type=float, default=20.0)
+    parser.add_argument("--reload-every", type=float, default=6.0)
     parser.add_argument("--seed", type=int, default=11)
     args = parser.parse_args()
 

@@ -4,9 +4,9 @@
 //! through a tiny buffer that splits lines across reads (`read_response` + `validate_raw`) — and
 //! requires both paths to see the same lines, the same faults and the same envelope verdicts.
 //!
-//! Control byte: bit 6 = first expected id; bits 7, 6 and 5 all set = prefix the stream with
-//! spaces so that its first line ends near the 1 MiB line bound; the other bits choose the read
-//! chunk size.
+//! Control byte: bit 6 = first expected id; `0xe0..=0xe3` = prefix the stream with spaces so
+//! that its first line ends near the 1 MiB line bound; the other bits choose the read chunk
+//! size.
 #![no_main]
 
 use std::io::{BufReader, Cursor};
@@ -24,7 +24,8 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let first_id = u64::from((control >> 6) & 1);
-    let near_bound = control & 0xe0 == 0xe0;
+    // Rare (1 input in 64): a megabyte per execution is slow.
+    let near_bound = control & 0xfc == 0xe0;
     // Reads of 1..=64 bytes; near the bound, reads of about 1..64 KiB (odd sizes).
     let chunk = match near_bound {
         false => usize::from(control & 0x3f) + 1,
