@@ -58,7 +58,8 @@ failed=0
 printf '%-22s %14s %8s %s\n' target executions corpus findings
 for target in "${TARGETS[@]}"; do
   log="fuzz/logs/$target.log"
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -n 1)
+  # No final stats after a crash: the count is then unknown.
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" 2>/dev/null | grep -o '[0-9]*$' | tail -n 1 || true)
   corpus=$(find "fuzz/corpus/$target" -type f | wc -l)
   findings=$(find "fuzz/artifacts/$target" -type f -newer "$stamp" | wc -l)
   STATUS[$target]=$(cat "fuzz/logs/$target.status" 2>/dev/null || echo failed)

@@ -43,7 +43,9 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(success, status == 200);
     let output = &body["output"];
     if !success {
-        assert!(output["error"]["code"].as_str().is_some_and(|c| !c.is_empty()));
+        assert!(output["error"]["code"]
+            .as_str()
+            .is_some_and(|c| !c.is_empty()));
         assert!(output["error"]["message"].is_string());
         assert!(matches!(
             output["dispatch"].as_str(),

@@ -19,8 +19,9 @@ fuzz_target!(|data: &[u8]| {
         Ok(config) => {
             assert!(config.plugins.providers.len() <= DEFAULT_MAX_PROVIDERS);
             for provider in &config.plugins.providers {
-                assert!((Duration::from_secs(1)..=Duration::from_secs(120))
-                    .contains(&provider.timeout));
+                assert!(
+                    (Duration::from_secs(1)..=Duration::from_secs(120)).contains(&provider.timeout)
+                );
                 if let Some(cwd) = &provider.cwd {
                     assert!(cwd.is_absolute(), "cwd is absolute");
                 }

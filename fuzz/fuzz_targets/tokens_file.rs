@@ -33,7 +33,10 @@ fuzz_target!(|data: &[u8]| {
                     .expect("every listed token authenticates");
                 assert_eq!(found, name);
             }
-            assert!(tokens.authenticate("").is_none(), "the empty token never does");
+            assert!(
+                tokens.authenticate("").is_none(),
+                "the empty token never does"
+            );
         }
         Err(error) => {
             let message = error.to_string();

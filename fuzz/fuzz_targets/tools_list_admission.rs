@@ -24,12 +24,19 @@ fuzz_target!(|data: &[u8]| {
     };
     match admit_tools_list(&result) {
         Ok(catalog) => {
-            let mut definitions: Vec<Value> =
-                catalog.tools().iter().map(|t| t.definition().clone()).collect();
+            let mut definitions: Vec<Value> = catalog
+                .tools()
+                .iter()
+                .map(|t| t.definition().clone())
+                .collect();
             definitions.reverse();
             let again = admit_tools_list(&json!({ "tools": definitions }))
                 .expect("a frozen catalog's own definitions are admissible");
-            assert_eq!(catalog.digest(), again.digest(), "digest is order-independent");
+            assert_eq!(
+                catalog.digest(),
+                again.digest(),
+                "digest is order-independent"
+            );
             assert_eq!(catalog.len(), again.len());
             for tool in catalog.tools() {
                 assert!(catalog.get(tool.name()).is_some());
