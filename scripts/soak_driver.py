@@ -210,7 +210,7 @@ def sample(gateway_pid, marker, started):
     except OSError:
         fds = None
     now = uptime_ticks()
-    children, states, grandchildren, orphans = [], {}, 0, []
+    children, states, grandchildren, orphans, zombie_pids = [], {}, 0, [], []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -218,6 +218,8 @@ def sample(gateway_pid, marker, started):
         if stat and stat[1] == gateway_pid:
             children.append(int(name))
             states[stat[0]] = states.get(stat[0], 0) + 1
+            if stat[0] == "Z":
+                zombie_pids.append(int(name))
     for pid in marked_processes(marker):
         stat = proc_stat(pid)
         if stat is None or stat[1] == gateway_pid or pid == gateway_pid:
@@ -236,6 +238,7 @@ def sample(gateway_pid, marker, started):
         "children": len(children),
         "child_states": states,
         "zombies": states.get("Z", 0),
+        "zombie_pids": zombie_pids,
         "grandchildren": grandchildren,
         "orphans": orphans,
     }
@@ -343,6 +346,13 @@ def main():
             pass
 
     orphans = [o for s in samples for o in s["orphans"]]
+    # How long each zombie child stayed unreaped, by first and last sample that saw it.
+    seen = {}
+    for s in samples:
+        for pid in s["zombie_pids"]:
+            first, _ = seen.get(pid, (s["t"], s["t"]))
+            seen[pid] = (first, s["t"])
+    zombie_spans = sorted(last - first for first, last in seen.values())
     summary = {
         "duration_s": round(time.monotonic() - started, 1),
         "clients": args.clients,
@@ -360,6 +370,9 @@ def main():
         "last_third_max": {k: third(samples, "last", k) for k in ("fds", "threads", "rss_kib")},
         "samples_with_zombies": sum(1 for s in samples if s["zombies"]),
         "longest_zombie_streak_samples": max_zombie_streak,
+        "distinct_zombies": len(seen),
+        "longest_lived_zombie_s": round(zombie_spans[-1], 1) if zombie_spans else 0,
+        "median_zombie_life_s": round(zombie_spans[len(zombie_spans) // 2], 1) if zombie_spans else 0,
         "orphan_observations": len(orphans),
         "gateway_exit_code": exit_code,
         "leftover_marked_processes": len(leftovers),
