@@ -565,15 +565,7 @@ fn handle(shared: &Shared, mut job: Job) {
 fn answer_body(gateway: &Gateway, caller: &Caller, body: &[u8]) -> (u16, Value) {
     let (id, params) = match parse_request(body) {
         Ok(request) => request,
-        Err((id, message)) => {
-            let mut response = Map::new();
-            if let Some(id) = id {
-                response.insert("id".into(), id);
-            }
-            response.insert("success".into(), false.into());
-            response.insert("output".into(), transport_failure(message));
-            return (400, Value::Object(response));
-        }
+        Err((id, message)) => return (400, response_body(id, false, transport_failure(message))),
     };
     let output = catch_unwind(AssertUnwindSafe(|| gateway.plugin_tool(caller, &params)))
         .unwrap_or_else(|_| {
@@ -584,14 +576,21 @@ fn answer_body(gateway: &Gateway, caller: &Caller, body: &[u8]) -> (u16, Value) 
                 "the gateway failed while handling this request; its outcome is unknown",
             ))
         });
-    let status = status_for(&output);
-    let mut response = Map::new();
+    (
+        status_for(&output),
+        response_body(id, output.success, output.output),
+    )
+}
+
+/// `{"id"?,"success","output"}`.
+fn response_body(id: Option<Value>, success: bool, output: Value) -> Value {
+    let mut body = Map::new();
     if let Some(id) = id {
-        response.insert("id".into(), id);
+        body.insert("id".into(), id);
     }
-    response.insert("success".into(), output.success.into());
-    response.insert("output".into(), output.output);
-    (status, Value::Object(response))
+    body.insert("success".into(), success.into());
+    body.insert("output".into(), output);
+    Value::Object(body)
 }
 
 /// Fuzzing entry point: [`answer_body`] for a body the transport has read (not public API).
@@ -738,13 +737,8 @@ fn respond(
     headers: &[(&str, &str)],
     name: &str,
 ) {
-    let mut body = Map::new();
-    if let Some(id) = id {
-        body.insert("id".into(), id.clone());
-    }
-    body.insert("success".into(), false.into());
-    body.insert("output".into(), output.clone());
-    send(request, status, &Value::Object(body), headers, name);
+    let body = response_body(id.cloned(), false, output.clone());
+    send(request, status, &body, headers, name);
 }
 
 fn send(request: Request, status: u16, body: &Value, headers: &[(&str, &str)], name: &str) {
