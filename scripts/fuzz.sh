@@ -35,6 +35,7 @@ done
 run_one() {
   local target=$1
   mkdir -p "fuzz/corpus/$target" "fuzz/artifacts/$target"
+  rm -f "fuzz/logs/$target.status"
   nice -n "$NICE" cargo +nightly fuzz run "$target" \
     "fuzz/corpus/$target" "fuzz/seeds/$target" -- \
     -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 \
