@@ -11,6 +11,10 @@
 //! `stuck-init` (reads initialize, then never reads stdin again nor answers: it cannot notice
 //! that the host is gone), `exit-after-handshake` (answers tools/list, starts a grandchild in
 //! its group, then exits by itself 100 ms later, with no request in flight).
+//! `chaos SEED` (for the soak: at start and on every tools/call it draws, from SEED mixed with
+//! its PID, whether to behave or to crash, hang, write garbage, flood stderr, exit leaving a
+//! grandchild, answer a wrong id, send an unsolicited message… — see `Chaos::call`;
+//! grandchildren inherit the plugin's environment, so a soak can mark them with a variable).
 //!
 //! Tools exercise call-time faults (see `TOOLS`). When `FIXTURE_LOG` is set, every line read from
 //! stdin is appended to that file, so tests can prove what reached the plugin. When
@@ -66,6 +70,10 @@ fn main() {
         eprintln!("{text}");
     }
     record_pid("self", std::process::id());
+    let mut chaos = (mode == "chaos").then(|| Chaos::new(std::env::args().nth(2)));
+    if let Some(chaos) = &mut chaos {
+        chaos.at_start(&mut out);
+    }
 
     match mode.as_str() {
         "stray-stdout" => {
@@ -165,8 +173,11 @@ fn main() {
                 if let Some(text) = &stderr_text {
                     eprintln!("{text}");
                 }
-                let name = request["params"]["name"].as_str().unwrap_or("").to_string();
-                let args = request["params"]["arguments"].clone();
+                let mut name = request["params"]["name"].as_str().unwrap_or("").to_string();
+                let mut args = request["params"]["arguments"].clone();
+                if let Some(chaos) = &mut chaos {
+                    (name, args) = chaos.call(name, args);
+                }
                 match call(&name, &args, id, &mut out) {
                     Some(reply) => reply,
                     None => continue,
@@ -312,6 +323,19 @@ fn call(name: &str, args: &Value, id: u64, out: &mut impl Write) -> Option<Value
             record_pid("grandchild", child.id());
             std::process::exit(0);
         }
+        "chaos_orphan" => {
+            // Exits at once, leaving a grandchild with stdout closed (only the group kill of
+            // the host can reach it).
+            let child = Command::new("sleep")
+                .arg("1000")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            record_pid("grandchild", child.id());
+            std::process::exit(0);
+        }
         "is_error" => json!({"content":[{"type":"text","text":"bad input"}],"isError":true}),
         _ => {
             write_line(
@@ -321,6 +345,73 @@ fn call(name: &str, args: &Value, id: u64, out: &mut impl Write) -> Option<Value
             return None;
         }
     })
+}
+
+/// The random misbehaviour of mode `chaos` (xorshift64*, seeded from SEED and the PID).
+struct Chaos {
+    state: u64,
+}
+
+impl Chaos {
+    fn new(seed: Option<String>) -> Chaos {
+        let seed: u64 = seed.and_then(|s| s.parse().ok()).unwrap_or(1);
+        let state =
+            (seed ^ (u64::from(std::process::id()) << 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        Chaos { state: state | 1 }
+    }
+
+    fn next(&mut self) -> u64 {
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        self.state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number in `0..n`.
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// Sometimes fails the handshake, or is slow to start.
+    fn at_start(&mut self, out: &mut impl Write) {
+        match self.below(100) {
+            0..=1 => std::process::exit(9),
+            2..=3 => {
+                writeln!(out, "chaos: a stray line before the handshake").unwrap();
+                out.flush().unwrap();
+            }
+            4..=13 => std::thread::sleep(std::time::Duration::from_millis(self.below(300))),
+            _ => {}
+        }
+    }
+
+    /// The tool that actually runs for a call of `name`: usually `name` itself.
+    fn call(&mut self, name: String, args: Value) -> (String, Value) {
+        let pick = |tool: &str, args: Value| (tool.to_string(), args);
+        match self.below(100) {
+            0..=3 => pick("crash", json!({})),
+            4..=6 => pick("hang", json!({})),
+            7..=10 => pick("garbage", json!({})),
+            11..=15 => {
+                let bytes = 64 * 1024 + self.below(2 * 1024 * 1024);
+                // Floods stderr, then answers the call as asked.
+                let _ = call("stderr", &json!({ "bytes": bytes }), 0, &mut io::sink());
+                (name, args)
+            }
+            16..=18 => pick("chaos_orphan", json!({})),
+            19..=20 => pick("exit_keep_stdout", json!({})),
+            21..=23 => pick("wrong_id", json!({"delta": 1})),
+            24..=25 => pick("then_unsolicited", json!({})),
+            26..=28 => pick("rpc_error", json!({})),
+            29..=30 => pick("invalid_result", json!({})),
+            31..=38 => {
+                let ms = self.below(400);
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+                (name, args)
+            }
+            _ => (name, args),
+        }
+    }
 }
 
 fn send(out: &mut impl Write, id: u64, result: Value) {

@@ -13,5 +13,5 @@ pub use config::{
     RunnerConfig, ShellConfig, DEFAULT_MAX_PROVIDERS, DEFAULT_REQUEST_TIMEOUT,
 };
 pub use resolve::resolve_executable;
-pub use snapshot::{is_sensitive_variable, prepare_environment, EnvSnapshot, INIT_SCRIPT_LIMIT};
 pub(crate) use snapshot::prepare_candidate_environment;
+pub use snapshot::{is_sensitive_variable, prepare_environment, EnvSnapshot, INIT_SCRIPT_LIMIT};

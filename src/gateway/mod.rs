@@ -29,6 +29,9 @@ mod service;
 pub use binding::{Binding, BindingStore, BindingTarget, BINDING_CAPACITY, BINDING_PREFIX};
 pub use failure::{failure_output, Recovery};
 pub use output::MAX_DETAIL_BYTES;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub use params::Action;
 pub use params::{ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
 pub use recording::{RecordingEvent, RecordingHook};
 pub use scope::{Caller, Scope, ScopeParseError, Scopes};

@@ -93,9 +93,9 @@ impl ActionKind {
 }
 
 /// Parsed `plugin_tool` parameters, owned: the oracle the tests compare [`ActionRef`] with.
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Action {
+pub enum Action {
     /// `list`: no runner → the runners; a runner → its providers; runner + plugin → its tools.
     List {
         /// The runner to list.
@@ -147,7 +147,7 @@ pub(crate) enum Action {
     },
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
 impl Action {
     /// Parses `plugin_tool` parameters strictly; every failure is `invalid_arguments`.
     pub fn parse(params: &Value) -> Result<Action, Error> {
@@ -294,7 +294,7 @@ impl<'a> ActionRef<'a> {
     }
 
     /// The owned [`Action`].
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn into_action(self) -> Action {
         let owned = |s: Option<&str>| s.map(str::to_string);
         match self {

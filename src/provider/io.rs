@@ -27,10 +27,10 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 
 use super::process::PluginProcess;
-use crate::spawn::wait_exit_noreap;
 use super::stderr_ring::StderrRing;
 use crate::error::ErrorCode;
 use crate::frame::{LineReader, RawEnvelope};
+use crate::spawn::wait_exit_noreap;
 
 /// Capacity of the event channel (reader messages beyond it wait in the pipe).
 pub(crate) const EVENT_CAPACITY: usize = 16;

@@ -71,6 +71,10 @@ pub use client::{
     ClientError, ClientOptions, HttpClient, ProxyChoice, CONNECT_TIMEOUT, READ_TIMEOUT,
 };
 #[cfg(feature = "http-server")]
+#[cfg(all(feature = "http-server", feature = "fuzzing"))]
+#[doc(hidden)]
+pub use server::fuzz_answer_body;
+#[cfg(feature = "http-server")]
 pub use server::{HttpServer, HttpStopper, ACCEPT_THREADS, UNAUTHORIZED};
 #[cfg(feature = "http-server")]
 pub use tokens::{Tokens, TokensError, MIN_TOKEN_BYTES};

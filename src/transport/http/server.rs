@@ -17,11 +17,11 @@ use super::tokens::{bearer, Tokens};
 use super::{MAX_BODY_BYTES, TOOLS_CALL_PATH};
 use crate::error::{Dispatch, ErrorCode};
 use crate::gateway::{Caller, Gateway, Scopes, ToolOutput};
-use crate::transport::mcp::headers::RoutingHeaders;
-use crate::transport::mcp::http::{self as mcp_http, MCP_PATH};
 use crate::transport::dispatcher::{
     invalid_request, saturated, Dispatcher, Slot, MAX_IN_FLIGHT, WORKER_STACK,
 };
+use crate::transport::mcp::headers::RoutingHeaders;
+use crate::transport::mcp::http::{self as mcp_http, MCP_PATH};
 use crate::transport::request::{parse_request, response_body, Framing};
 
 /// Threads pulling requests from the HTTP server (routing and authentication only).
@@ -390,17 +390,28 @@ fn handle(shared: &Shared, mut job: Job) {
     if job.route == Route::Mcp {
         return handle_mcp(shared, job, &body);
     }
-    let request = match parse_request(&body, Framing::Body) {
+    let (status, response) = answer_body(&shared.dispatcher, &job.caller, &body);
+    send(job.request, status, &response, &[], name);
+}
+
+/// The status and body answering a read `POST /api/tools/call` body.
+fn answer_body(dispatcher: &Dispatcher, caller: &Caller, body: &[u8]) -> (u16, Value) {
+    let request = match parse_request(body, Framing::Body) {
         Ok(request) => request,
         Err(rejection) => {
-            let output = transport_failure(rejection.message);
-            return respond(job.request, 400, rejection.id.as_ref(), &output, &[], name);
+            let output = invalid_request(rejection.message);
+            return (400, response_body(rejection.id, output));
         }
     };
-    let output = shared.dispatcher.execute(&job.caller, &request.params);
-    let status = status_for(&output);
-    let response = response_body(request.id, output);
-    send(job.request, status, &response, &[], name);
+    let output = dispatcher.execute(caller, &request.params);
+    (status_for(&output), response_body(request.id, output))
+}
+
+/// [`answer_body`] for the fuzz targets in `fuzz/` (not public API).
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub fn fuzz_answer_body(dispatcher: &Dispatcher, caller: &Caller, body: &[u8]) -> (u16, Value) {
+    answer_body(dispatcher, caller, body)
 }
 
 /// The HTTP status of a gateway output, from its typed code.
@@ -519,18 +530,6 @@ impl Rejected {
             .collect();
         send(self.request, self.status, &self.body, &headers, &self.name);
     }
-}
-
-/// Responds with a failure body `{"id"?,"success":false,"output":output}`.
-fn respond(
-    request: Request,
-    status: u16,
-    id: Option<&Value>,
-    output: &Value,
-    headers: &[(&str, &str)],
-    name: &str,
-) {
-    send(request, status, &failure_body(id, output), headers, name);
 }
 
 /// The failure body `{"id"?,"success":false,"output":output}` of `/api/tools/call`.

