@@ -26,7 +26,7 @@ pub(super) struct Source {
         conflicts_with = "server_url"
     )]
     config: Option<PathBuf>,
-    /// A `webcodex-plugin serve` endpoint, e.g. https://runner.example:8787 (instead of
+    /// A `webcodex-plugin serve` endpoint, e.g. `https://runner.example:8787` (instead of
     /// --config). Credentials, first found wins: --token, --token-file, --env-file, then the
     /// environment's WEBCODEX_TOKEN or WEBCODEX_PAT.
     #[arg(long)]

@@ -6,8 +6,10 @@
 //! which it is answered with an `isError` result carrying `gateway_saturated`), so responses may
 //! come out of order. `notifications/cancelled` drops the response of a call in flight but never
 //! interrupts it. A line over 1 MiB is answered with -32600 (`id: null`) and skipped; reading
-//! goes on. A blank line is ignored. On EOF the transport stops reading, waits for the calls in
-//! flight (each bounded by its deadline), writes their responses and returns.
+//! goes on. A blank line is ignored. On EOF the transport stops reading, begins the hosts'
+//! shutdown (a running check or reload has its candidates killed at once and never commits, as
+//! on the JSON-lines gateway), waits for the calls in flight (each bounded by its deadline),
+//! writes their responses and returns.
 
 use std::io::{self, BufRead, Write};
 use std::sync::Arc;
@@ -57,6 +59,8 @@ pub fn serve_stdio(
             Err(e) => break Err(e),
         }
     };
+    // No request follows: a reload must not hold the exit behind its candidates' handshakes.
+    dispatcher.gateway().begin_shutdown();
     dispatcher.wait_idle();
     read_result?;
     match writer.take_error() {
