@@ -6,8 +6,9 @@
 # - Installs the rustup target (x86_64-unknown-linux-musl, aarch64-unknown-linux-musl) when
 #   it is missing.
 # - x86_64 links with the system C compiler driver, as cargo does by default; aarch64 links with
-#   rust-lld, which rustup ships, so no cross C toolchain is needed (set
-#   CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER to use another linker).
+#   rust-lld, which rustup ships (set CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER to use
+#   another linker). ring, under rustls, compiles some C: x86_64 needs `musl-gcc` (Debian's
+#   musl-tools), aarch64 a cross C compiler (Debian's gcc-aarch64-linux-gnu).
 # - The binary is target/<arch>-unknown-linux-musl/<profile>/webcodex-plugin (PROFILE=release by
 #   default). It has no program interpreter and needs no shared library: copy it to the host.
 # - Smoke test: x86_64 runs `demo`; aarch64 runs a `check` and a `call` of its built-in example
@@ -117,6 +118,10 @@ smoke() {
 for arch in "${arches[@]}"; do
   target=$arch-unknown-linux-musl
   ensure_target "$target"
+  if [[ $arch == aarch64 && -z ${CC_aarch64_unknown_linux_musl:-} ]]; then
+    # ring (rustls) compiles a little C: any aarch64 C compiler will do for it.
+    export CC_aarch64_unknown_linux_musl=aarch64-linux-gnu-gcc
+  fi
   if [[ $arch == aarch64 && -z ${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER:-} ]]; then
     export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld
   fi
