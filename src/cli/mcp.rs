@@ -3,10 +3,9 @@
 use std::io::Write;
 use std::path::Path;
 
-use webcodex_plugin_host::gateway::{Caller, Scopes};
 use webcodex_plugin_host::mcp::{manifest, serve_stdio};
 
-use super::{target, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
+use super::{EXIT_FAILURE, EXIT_OK};
 
 /// Prints the ToolSpec: canonical JSON with `--json`, else a readable summary.
 pub(super) fn manifest(json: bool) -> i32 {
@@ -24,30 +23,5 @@ pub(super) fn manifest(json: bool) -> i32 {
 
 /// Serves MCP on stdin/stdout until EOF, then shuts the providers down.
 pub(super) fn mcp(config: &Path, scopes: &str) -> i32 {
-    let scopes = match Scopes::parse(scopes) {
-        Ok(scopes) => scopes,
-        Err(e) => {
-            eprintln!("error: --scopes: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let gateway = match target::start(config) {
-        Ok(gateway) => gateway,
-        Err(code) => return code,
-    };
-    let stdin = std::io::stdin();
-    let result = serve_stdio(
-        gateway.clone(),
-        Caller::new(scopes),
-        stdin.lock(),
-        std::io::stdout(),
-    );
-    gateway.shutdown();
-    match result {
-        Ok(()) => EXIT_OK,
-        Err(e) => {
-            eprintln!("error: the MCP transport failed: {e}");
-            EXIT_FAILURE
-        }
-    }
+    super::serve::on_stdio(config, scopes, "MCP", serve_stdio)
 }

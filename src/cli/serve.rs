@@ -15,6 +15,22 @@ use super::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 /// `gateway --config F [--scopes S]`: serves JSON lines on stdin/stdout until EOF, then shuts
 /// the host down.
 pub(super) fn gateway(config: &Path, scopes: &str) -> i32 {
+    on_stdio(config, scopes, "gateway", serve_lines)
+}
+
+/// Starts the host of `config`, runs the stdio transport `serve` (named `what` in errors) for
+/// a caller with `scopes` until EOF, then shuts the host down: `gateway` and `mcp` alike.
+pub(super) fn on_stdio(
+    config: &Path,
+    scopes: &str,
+    what: &str,
+    serve: impl FnOnce(
+        std::sync::Arc<webcodex_plugin_host::gateway::Gateway>,
+        Caller,
+        std::io::StdinLock<'static>,
+        std::io::Stdout,
+    ) -> std::io::Result<()>,
+) -> i32 {
     let scopes = match Scopes::parse(scopes) {
         Ok(scopes) => scopes,
         Err(e) => {
@@ -26,18 +42,17 @@ pub(super) fn gateway(config: &Path, scopes: &str) -> i32 {
         Ok(gateway) => gateway,
         Err(code) => return code,
     };
-    let stdin = std::io::stdin();
-    let result = serve_lines(
+    let result = serve(
         gateway.clone(),
         Caller::new(scopes),
-        stdin.lock(),
+        std::io::stdin().lock(),
         std::io::stdout(),
     );
     gateway.shutdown();
     match result {
         Ok(()) => EXIT_OK,
         Err(e) => {
-            eprintln!("error: the gateway transport failed: {e}");
+            eprintln!("error: the {what} transport failed: {e}");
             EXIT_FAILURE
         }
     }
