@@ -426,6 +426,9 @@ fn write_line(out: &mut impl Write, v: &Value) {
 }
 
 /// Appends `KIND PID` to the file named by `FIXTURE_PIDS`, if set.
+///
+/// The line goes out in one `write` on an `O_APPEND` file, so plugins recording at the same time
+/// never interleave (a `writeln!` on a `File` is several writes).
 fn record_pid(kind: &str, pid: u32) {
     if let Some(path) = std::env::var_os("FIXTURE_PIDS") {
         let mut f = std::fs::OpenOptions::new()
@@ -433,6 +436,6 @@ fn record_pid(kind: &str, pid: u32) {
             .append(true)
             .open(path)
             .unwrap();
-        writeln!(f, "{kind} {pid}").unwrap();
+        f.write_all(format!("{kind} {pid}\n").as_bytes()).unwrap();
     }
 }
