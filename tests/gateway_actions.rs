@@ -2,6 +2,7 @@
 //! describe → call round trip, binding failures, replacement, retirement, scopes, recording.
 
 mod gateway_support;
+mod tempdir;
 
 use std::sync::{Arc, Mutex};
 
@@ -413,7 +414,7 @@ fn reload_with_failures_is_a_success_listing_them() {
 fn catalog_lists_the_tools_working_in_a_project() {
     let project = temp_dir("project");
     let mut alpha = provider("alpha", &["normal"]);
-    alpha.cwd = Some(project.clone());
+    alpha.cwd = Some(project.to_path_buf());
     let gw = gateway(vec![alpha, provider("elsewhere", &["normal"])]);
     let out = ok(
         &gw,

@@ -9,6 +9,7 @@
 
 mod common;
 mod gateway_support;
+mod tempdir;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,7 @@
 //! The JSON-lines transport: concurrency, ids, malformed lines, saturation, EOF.
 
 mod gateway_support;
+mod tempdir;
 
 use std::io::{BufReader, Cursor, Write};
 use std::sync::{Arc, Mutex};

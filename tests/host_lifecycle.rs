@@ -3,6 +3,7 @@
 //! `/proc`: no zombie child, nothing left in their process groups, within the 1 s bound.
 
 mod common;
+mod tempdir;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -11,6 +12,8 @@ use serde_json::json;
 use webcodex_plugin_host::env::parse_runner_config;
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions, InstanceCall, ProviderState};
 use webcodex_plugin_host::{Dispatch, ErrorCode, Phase};
+
+use tempdir::TempDir;
 
 fn fixture() -> PathBuf {
     common::fixture_path()
@@ -31,14 +34,8 @@ fn assert_recorded_plugins_cleaned_up(pids: &Path) {
     common::assert_plugins_cleaned_up(&recorded);
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let dir = std::env::temp_dir().join(format!("wc-host-{tag}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(tag: &str) -> TempDir {
+    TempDir::new("host", tag)
 }
 
 /// A provider block running the fixture in `mode`.

@@ -3,6 +3,7 @@
 //! JSON-lines gateway, and the leak canary over every MCP output.
 
 mod gateway_support;
+mod tempdir;
 
 use std::io::{BufReader, Write};
 use std::sync::{Arc, Mutex};
@@ -296,7 +297,7 @@ fn the_canary_never_appears_in_any_mcp_output() {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let with_canary = |id: &str, mode: &str| {
         let mut p = provider(id, &[mode, &format!("--token={canary}"), &canary]);
-        p.cwd = Some(cwd.clone());
+        p.cwd = Some(cwd.to_path_buf());
         p.timeout = Duration::from_secs(2);
         p
     };
@@ -391,5 +392,4 @@ fn the_canary_never_appears_in_any_mcp_output() {
     }
     assert!(seen >= 37, "only {seen} outputs were audited");
     gw.shutdown();
-    let _ = std::fs::remove_dir_all(&cwd);
 }

@@ -22,15 +22,9 @@ pub fn fixture() -> PathBuf {
         .join("examples/fixture_plugin")
 }
 
-/// A fresh temp dir whose name contains `tag`.
-pub fn temp_dir(tag: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let dir = std::env::temp_dir().join(format!("wc-gw-{tag}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh temp dir whose name contains `tag`, removed on drop.
+pub fn temp_dir(tag: &str) -> crate::tempdir::TempDir {
+    crate::tempdir::TempDir::new("gw", tag)
 }
 
 /// A provider running the fixture with `args` (the first is the mode).
