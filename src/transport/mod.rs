@@ -19,6 +19,7 @@
 mod dispatcher;
 #[cfg(any(feature = "http-server", feature = "http-client"))]
 pub mod http;
+mod line_writer;
 pub mod mcp;
 mod request;
 mod stdio;
@@ -26,5 +27,6 @@ mod stdio;
 pub use dispatcher::{
     internal_error, invalid_request, saturated, Dispatcher, Slot, MAX_IN_FLIGHT, WORKER_STACK,
 };
+pub(crate) use line_writer::LineWriter;
 pub use request::{parse_request, response_body, Framing, Rejection, Request, TOOL_NAME};
 pub use stdio::serve_lines;

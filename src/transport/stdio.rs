@@ -32,10 +32,10 @@
 use std::io::{self, BufRead, Write};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::dispatcher::{invalid_request, saturated, Dispatcher, WORKER_STACK};
+use super::line_writer::LineWriter;
 use super::request::{parse_request, response_body, Framing};
 use crate::frame::{read_line, Line};
 use crate::gateway::{Caller, Gateway, ToolOutput};
@@ -109,39 +109,23 @@ fn handle_line(line: &[u8], dispatcher: &Dispatcher, caller: Caller, responder: 
     }
 }
 
-/// Serialized response writes; remembers the first write error.
-struct Responder {
-    out: Mutex<Box<dyn Write + Send>>,
-    error: Mutex<Option<io::Error>>,
-}
+/// The JSON-lines responses, written whole through one [`LineWriter`].
+struct Responder(LineWriter);
 
 impl Responder {
     fn new(out: Box<dyn Write + Send>) -> Responder {
-        Responder {
-            out: Mutex::new(out),
-            error: Mutex::new(None),
-        }
+        Responder(LineWriter::new(out))
     }
 
     fn send(&self, id: Value, output: ToolOutput) {
-        let response = response_body(Some(id), output);
-        // Display of a Value is infallible (its keys are strings).
-        let mut bytes = response.to_string().into_bytes();
-        bytes.push(b'\n');
-        let mut out = self.out.lock();
-        if let Err(e) = out.write_all(&bytes).and_then(|()| out.flush()) {
-            let mut error = self.error.lock();
-            if error.is_none() {
-                *error = Some(e);
-            }
-        }
+        self.0.send(&response_body(Some(id), output));
     }
 
     fn failed(&self) -> bool {
-        self.error.lock().is_some()
+        self.0.failed()
     }
 
     fn take_error(&self) -> Option<io::Error> {
-        self.error.lock().take()
+        self.0.take_error()
     }
 }

@@ -14,14 +14,11 @@
 use std::io::{self, BufRead, Write};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-use serde_json::Value;
-
 use super::jsonrpc::{RpcError, INVALID_REQUEST};
 use super::{McpSession, PendingCalls, Step, ToolCall, Transport};
 use crate::frame::{read_line, Line};
 use crate::gateway::{Caller, Gateway};
-use crate::transport::{saturated, Dispatcher, WORKER_STACK};
+use crate::transport::{saturated, Dispatcher, LineWriter, WORKER_STACK};
 
 /// Serves MCP from `input` until EOF, writing messages to `output`.
 ///
@@ -102,41 +99,5 @@ fn start_call(
     if spawned.is_err() {
         // The closure (with the ticket and the slot) was dropped: both are released.
         writer.send(&fallback.respond(saturated()).message);
-    }
-}
-
-/// Whole-line, serialized writes of JSON messages; remembers the first write error.
-struct LineWriter {
-    out: Mutex<Box<dyn Write + Send>>,
-    error: Mutex<Option<io::Error>>,
-}
-
-impl LineWriter {
-    fn new(out: Box<dyn Write + Send>) -> LineWriter {
-        LineWriter {
-            out: Mutex::new(out),
-            error: Mutex::new(None),
-        }
-    }
-
-    fn send(&self, message: &Value) {
-        // Display of a Value is infallible (its keys are strings).
-        let mut bytes = message.to_string().into_bytes();
-        bytes.push(b'\n');
-        let mut out = self.out.lock();
-        if let Err(e) = out.write_all(&bytes).and_then(|()| out.flush()) {
-            let mut error = self.error.lock();
-            if error.is_none() {
-                *error = Some(e);
-            }
-        }
-    }
-
-    fn failed(&self) -> bool {
-        self.error.lock().is_some()
-    }
-
-    fn take_error(&self) -> Option<io::Error> {
-        self.error.lock().take()
     }
 }
