@@ -3,9 +3,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::path::PathBuf;
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::json;
@@ -16,36 +15,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
 /// `target/<profile>/examples/sdk_tasks_plugin`, built with the same cargo on first use
 /// (`cargo test --test sdk_example` does not build examples by itself).
 fn example_path() -> PathBuf {
-    static BUILT: OnceLock<()> = OnceLock::new();
-    let exe = std::env::current_exe().expect("current_exe");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>");
-    BUILT.get_or_init(|| {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") | None => "dev",
-            Some(other) => other,
-        };
-        let status = Command::new(cargo)
-            .args([
-                "build",
-                "--quiet",
-                "--example",
-                "sdk_tasks_plugin",
-                "--profile",
-                profile,
-            ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stdin(Stdio::null())
-            .status()
-            .expect("run cargo build --example sdk_tasks_plugin");
-        assert!(status.success(), "building the example failed");
-    });
-    profile_dir
-        .join("examples")
-        .join(format!("sdk_tasks_plugin{}", std::env::consts::EXE_SUFFIX))
+    common::example_path("sdk_tasks_plugin")
 }
 
 /// A temp dir with a runner.toml for the example; removed on drop.

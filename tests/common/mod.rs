@@ -22,44 +22,58 @@ pub const GENEROUS: Duration = Duration::from_secs(5);
 /// `cargo test` builds examples, but `cargo test --test NAME` does not: the first call builds
 /// the fixture with the same cargo (a no-op when it is fresh), so a stale fixture is never used.
 pub fn fixture_path() -> PathBuf {
-    static BUILT: OnceLock<()> = OnceLock::new();
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| example_path("fixture_plugin")).clone()
+}
+
+/// `target/<profile>/examples/NAME`, built by the same cargo that runs the tests (a no-op when
+/// it is fresh).
+///
+/// The variables cargo sets for a running test (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, …) are
+/// removed from the nested cargo's environment: build scripts that watch them (ring's does)
+/// would otherwise see them change and rebuild on every switch between the two cargos.
+pub fn example_path(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let deps = exe.parent().expect("test binary has a parent directory");
     let profile_dir = deps.parent().expect("deps has a parent directory");
-    BUILT.get_or_init(|| build_fixture(profile_dir));
-    let path = profile_dir
-        .join("examples")
-        .join(format!("fixture_plugin{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.is_file(),
-        "fixture plugin not built at {}: run `cargo test` (or `cargo build --example fixture_plugin`)",
-        path.display()
-    );
-    path
-}
-
-/// Builds the fixture into `profile_dir` (`target/debug` → the dev profile, else the profile
-/// named like the directory).
-fn build_fixture(profile_dir: &Path) {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") | None => "dev",
         Some(other) => other,
     };
-    let status = Command::new(cargo)
-        .args([
-            "build",
-            "--quiet",
-            "--example",
-            "fixture_plugin",
-            "--profile",
-            profile,
-        ])
+    let mut command = Command::new(cargo);
+    command
+        .args(["build", "--quiet", "--example", name, "--profile", profile])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(Stdio::null())
+        .stdin(Stdio::null());
+    for (key, _) in std::env::vars_os() {
+        let key_text = key.to_string_lossy();
+        let set_for_the_test = [
+            "CARGO_MANIFEST_",
+            "CARGO_PKG_",
+            "CARGO_BIN_",
+            "CARGO_CRATE_",
+        ]
+        .iter()
+        .any(|prefix| key_text.starts_with(prefix))
+            || ["CARGO_PRIMARY_PACKAGE", "CARGO_TARGET_TMPDIR", "OUT_DIR"].contains(&&*key_text);
+        if set_for_the_test {
+            command.env_remove(&key);
+        }
+    }
+    let status = command
         .status()
-        .expect("run cargo build --example fixture_plugin");
-    assert!(status.success(), "building the fixture plugin failed");
+        .unwrap_or_else(|e| panic!("run cargo build --example {name}: {e}"));
+    assert!(status.success(), "building the example {name} failed");
+    let path = profile_dir
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "example not built at {}: run `cargo build --example {name}`",
+        path.display()
+    );
+    path
 }
 
 /// One fixture plugin run: a private temp directory holding the stdin log and the pid file.
