@@ -62,22 +62,30 @@ mod client;
 #[cfg(feature = "http-server")]
 pub mod inspector;
 #[cfg(feature = "http-server")]
+mod listener;
+#[cfg(feature = "http-server")]
 mod server;
 #[cfg(feature = "http-server")]
 mod tokens;
+#[cfg(feature = "http-server")]
+mod wire;
 
 #[cfg(feature = "http-client")]
 pub use client::{
     ClientError, ClientOptions, HttpClient, ProxyChoice, CONNECT_TIMEOUT, READ_TIMEOUT,
 };
 #[cfg(feature = "http-server")]
+pub use listener::MAX_CONNECTIONS;
+#[cfg(feature = "http-server")]
 #[cfg(all(feature = "http-server", feature = "fuzzing"))]
 #[doc(hidden)]
 pub use server::fuzz_answer_body;
 #[cfg(feature = "http-server")]
-pub use server::{HttpServer, HttpStopper, ACCEPT_THREADS, UNAUTHORIZED};
+pub use server::{HttpServer, HttpStopper, UNAUTHORIZED};
 #[cfg(feature = "http-server")]
 pub use tokens::{Tokens, TokensError, MIN_TOKEN_BYTES};
+#[cfg(feature = "http-server")]
+pub use wire::{KEEP_ALIVE_IDLE, MAX_HEADERS, MAX_HEAD_BYTES, REQUEST_DEADLINE, WRITE_DEADLINE};
 
 /// The one route of the HTTP transport.
 pub const TOOLS_CALL_PATH: &str = "/api/tools/call";
