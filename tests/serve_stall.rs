@@ -271,9 +271,13 @@ fn eighty_connections_stalled_mid_header_delay_no_one_and_are_closed() {
             let partial = match i % 3 {
                 0 => "POST /api/tools/ca".to_string(),
                 1 => "POST /api/tools/call HTTP/1.1\r\nHost: x\r\n".to_string(),
-                _ => format!("POST /api/tools/call HTTP/1.1\r\nAuthorization: Bearer {ALL}\r\nCont"),
+                _ => {
+                    format!("POST /api/tools/call HTTP/1.1\r\nAuthorization: Bearer {ALL}\r\nCont")
+                }
             };
-            stream.write_all(partial.as_bytes()).expect("send a partial head");
+            stream
+                .write_all(partial.as_bytes())
+                .expect("send a partial head");
             stream
         })
         .collect();
@@ -339,20 +343,28 @@ fn a_body_that_stops_coming_frees_its_slot_and_its_connection() {
     let mut held: Vec<TcpStream> = (0..64)
         .map(|_| {
             let mut stream = TcpStream::connect(server.addr).expect("connect");
-            stream.write_all(head.as_bytes()).expect("send a partial body");
+            stream
+                .write_all(head.as_bytes())
+                .expect("send a partial body");
             stream
         })
         .collect();
     // They do hold the slots: a request finds none free (503, not started) ...
     let saturated = loop {
-        assert!(opened.elapsed() < PROMPT, "the slow bodies never held the slots");
+        assert!(
+            opened.elapsed() < PROMPT,
+            "the slow bodies never held the slots"
+        );
         match exchange(server.addr, &list_request(true), PROMPT) {
             (503, body) => break body,
             (status, body) => assert_eq!(status, 200, "{body}"),
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert_eq!(saturated["output"]["error"]["code"], json!("gateway_saturated"));
+    assert_eq!(
+        saturated["output"]["error"]["code"],
+        json!("gateway_saturated")
+    );
     assert_eq!(saturated["output"]["dispatch"], json!("not_started"));
     // ... until the server cuts them off (408) while their clients are still connected.
     for stream in &mut held {
@@ -396,7 +408,9 @@ fn an_idle_keep_alive_connection_is_closed_and_stop_is_prompt() {
                 stream.set_read_timeout(Some(LIMIT)).unwrap();
                 assert_eq!(read_response(&mut stream).0, 200);
             } else {
-                stream.write_all(b"POST /api/tools/call HTTP/1.1\r\n").unwrap();
+                stream
+                    .write_all(b"POST /api/tools/call HTTP/1.1\r\n")
+                    .unwrap();
             }
             stream
         })
@@ -415,7 +429,9 @@ fn connections_beyond_the_limit_are_refused_with_503() {
     let mut open: Vec<TcpStream> = (0..MAX_CONNECTIONS)
         .map(|_| {
             let mut stream = TcpStream::connect(server.addr).expect("connect");
-            stream.write_all(b"POST /api/tools/call HTTP/1.1\r\n").unwrap();
+            stream
+                .write_all(b"POST /api/tools/call HTTP/1.1\r\n")
+                .unwrap();
             stream
         })
         .collect();
