@@ -452,3 +452,62 @@ fn connections_beyond_the_limit_are_refused_with_503() {
     assert_eq!(status, 200);
     server.stop();
 }
+
+#[test]
+fn chunked_bodies_continue_pipelining_and_bad_heads() {
+    let server = Server::start("framing");
+    let connect = || {
+        let stream = TcpStream::connect(server.addr).expect("connect");
+        stream.set_read_timeout(Some(LIMIT)).unwrap();
+        stream
+    };
+    let body = json!({"tool": "plugin_tool", "params": {"action": "list", "runner": "local"}});
+    let body = body.to_string();
+    let (first, rest) = body.split_at(10);
+    // A chunked body (with an extension and a trailer).
+    let mut stream = connect();
+    let chunked = format!(
+        "POST /api/tools/call HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ALL}\r\n\
+         Transfer-Encoding: chunked\r\n\r\n{:x};x=y\r\n{first}\r\n{:x}\r\n{rest}\r\n0\r\nT: v\r\n\r\n",
+        first.len(),
+        rest.len()
+    );
+    stream.write_all(chunked.as_bytes()).unwrap();
+    assert_eq!(read_response(&mut stream).0, 200);
+    // Expect: 100-continue, on the same (kept-alive) connection.
+    let head = format!(
+        "POST /api/tools/call HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ALL}\r\n\
+         Expect: 100-continue\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut interim = [0u8; 25];
+    stream.read_exact(&mut interim).unwrap();
+    assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
+    stream.write_all(body.as_bytes()).unwrap();
+    assert_eq!(read_response(&mut stream).0, 200);
+    // Two pipelined requests, answered in order.
+    let two = format!("{}{}", list_request(false), list_request(true));
+    stream.write_all(two.as_bytes()).unwrap();
+    assert_eq!(read_response(&mut stream).0, 200);
+    assert_eq!(read_response(&mut stream).0, 200);
+    assert!(closed_by_server(&mut stream, Instant::now()).is_empty());
+    // Heads the server refuses, each answered and closed.
+    let big = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "v".repeat(20 * 1024));
+    let gzip = "POST /api/tools/call HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n";
+    let both = "POST /api/tools/call HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\
+                Content-Length: 3\r\n\r\n";
+    for (raw, status) in [
+        (big.as_str(), 431),
+        (gzip, 501),
+        (both, 400),
+        ("HELLO\r\n\r\n", 400),
+    ] {
+        let mut stream = connect();
+        stream.write_all(raw.as_bytes()).unwrap();
+        let sent = closed_by_server(&mut stream, Instant::now());
+        assert_eq!(status_of(&sent), Some(status), "{raw:.40}");
+    }
+    server.wait_threads("threads released", |n| n == 0);
+    server.stop();
+}

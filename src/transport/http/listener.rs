@@ -336,16 +336,18 @@ impl Connection {
 
 /// Answers a head that could not be read (when it deserves an answer), then closes.
 fn answer_bad_head(mut conn: Conn, error: HeadError, deadline: Instant) {
-    if let Some(status) = error.status() {
-        let body = super::server::transport_failure_body(match error {
-            HeadError::TimedOut => "the request head did not arrive in time",
-            HeadError::TooLarge => "the request head is too large",
-            HeadError::Unsupported => "only the chunked transfer coding is supported",
-            _ => "not an HTTP/1.1 request",
-        })
-        .to_string();
-        let headers = [("Content-Type", "application/json")];
-        let _ = conn.write_response(status, &headers, body.as_bytes(), false);
-    }
+    // Closed by the client, or idle: nothing to answer, nothing to linger for.
+    let Some(status) = error.status() else {
+        return;
+    };
+    let body = super::server::transport_failure_body(match error {
+        HeadError::TimedOut => "the request head did not arrive in time",
+        HeadError::TooLarge => "the request head is too large",
+        HeadError::Unsupported => "only the chunked transfer coding is supported",
+        _ => "not an HTTP/1.1 request",
+    })
+    .to_string();
+    let headers = [("Content-Type", "application/json")];
+    let _ = conn.write_response(status, &headers, body.as_bytes(), false);
     conn.close(deadline);
 }
