@@ -13,7 +13,7 @@
 //!
 //! [`transport`] carries `plugin_tool` requests to the gateway: JSON lines on any reader and
 //! writer, and (features `http-server`, `http-client`) HTTP. The default feature `cli` adds what
-//! the `webcodex-plugin` binary needs; `default-features = false` leaves out clap, tiny_http,
+//! the `webcodex-plugin` binary needs; `default-features = false` leaves out clap, httparse,
 //! env_logger and the HTTP client. [`mcp`] serves the same `plugin_tool` over the Model Context
 //! Protocol (both eras; stdio, and `POST /mcp` on the HTTP server), with no extra dependency.
 //!

@@ -430,11 +430,9 @@ fn the_in_flight_bound_answers_503_gateway_saturated() {
         stream
     };
     let mut held: Vec<TcpStream> = (0..64).map(|_| hold()).collect();
-    // tiny_http hands connections to its thread pool, which may leave a new connection queued
-    // while every pool thread is blocked (here: by the held requests) until another connection
-    // arrives or ends: a probe that gets no answer soon is abandoned and the next one sent.
-    // A probe may also take a slot just before a held request arrives; that one is answered
-    // 503 and another is held.
+    // A probe that gets no answer soon is abandoned and the next one sent. A probe may also
+    // take a slot just before a held request arrives; that one is answered 503 and another is
+    // held.
     let list = json!({"action": "list", "runner": "local"});
     let probe = json!({"tool": "plugin_tool", "params": list}).to_string();
     let probe = format!(

@@ -1,6 +1,6 @@
 //! The synchronous HTTP transport of `webcodex-plugin serve` and its client (docs/PROTOCOL.md §9.3,
-//! HTTP; §8.2, scopes). No async runtime: [`tiny_http`] parses HTTP on its own connection threads
-//! and this module answers on plain threads.
+//! HTTP; §8.2, scopes). No async runtime: a small HTTP/1.1 server on `std::net` (request heads
+//! parsed by `httparse`) serves each connection on a plain thread, every phase under a deadline.
 //!
 //! # Protocol
 //! One route, `POST /api/tools/call` (a query string is ignored), with the body of the stdio
@@ -28,56 +28,75 @@
 //! a JSON-RPC error without an id.
 //!
 //! # Concurrency
-//! [`ACCEPT_THREADS`] threads (`wc-http-accept`) pull requests from tiny_http, route and
-//! authenticate them, and hand each one, with an in-flight slot, to a fixed pool of
-//! [`MAX_IN_FLIGHT`] handler threads (`wc-http-req`) that read the body, run `plugin_tool` and
-//! respond. A request that finds no free slot is answered at once with 503 `gateway_saturated`
-//! (not started), so a slow call never blocks list, describe or another provider, and nothing is
-//! queued without bound. [`HttpStopper::stop`] makes the acceptors stop; [`HttpServer::run`]
-//! then waits for every handler (each bounded by its request's deadline) and returns.
+//! One acceptor (the thread of [`HttpServer::run`]) hands each connection to a thread of its
+//! own (`wc-http-conn`), at most [`MAX_CONNECTIONS`] at once (beyond: 503 `gateway_saturated`
+//! and close). That thread reads a request head, routes and authenticates it, takes one of the
+//! [`MAX_IN_FLIGHT`] in-flight slots (none free: 503 `gateway_saturated`, not started, nothing
+//! queued), reads the body, runs `plugin_tool`, frees the slot and writes the response; then
+//! it waits for the next request on the same connection (keep-alive). So a slow call never
+//! blocks list, describe or another provider. [`HttpStopper::stop`] wakes the acceptor (on
+//! Linux by shutting the listening socket down, no polling) and closes every connection that
+//! is not handling a request; [`HttpServer::run`] returns once the others have answered.
 //!
 //! # Tokens
 //! See [`Tokens`]: only SHA-256 digests of tokens are kept, a presented token is compared
 //! against every entry in constant time, and no token is ever logged or echoed in an error.
 //!
-//! # Limits (tiny_http 0.12)
-//! tiny_http sets no socket timeouts, and it reads and discards the unread rest of a declared
-//! body (over 1 KiB) when a request is dropped. So a request rejected before its body was read
-//! (401, 404, 405, 413, 503) is answered and dropped on a short-lived thread of its own
-//! (`wc-http-reject`): acceptors and handler slots never wait for a client. A client that
-//! never finishes sending the body of an accepted request still holds its handler slot until
-//! it disconnects, and an idle keep-alive connection holds one tiny_http thread. tiny_http's
-//! connection pool may also leave a new connection waiting while all of its threads are busy,
-//! until another connection ends. Keep the server on loopback or behind a proxy that enforces
-//! timeouts.
+//! # Limits
+//! A client that stalls holds its connection thread, and a slot if it has one, for at most
+//! these bounds (docs/DECISIONS.md, HTTP transport):
+//! - [`REQUEST_DEADLINE`] (10 s): from the moment a connection is ready for a request
+//!   (accepted, or its previous response written) until the head and the body have arrived.
+//!   A head that does not arrive in time is answered 408 and the connection closed; so is a
+//!   body (`invalid_request`), and its slot is freed. Every socket read waits only for the time
+//!   left, so trickling bytes does not extend it.
+//! - [`KEEP_ALIVE_IDLE`] (5 s): for the first byte of a request; an idle connection is closed.
+//! - [`WRITE_DEADLINE`] (10 s): for writing one response to a client that does not read (the
+//!   slot is already free by then).
+//! - [`MAX_HEAD_BYTES`] (16 KiB) and [`MAX_HEADERS`] (64): a larger head is answered 431.
+//! - [`MAX_BODY_BYTES`] (1 MiB): a larger body is answered 413 (`Content-Length` or chunked).
+//! - [`MAX_CONNECTIONS`] (256) connection threads.
+//!
+//! A request answered without reading its body (401, 404, 405, 413, …) keeps its connection
+//! when the body can be read and dropped (declared, at most 4 MiB) within the same deadline;
+//! otherwise the connection is closed after the response.
 //!
 //! [`HttpClient`] is the client side used by the CLI's `--server-url` mode (docs/PROTOCOL.md,
 //! client mode): `ureq` with rustls, one POST per request on a fresh connection, http or
 //! https, a proxy, connect and read timeouts, a bounded response read, never retried.
 //!
 //! [`MAX_IN_FLIGHT`]: crate::transport::MAX_IN_FLIGHT
+//! [`MAX_CONNECTIONS`]: listener::MAX_CONNECTIONS
 
 #[cfg(feature = "http-client")]
 mod client;
 #[cfg(feature = "http-server")]
 pub mod inspector;
 #[cfg(feature = "http-server")]
+mod listener;
+#[cfg(feature = "http-server")]
 mod server;
 #[cfg(feature = "http-server")]
 mod tokens;
+#[cfg(feature = "http-server")]
+mod wire;
 
 #[cfg(feature = "http-client")]
 pub use client::{
     ClientError, ClientOptions, HttpClient, ProxyChoice, CONNECT_TIMEOUT, READ_TIMEOUT,
 };
 #[cfg(feature = "http-server")]
+pub use listener::MAX_CONNECTIONS;
+#[cfg(feature = "http-server")]
 #[cfg(all(feature = "http-server", feature = "fuzzing"))]
 #[doc(hidden)]
 pub use server::fuzz_answer_body;
 #[cfg(feature = "http-server")]
-pub use server::{HttpServer, HttpStopper, ACCEPT_THREADS, UNAUTHORIZED};
+pub use server::{HttpServer, HttpStopper, UNAUTHORIZED};
 #[cfg(feature = "http-server")]
 pub use tokens::{Tokens, TokensError, MIN_TOKEN_BYTES};
+#[cfg(feature = "http-server")]
+pub use wire::{KEEP_ALIVE_IDLE, MAX_HEADERS, MAX_HEAD_BYTES, REQUEST_DEADLINE, WRITE_DEADLINE};
 
 /// The one route of the HTTP transport.
 pub const TOOLS_CALL_PATH: &str = "/api/tools/call";

@@ -11,12 +11,9 @@
 //! `X-Frame-Options: DENY` and `Referrer-Policy: no-referrer`. The script renders everything a
 //! plugin supplies as text (`textContent`, `createElement`), never as HTML.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-
 use serde_json::{json, Value};
-use tiny_http::{Header, Request, Response};
 
+use super::listener::Exchange;
 use crate::gateway::{Scope, Scopes};
 
 /// The page itself.
@@ -86,81 +83,21 @@ pub(crate) fn whoami_body(scopes: Scopes) -> Value {
     json!({ "scopes": names })
 }
 
-/// At most this many page and asset responses are written at once, each on a thread of its own
-/// (`wc-http-page`): an acceptor never writes a page body, so a client that does not read (or
-/// pipelines requests it never reads) holds a writer, not the server.
-pub const MAX_PAGE_WRITERS: usize = 32;
-/// Stack size of a page writer thread.
-const PAGE_WRITER_STACK: usize = 64 * 1024;
-
-/// The page writers of one server: a count bounded by [`MAX_PAGE_WRITERS`].
-#[derive(Debug, Default, Clone)]
-pub(crate) struct PageWriters(Arc<AtomicUsize>);
-
-impl PageWriters {
-    /// Answers `request` with an asset on a writer thread; gives the request back when every
-    /// writer is busy or no thread could be started (the caller answers it another way).
-    pub(crate) fn respond(
-        &self,
-        request: Request,
-        content_type: &'static str,
-        body: &'static str,
-    ) -> Option<Request> {
-        let count = &self.0;
-        let acquired = count
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n < MAX_PAGE_WRITERS).then_some(n + 1)
-            })
-            .is_ok();
-        if !acquired {
-            return Some(request);
-        }
-        // The thread owns the request; when no thread can be started it comes back through here.
-        let slot = Arc::new(parking_lot::Mutex::new(Some(request)));
-        let (moved, writers) = (slot.clone(), count.clone());
-        let spawned = std::thread::Builder::new()
-            .name("wc-http-page".into())
-            .stack_size(PAGE_WRITER_STACK)
-            .spawn(move || {
-                if let Some(request) = moved.lock().take() {
-                    respond(request, 200, content_type, body.as_bytes(), &[]);
-                }
-                writers.fetch_sub(1, Ordering::SeqCst);
-            });
-        match spawned {
-            Ok(_) => None,
-            Err(e) => {
-                count.fetch_sub(1, Ordering::SeqCst);
-                log::warn!("http: no thread for a page response: {e}");
-                slot.lock().take()
-            }
-        }
-    }
-}
-
 /// Answers `request` with `status`, `body` and the [`SECURITY_HEADERS`] plus `extra` headers.
+/// The connection's own thread writes it, within the write deadline, so a client that does
+/// not read holds only its connection.
 pub(crate) fn respond(
-    request: Request,
+    request: &mut Exchange<'_>,
     status: u16,
     content_type: &str,
     body: &[u8],
     extra: &[(&str, &str)],
 ) {
-    let mut response = Response::from_data(body.to_vec())
-        .with_status_code(status)
-        .with_chunked_threshold(usize::MAX);
-    let content_type = ("Content-Type", content_type);
-    for (field, value) in std::iter::once(&content_type)
-        .chain(SECURITY_HEADERS.iter())
-        .chain(extra)
-    {
-        if let Ok(header) = Header::from_bytes(field.as_bytes(), value.as_bytes()) {
-            response.add_header(header);
-        }
-    }
-    if let Err(e) = request.respond(response) {
-        log::debug!("http: writing an inspector response failed: {e}");
-    }
+    let headers: Vec<(&str, &str)> = std::iter::once(("Content-Type", content_type))
+        .chain(SECURITY_HEADERS)
+        .chain(extra.iter().copied())
+        .collect();
+    request.respond(status, &headers, body);
 }
 
 #[cfg(test)]

@@ -1,0 +1,688 @@
+//! HTTP/1.1 on one accepted connection: the request head (parsed by `httparse`), the body
+//! (`Content-Length` or chunked) and the response, each bounded in size and in time.
+//!
+//! Every read and write on the socket is given the time left before a deadline as its socket
+//! timeout, so a client that stops sending (or reading) holds the connection until that
+//! deadline and no longer; see the limits in [`super`].
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The most bytes of a request line and headers; a larger head is answered 431.
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+/// The most header fields of a request; more are answered 431.
+pub const MAX_HEADERS: usize = 64;
+/// From the moment a connection is ready for a request (accepted, or its previous response
+/// written) until that request's head and body have been read.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
+/// How long a connection may wait for the first byte of a request (an idle keep-alive
+/// connection, or a new connection that sends nothing) before the server closes it.
+pub const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(5);
+/// How long writing one response may take (a client that does not read is cut off).
+pub const WRITE_DEADLINE: Duration = Duration::from_secs(10);
+/// The most bytes of an unread request body the server reads and throws away to keep the
+/// connection open after answering without it; a larger body closes the connection.
+const MAX_DISCARD_BYTES: u64 = 4 << 20;
+/// The longest chunk-size or trailer line of a chunked body.
+const MAX_LINE_BYTES: usize = 1024;
+/// How long a connection closed with unread input keeps reading (and dropping) it, so the
+/// client receives the response instead of a reset.
+const LINGER: Duration = Duration::from_secs(2);
+
+/// How a request's body is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// `Content-Length` (0 when absent).
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+}
+
+impl Framing {
+    /// True when the body is known to be larger than `max` bytes before reading it.
+    pub(crate) fn exceeds(self, max: usize) -> bool {
+        matches!(self, Framing::Length(n) if n > max as u64)
+    }
+}
+
+/// A parsed request line and header fields.
+#[derive(Debug, Clone)]
+pub(crate) struct Head {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    framing: Framing,
+    keep_alive: bool,
+    expect_continue: bool,
+}
+
+/// Why no request head was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HeadError {
+    /// The client closed, or sent nothing within [`KEEP_ALIVE_IDLE`]: close quietly.
+    Idle,
+    /// The head did not arrive within [`REQUEST_DEADLINE`] (408).
+    TimedOut,
+    /// Over [`MAX_HEAD_BYTES`] or [`MAX_HEADERS`] (431).
+    TooLarge,
+    /// Not an HTTP/1.x request head, or an ambiguous body framing (400).
+    Malformed,
+    /// A transfer coding other than `chunked` (501).
+    Unsupported,
+}
+
+impl HeadError {
+    /// The status to answer with before closing; `None` to close without answering.
+    pub(crate) fn status(self) -> Option<u16> {
+        match self {
+            HeadError::Idle => None,
+            HeadError::TimedOut => Some(408),
+            HeadError::TooLarge => Some(431),
+            HeadError::Malformed => Some(400),
+            HeadError::Unsupported => Some(501),
+        }
+    }
+}
+
+/// Why a request body was not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyError {
+    /// Larger than the limit asked for.
+    TooLarge,
+    /// Not complete before the request's deadline.
+    TimedOut,
+    /// The connection ended, or the chunked framing is broken.
+    Broken,
+}
+
+impl Head {
+    /// The request method, e.g. `POST`.
+    pub(crate) fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The request target without its query string.
+    pub(crate) fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or_default()
+    }
+
+    /// The values of every header field named `name` (ASCII case-insensitive), in order.
+    pub(crate) fn values<'h>(&'h self, name: &'h str) -> impl Iterator<Item = &'h str> + 'h {
+        self.headers
+            .iter()
+            .filter(move |(field, _)| field.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// The value of header `name` when it is given exactly once; absent or repeated → `None`.
+    pub(crate) fn unique<'h>(&'h self, name: &'h str) -> Option<&'h str> {
+        let mut values = self.values(name);
+        match (values.next(), values.next()) {
+            (Some(value), None) => Some(value),
+            _ => None,
+        }
+    }
+
+    /// True when the request declares a non-empty body (or a chunked one).
+    pub(crate) fn has_body(&self) -> bool {
+        self.framing != Framing::Length(0)
+    }
+
+    /// The declared body length; `None` for a chunked body.
+    pub(crate) fn declared_length(&self) -> Option<u64> {
+        match self.framing {
+            Framing::Length(n) => Some(n),
+            Framing::Chunked => None,
+        }
+    }
+
+    /// How the body is delimited.
+    pub(crate) fn framing(&self) -> Framing {
+        self.framing
+    }
+
+    /// True when the connection may stay open after this request (HTTP/1.1 without
+    /// `Connection: close`, or HTTP/1.0 with `Connection: keep-alive`).
+    pub(crate) fn keep_alive(&self) -> bool {
+        self.keep_alive
+    }
+
+    /// True when the client waits for `100 Continue` before it sends the body.
+    pub(crate) fn expect_continue(&self) -> bool {
+        self.expect_continue
+    }
+
+    fn from_parsed(request: &httparse::Request<'_, '_>) -> Result<Head, HeadError> {
+        let headers: Vec<(String, String)> = request
+            .headers
+            .iter()
+            .map(|h| {
+                let value = String::from_utf8_lossy(h.value).trim().to_string();
+                (h.name.to_string(), value)
+            })
+            .collect();
+        let mut head = Head {
+            method: request.method.unwrap_or_default().to_string(),
+            target: request.path.unwrap_or_default().to_string(),
+            headers,
+            framing: Framing::Length(0),
+            keep_alive: false,
+            expect_continue: false,
+        };
+        head.framing = head.parse_framing()?;
+        let has_token = |token: &str| {
+            head.values("Connection")
+                .flat_map(|v| v.split(','))
+                .any(|t| t.trim().eq_ignore_ascii_case(token))
+        };
+        let keep_alive = match request.version {
+            Some(1) => !has_token("close"),
+            _ => has_token("keep-alive"),
+        };
+        let expect_continue = head
+            .values("Expect")
+            .any(|v| v.eq_ignore_ascii_case("100-continue"));
+        head.keep_alive = keep_alive;
+        head.expect_continue = expect_continue;
+        Ok(head)
+    }
+
+    /// The body framing (RFC 9112 §6.3): chunked only as the one transfer coding, never beside
+    /// a `Content-Length`; one `Content-Length` of digits only.
+    fn parse_framing(&self) -> Result<Framing, HeadError> {
+        let codings: Vec<&str> = self
+            .values("Transfer-Encoding")
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .collect();
+        let mut lengths = self.values("Content-Length");
+        if !codings.is_empty() {
+            if lengths.next().is_some() {
+                return Err(HeadError::Malformed);
+            }
+            return match codings.as_slice() {
+                [coding] if coding.eq_ignore_ascii_case("chunked") => Ok(Framing::Chunked),
+                _ => Err(HeadError::Unsupported),
+            };
+        }
+        match (lengths.next(), lengths.next()) {
+            (None, _) => Ok(Framing::Length(0)),
+            (Some(value), None)
+                if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                value
+                    .parse()
+                    .map(Framing::Length)
+                    .map_err(|_| HeadError::Malformed)
+            }
+            _ => Err(HeadError::Malformed),
+        }
+    }
+}
+
+/// One accepted connection and the bytes read from it but not yet consumed.
+pub(crate) struct Conn {
+    stream: TcpStream,
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+}
+
+impl Conn {
+    /// Wraps an accepted stream.
+    pub(crate) fn new(stream: TcpStream) -> Conn {
+        let _ = stream.set_nodelay(true);
+        Conn {
+            stream,
+            buf: vec![0; MAX_HEAD_BYTES].into_boxed_slice(),
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// Reads the next request head. The first byte must come before `idle`, the whole head
+    /// before `deadline`.
+    pub(crate) fn read_head(
+        &mut self,
+        idle: Instant,
+        deadline: Instant,
+    ) -> Result<Head, HeadError> {
+        loop {
+            // Empty lines before a request line are ignored (RFC 9112 §2.2).
+            while self.start < self.end && matches!(self.buf[self.start], b'\r' | b'\n') {
+                self.start += 1;
+            }
+            if self.start < self.end {
+                let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                let mut request = httparse::Request::new(&mut fields);
+                match request.parse(&self.buf[self.start..self.end]) {
+                    Ok(httparse::Status::Complete(n)) => {
+                        let head = Head::from_parsed(&request);
+                        self.start += n;
+                        return head;
+                    }
+                    Ok(httparse::Status::Partial) => {}
+                    Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooLarge),
+                    Err(_) => return Err(HeadError::Malformed),
+                }
+                if self.end - self.start >= MAX_HEAD_BYTES {
+                    return Err(HeadError::TooLarge);
+                }
+            }
+            let started = self.start < self.end;
+            match self.fill(if started {
+                deadline
+            } else {
+                idle.min(deadline)
+            }) {
+                Ok(0) => return Err(HeadError::Idle),
+                Ok(_) => {}
+                Err(e) if is_timeout(&e) && started => return Err(HeadError::TimedOut),
+                Err(_) => return Err(HeadError::Idle),
+            }
+        }
+    }
+
+    /// Reads a whole body of at most `max` bytes before `deadline`.
+    pub(crate) fn read_body(
+        &mut self,
+        framing: Framing,
+        max: usize,
+        deadline: Instant,
+    ) -> Result<Vec<u8>, BodyError> {
+        let mut body = Vec::new();
+        self.each_body_part(framing, max as u64, deadline, |part| {
+            body.extend_from_slice(part)
+        })?;
+        Ok(body)
+    }
+
+    /// Reads and drops a body of at most [`MAX_DISCARD_BYTES`] before `deadline`.
+    pub(crate) fn discard_body(&mut self, framing: Framing, deadline: Instant) -> bool {
+        self.each_body_part(framing, MAX_DISCARD_BYTES, deadline, |_| {})
+            .is_ok()
+    }
+
+    /// True when a body framed so is small enough for [`Conn::discard_body`].
+    pub(crate) fn discardable(framing: Framing) -> bool {
+        match framing {
+            Framing::Length(n) => n <= MAX_DISCARD_BYTES,
+            Framing::Chunked => true,
+        }
+    }
+
+    fn each_body_part(
+        &mut self,
+        framing: Framing,
+        max: u64,
+        deadline: Instant,
+        mut sink: impl FnMut(&[u8]),
+    ) -> Result<(), BodyError> {
+        match framing {
+            Framing::Length(n) if n > max => Err(BodyError::TooLarge),
+            Framing::Length(n) => self.take(n, deadline, &mut sink),
+            Framing::Chunked => {
+                let mut total = 0u64;
+                loop {
+                    let line = self.line(deadline)?;
+                    let size = line.split(|&b| b == b';').next().unwrap_or_default();
+                    let size = std::str::from_utf8(size)
+                        .ok()
+                        .and_then(|s| u64::from_str_radix(s.trim(), 16).ok())
+                        .ok_or(BodyError::Broken)?;
+                    if size == 0 {
+                        break;
+                    }
+                    total = total.saturating_add(size);
+                    if total > max {
+                        return Err(BodyError::TooLarge);
+                    }
+                    self.take(size, deadline, &mut sink)?;
+                    if !self.line(deadline)?.is_empty() {
+                        return Err(BodyError::Broken);
+                    }
+                }
+                // Trailer fields, dropped, up to the empty line.
+                let mut trailers = 0;
+                loop {
+                    let line = self.line(deadline)?;
+                    if line.is_empty() {
+                        return Ok(());
+                    }
+                    trailers += line.len();
+                    if trailers > MAX_HEAD_BYTES {
+                        return Err(BodyError::TooLarge);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Passes the next `n` bytes to `sink`.
+    fn take(
+        &mut self,
+        mut n: u64,
+        deadline: Instant,
+        sink: &mut impl FnMut(&[u8]),
+    ) -> Result<(), BodyError> {
+        while n > 0 {
+            if self.start == self.end {
+                match self.fill(deadline) {
+                    Ok(0) => return Err(BodyError::Broken),
+                    Ok(_) => {}
+                    Err(e) if is_timeout(&e) => return Err(BodyError::TimedOut),
+                    Err(_) => return Err(BodyError::Broken),
+                }
+            }
+            let available = (self.end - self.start) as u64;
+            let count = available.min(n) as usize;
+            sink(&self.buf[self.start..self.start + count]);
+            self.start += count;
+            n -= count as u64;
+        }
+        Ok(())
+    }
+
+    /// The next line (without its CR LF) of at most [`MAX_LINE_BYTES`].
+    fn line(&mut self, deadline: Instant) -> Result<Vec<u8>, BodyError> {
+        loop {
+            let pending = &self.buf[self.start..self.end];
+            if let Some(at) = pending.iter().position(|&b| b == b'\n') {
+                let mut line = pending[..at].to_vec();
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                self.start += at + 1;
+                return Ok(line);
+            }
+            if pending.len() > MAX_LINE_BYTES {
+                return Err(BodyError::Broken);
+            }
+            match self.fill(deadline) {
+                Ok(0) => return Err(BodyError::Broken),
+                Ok(_) => {}
+                Err(e) if is_timeout(&e) => return Err(BodyError::TimedOut),
+                Err(_) => return Err(BodyError::Broken),
+            }
+        }
+    }
+
+    /// Reads more bytes into the buffer, waiting until `deadline` at most; `Ok(0)` at the end
+    /// of the stream.
+    fn fill(&mut self, deadline: Instant) -> io::Result<usize> {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            return Err(io::Error::other("the read buffer is full"));
+        }
+        let left = remaining(deadline)?;
+        self.stream.set_read_timeout(Some(left))?;
+        let read = loop {
+            match self.stream.read(&mut self.buf[self.end..]) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other?,
+            }
+        };
+        self.end += read;
+        Ok(read)
+    }
+
+    /// Writes `100 Continue` (for a request that expects it, before its body is read).
+    pub(crate) fn write_continue(&mut self) -> io::Result<()> {
+        let deadline = Instant::now() + WRITE_DEADLINE;
+        self.write_all_by(b"HTTP/1.1 100 Continue\r\n\r\n", deadline)
+    }
+
+    /// Writes one response with `Content-Length`, `Date` and `Connection` headers, then
+    /// `headers` (fields or values with CR or LF are skipped), then `body`.
+    pub(crate) fn write_response(
+        &mut self,
+        status: u16,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        keep_alive: bool,
+    ) -> io::Result<()> {
+        let mut out = Vec::with_capacity(256 + body.len());
+        let connection = if keep_alive { "keep-alive" } else { "close" };
+        let _ = write!(
+            out,
+            "HTTP/1.1 {status} {}\r\nDate: {}\r\nContent-Length: {}\r\nConnection: {connection}\r\n",
+            reason(status),
+            http_date(SystemTime::now()),
+            body.len()
+        );
+        if keep_alive {
+            let _ = write!(out, "Keep-Alive: timeout={}\r\n", KEEP_ALIVE_IDLE.as_secs());
+        }
+        for (field, value) in headers {
+            let clean = |s: &str| !s.bytes().any(|b| b == b'\r' || b == b'\n');
+            if clean(field) && clean(value) && !field.is_empty() {
+                let _ = write!(out, "{field}: {value}\r\n");
+            }
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(body);
+        self.write_all_by(&out, Instant::now() + WRITE_DEADLINE)
+    }
+
+    fn write_all_by(&mut self, mut bytes: &[u8], deadline: Instant) -> io::Result<()> {
+        while !bytes.is_empty() {
+            self.stream.set_write_timeout(Some(remaining(deadline)?))?;
+            match self.stream.write(bytes) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => bytes = &bytes[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes after a final response: stops sending, then reads and drops what the client
+    /// still sends for up to [`LINGER`] (never past `deadline`) so that unread input does not
+    /// turn into a reset that destroys the response on its way.
+    pub(crate) fn close(mut self, deadline: Instant) {
+        let _ = self.stream.shutdown(Shutdown::Write);
+        let deadline = deadline.min(Instant::now() + LINGER);
+        let mut dropped = 0u64;
+        while dropped <= MAX_DISCARD_BYTES {
+            self.start = 0;
+            self.end = 0;
+            match self.fill(deadline) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => dropped += n as u64,
+            }
+        }
+    }
+}
+
+/// The time left before `deadline`; a timeout error when none is.
+fn remaining(deadline: Instant) -> io::Result<Duration> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(io::ErrorKind::TimedOut.into());
+    }
+    Ok(left)
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// The reason phrase of the statuses this server sends.
+fn reason(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        200 => "OK",
+        202 => "Accepted",
+        204 => "No Content",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        413 => "Content Too Large",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        _ => "",
+    }
+}
+
+/// An IMF-fixdate (RFC 9110 §5.6.7), e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
+fn http_date(now: SystemTime) -> String {
+    let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][(days % 7) as usize];
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let months = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{weekday}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
+        months[(month - 1) as usize],
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    #[test]
+    fn dates_are_imf_fixdates() {
+        let at = |secs| http_date(UNIX_EPOCH + Duration::from_secs(secs));
+        assert_eq!(at(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(at(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(at(951_825_600), "Tue, 29 Feb 2000 12:00:00 GMT");
+        assert_eq!(at(1_798_761_600), "Fri, 01 Jan 2027 00:00:00 GMT");
+    }
+
+    /// A connected pair: the server side as a [`Conn`], and the client's stream.
+    fn pair() -> (Conn, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        (Conn::new(server), client)
+    }
+
+    fn head_of(raw: &str) -> Result<Head, HeadError> {
+        let (mut conn, mut client) = pair();
+        client.write_all(raw.as_bytes()).unwrap();
+        client.shutdown(Shutdown::Write).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        conn.read_head(deadline, deadline)
+    }
+
+    #[test]
+    fn heads_and_framing() {
+        let head =
+            head_of("\r\nPOST /a?b HTTP/1.1\r\nContent-Length: 3\r\nX: 1\r\nx: 2\r\n\r\n").unwrap();
+        assert_eq!((head.method(), head.path()), ("POST", "/a"));
+        assert_eq!(head.declared_length(), Some(3));
+        assert!(head.keep_alive && !head.expect_continue);
+        assert_eq!(head.unique("x"), None);
+        assert_eq!(head.values("X").collect::<Vec<_>>(), ["1", "2"]);
+        let head = head_of("GET / HTTP/1.0\r\n\r\n").unwrap();
+        assert!(!head.keep_alive && !head.has_body());
+        let head = head_of("GET / HTTP/1.1\r\nConnection: Close\r\n\r\n").unwrap();
+        assert!(!head.keep_alive);
+        let head = head_of("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n").unwrap();
+        assert_eq!(head.framing, Framing::Chunked);
+        let bad = |raw: &str| head_of(raw).unwrap_err();
+        let both = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n";
+        assert_eq!(bad(both), HeadError::Malformed);
+        let gzip = "POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n";
+        assert_eq!(bad(gzip), HeadError::Unsupported);
+        let two = "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n";
+        assert_eq!(bad(two), HeadError::Malformed);
+        assert_eq!(
+            bad("POST / HTTP/1.1\r\nContent-Length: +1\r\n\r\n"),
+            HeadError::Malformed
+        );
+        assert_eq!(bad("NOT HTTP\r\n\r\n"), HeadError::Malformed);
+        assert_eq!(bad("GET / HTTP/1.1\r\nHost: x\r\n"), HeadError::Idle);
+        assert_eq!(bad(""), HeadError::Idle);
+        let many: String = (0..=MAX_HEADERS).map(|i| format!("X-{i}: v\r\n")).collect();
+        assert_eq!(
+            bad(&format!("GET / HTTP/1.1\r\n{many}\r\n")),
+            HeadError::TooLarge
+        );
+        let long = format!(
+            "GET / HTTP/1.1\r\nX: {}\r\n\r\n",
+            "v".repeat(MAX_HEAD_BYTES)
+        );
+        assert_eq!(bad(&long), HeadError::TooLarge);
+    }
+
+    #[test]
+    fn bodies_by_length_and_chunked() {
+        let (mut conn, mut client) = pair();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        client
+            .write_all(b"abcde4;ext=1\r\nwxyz\r\n2\r\n!!\r\n0\r\nTrailer: t\r\n\r\nrest")
+            .unwrap();
+        assert_eq!(
+            conn.read_body(Framing::Length(5), 5, deadline).unwrap(),
+            b"abcde"
+        );
+        assert_eq!(
+            conn.read_body(Framing::Chunked, 6, deadline).unwrap(),
+            b"wxyz!!"
+        );
+        assert_eq!(
+            conn.read_body(Framing::Length(5), 4, deadline),
+            Err(BodyError::TooLarge)
+        );
+        // Nothing of a body declared too large was read.
+        assert_eq!(
+            conn.read_body(Framing::Length(4), 4, deadline).unwrap(),
+            b"rest"
+        );
+        client.write_all(b"9\r\n123456789\r\n0\r\n\r\n").unwrap();
+        assert_eq!(
+            conn.read_body(Framing::Chunked, 8, deadline),
+            Err(BodyError::TooLarge)
+        );
+        let (mut conn, mut client) = pair();
+        client.write_all(b"short").unwrap();
+        client.shutdown(Shutdown::Write).unwrap();
+        assert_eq!(
+            conn.read_body(Framing::Length(10), 10, deadline),
+            Err(BodyError::Broken)
+        );
+    }
+
+    #[test]
+    fn a_body_that_stops_coming_times_out_at_the_deadline() {
+        let (mut conn, mut client) = pair();
+        client.write_all(b"ab").unwrap();
+        let deadline = Instant::now() + Duration::from_millis(300);
+        assert_eq!(
+            conn.read_body(Framing::Length(10), 10, deadline),
+            Err(BodyError::TimedOut)
+        );
+        drop(client);
+    }
+}
