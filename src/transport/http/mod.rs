@@ -68,7 +68,7 @@ mod tokens;
 
 #[cfg(feature = "http-client")]
 pub use client::{
-    ClientError, ClientOptions, HttpClient, ProxyChoice, CONNECT_TIMEOUT, READ_TIMEOUT,
+    ClientError, ClientOptions, HttpClient, ProxyChoice, Received, CONNECT_TIMEOUT, READ_TIMEOUT,
 };
 #[cfg(feature = "http-server")]
 #[cfg(all(feature = "http-server", feature = "fuzzing"))]
@@ -81,5 +81,9 @@ pub use tokens::{Tokens, TokensError, MIN_TOKEN_BYTES};
 
 /// The one route of the HTTP transport.
 pub const TOOLS_CALL_PATH: &str = "/api/tools/call";
+/// The response header in which `serve` names its runner instance: a random id made when the
+/// serving gateway starts, so a front gateway can tell that a runner restarted (docs/PROTOCOL.md,
+/// remote runners). It says nothing else about the runner.
+pub const RUNNER_INSTANCE_HEADER: &str = "Webcodex-Runner-Instance";
 /// The largest request body accepted, and the largest response body the client reads.
 pub const MAX_BODY_BYTES: usize = 1 << 20;

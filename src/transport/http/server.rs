@@ -14,7 +14,7 @@ use tiny_http::{Header, Method, Request, Response};
 
 use super::inspector::{self, InspectorRoute, PageWriters, WHOAMI_PATH};
 use super::tokens::{bearer, Tokens};
-use super::{MAX_BODY_BYTES, TOOLS_CALL_PATH};
+use super::{MAX_BODY_BYTES, RUNNER_INSTANCE_HEADER, TOOLS_CALL_PATH};
 use crate::error::{Dispatch, ErrorCode};
 use crate::gateway::{Caller, Gateway, Scopes, ToolOutput};
 use crate::transport::dispatcher::{
@@ -391,7 +391,11 @@ fn handle(shared: &Shared, mut job: Job) {
         return handle_mcp(shared, job, &body);
     }
     let (status, response) = answer_body(&shared.dispatcher, &job.caller, &body);
-    send(job.request, status, &response, &[], name);
+    let instance = [(
+        RUNNER_INSTANCE_HEADER,
+        shared.dispatcher.gateway().instance_id(),
+    )];
+    send(job.request, status, &response, &instance, name);
 }
 
 /// The status and body answering a read `POST /api/tools/call` body.
