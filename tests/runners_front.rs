@@ -732,7 +732,6 @@ fn stdio_gateway_with_runners_only() {
     // The stdio caller has no plugin:manage: refused at the front, never forwarded.
     let a = ask(4, json!({"action": "reload", "runner": "local"}));
     assert_eq!(a["output"]["error"]["code"], json!("insufficient_scope"));
-    drop(ask);
     drop(stdin);
     let status = common::wait_bounded(&mut child, LIMIT);
     assert_eq!(status.code(), Some(0));

@@ -229,9 +229,7 @@ fn parse_entry(index: usize, item: &toml::Value, base: &Path) -> Result<RunnerEn
                  token) or token_env (an environment variable holding it)"
             )))
         }
-        (Some(file), None) if file.is_empty() => {
-            return Err(at("token_file", "must be a path"));
-        }
+        (Some(""), None) => return Err(at("token_file", "must be a path")),
         (Some(file), None) => TokenSource::File(path(file)),
         (None, Some(var)) => {
             if var.is_empty() || var.contains(['=', '\0']) {
