@@ -7,13 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use webcodex_plugin_host::gateway::{
-    load_runners, Caller, Gateway, RemoteRunner, RunnersError, ToolOutput,
-};
+use webcodex_plugin_host::gateway::{load_runners, Caller, Gateway, RunnersError, ToolOutput};
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 use webcodex_plugin_host::provider::StderrLine;
 use webcodex_plugin_host::transport::http::{
-    ClientError, ClientOptions, HttpClient, ProxyChoice, CONNECT_TIMEOUT, READ_TIMEOUT,
+    remote_runner, ClientError, ClientOptions, HttpClient, ProxyChoice, CONNECT_TIMEOUT,
+    READ_TIMEOUT,
 };
 
 use super::{EXIT_FAILURE, EXIT_USAGE};
@@ -313,7 +312,7 @@ impl Front {
                 EXIT_USAGE
             };
             for entry in load_runners(path, self.config.is_some()).map_err(problem)? {
-                remotes.push(Arc::new(RemoteRunner::from_entry(&entry).map_err(problem)?));
+                remotes.push(Arc::new(remote_runner(&entry).map_err(problem)?));
             }
         }
         let gateway = match &self.config {

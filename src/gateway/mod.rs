@@ -19,20 +19,17 @@
 //! (stdio JSON lines, HTTP) live in [`crate::transport`].
 
 mod binding;
-#[cfg(feature = "http-client")]
 mod breaker;
 mod failure;
 mod output;
 mod params;
 mod recording;
-#[cfg(feature = "http-client")]
 mod remote;
 mod runners;
 mod scope;
 mod service;
 
 pub use binding::{Binding, BindingStore, BindingTarget, BINDING_CAPACITY, BINDING_PREFIX};
-#[cfg(feature = "http-client")]
 pub use breaker::{FAILURE_THRESHOLD, OPEN_FOR};
 pub use failure::{failure_output, Recovery};
 pub use output::MAX_DETAIL_BYTES;
@@ -41,8 +38,7 @@ pub use output::MAX_DETAIL_BYTES;
 pub use params::Action;
 pub use params::{ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
 pub use recording::{RecordingEvent, RecordingHook};
-#[cfg(feature = "http-client")]
-pub use remote::{RemoteRunner, REMOTE_RUNNER};
+pub use remote::{LinkAnswer, LinkFailure, RemoteRunner, RunnerLink, REMOTE_RUNNER};
 pub use runners::{
     load_runners, parse_runners, valid_id, RunnerEntry, RunnersError, TokenSource, MAX_RUNNERS,
     MAX_RUNNER_ID_BYTES, MAX_RUNNER_NAME_BYTES,

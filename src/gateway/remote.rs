@@ -1,11 +1,12 @@
-//! A remote runner: another machine's `webcodex-plugin serve`, reached over HTTP with this
-//! runner's own credential (feature `http-client`).
+//! A remote runner: another machine's `webcodex-plugin serve`, reached through a
+//! [`RunnerLink`] (the HTTP one is `transport::http::remote_runner`, feature `http-client`; the
+//! gateway itself knows no transport).
 //!
 //! [`RemoteRunner::forward`] sends one `plugin_tool` request and classifies what came back
 //! (docs/PROTOCOL.md, remote runners):
 //! - no connection could be made (DNS, refused, TLS handshake), or the circuit is open →
 //!   `plugin_runner_unavailable`, not started;
-//! - the runner refused the gateway's credential (401) → `plugin_runner_unavailable`, not
+//! - the runner refused the gateway's credential (HTTP 401) → `plugin_runner_unavailable`, not
 //!   started (it answers 401 before reading the body);
 //! - the request may have been sent and no usable answer came back (reset, early close,
 //!   timeout, not a `plugin_tool` response) → `plugin_gateway_timeout`: outcome unknown for
@@ -15,7 +16,7 @@
 //!   as it came.
 //!
 //! Nothing is ever retried. Messages name the runner by its id only: never its URL, token,
-//! binding or instance; the transport's own detail goes to the log.
+//! binding or instance; the link's own detail goes to the log.
 
 use std::time::Instant;
 
@@ -23,20 +24,45 @@ use serde_json::Value;
 
 use super::breaker::Breaker;
 use super::params::ActionKind;
-use super::runners::{RunnerEntry, RunnersError};
 use super::service::ToolOutput;
 use crate::error::{Dispatch, Error, ErrorCode};
-use crate::transport::http::{ClientError, ClientOptions, HttpClient, ProxyChoice};
 
 /// The runner name a front gateway addresses on a remote `serve`: the runner of its `--config`.
 pub const REMOTE_RUNNER: &str = super::service::LOCAL_RUNNER;
 
-/// One remote runner: its id and display name, a client with its credential, and its circuit
-/// breaker.
+/// How a front gateway reaches one remote runner: one `plugin_tool` request per call, never
+/// retried, with the runner's own credential.
+pub trait RunnerLink: Send + Sync {
+    /// Sends `params` (already addressed to the remote's own runner) and returns its answer.
+    fn send(&self, params: &Value) -> Result<LinkAnswer, LinkFailure>;
+}
+
+/// A `plugin_tool` answer from a remote runner.
+#[derive(Debug, Clone)]
+pub struct LinkAnswer {
+    /// The output as it came.
+    pub output: ToolOutput,
+    /// The runner instance that answered (`Webcodex-Runner-Instance`), when it names one.
+    pub instance: Option<String>,
+}
+
+/// Why a remote request produced no `plugin_tool` answer. The text is for the log only.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum LinkFailure {
+    /// No connection could be made: nothing was sent.
+    NotSent(String),
+    /// The runner refused the credential before reading the request: nothing was done.
+    Refused,
+    /// The request may have been sent; no usable answer came back.
+    Lost(String),
+}
+
+/// One remote runner: its id and display name, its link, and its circuit breaker.
 pub struct RemoteRunner {
     id: String,
     name: String,
-    client: HttpClient,
+    link: Box<dyn RunnerLink>,
     breaker: Breaker,
 }
 
@@ -48,52 +74,15 @@ impl std::fmt::Debug for RemoteRunner {
     }
 }
 
-/// A remote runner's answer: the output as it came and the runner instance that gave it.
-#[derive(Debug)]
-pub(crate) struct Answer {
-    pub(crate) output: ToolOutput,
-    pub(crate) instance: Option<String>,
-}
-
 impl RemoteRunner {
-    /// A runner from a runners-file entry: reads its token and CA file now. The proxy
-    /// environment applies as for the CLI's client mode (`NO_PROXY` exempts a host).
-    pub fn from_entry(entry: &RunnerEntry) -> Result<RemoteRunner, RunnersError> {
-        let token = entry.token()?;
-        let ca_pem = match &entry.ca_file {
-            None => None,
-            Some(path) => Some(std::fs::read(path).map_err(|e| {
-                RunnersError::new(format!(
-                    "runner `{}`: cannot read ca_file {}: {e}",
-                    entry.id,
-                    path.display()
-                ))
-            })?),
-        };
-        let options = ClientOptions {
-            ca_pem,
-            proxy: ProxyChoice::System,
-            ..ClientOptions::default()
-        };
-        RemoteRunner::new(&entry.id, &entry.name, &entry.url, &token, options)
-    }
-
-    /// A runner `id` named `name` at `url`, presenting `token`.
-    pub fn new(
-        id: &str,
-        name: &str,
-        url: &str,
-        token: &str,
-        options: ClientOptions,
-    ) -> Result<RemoteRunner, RunnersError> {
-        let client = HttpClient::new(url, token, options)
-            .map_err(|m| RunnersError::new(format!("runner `{id}`: {m}")))?;
-        Ok(RemoteRunner {
+    /// A runner `id` (routed by), shown as `name`, reached through `link`.
+    pub fn new(id: &str, name: &str, link: Box<dyn RunnerLink>) -> RemoteRunner {
+        RemoteRunner {
             id: id.to_string(),
             name: name.to_string(),
-            client,
+            link,
             breaker: Breaker::default(),
-        })
+        }
     }
 
     /// The id callers route by.
@@ -108,7 +97,7 @@ impl RemoteRunner {
 
     /// Sends one `plugin_tool` request for an action of kind `kind`; see the module text for
     /// the classification.
-    pub(crate) fn forward(&self, kind: ActionKind, params: &Value) -> Result<Answer, Error> {
+    pub(crate) fn forward(&self, kind: ActionKind, params: &Value) -> Result<LinkAnswer, Error> {
         let Some(permit) = self.breaker.admit(Instant::now()) else {
             return Err(Error::not_started(
                 ErrorCode::RunnerUnavailable,
@@ -119,32 +108,34 @@ impl RemoteRunner {
                 ),
             ));
         };
-        match self.client.exchange(params) {
-            Ok(received) => {
+        match self.link.send(params) {
+            Ok(answer) => {
                 permit.answered();
-                if received.status == 401 {
-                    log::warn!(
-                        "runner `{}` refused this gateway's token (401); fix the runners file",
-                        self.id
-                    );
-                    return Err(Error::not_started(
-                        ErrorCode::RunnerUnavailable,
-                        format!(
-                            "runner `{}` refused this gateway's credential; nothing was done \
-                             (the gateway's operator must fix it)",
-                            self.id
-                        ),
-                    ));
-                }
-                Ok(Answer {
-                    output: received.output,
-                    instance: received.runner_instance,
-                })
+                Ok(answer)
             }
-            Err(e) => {
+            Err(LinkFailure::Refused) => {
+                permit.answered();
+                log::warn!(
+                    "runner `{}` refused this gateway's token; fix the runners file",
+                    self.id
+                );
+                Err(Error::not_started(
+                    ErrorCode::RunnerUnavailable,
+                    format!(
+                        "runner `{}` refused this gateway's credential; nothing was done (the \
+                         gateway's operator must fix it)",
+                        self.id
+                    ),
+                ))
+            }
+            Err(failure) => {
                 permit.failed(Instant::now());
-                log::warn!("runner `{}`: {} failed: {e}", self.id, kind.as_str());
-                Err(self.transport_failure(kind, &e))
+                log::warn!(
+                    "runner `{}`: {} failed: {failure:?}",
+                    self.id,
+                    kind.as_str()
+                );
+                Err(self.transport_failure(kind, &failure))
             }
         }
     }
@@ -157,12 +148,12 @@ impl RemoteRunner {
             self.id,
             kind.as_str()
         );
-        self.transport_failure(kind, &ClientError::BadResponse(String::new()))
+        self.transport_failure(kind, &LinkFailure::Lost(String::new()))
     }
 
-    fn transport_failure(&self, kind: ActionKind, e: &ClientError) -> Error {
-        match e {
-            ClientError::Connect(_) | ClientError::Untrusted(_) => Error::not_started(
+    fn transport_failure(&self, kind: ActionKind, failure: &LinkFailure) -> Error {
+        match failure {
+            LinkFailure::NotSent(_) | LinkFailure::Refused => Error::not_started(
                 ErrorCode::RunnerUnavailable,
                 format!(
                     "runner `{}` is unavailable: no connection could be made; nothing was sent",

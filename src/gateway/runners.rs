@@ -57,8 +57,8 @@ pub struct RunnerEntry {
 pub struct RunnersError(String);
 
 impl RunnersError {
-    #[cfg_attr(not(feature = "http-client"), allow(dead_code))]
-    pub(crate) fn new(message: impl Into<String>) -> RunnersError {
+    /// An error with this message (which must hold no token).
+    pub fn new(message: impl Into<String>) -> RunnersError {
         RunnersError(message.into())
     }
 }

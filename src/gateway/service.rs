@@ -6,18 +6,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-#[cfg(feature = "http-client")]
 use serde_json::json;
 use serde_json::Value;
 
 use super::binding::{BindingStore, BindingTarget};
 use super::failure::failure_output;
 use super::output;
-#[cfg(feature = "http-client")]
 use super::params::ActionKind;
 use super::params::ActionRef;
 use super::recording::{RecordingEvent, RecordingHook};
-#[cfg(feature = "http-client")]
 use super::remote::{RemoteRunner, REMOTE_RUNNER};
 use super::scope::Caller;
 use crate::catalog::ToolResult;
@@ -108,7 +105,6 @@ pub struct Gateway {
 #[derive(Clone)]
 enum Runner {
     Local(Arc<Host>),
-    #[cfg(feature = "http-client")]
     Remote(Arc<RemoteRunner>),
 }
 
@@ -117,11 +113,9 @@ enum Bound {
     /// A tool of a host in this process.
     Local(BindingTarget),
     /// A tool described on a remote runner: the remote's own binding, never shown to a caller.
-    #[cfg(feature = "http-client")]
     Remote(RemoteBinding),
 }
 
-#[cfg(feature = "http-client")]
 struct RemoteBinding {
     runner: Arc<RemoteRunner>,
     /// The binding the remote runner minted.
@@ -137,7 +131,6 @@ impl Bound {
     fn names(&self) -> (String, String, String) {
         match self {
             Bound::Local(t) => (t.runner.clone(), t.plugin.clone(), t.tool.clone()),
-            #[cfg(feature = "http-client")]
             Bound::Remote(t) => (t.runner.id().to_string(), t.plugin.clone(), t.tool.clone()),
         }
     }
@@ -147,7 +140,6 @@ impl Bound {
 /// which passes through unchanged.
 enum Failure {
     Error(Error),
-    #[cfg(feature = "http-client")]
     Remote(ToolOutput),
 }
 
@@ -161,7 +153,6 @@ impl Failure {
     fn dispatch(&self) -> Dispatch {
         match self {
             Failure::Error(e) => e.dispatch(),
-            #[cfg(feature = "http-client")]
             Failure::Remote(output) => match output.output["dispatch"].as_str() {
                 Some("not_started") => Dispatch::NotStarted,
                 Some("completed") => Dispatch::Completed,
@@ -173,7 +164,6 @@ impl Failure {
     fn code(&self) -> Option<ErrorCode> {
         match self {
             Failure::Error(e) => Some(e.code()),
-            #[cfg(feature = "http-client")]
             Failure::Remote(output) => output.code(),
         }
     }
@@ -181,7 +171,6 @@ impl Failure {
     fn into_output(self) -> ToolOutput {
         match self {
             Failure::Error(e) => ToolOutput::failure(&e),
-            #[cfg(feature = "http-client")]
             Failure::Remote(output) => output,
         }
     }
@@ -222,7 +211,6 @@ impl Gateway {
 
     /// Registers (or replaces) a remote runner under its id. Bindings described on a replaced
     /// runner then fail with `plugin_replaced`.
-    #[cfg(feature = "http-client")]
     pub fn insert_remote(&self, runner: Arc<RemoteRunner>) {
         self.runners
             .write()
@@ -255,15 +243,12 @@ impl Gateway {
         }
     }
 
-    // Without the `http-client` feature every runner is local.
-    #[cfg_attr(not(feature = "http-client"), allow(clippy::unnecessary_filter_map))]
     fn hosts(&self) -> Vec<Arc<Host>> {
         self.runners
             .read()
             .values()
             .filter_map(|r| match r {
                 Runner::Local(host) => Some(host.clone()),
-                #[cfg(feature = "http-client")]
                 Runner::Remote(_) => None,
             })
             .collect()
@@ -378,7 +363,6 @@ impl Gateway {
         };
         match self.route(runner)? {
             Runner::Local(host) => Ok(self.act_local(&host, runner, action, check_stderr)?),
-            #[cfg(feature = "http-client")]
             Runner::Remote(remote) => self.act_remote(&remote, runner, action),
         }
     }
@@ -390,7 +374,6 @@ impl Gateway {
             .iter()
             .map(|(id, runner)| match runner {
                 Runner::Local(_) => (id.clone(), None),
-                #[cfg(feature = "http-client")]
                 Runner::Remote(remote) => (id.clone(), Some(remote.name().to_string())),
             })
             .collect()
@@ -472,10 +455,6 @@ impl Gateway {
     }
 
     /// Calls exactly the instance a binding recorded; never re-resolves to a same-named tool.
-    #[cfg_attr(
-        not(feature = "http-client"),
-        allow(clippy::infallible_destructuring_match)
-    )]
     fn call(
         &self,
         binding: &str,
@@ -492,12 +471,10 @@ impl Gateway {
         *seen = Some(bound.clone());
         let target = match &*bound {
             Bound::Local(target) => target,
-            #[cfg(feature = "http-client")]
             Bound::Remote(target) => {
                 return self.call_remote(target, arguments, recording_session_id)
             }
         };
-        let _ = recording_session_id;
         let host = self
             .runner(&target.runner)
             .filter(|h| h.runner_id() == target.runner_id)
@@ -563,7 +540,6 @@ impl Gateway {
 }
 
 /// The remote half of the gateway: forwarding to another machine's `serve`.
-#[cfg(feature = "http-client")]
 impl Gateway {
     /// Every action but `call` and the runner list, forwarded to a remote runner with `runner`
     /// rewritten to the remote's own runner; its answer comes back with this gateway's runner id

@@ -61,6 +61,8 @@
 mod client;
 #[cfg(feature = "http-server")]
 pub mod inspector;
+#[cfg(feature = "http-client")]
+mod remote;
 #[cfg(feature = "http-server")]
 mod server;
 #[cfg(feature = "http-server")]
@@ -70,6 +72,8 @@ mod tokens;
 pub use client::{
     ClientError, ClientOptions, HttpClient, ProxyChoice, Received, CONNECT_TIMEOUT, READ_TIMEOUT,
 };
+#[cfg(feature = "http-client")]
+pub use remote::remote_runner;
 #[cfg(feature = "http-server")]
 #[cfg(all(feature = "http-server", feature = "fuzzing"))]
 #[doc(hidden)]
