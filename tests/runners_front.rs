@@ -6,6 +6,7 @@
 //! retried).
 
 mod common;
+mod inspector_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -783,4 +784,59 @@ fn a_bad_runners_file_is_a_usage_error() {
         // No plugin was started for a bad runners file.
         assert!(common::recorded_plugin_pids(&pids).is_empty());
     }
+}
+
+/// The inspector page served by a front lists every runner, a remote one with its name and its
+/// providers, and an unreachable one with its failure, in the browser.
+#[test]
+#[ignore = "needs chromium and chromedriver"]
+fn the_inspector_of_a_front_shows_every_runner() {
+    let dir = TempDir::new("inspector");
+    let r1 = RunnerFiles::new(&dir, "r1");
+    let r2 = RunnerFiles::new(&dir, "r2");
+    let s1 = Server::runner(&r1, "127.0.0.1:0");
+    let s2 = Server::runner(&r2, "127.0.0.1:0");
+    let runners = runners_file(&dir, &[(&r1, s1.addr), (&r2, s2.addr)]);
+    s2.kill(&r2);
+    let local = runner_config(&dir, "local.toml");
+    let tokens = front_tokens(&dir);
+    let front = Server::spawn(front_command(
+        &[
+            "serve",
+            "--config",
+            s(&local),
+            "--runners",
+            s(&runners),
+            "--listen",
+            "127.0.0.1:0",
+            "--tokens",
+            s(&tokens),
+        ],
+        "unused",
+        &dir.path("local.log"),
+        &dir.path("local.pids"),
+    ));
+    let browser = inspector_support::Browser::start();
+    browser.connect(&format!("http://{}", front.addr), MANAGER);
+    let ids = browser.exec(
+        "return Array.from(document.querySelectorAll('section.runner'))\
+           .map((s) => s.getAttribute('data-runner'));",
+        vec![],
+    );
+    assert_eq!(ids, json!(["local", "r1", "r2"]));
+    let r1_section = browser.text_of("section.runner[data-runner=\"r1\"]");
+    assert!(r1_section.contains("Runner r1"), "{r1_section}");
+    assert_eq!(
+        browser.count("section.runner[data-runner=\"r1\"] article.provider[data-plugin=\"fx\"]"),
+        1
+    );
+    let r2_section = browser.text_of("section.runner[data-runner=\"r2\"]");
+    assert!(
+        r2_section.contains("plugin_runner_unavailable"),
+        "{r2_section}"
+    );
+    assert!(!r2_section.contains(&s1.addr.to_string()));
+    drop(browser);
+    front.stop();
+    s1.stop();
 }

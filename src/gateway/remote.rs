@@ -152,20 +152,25 @@ impl RemoteRunner {
     }
 
     fn transport_failure(&self, kind: ActionKind, failure: &LinkFailure) -> Error {
+        hop_failure(&self.id, kind, failure)
+    }
+}
+
+/// The failure of an action of kind `kind` on runner `id` whose request got no answer.
+fn hop_failure(id: &str, kind: ActionKind, failure: &LinkFailure) -> Error {
+    {
         match failure {
             LinkFailure::NotSent(_) | LinkFailure::Refused => Error::not_started(
                 ErrorCode::RunnerUnavailable,
                 format!(
-                    "runner `{}` is unavailable: no connection could be made; nothing was sent",
-                    self.id
+                    "runner `{id}` is unavailable: no connection could be made; nothing was sent"
                 ),
             ),
             _ if changes_nothing(kind) => Error::not_started(
                 ErrorCode::GatewayTimeout,
                 format!(
-                    "the answer of runner `{}` was lost or timed out; `{}` changes nothing, so \
+                    "the answer of runner `{id}` was lost or timed out; `{}` changes nothing, so \
                      it may be sent again",
-                    self.id,
                     kind.as_str()
                 ),
             ),
@@ -173,9 +178,8 @@ impl RemoteRunner {
                 ErrorCode::GatewayTimeout,
                 Dispatch::OutcomeUnknown,
                 format!(
-                    "the answer of runner `{}` was lost or timed out after the request was \
-                     sent; the outcome is unknown and it was not retried",
-                    self.id
+                    "the answer of runner `{id}` was lost or timed out after the request was \
+                     sent; the outcome is unknown and it was not retried"
                 ),
             ),
         }
@@ -188,4 +192,35 @@ fn changes_nothing(kind: ActionKind) -> bool {
         kind,
         ActionKind::List | ActionKind::Describe | ActionKind::Catalog
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification_across_the_hop() {
+        let lost = LinkFailure::Lost("reset".into());
+        let not_sent = LinkFailure::NotSent("refused".into());
+        for kind in ActionKind::ALL {
+            let e = hop_failure("edge", kind, &not_sent);
+            assert_eq!(
+                (e.code(), e.dispatch()),
+                (ErrorCode::RunnerUnavailable, Dispatch::NotStarted)
+            );
+            let e = hop_failure("edge", kind, &LinkFailure::Refused);
+            assert_eq!(e.code(), ErrorCode::RunnerUnavailable);
+            let e = hop_failure("edge", kind, &lost);
+            assert_eq!(e.code(), ErrorCode::GatewayTimeout);
+            let want = match kind {
+                ActionKind::Call | ActionKind::Check | ActionKind::Reload => {
+                    Dispatch::OutcomeUnknown
+                }
+                _ => Dispatch::NotStarted,
+            };
+            assert_eq!(e.dispatch(), want, "{}", kind.as_str());
+            // The link's own text (addresses, OS errors) is for the log only.
+            assert!(!e.message().contains("reset"), "{}", e.message());
+        }
+    }
 }
