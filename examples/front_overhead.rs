@@ -14,6 +14,8 @@
 //!   provider is ever busy), each calling its own provider in a loop; calls/s through the front,
 //!   then directly.
 //!
+//! Run:
+//!
 //!     cargo build --release --bin webcodex-plugin --example front_overhead
 //!     nice -n 19 target/release/examples/front_overhead [-n 2000] [--warmup 200] [--rounds 3]
 //!         [--seconds 10] [--binary target/release/webcodex-plugin]
