@@ -203,6 +203,11 @@ error_codes! {
     Replaced => "plugin_replaced",
     /// No runner with that id.
     RunnerNotFound => "plugin_runner_not_found",
+    /// A remote runner could not be reached (no connection, its circuit is open, or it refused
+    /// the gateway's credential): nothing was sent to it.
+    RunnerUnavailable => "plugin_runner_unavailable",
+    /// A request was sent to a remote runner and its answer was lost or timed out.
+    GatewayTimeout => "plugin_gateway_timeout",
     /// Too many gateway requests in flight.
     GatewaySaturated => "gateway_saturated",
     /// A transport request line is not a valid request.

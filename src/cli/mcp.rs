@@ -1,8 +1,6 @@
 //! `manifest` (the static ToolSpec of `plugin_tool`) and `mcp` (an MCP server on stdio).
 
 use std::io::Write;
-use std::path::Path;
-
 use webcodex_plugin_host::mcp::{manifest, serve_stdio};
 
 use super::{EXIT_FAILURE, EXIT_OK};
@@ -22,6 +20,6 @@ pub(super) fn manifest(json: bool) -> i32 {
 }
 
 /// Serves MCP on stdin/stdout until EOF, then shuts the providers down.
-pub(super) fn mcp(config: &Path, scopes: &str) -> i32 {
-    super::serve::on_stdio(config, scopes, "MCP", serve_stdio)
+pub(super) fn mcp(front: &super::target::Front, scopes: &str) -> i32 {
+    super::serve::on_stdio(front, scopes, "MCP", serve_stdio)
 }

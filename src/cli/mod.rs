@@ -39,9 +39,12 @@ enum Command {
     Demo,
     /// Serve plugin_tool as JSON lines on stdin/stdout.
     Gateway {
-        /// The runner.toml to host.
-        #[arg(long)]
-        config: PathBuf,
+        /// The runner.toml to host (the runner `local`).
+        #[arg(long, required_unless_present = "runners")]
+        config: Option<PathBuf>,
+        /// A runners file: remote `serve` runners to route to, beside or instead of --config.
+        #[arg(long, value_name = "FILE")]
+        runners: Option<PathBuf>,
         /// Scopes of the stdio caller (default: all three).
         #[arg(long, default_value = "plugin:inspect,plugin:invoke,plugin:manage")]
         scopes: String,
@@ -53,9 +56,12 @@ enum Command {
     },
     /// Serve plugin_tool as an MCP server on stdin/stdout (both MCP eras).
     Mcp {
-        /// The runner.toml to host.
-        #[arg(long)]
-        config: PathBuf,
+        /// The runner.toml to host (the runner `local`).
+        #[arg(long, required_unless_present = "runners")]
+        config: Option<PathBuf>,
+        /// A runners file: remote `serve` runners to route to, beside or instead of --config.
+        #[arg(long, value_name = "FILE")]
+        runners: Option<PathBuf>,
         /// Scopes of the stdio caller (default: all three).
         #[arg(long, default_value = "plugin:inspect,plugin:invoke,plugin:manage")]
         scopes: String,
@@ -68,9 +74,12 @@ enum Command {
     },
     /// Serve plugin_tool over HTTP (POST /api/tools/call, bearer tokens from a tokens file).
     Serve {
-        /// The runner.toml to host.
-        #[arg(long)]
-        config: PathBuf,
+        /// The runner.toml to host (the runner `local`).
+        #[arg(long, required_unless_present = "runners")]
+        config: Option<PathBuf>,
+        /// A runners file: remote `serve` runners to route to, beside or instead of --config.
+        #[arg(long, value_name = "FILE")]
+        runners: Option<PathBuf>,
         /// The address to listen on, e.g. 127.0.0.1:8787 (port 0 picks a free port).
         #[arg(long)]
         listen: String,
@@ -183,22 +192,31 @@ pub fn run() -> i32 {
     };
     match cli.command {
         Command::Demo => demo::run(),
-        Command::Gateway { config, scopes } => match config_file(&config) {
-            Ok(()) => serve::gateway(&config, &scopes),
+        Command::Gateway {
+            config,
+            runners,
+            scopes,
+        } => match front(config, runners) {
+            Ok(front) => serve::gateway(&front, &scopes),
             Err(code) => code,
         },
-        Command::Mcp { config, scopes } => match config_file(&config) {
-            Ok(()) => mcp::mcp(&config, &scopes),
+        Command::Mcp {
+            config,
+            runners,
+            scopes,
+        } => match front(config, runners) {
+            Ok(front) => mcp::mcp(&front, &scopes),
             Err(code) => code,
         },
         Command::Manifest { json } => mcp::manifest(json),
         Command::Serve {
             config,
+            runners,
             listen,
             tokens,
             allow_origin,
-        } => match config_file(&config) {
-            Ok(()) => serve::serve(&config, &listen, &tokens, allow_origin),
+        } => match front(config, runners) {
+            Ok(front) => serve::serve(&front, &listen, &tokens, allow_origin),
             Err(code) => code,
         },
         Command::List {
@@ -243,6 +261,14 @@ pub fn run() -> i32 {
             }
         },
     }
+}
+
+/// The runners of a serving command: `--config` (checked by [`config_file`]) and/or `--runners`.
+fn front(config: Option<PathBuf>, runners: Option<PathBuf>) -> Result<target::Front, i32> {
+    if let Some(config) = &config {
+        config_file(config)?;
+    }
+    Ok(target::Front { config, runners })
 }
 
 /// Resolves `--config` / `--server-url` (reading the token file; a `--config` file checked

@@ -2,6 +2,8 @@
 
 use std::io::Write;
 use std::path::Path;
+
+use super::target::Front;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -9,19 +11,18 @@ use webcodex_plugin_host::gateway::{Caller, Scopes};
 use webcodex_plugin_host::transport::http::{HttpServer, Tokens};
 use webcodex_plugin_host::transport::serve_lines;
 
-use super::target;
 use super::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 
-/// `gateway --config F [--scopes S]`: serves JSON lines on stdin/stdout until EOF, then shuts
-/// the host down.
-pub(super) fn gateway(config: &Path, scopes: &str) -> i32 {
-    on_stdio(config, scopes, "gateway", serve_lines)
+/// `gateway [--config F] [--runners F] [--scopes S]`: serves JSON lines on stdin/stdout until
+/// EOF, then shuts the host down.
+pub(super) fn gateway(front: &Front, scopes: &str) -> i32 {
+    on_stdio(front, scopes, "gateway", serve_lines)
 }
 
-/// Starts the host of `config`, runs the stdio transport `serve` (named `what` in errors) for
+/// Starts the runners of `front`, runs the stdio transport `serve` (named `what` in errors) for
 /// a caller with `scopes` until EOF, then shuts the host down: `gateway` and `mcp` alike.
 pub(super) fn on_stdio(
-    config: &Path,
+    front: &Front,
     scopes: &str,
     what: &str,
     serve: impl FnOnce(
@@ -38,7 +39,7 @@ pub(super) fn on_stdio(
             return EXIT_USAGE;
         }
     };
-    let gateway = match target::start(config) {
+    let gateway = match front.start() {
         Ok(gateway) => gateway,
         Err(code) => return code,
     };
@@ -64,7 +65,7 @@ static STOP: AtomicBool = AtomicBool::new(false);
 /// `serve --config F --listen ADDR --tokens F [--allow-origin O]…`: prints `listening on http://ADDR` on stdout
 /// once bound, serves until SIGINT/SIGTERM, then answers in-flight requests, shuts the hosts
 /// down and exits 0.
-pub(super) fn serve(config: &Path, listen: &str, tokens: &Path, origins: Vec<String>) -> i32 {
+pub(super) fn serve(front: &Front, listen: &str, tokens: &Path, origins: Vec<String>) -> i32 {
     let tokens = match Tokens::load(tokens) {
         Ok(tokens) => tokens,
         Err(e) => {
@@ -76,7 +77,7 @@ pub(super) fn serve(config: &Path, listen: &str, tokens: &Path, origins: Vec<Str
         eprintln!("error: --listen {listen:?} is not an address such as 127.0.0.1:8787");
         return EXIT_USAGE;
     }
-    let gateway = match target::start(config) {
+    let gateway = match front.start() {
         Ok(gateway) => gateway,
         Err(code) => return code,
     };

@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use webcodex_plugin_host::gateway::{Caller, Gateway, ToolOutput};
+use webcodex_plugin_host::gateway::{load_runners, Caller, Gateway, RunnersError, ToolOutput};
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 use webcodex_plugin_host::provider::StderrLine;
 use webcodex_plugin_host::transport::http::{
-    ClientError, ClientOptions, HttpClient, ProxyChoice, CONNECT_TIMEOUT, READ_TIMEOUT,
+    remote_runner, ClientError, ClientOptions, HttpClient, ProxyChoice, CONNECT_TIMEOUT,
+    READ_TIMEOUT,
 };
 
 use super::{EXIT_FAILURE, EXIT_USAGE};
@@ -291,6 +292,38 @@ fn report_lost(params: &Value, e: ClientError) -> TargetError {
         ),
     }
     TargetError(EXIT_FAILURE)
+}
+
+/// The runners of a serving command (`gateway`, `mcp`, `serve`): the local runner of
+/// `--config` and the remote runners of `--runners`, at least one of the two.
+pub(super) struct Front {
+    pub(super) config: Option<PathBuf>,
+    pub(super) runners: Option<PathBuf>,
+}
+
+impl Front {
+    /// Reads the runners file and every runner's token first (so a bad one starts no plugin),
+    /// then starts the local host; any problem is reported on stderr with exit code 2.
+    pub(super) fn start(&self) -> Result<Arc<Gateway>, i32> {
+        let mut remotes = Vec::new();
+        if let Some(path) = &self.runners {
+            let problem = |e: RunnersError| {
+                eprintln!("error: --runners {}: {e}", path.display());
+                EXIT_USAGE
+            };
+            for entry in load_runners(path, self.config.is_some()).map_err(problem)? {
+                remotes.push(Arc::new(remote_runner(&entry).map_err(problem)?));
+            }
+        }
+        let gateway = match &self.config {
+            Some(config) => start(config)?,
+            None => Arc::new(Gateway::new([])),
+        };
+        for remote in remotes {
+            gateway.insert_remote(remote);
+        }
+        Ok(gateway)
+    }
 }
 
 /// Starts the host of `config` with every provider; an invalid configuration is reported on

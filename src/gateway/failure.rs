@@ -7,7 +7,7 @@
 //! | recovery | when | what to do |
 //! |---|---|---|
 //! | `do_not_retry` | every `outcome_unknown` failure | the effect may have happened: never repeat the call blindly |
-//! | `retry` | `plugin_provider_busy`, `plugin_timeout` (not started), `gateway_saturated`, `plugin_check_busy`, `plugin_reload_busy` | the same request may be sent again later |
+//! | `retry` | `plugin_provider_busy`, `plugin_timeout` (not started), `gateway_saturated`, `plugin_check_busy`, `plugin_reload_busy`, `plugin_runner_unavailable`, `plugin_gateway_timeout` (not started: a read-only action) | the same request may be sent again later |
 //! | `describe_again` | `describe_required`, `plugin_schema_changed` | describe the tool again and call with the new binding |
 //! | `list_and_describe` | `plugin_replaced`, `stale_plugin_provider` | list the runner, then describe the tool again |
 //! | `reload` | `plugin_provider_unavailable`, and any not-started failure that retired the provider | reload the runner (`plugin:manage`) |
@@ -69,7 +69,9 @@ impl Recovery {
             | ErrorCode::GatewaySaturated
             | ErrorCode::Internal
             | ErrorCode::CheckBusy
-            | ErrorCode::ReloadBusy => Some(Recovery::Retry),
+            | ErrorCode::ReloadBusy
+            | ErrorCode::RunnerUnavailable
+            | ErrorCode::GatewayTimeout => Some(Recovery::Retry),
             ErrorCode::Timeout if error.dispatch() == Dispatch::NotStarted && !error.is_fatal() => {
                 Some(Recovery::Retry)
             }
@@ -132,6 +134,8 @@ mod tests {
             (ErrorCode::GatewaySaturated, "retry"),
             (ErrorCode::CheckBusy, "retry"),
             (ErrorCode::ReloadBusy, "retry"),
+            (ErrorCode::RunnerUnavailable, "retry"),
+            (ErrorCode::GatewayTimeout, "retry"),
             (ErrorCode::DescribeRequired, "describe_again"),
             (ErrorCode::SchemaChanged, "describe_again"),
             (ErrorCode::Replaced, "list_and_describe"),

@@ -15,18 +15,30 @@
 //! instance ids or raw parser text: outputs are built from ids, display names, admitted tool
 //! definitions, stable codes and the runtime's safe messages.
 //!
+//! A runner is a [`Host`](crate::host::Host) in this process or a [`RemoteRunner`]: another
+//! machine's `serve`, listed in a runners file ([`load_runners`]) and reached through a
+//! [`RunnerLink`] (the HTTP one is `transport::http::remote_runner`). For a remote runner the
+//! gateway forwards the action, mints its own binding for a remote `describe` (the remote's
+//! binding never reaches the caller), classifies failures across the hop
+//! (`plugin_runner_unavailable`, `plugin_gateway_timeout`) and keeps a circuit breaker per
+//! runner (docs/PROTOCOL.md, several runners).
+//!
 //! The gateway knows nothing of transports: the front ends that carry `plugin_tool` requests
 //! (stdio JSON lines, HTTP) live in [`crate::transport`].
 
 mod binding;
+mod breaker;
 mod failure;
 mod output;
 mod params;
 mod recording;
+mod remote;
+mod runners;
 mod scope;
 mod service;
 
 pub use binding::{Binding, BindingStore, BindingTarget, BINDING_CAPACITY, BINDING_PREFIX};
+pub use breaker::{FAILURE_THRESHOLD, OPEN_FOR};
 pub use failure::{failure_output, Recovery};
 pub use output::MAX_DETAIL_BYTES;
 #[cfg(feature = "fuzzing")]
@@ -34,5 +46,10 @@ pub use output::MAX_DETAIL_BYTES;
 pub use params::Action;
 pub use params::{ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
 pub use recording::{RecordingEvent, RecordingHook};
+pub use remote::{LinkAnswer, LinkFailure, RemoteRunner, RunnerLink, REMOTE_RUNNER};
+pub use runners::{
+    load_runners, parse_runners, valid_id, RunnerEntry, RunnersError, TokenSource, MAX_RUNNERS,
+    MAX_RUNNER_ID_BYTES, MAX_RUNNER_NAME_BYTES,
+};
 pub use scope::{Caller, Scope, ScopeParseError, Scopes};
 pub use service::{Gateway, LocalOutput, ToolOutput, LOCAL_RUNNER};

@@ -12,9 +12,16 @@ use crate::provider::Provider;
 /// Longest check `detail`, in bytes (docs/PROTOCOL.md §3, bounds).
 pub const MAX_DETAIL_BYTES: usize = 512;
 
-/// `list` without a runner: `{"runners":[{"runner":…}]}`.
-pub(crate) fn runners<'a>(names: impl IntoIterator<Item = &'a str>) -> Value {
-    let runners: Vec<Value> = names.into_iter().map(|n| json!({"runner": n})).collect();
+/// `list` without a runner: `{"runners":[{"runner":…,"name"?:…}]}` (a local runner has no
+/// display name; a remote one has the name from the runners file).
+pub(crate) fn runners(runners: Vec<(String, Option<String>)>) -> Value {
+    let runners: Vec<Value> = runners
+        .into_iter()
+        .map(|(id, name)| match name {
+            Some(name) => json!({"runner": id, "name": name}),
+            None => json!({"runner": id}),
+        })
+        .collect();
     json!({ "runners": runners })
 }
 
@@ -208,7 +215,10 @@ mod tests {
 
     #[test]
     fn runners_shape() {
-        assert_eq!(runners(["local"]), json!({"runners":[{"runner":"local"}]}));
+        assert_eq!(
+            runners(vec![("local".into(), None), ("e".into(), Some("E".into()))]),
+            json!({"runners":[{"runner":"local"},{"runner":"e","name":"E"}]})
+        );
     }
 
     #[test]

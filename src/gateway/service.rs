@@ -6,13 +6,16 @@ use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
+use serde_json::json;
 use serde_json::Value;
 
 use super::binding::{BindingStore, BindingTarget};
 use super::failure::failure_output;
 use super::output;
+use super::params::ActionKind;
 use super::params::ActionRef;
 use super::recording::{RecordingEvent, RecordingHook};
+use super::remote::{RemoteRunner, REMOTE_RUNNER};
 use super::scope::Caller;
 use crate::catalog::ToolResult;
 use crate::error::{Dispatch, Error, ErrorCode};
@@ -92,9 +95,85 @@ type SharedHook = Arc<dyn Fn(&RecordingEvent) + Send + Sync>;
 /// `Send + Sync`: one gateway serves concurrent requests from many threads. A slow call holds
 /// only its own provider; list, describe, check and other providers are not blocked.
 pub struct Gateway {
-    runners: RwLock<BTreeMap<String, Arc<Host>>>,
-    bindings: BindingStore,
+    runners: RwLock<BTreeMap<String, Runner>>,
+    bindings: BindingStore<Bound>,
     hook: RwLock<Option<SharedHook>>,
+    instance: String,
+}
+
+/// One runner a gateway routes to: a host in this process, or another machine's `serve`.
+#[derive(Clone)]
+enum Runner {
+    Local(Arc<Host>),
+    Remote(Arc<RemoteRunner>),
+}
+
+/// What a binding of this gateway stands for.
+enum Bound {
+    /// A tool of a host in this process.
+    Local(BindingTarget),
+    /// A tool described on a remote runner: the remote's own binding, never shown to a caller.
+    Remote(RemoteBinding),
+}
+
+struct RemoteBinding {
+    runner: Arc<RemoteRunner>,
+    /// The binding the remote runner minted.
+    binding: String,
+    /// The remote runner instance that minted it, when the runner names its instance.
+    instance: Option<String>,
+    plugin: String,
+    tool: String,
+}
+
+impl Bound {
+    /// `(runner, plugin, tool)` for the recording hook.
+    fn names(&self) -> (String, String, String) {
+        match self {
+            Bound::Local(t) => (t.runner.clone(), t.plugin.clone(), t.tool.clone()),
+            Bound::Remote(t) => (t.runner.id().to_string(), t.plugin.clone(), t.tool.clone()),
+        }
+    }
+}
+
+/// Why an action failed: a failure of this gateway, or a remote runner's own failure object,
+/// which passes through unchanged.
+enum Failure {
+    Error(Error),
+    Remote(ToolOutput),
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Failure {
+        Failure::Error(error)
+    }
+}
+
+impl Failure {
+    fn dispatch(&self) -> Dispatch {
+        match self {
+            Failure::Error(e) => e.dispatch(),
+            Failure::Remote(output) => match output.output["dispatch"].as_str() {
+                Some("not_started") => Dispatch::NotStarted,
+                Some("completed") => Dispatch::Completed,
+                _ => Dispatch::OutcomeUnknown,
+            },
+        }
+    }
+
+    fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Failure::Error(e) => Some(e.code()),
+            Failure::Remote(output) => output.code(),
+        }
+    }
+
+    fn into_output(self) -> ToolOutput {
+        match self {
+            Failure::Error(e) => ToolOutput::failure(&e),
+            Failure::Remote(output) => output,
+        }
+    }
 }
 
 impl std::fmt::Debug for Gateway {
@@ -110,10 +189,32 @@ impl Gateway {
     /// A gateway over these named runners.
     pub fn new(runners: impl IntoIterator<Item = (String, Arc<Host>)>) -> Gateway {
         Gateway {
-            runners: RwLock::new(runners.into_iter().collect()),
+            runners: RwLock::new(
+                runners
+                    .into_iter()
+                    .map(|(name, host)| (name, Runner::Local(host)))
+                    .collect(),
+            ),
             bindings: BindingStore::default(),
             hook: RwLock::new(None),
+            instance: instance_id(),
         }
+    }
+
+    /// This gateway's instance id: random, made when the gateway is created, so it changes when
+    /// the process serving it restarts. `serve` sends it in the `Webcodex-Runner-Instance`
+    /// response header so that a front gateway can tell a restarted runner (docs/PROTOCOL.md,
+    /// remote runners). It encodes nothing.
+    pub fn instance_id(&self) -> &str {
+        &self.instance
+    }
+
+    /// Registers (or replaces) a remote runner under its id. Bindings described on a replaced
+    /// runner then fail with `plugin_replaced`.
+    pub fn insert_remote(&self, runner: Arc<RemoteRunner>) {
+        self.runners
+            .write()
+            .insert(runner.id().to_string(), Runner::Remote(runner));
     }
 
     /// A gateway with one runner, `local`.
@@ -124,12 +225,33 @@ impl Gateway {
     /// Registers (or replaces) a runner; returns the host previously registered under `name`.
     /// Bindings described on a replaced runner then fail with `plugin_replaced`.
     pub fn insert_runner(&self, name: impl Into<String>, host: Arc<Host>) -> Option<Arc<Host>> {
-        self.runners.write().insert(name.into(), host)
+        match self
+            .runners
+            .write()
+            .insert(name.into(), Runner::Local(host))
+        {
+            Some(Runner::Local(previous)) => Some(previous),
+            _ => None,
+        }
     }
 
-    /// The host registered under `name`.
+    /// The host registered under `name` (`None` for a remote runner).
     pub fn runner(&self, name: &str) -> Option<Arc<Host>> {
-        self.runners.read().get(name).cloned()
+        match self.runners.read().get(name) {
+            Some(Runner::Local(host)) => Some(host.clone()),
+            _ => None,
+        }
+    }
+
+    fn hosts(&self) -> Vec<Arc<Host>> {
+        self.runners
+            .read()
+            .values()
+            .filter_map(|r| match r {
+                Runner::Local(host) => Some(host.clone()),
+                Runner::Remote(_) => None,
+            })
+            .collect()
     }
 
     /// The registered runner names, sorted.
@@ -137,20 +259,19 @@ impl Gateway {
         self.runners.read().keys().cloned().collect()
     }
 
-    /// Begins shutdown on every registered host (see [`Host::begin_shutdown`]): candidates of a
+    /// Begins shutdown on every host in this process (see [`Host::begin_shutdown`]): candidates of a
     /// running check or reload are killed at once, committed providers keep serving in-flight
     /// calls.
     pub fn begin_shutdown(&self) {
-        let hosts: Vec<Arc<Host>> = self.runners.read().values().cloned().collect();
-        for host in hosts {
+        for host in self.hosts() {
             host.begin_shutdown();
         }
     }
 
-    /// Shuts every registered host down (see [`Host::shutdown`]).
+    /// Shuts every host in this process down (see [`Host::shutdown`]); remote runners are not
+    /// touched.
     pub fn shutdown(&self) {
-        let hosts: Vec<Arc<Host>> = self.runners.read().values().cloned().collect();
-        for host in hosts {
+        for host in self.hosts() {
             host.shutdown();
         }
     }
@@ -196,106 +317,141 @@ impl Gateway {
         let result = if caller.has(scope) {
             self.act(action, &mut target, check_stderr)
         } else {
-            Err(Error::not_started(
+            Err(Failure::Error(Error::not_started(
                 ErrorCode::InsufficientScope,
                 format!(
                     "action `{}` needs scope {}",
                     action.kind().as_str(),
                     scope.as_str()
                 ),
-            ))
+            )))
         };
         if let Some(session_id) = action.recording_session_id() {
             self.record(action, session_id, target.as_deref(), &result);
         }
         match result {
             Ok(output) => ToolOutput::ok(output),
-            Err(error) => ToolOutput::failure(&error),
+            Err(failure) => failure.into_output(),
         }
     }
 
     fn act(
         &self,
         action: ActionRef<'_>,
-        target: &mut Option<Arc<BindingTarget>>,
+        target: &mut Option<Arc<Bound>>,
+        check_stderr: Option<&mut Vec<StderrLine>>,
+    ) -> Result<Value, Failure> {
+        if let ActionRef::Call {
+            binding,
+            arguments,
+            recording_session_id,
+        } = action
+        {
+            return self.call(binding, arguments, recording_session_id, target);
+        }
+        let runner = match action {
+            ActionRef::List { runner: None, .. } => return Ok(output::runners(self.listing())),
+            ActionRef::List {
+                runner: Some(runner),
+                ..
+            }
+            | ActionRef::Describe { runner, .. }
+            | ActionRef::Check { runner, .. }
+            | ActionRef::Reload { runner, .. }
+            | ActionRef::Catalog { runner, .. } => runner,
+            ActionRef::Call { .. } => unreachable!("handled above"),
+        };
+        match self.route(runner)? {
+            Runner::Local(host) => Ok(self.act_local(&host, runner, action, check_stderr)?),
+            Runner::Remote(remote) => self.act_remote(&remote, runner, action),
+        }
+    }
+
+    /// The runners as `list` shows them: `(id, display name)`; a local runner has no name.
+    fn listing(&self) -> Vec<(String, Option<String>)> {
+        self.runners
+            .read()
+            .iter()
+            .map(|(id, runner)| match runner {
+                Runner::Local(_) => (id.clone(), None),
+                Runner::Remote(remote) => (id.clone(), Some(remote.name().to_string())),
+            })
+            .collect()
+    }
+
+    /// Every action but `call` and the runner list, on a host in this process.
+    fn act_local(
+        &self,
+        host: &Arc<Host>,
+        runner: &str,
+        action: ActionRef<'_>,
         check_stderr: Option<&mut Vec<StderrLine>>,
     ) -> Result<Value, Error> {
         match action {
-            ActionRef::List {
-                runner: None,
-                plugin: _,
-            } => Ok(output::runners(
-                self.runner_names().iter().map(String::as_str),
-            )),
-            ActionRef::List {
-                runner: Some(runner),
-                plugin: None,
-            } => {
-                let set = self.host(runner)?.providers();
+            ActionRef::List { plugin: None, .. } => {
+                let set = host.providers();
                 Ok(output::providers(runner, set.entries()))
             }
             ActionRef::List {
-                runner: Some(runner),
                 plugin: Some(plugin),
+                ..
             } => {
-                let set = self.host(runner)?.providers();
+                let set = host.providers();
                 let entry = set.entry(plugin).ok_or_else(crate::host::not_configured)?;
                 Ok(output::provider_detail(entry))
             }
-            ActionRef::Describe {
-                runner,
-                plugin,
-                tool,
-            } => self.describe(runner, plugin, tool),
-            ActionRef::Call {
-                binding, arguments, ..
-            } => self.call(binding, arguments, target),
-            ActionRef::Check { runner, plugin, .. } => {
-                let report = self.host(runner)?.check(plugin)?;
+            ActionRef::Describe { plugin, tool, .. } => self.describe(host, runner, plugin, tool),
+            ActionRef::Check { plugin, .. } => {
+                let report = host.check(plugin)?;
                 let output = output::check(runner, &report);
                 if let Some(sink) = check_stderr {
                     *sink = report.stderr;
                 }
                 Ok(output)
             }
-            ActionRef::Reload { runner, .. } => {
-                let report = self.host(runner)?.reload()?;
+            ActionRef::Reload { .. } => {
+                let report = host.reload()?;
                 Ok(output::reload(runner, &report))
             }
-            ActionRef::Catalog { runner, project } => {
-                let catalog = self
-                    .host(runner)?
-                    .project_catalog(Path::new(project), DEFAULT_PROJECT_CATALOG_BYTES)?;
+            ActionRef::Catalog { project, .. } => {
+                let catalog =
+                    host.project_catalog(Path::new(project), DEFAULT_PROJECT_CATALOG_BYTES)?;
                 Ok(output::catalog(runner, &catalog))
             }
+            ActionRef::Call { .. } => unreachable!("calls are routed by their binding"),
         }
     }
 
-    fn describe(&self, runner: &str, plugin: &str, tool: &str) -> Result<Value, Error> {
-        let host = self.host(runner)?;
+    fn describe(
+        &self,
+        host: &Host,
+        runner: &str,
+        plugin: &str,
+        tool: &str,
+    ) -> Result<Value, Error> {
         let (provider, tool) = host.tool(plugin, tool)?;
-        let binding = self
-            .bindings
-            .insert(BindingTarget {
-                runner: runner.to_string(),
-                runner_id: host.runner_id(),
-                plugin: provider.id().to_string(),
-                instance: provider.instance(),
-                tool: tool.name().to_string(),
-                observation: tool.observation().to_string(),
-            })
+        let binding = self.mint(Bound::Local(BindingTarget {
+            runner: runner.to_string(),
+            runner_id: host.runner_id(),
+            plugin: provider.id().to_string(),
+            instance: provider.instance(),
+            tool: tool.name().to_string(),
+            observation: tool.observation().to_string(),
+        }))?;
+        Ok(output::describe(runner, &provider, &tool, &binding))
+    }
+
+    /// Stores `bound` under a fresh binding; its wire form.
+    fn mint(&self, bound: Bound) -> Result<String, Error> {
+        self.bindings
+            .insert(bound)
+            .map(|b| b.encode())
             .ok_or_else(|| {
                 Error::not_started(
                     ErrorCode::Internal,
                     "the gateway could not create a binding (no system randomness); try again",
                 )
-            })?;
-        Ok(output::describe(
-            runner,
-            &provider,
-            &tool,
-            &binding.encode(),
-        ))
+            })
     }
 
     /// Calls exactly the instance a binding recorded; never re-resolves to a same-named tool.
@@ -303,15 +459,22 @@ impl Gateway {
         &self,
         binding: &str,
         arguments: &Value,
-        seen: &mut Option<Arc<BindingTarget>>,
-    ) -> Result<Value, Error> {
-        let target = self.bindings.resolve(binding).ok_or_else(|| {
+        recording_session_id: Option<&str>,
+        seen: &mut Option<Arc<Bound>>,
+    ) -> Result<Value, Failure> {
+        let bound = self.bindings.resolve(binding).ok_or_else(|| {
             Error::not_started(
                 ErrorCode::DescribeRequired,
                 "the binding is unknown or expired; describe the tool again",
             )
         })?;
-        *seen = Some(target.clone());
+        *seen = Some(bound.clone());
+        let target = match &*bound {
+            Bound::Local(target) => target,
+            Bound::Remote(target) => {
+                return self.call_remote(target, arguments, recording_session_id)
+            }
+        };
         let host = self
             .runner(&target.runner)
             .filter(|h| h.runner_id() == target.runner_id)
@@ -322,13 +485,13 @@ impl Gateway {
         )
         .map(ToolResult::into_json)
         .map_err(|e| match e.code() {
-            ErrorCode::StaleProvider => replaced(),
-            _ => e,
+            ErrorCode::StaleProvider => replaced().into(),
+            _ => e.into(),
         })
     }
 
-    fn host(&self, runner: &str) -> Result<Arc<Host>, Error> {
-        self.runner(runner).ok_or_else(|| {
+    fn route(&self, runner: &str) -> Result<Runner, Error> {
+        self.runners.read().get(runner).cloned().ok_or_else(|| {
             Error::not_started(
                 ErrorCode::RunnerNotFound,
                 "no runner with that name; list to see the runners",
@@ -340,19 +503,15 @@ impl Gateway {
         &self,
         action: ActionRef<'_>,
         session_id: &str,
-        target: Option<&BindingTarget>,
-        result: &Result<Value, Error>,
+        target: Option<&Bound>,
+        result: &Result<Value, Failure>,
     ) {
         let Some(hook) = self.hook.read().clone() else {
             return;
         };
         let (runner, plugin, tool) = match action {
-            ActionRef::Call { .. } => match target {
-                Some(t) => (
-                    Some(t.runner.clone()),
-                    Some(t.plugin.clone()),
-                    Some(t.tool.clone()),
-                ),
+            ActionRef::Call { .. } => match target.map(Bound::names) {
+                Some((runner, plugin, tool)) => (Some(runner), Some(plugin), Some(tool)),
                 None => (None, None, None),
             },
             ActionRef::Check { runner, plugin, .. } => {
@@ -372,12 +531,124 @@ impl Gateway {
                 Ok(_) => Dispatch::Completed,
                 Err(e) => e.dispatch(),
             },
-            error_code: result.as_ref().err().map(Error::code),
+            error_code: result.as_ref().err().and_then(Failure::code),
         };
         if catch_unwind(AssertUnwindSafe(|| hook(&event))).is_err() {
             log::error!("the recording hook panicked; the event was dropped");
         }
     }
+}
+
+/// The remote half of the gateway: forwarding to another machine's `serve`.
+impl Gateway {
+    /// Every action but `call` and the runner list, forwarded to a remote runner with `runner`
+    /// rewritten to the remote's own runner; its answer comes back with this gateway's runner id
+    /// (and, for `describe`, this gateway's binding).
+    fn act_remote(
+        &self,
+        remote: &Arc<RemoteRunner>,
+        runner: &str,
+        action: ActionRef<'_>,
+    ) -> Result<Value, Failure> {
+        let kind = action.kind();
+        let mut params = json!({"action": kind.as_str(), "runner": REMOTE_RUNNER});
+        match action {
+            ActionRef::List { plugin, .. } => {
+                if let Some(plugin) = plugin {
+                    params["plugin"] = plugin.into();
+                }
+            }
+            ActionRef::Describe { plugin, tool, .. } => {
+                params["plugin"] = plugin.into();
+                params["tool"] = tool.into();
+            }
+            ActionRef::Check { plugin, .. } => params["plugin"] = plugin.into(),
+            ActionRef::Reload { .. } => {}
+            ActionRef::Catalog { project, .. } => params["project"] = project.into(),
+            ActionRef::Call { .. } => unreachable!("calls are routed by their binding"),
+        }
+        if let Some(session_id) = action.recording_session_id() {
+            params["recording_session_id"] = session_id.into();
+        }
+        let answer = remote.forward(kind, &params)?;
+        if !answer.output.success {
+            return Err(Failure::Remote(answer.output));
+        }
+        let mut output = answer.output.output;
+        let Some(map) = output.as_object_mut() else {
+            return Err(remote.unusable_answer(kind).into());
+        };
+        if map.contains_key("runner") {
+            map.insert("runner".into(), runner.into());
+        }
+        if kind == ActionKind::Describe {
+            let (Some(Value::String(binding)), Some(Value::String(plugin)), Some(tool)) = (
+                map.get("binding"),
+                map.get("plugin"),
+                map.get("tool")
+                    .and_then(|t| t.get("name"))
+                    .and_then(Value::as_str),
+            ) else {
+                return Err(remote.unusable_answer(kind).into());
+            };
+            let front = self.mint(Bound::Remote(RemoteBinding {
+                runner: remote.clone(),
+                binding: binding.clone(),
+                instance: answer.instance,
+                plugin: plugin.clone(),
+                tool: tool.to_string(),
+            }))?;
+            map.insert("binding".into(), front.into());
+        }
+        Ok(output)
+    }
+
+    /// A call through a front binding: forwarded once with the remote's binding. A remote that
+    /// no longer knows its binding and names another instance restarted: `plugin_replaced`.
+    fn call_remote(
+        &self,
+        target: &RemoteBinding,
+        arguments: &Value,
+        recording_session_id: Option<&str>,
+    ) -> Result<Value, Failure> {
+        let registered = matches!(
+            self.runners.read().get(target.runner.id()),
+            Some(Runner::Remote(r)) if Arc::ptr_eq(r, &target.runner)
+        );
+        if !registered {
+            return Err(replaced().into());
+        }
+        let mut params =
+            json!({"action": "call", "binding": target.binding, "arguments": arguments});
+        if let Some(session_id) = recording_session_id {
+            params["recording_session_id"] = session_id.into();
+        }
+        let answer = target.runner.forward(ActionKind::Call, &params)?;
+        if answer.output.success {
+            return Ok(answer.output.output);
+        }
+        let restarted = target.instance.is_some() && answer.instance != target.instance;
+        if restarted && answer.output.code() == Some(ErrorCode::DescribeRequired) {
+            return Err(replaced().into());
+        }
+        Err(Failure::Remote(answer.output))
+    }
+}
+
+/// A fresh random instance id: 32 hex digits.
+fn instance_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::getrandom(&mut bytes).is_err() {
+        // No system randomness: a digest of the time and the address of a local, which still
+        // changes from one process to the next and reveals neither.
+        use sha2::{Digest, Sha256};
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let digest = Sha256::digest(format!("{nanos}:{:p}", &bytes).as_bytes());
+        bytes.copy_from_slice(&digest[..16]);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn replaced() -> Error {

@@ -12,7 +12,7 @@ use ureq::unversioned::resolver::DefaultResolver;
 use ureq::unversioned::transport::{ConnectionDetails, Connector, DefaultConnector, Transport};
 use ureq::{Agent, Proxy};
 
-use super::{MAX_BODY_BYTES, TOOLS_CALL_PATH};
+use super::{MAX_BODY_BYTES, RUNNER_INSTANCE_HEADER, TOOLS_CALL_PATH};
 use crate::gateway::ToolOutput;
 use crate::transport::TOOL_NAME;
 
@@ -82,6 +82,17 @@ impl std::fmt::Debug for HttpClient {
             .field("url", &self.url)
             .finish_non_exhaustive()
     }
+}
+
+/// A `plugin_tool` answer and what its HTTP response said besides.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// The HTTP status.
+    pub status: u16,
+    /// The server's runner instance id (`Webcodex-Runner-Instance`), when it sent one.
+    pub runner_instance: Option<String>,
+    /// The output.
+    pub output: ToolOutput,
 }
 
 /// Why a client request produced no gateway output.
@@ -177,14 +188,22 @@ impl HttpClient {
     /// Sends one `plugin_tool` request and returns the server's output, whatever the status.
     /// Never retried: a request that may have been sent fails with [`ClientError::Lost`].
     pub fn plugin_tool(&self, params: &Value) -> Result<ToolOutput, ClientError> {
-        let (status, body) = self.post(&json!({"tool": TOOL_NAME, "params": params}))?;
+        self.exchange(params).map(|received| received.output)
+    }
+
+    /// [`HttpClient::plugin_tool`] with what else the answer said: its HTTP status and the
+    /// server's runner instance (the `Webcodex-Runner-Instance` header, when sent).
+    pub fn exchange(&self, params: &Value) -> Result<Received, ClientError> {
+        let (status, instance, body) = self.post(&json!({"tool": TOOL_NAME, "params": params}))?;
         let value: Value = serde_json::from_slice(&body).map_err(|_| {
             ClientError::BadResponse(format!("the server answered {status} without a JSON body"))
         })?;
         match (value.get("success"), value.get("output")) {
-            (Some(Value::Bool(success)), Some(output)) => {
-                Ok(ToolOutput::received(*success, output.clone()))
-            }
+            (Some(Value::Bool(success)), Some(output)) if output.is_object() => Ok(Received {
+                status,
+                runner_instance: instance,
+                output: ToolOutput::received(*success, output.clone()),
+            }),
             _ => Err(ClientError::BadResponse(format!(
                 "the server answered {status} without a plugin_tool response"
             ))),
@@ -192,8 +211,8 @@ impl HttpClient {
     }
 
     /// One POST of `body` on a fresh agent (no pooled connection, so nothing is ever resent);
-    /// the status and the response body.
-    fn post(&self, body: &Value) -> Result<(u16, Vec<u8>), ClientError> {
+    /// the status, the runner instance header and the response body.
+    fn post(&self, body: &Value) -> Result<(u16, Option<String>, Vec<u8>), ClientError> {
         let connected = Arc::new(AtomicBool::new(false));
         let config = Agent::config_builder()
             .http_status_as_error(false)
@@ -228,13 +247,19 @@ impl HttpClient {
             .send(body.to_string())
             .map_err(failed)?;
         let status = response.status().as_u16();
+        let instance = response
+            .headers()
+            .get(RUNNER_INSTANCE_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty() && v.len() <= 64)
+            .map(str::to_string);
         let body = response
             .body_mut()
             .with_config()
             .limit(MAX_BODY_BYTES as u64)
             .read_to_vec()
             .map_err(failed)?;
-        Ok((status, body))
+        Ok((status, instance, body))
     }
 
     /// Sorts a ureq error: before a connection was made nothing was sent; after, the request

@@ -72,6 +72,8 @@
 mod client;
 #[cfg(feature = "http-server")]
 pub mod inspector;
+#[cfg(feature = "http-client")]
+mod remote;
 #[cfg(feature = "http-server")]
 mod listener;
 #[cfg(feature = "http-server")]
@@ -83,8 +85,10 @@ mod wire;
 
 #[cfg(feature = "http-client")]
 pub use client::{
-    ClientError, ClientOptions, HttpClient, ProxyChoice, CONNECT_TIMEOUT, READ_TIMEOUT,
+    ClientError, ClientOptions, HttpClient, ProxyChoice, Received, CONNECT_TIMEOUT, READ_TIMEOUT,
 };
+#[cfg(feature = "http-client")]
+pub use remote::remote_runner;
 #[cfg(feature = "http-server")]
 pub use listener::MAX_CONNECTIONS;
 #[cfg(feature = "http-server")]
@@ -100,5 +104,9 @@ pub use wire::{KEEP_ALIVE_IDLE, MAX_HEADERS, MAX_HEAD_BYTES, REQUEST_DEADLINE, W
 
 /// The one route of the HTTP transport.
 pub const TOOLS_CALL_PATH: &str = "/api/tools/call";
+/// The response header in which `serve` names its runner instance: a random id made when the
+/// serving gateway starts, so a front gateway can tell that a runner restarted (docs/PROTOCOL.md,
+/// remote runners). It says nothing else about the runner.
+pub const RUNNER_INSTANCE_HEADER: &str = "Webcodex-Runner-Instance";
 /// The largest request body accepted, and the largest response body the client reads.
 pub const MAX_BODY_BYTES: usize = 1 << 20;

@@ -10,7 +10,7 @@ use super::inspector::{self, InspectorRoute, WHOAMI_PATH};
 use super::listener::{Exchange, Handler, Listener};
 use super::tokens::{bearer, Tokens};
 use super::wire::BodyError;
-use super::{MAX_BODY_BYTES, TOOLS_CALL_PATH};
+use super::{MAX_BODY_BYTES, RUNNER_INSTANCE_HEADER, TOOLS_CALL_PATH};
 use crate::error::{Dispatch, ErrorCode};
 use crate::gateway::{Caller, Gateway, Scopes, ToolOutput};
 use crate::transport::dispatcher::{invalid_request, saturated, Dispatcher};
@@ -204,9 +204,15 @@ fn route(shared: &Routes, request: &mut Exchange<'_>) {
             }
         }
         Route::ToolsCall => {
-            let answer = answer_body(&shared.dispatcher, &caller, &body);
+            let (status, response) = answer_body(&shared.dispatcher, &caller, &body);
             drop(slot);
-            answer
+            // Names this process, so a front can tell a restarted runner from the one that
+            // minted its bindings (docs/PROTOCOL.md, several runners).
+            let instance = [(
+                RUNNER_INSTANCE_HEADER,
+                shared.dispatcher.gateway().instance_id(),
+            )];
+            return send(request, status, &response, &instance, &name);
         }
     };
     send(request, status, &response, &[], &name);
@@ -280,7 +286,8 @@ fn status_for(output: &ToolOutput) -> u16 {
     }
     match output.code() {
         Some(ErrorCode::InsufficientScope) => 403,
-        Some(ErrorCode::GatewaySaturated) => 503,
+        Some(ErrorCode::GatewaySaturated | ErrorCode::RunnerUnavailable) => 503,
+        Some(ErrorCode::GatewayTimeout) => 504,
         Some(ErrorCode::Internal) => 500,
         _ => 400,
     }

@@ -1,0 +1,52 @@
+//! The HTTP link of a remote runner (feature `http-client`): a front gateway reaches another
+//! machine's `webcodex-plugin serve` with an [`HttpClient`] and that runner's own credential.
+//! See docs/PROTOCOL.md, remote runners.
+
+use serde_json::Value;
+
+use super::client::{ClientError, ClientOptions, HttpClient, ProxyChoice};
+use crate::gateway::{
+    LinkAnswer, LinkFailure, RemoteRunner, RunnerEntry, RunnerLink, RunnersError,
+};
+
+impl RunnerLink for HttpClient {
+    fn send(&self, params: &Value) -> Result<LinkAnswer, LinkFailure> {
+        match self.exchange(params) {
+            // `serve` answers 401 before it reads the body.
+            Ok(received) if received.status == 401 => Err(LinkFailure::Refused),
+            Ok(received) => Ok(LinkAnswer {
+                output: received.output,
+                instance: received.runner_instance,
+            }),
+            Err(e @ (ClientError::Connect(_) | ClientError::Untrusted(_))) => {
+                Err(LinkFailure::NotSent(e.to_string()))
+            }
+            Err(e) => Err(LinkFailure::Lost(e.to_string())),
+        }
+    }
+}
+
+/// The remote runner of a runners-file entry: reads its token (and CA file) now and builds its
+/// HTTP link. The proxy environment applies as in the CLI's client mode (`NO_PROXY` exempts a
+/// host); connect and read timeouts are the client's defaults (10 s, 130 s).
+pub fn remote_runner(entry: &RunnerEntry) -> Result<RemoteRunner, RunnersError> {
+    let token = entry.token()?;
+    let ca_pem = match &entry.ca_file {
+        None => None,
+        Some(path) => Some(std::fs::read(path).map_err(|e| {
+            RunnersError::new(format!(
+                "runner `{}`: cannot read ca_file {}: {e}",
+                entry.id,
+                path.display()
+            ))
+        })?),
+    };
+    let options = ClientOptions {
+        ca_pem,
+        proxy: ProxyChoice::System,
+        ..ClientOptions::default()
+    };
+    let client = HttpClient::new(&entry.url, &token, options)
+        .map_err(|m| RunnersError::new(format!("runner `{}`: {m}", entry.id)))?;
+    Ok(RemoteRunner::new(&entry.id, &entry.name, Box::new(client)))
+}
