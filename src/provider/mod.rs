@@ -28,12 +28,12 @@ mod io;
 mod process;
 mod session;
 mod stderr_ring;
+mod wait;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::Sender;
 use parking_lot::Mutex;
 use serde_json::Value;
 
@@ -41,6 +41,7 @@ pub use crate::spawn::AdmissionCancel;
 use crate::spawn::Cancellable;
 pub use io::FORCE_EXIT_WAITER_ENV;
 pub use process::LaunchSpec;
+pub use wait::RESPONSE_WAIT_ENV;
 pub use stderr_ring::{
     StderrLine, StderrRing, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
 };
@@ -51,6 +52,7 @@ use crate::frame::{check_json_bounds, check_json_bounds_sized, JsonBoundsError, 
 use io::{Event, IoThreads};
 use process::PluginProcess;
 use session::{into_result, RequestKind, Session};
+use wait::EventSender;
 
 /// Largest serialized call arguments.
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
@@ -108,7 +110,7 @@ struct Connection {
     session: Mutex<Option<Session>>,
     /// Opt-in active wait for responses, in nanoseconds (0 = always block).
     spin_nanos: AtomicU64,
-    stop: Sender<Event>,
+    stop: EventSender,
     threads: Option<IoThreads>,
 }
 
@@ -289,7 +291,7 @@ impl Provider {
     /// Announces shutdown: a waiting request ends with `plugin_manager_stopping`, the process
     /// group is killed. Does not wait; dropping the provider does the bounded cleanup.
     pub fn stop(&self) {
-        let _ = self.connection.stop.try_send(Event::Stopping);
+        self.connection.stop.try_send(Event::Stopping);
         self.connection.process.retire();
     }
 }
@@ -299,13 +301,13 @@ impl Provider {
 /// candidate alive.
 struct CandidateKill {
     process: std::sync::Weak<PluginProcess>,
-    stop: Sender<Event>,
+    stop: EventSender,
 }
 
 impl Cancellable for CandidateKill {
     fn cancel(&self) {
         if let Some(process) = self.process.upgrade() {
-            let _ = self.stop.try_send(Event::Stopping);
+            self.stop.try_send(Event::Stopping);
             process.retire();
         }
     }

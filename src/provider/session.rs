@@ -241,7 +241,7 @@ impl Session {
         loop {
             let event = match spin_until.take() {
                 Some(until) => self.spin_for_event(until, wait_until),
-                None => self.channels.events.recv_deadline(wait_until),
+                None => self.channels.events.next(wait_until),
             };
             match event {
                 Ok(Event::Message(message)) => {
@@ -350,7 +350,7 @@ impl Session {
                 Ok(event) => return Ok(event),
                 Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
                 Err(TryRecvError::Empty) if Instant::now() < spin_until => std::thread::yield_now(),
-                Err(TryRecvError::Empty) => return self.channels.events.recv_deadline(until),
+                Err(TryRecvError::Empty) => return self.channels.events.next(until),
             }
         }
     }
