@@ -59,6 +59,15 @@ pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 /// How long termination may wait for the process group to empty.
 pub const TERMINATION_BOUND: Duration = Duration::from_secs(1);
 
+/// True when this process's coordinators wait for responses by readiness (`poll(2)` on the
+/// plugin's stdout and a wake descriptor), false when they block on the event channel: chosen
+/// once per process from [`RESPONSE_WAIT_ENV`] and the number of usable CPUs (for tests and
+/// measurements).
+#[doc(hidden)]
+pub fn response_wait_by_readiness() -> bool {
+    wait::wait_mode() != wait::WaitMode::Block
+}
+
 /// A unique id of one provider instance (one spawned process), never reused in this host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct InstanceId(u64);
