@@ -125,7 +125,11 @@ fn unasked_line_while_idle_fails_the_next_call_not_started() {
     assert_error(&err, ErrorCode::UnexpectedMessage, Dispatch::NotStarted);
     assert!(err.is_fatal());
     assert_retired(&provider);
-    assert_eq!(fx.logged_calls(), ["echo"], "the second call was never sent");
+    assert_eq!(
+        fx.logged_calls(),
+        ["echo"],
+        "the second call was never sent"
+    );
     fx.assert_cleaned_up();
 }
 

@@ -89,7 +89,11 @@ impl ThreadSwitches {
 
     /// Switches per call from `self` (taken before `calls` calls) to `after`, summed by thread
     /// kind; threads that ended in between are left out.
-    pub fn per_call(&self, after: &ThreadSwitches, calls: usize) -> BTreeMap<String, SwitchesPerCall> {
+    pub fn per_call(
+        &self,
+        after: &ThreadSwitches,
+        calls: usize,
+    ) -> BTreeMap<String, SwitchesPerCall> {
         let mut sums: BTreeMap<String, (u64, u64)> = BTreeMap::new();
         for (tid, (kind, voluntary, involuntary)) in &after.0 {
             let (v0, i0) = self.0.get(tid).map_or((0, 0), |(_, v, i)| (*v, *i));

@@ -3,7 +3,9 @@
 //! ```text
 //!  coordinator ──────────── direct, non-blocking write ────────► stdin
 //!  coordinator ── WriteJob, bounded(1) ──► writer ──► stdin     (what did not fit the pipe)
-//!  coordinator ◄── Event, bounded(16) ──── reader ◄── stdout   (messages and read faults)
+//!  coordinator ◄── Event, bounded(16) ──── reader ◄── stdout   (messages and read faults;
+//!                                      │               the coordinator may poll(2) stdout for
+//!                                      │               readiness, see super::wait)
 //!                                      ├── writer              (write failures only)
 //!                                      └── stderr drain        (process exit, via a pidfd)
 //!  StderrRing  ◄────────────────────────── stderr drain ◄── stderr

@@ -11,7 +11,8 @@
 //! plugin's exit by wait status through a pidfd (a fourth, waiter thread where the kernel has no
 //! pidfd). The calling thread is the coordinator: it takes the session with a try-lock
 //! (a second caller gets `plugin_provider_busy`), arms one deadline before encoding, queues the
-//! frame and waits for one event. Every failure is classified (see [`crate::Dispatch`]): a frame
+//! frame and waits for one event (in `poll(2)` on the plugin's stdout and a wake descriptor
+//! where several CPUs are usable, so the plugin's write wakes it directly; see `wait`). Every failure is classified (see [`crate::Dispatch`]): a frame
 //! the writer provably never claimed is `not_started`; once it may have been written, a
 //! tools/call failure is `outcome_unknown` and the instance is retired (its whole process
 //! group is killed). A retired instance is never respawned; only a reload makes a new one.
@@ -41,10 +42,10 @@ pub use crate::spawn::AdmissionCancel;
 use crate::spawn::Cancellable;
 pub use io::FORCE_EXIT_WAITER_ENV;
 pub use process::LaunchSpec;
-pub use wait::RESPONSE_WAIT_ENV;
 pub use stderr_ring::{
     StderrLine, StderrRing, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
 };
+pub use wait::RESPONSE_WAIT_ENV;
 
 use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
 use crate::error::{Dispatch, Error, ErrorCode, Phase};

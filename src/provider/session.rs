@@ -1,8 +1,9 @@
 //! The deadline-driven coordinator: one request at a time, one total budget per request.
 //!
 //! The budget's clock starts before encoding and covers the unsolicited-output check, queue
-//! admission, write + flush and the response wait. Waiting is a single `recv_deadline` on the
-//! event channel: no polling, no sleeps.
+//! admission, write + flush and the response wait. Waiting is one wait for the next event on
+//! the event channel (see `super::wait`: `poll(2)` on stdout and a wake descriptor where
+//! several CPUs are usable, else `recv_deadline`): no polling loop, no sleeps.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

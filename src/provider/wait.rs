@@ -240,9 +240,7 @@ impl EventWait {
             match self.events.try_recv() {
                 Ok(event) => return Ok(event),
                 Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
-                Err(TryRecvError::Empty) if Instant::now() < check_until => {
-                    std::hint::spin_loop()
-                }
+                Err(TryRecvError::Empty) if Instant::now() < check_until => std::hint::spin_loop(),
                 Err(TryRecvError::Empty) => return self.events.recv_deadline(until),
             }
         }
@@ -547,7 +545,6 @@ pub(crate) mod readiness {
     }
 }
 
-
 #[cfg(all(test, unix))]
 mod tests {
     use std::io::Write;
@@ -558,7 +555,12 @@ mod tests {
     const GENEROUS: Duration = Duration::from_secs(10);
 
     /// A readiness channel over a fresh pipe standing in for the plugin's stdout.
-    fn readiness_channel() -> (EventSender, EventWait, readiness::Stdout, os_pipe::PipeWriter) {
+    fn readiness_channel() -> (
+        EventSender,
+        EventWait,
+        readiness::Stdout,
+        os_pipe::PipeWriter,
+    ) {
         let (reader, writer) = os_pipe::pipe().unwrap();
         let stdout = readiness::Stdout::from_fd(OwnedFd::from(reader));
         let (tx, rx) = event_channel(4, WaitMode::Readiness(DECODE_WAIT), &stdout).unwrap();

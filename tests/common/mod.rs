@@ -203,7 +203,10 @@ impl Fixture {
     pub fn wait_for_marker(&self, kind: &str) {
         let deadline = Instant::now() + GENEROUS;
         while self.recorded_pids(&format!("{kind} ")).is_empty() {
-            assert!(Instant::now() < deadline, "the plugin never recorded {kind}");
+            assert!(
+                Instant::now() < deadline,
+                "the plugin never recorded {kind}"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
     }
