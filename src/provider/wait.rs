@@ -31,9 +31,9 @@ use super::io::Event;
 
 /// The environment variable that picks how the coordinator waits for responses (read once per
 /// process): `block` forces plain blocking on the event channel; `poll` forces the readiness
-/// wait even on one usable CPU, and `poll=MICROS` also sets its [`DECODE_WAIT`] (for
-/// measurements); unset (or anything else) chooses by the number of usable CPUs. Tests and
-/// measurements use it to exercise and compare both paths.
+/// wait even on one usable CPU, and `poll=MICROS` also sets how long it checks for the decoded
+/// response once stdout is readable (default 20 µs); unset (or anything else) chooses by the
+/// number of usable CPUs. Tests and measurements use it to exercise and compare both paths.
 pub const RESPONSE_WAIT_ENV: &str = "WEBCODEX_PLUGIN_RESPONSE_WAIT";
 
 /// After stdout became readable, how long the coordinator checks the channel (`try_recv` in a
