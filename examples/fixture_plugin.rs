@@ -11,6 +11,13 @@
 //! `stuck-init` (reads initialize, then never reads stdin again nor answers: it cannot notice
 //! that the host is gone), `exit-after-handshake` (answers tools/list, starts a grandchild in
 //! its group, then exits by itself 100 ms later, with no request in flight).
+//! Modes that shape how every tools/call response leaves (for the coordinator's wait, after a
+//! normal handshake; the pause is `FIXTURE_PAUSE_MS`, default 50): `split` (each response in two
+//! writes, split mid-line, with the pause between them), `half-line` (half of the response line,
+//! then it hangs), `notify-first` (a notification line, the pause, then the response),
+//! `unsolicited-later` (the response, the pause, then a notification; it records `unsolicited 0`
+//! in `FIXTURE_PIDS` once that line is written), `exit-later` (the pause, then it exits without
+//! answering; with `FIXTURE_KEEP_STDOUT=1` it first starts a grandchild that inherits stdout).
 //! `chaos SEED` (for the soak: at start and on every tools/call it draws, from SEED mixed with
 //! its PID, whether to behave or to crash, hang, write garbage, flood stderr, exit leaving a
 //! grandchild, answer a wrong id, send an unsolicited message… — see `Chaos::call`;
@@ -191,6 +198,9 @@ fn main() {
                 continue;
             }
         };
+        if method == "tools/call" && answer_by_mode(&mode, &mut out, id, &reply) {
+            continue;
+        }
         send(&mut out, id, reply);
     }
 }
@@ -412,6 +422,64 @@ impl Chaos {
             _ => (name, args),
         }
     }
+}
+
+/// Answers a tools/call the way the response-shaping modes ask (see the module docs); false when
+/// `mode` is none of them and the caller answers normally.
+fn answer_by_mode(mode: &str, out: &mut impl Write, id: u64, result: &Value) -> bool {
+    let pause = std::time::Duration::from_millis(
+        std::env::var("FIXTURE_PAUSE_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(50),
+    );
+    let mut line = serde_json::to_vec(&json!({"jsonrpc":"2.0","id":id,"result":result})).unwrap();
+    line.push(b'\n');
+    let notification = json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}});
+    let half = line.len() / 2;
+    match mode {
+        "split" => {
+            out.write_all(&line[..half]).unwrap();
+            out.flush().unwrap();
+            std::thread::sleep(pause);
+            out.write_all(&line[half..]).unwrap();
+            out.flush().unwrap();
+        }
+        "half-line" => {
+            out.write_all(&line[..half]).unwrap();
+            out.flush().unwrap();
+            loop {
+                std::thread::park();
+            }
+        }
+        "notify-first" => {
+            write_line(out, &notification);
+            std::thread::sleep(pause);
+            out.write_all(&line).unwrap();
+            out.flush().unwrap();
+        }
+        "unsolicited-later" => {
+            out.write_all(&line).unwrap();
+            out.flush().unwrap();
+            std::thread::sleep(pause);
+            write_line(out, &notification);
+            record_pid("unsolicited", 0);
+        }
+        "exit-later" => {
+            std::thread::sleep(pause);
+            if std::env::var_os("FIXTURE_KEEP_STDOUT").is_some_and(|v| v == "1") {
+                let child = Command::new("sleep")
+                    .arg("1000")
+                    .stdin(Stdio::null())
+                    .spawn()
+                    .unwrap();
+                record_pid("grandchild", child.id());
+            }
+            std::process::exit(4);
+        }
+        _ => return false,
+    }
+    true
 }
 
 fn send(out: &mut impl Write, id: u64, result: Value) {

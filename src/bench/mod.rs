@@ -4,6 +4,7 @@
 //! them with nearest-rank percentiles; the CLI passes a closure that goes through the full call
 //! path (binding → argument validation → frame → response → result validation).
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -27,6 +28,102 @@ pub struct BenchSummary {
     pub calls_per_s: f64,
     /// The host's own peak RSS (`VmHWM`), KiB; 0 where unknown.
     pub rss_kb: u64,
+    /// Context switches per measured call of each kind of host thread (`bench --switches`;
+    /// Linux only), keyed by thread name without the provider id (`caller` for the calling
+    /// thread).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub switches_per_call: Option<BTreeMap<String, SwitchesPerCall>>,
+}
+
+/// Voluntary (the thread blocked) and involuntary (it was preempted) context switches per call.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SwitchesPerCall {
+    /// Voluntary switches per call.
+    pub voluntary: f64,
+    /// Involuntary switches per call.
+    pub involuntary: f64,
+}
+
+/// The context-switch counters of this process's threads, by thread id (from
+/// `/proc/self/task`; empty where there is no `/proc`).
+#[derive(Debug, Clone, Default)]
+pub struct ThreadSwitches(BTreeMap<u64, (String, u64, u64)>);
+
+impl ThreadSwitches {
+    /// Reads the counters now.
+    pub fn now() -> ThreadSwitches {
+        let mut threads = BTreeMap::new();
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            return ThreadSwitches(threads);
+        };
+        let me = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
+        for task in tasks.flatten() {
+            let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
+                continue;
+            };
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+            let field = |name: &str| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0)
+            };
+            let kind = if comm == me {
+                "caller".to_string()
+            } else {
+                thread_kind(comm.trim_end())
+            };
+            threads.insert(
+                tid,
+                (
+                    kind,
+                    field("voluntary_ctxt_switches:"),
+                    field("nonvoluntary_ctxt_switches:"),
+                ),
+            );
+        }
+        ThreadSwitches(threads)
+    }
+
+    /// Switches per call from `self` (taken before `calls` calls) to `after`, summed by thread
+    /// kind; threads that ended in between are left out.
+    pub fn per_call(
+        &self,
+        after: &ThreadSwitches,
+        calls: usize,
+    ) -> BTreeMap<String, SwitchesPerCall> {
+        let mut sums: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+        for (tid, (kind, voluntary, involuntary)) in &after.0 {
+            let (v0, i0) = self.0.get(tid).map_or((0, 0), |(_, v, i)| (*v, *i));
+            let sum = sums.entry(kind.clone()).or_default();
+            sum.0 += voluntary.saturating_sub(v0);
+            sum.1 += involuntary.saturating_sub(i0);
+        }
+        let calls = calls.max(1) as f64;
+        let hundredths = |v: u64| (v as f64 / calls * 100.0).round() / 100.0;
+        sums.into_iter()
+            .map(|(kind, (v, i))| {
+                (
+                    kind,
+                    SwitchesPerCall {
+                        voluntary: hundredths(v),
+                        involuntary: hundredths(i),
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+/// `wc-read-ID` → `wc-read`: a provider thread's name without its provider id.
+fn thread_kind(comm: &str) -> String {
+    let mut parts = comm.splitn(3, '-');
+    match (parts.next(), parts.next()) {
+        (Some("wc"), Some(kind)) => format!("wc-{kind}"),
+        _ => comm.to_string(),
+    }
 }
 
 /// Runs `warmup` unmeasured then `n` measured sequential calls; stops at the first failure.
@@ -70,6 +167,7 @@ pub fn summarize(name: &str, samples: &mut [Duration], wall: Duration) -> BenchS
             tenths(n as f64 / wall.as_secs_f64())
         },
         rss_kb: peak_rss_kb(),
+        switches_per_call: None,
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde_json::{json, Value};
-use webcodex_plugin_host::bench::{measure, summarize, BenchSummary};
+use webcodex_plugin_host::bench::{measure, summarize, BenchSummary, ThreadSwitches};
 use webcodex_plugin_host::env::{
     load_runner_config, prepare_environment, resolve_executable, PluginsConfig, ProviderConfig,
     RunnerConfig, DEFAULT_MAX_PROVIDERS, DEFAULT_REQUEST_TIMEOUT,
@@ -67,6 +67,10 @@ pub(super) struct BenchArgs {
     /// Time startup and reload of K providers (default 8) against one provider.
     #[arg(long, conflicts_with = "cold")]
     startup: bool,
+    /// Also report the context switches per measured call of each host thread
+    /// (`switches_per_call`; Linux, sequential warm calls only).
+    #[arg(long, conflicts_with_all = ["cold", "providers", "idle", "startup"])]
+    switches: bool,
 }
 
 /// Most calls (or starts) one bench run may make: bounds the sample buffer.
@@ -194,7 +198,14 @@ fn warm(
             Err(output_error(&out.output))
         }
     };
-    let result = if k == 1 {
+    let result = if k == 1 && args.switches {
+        measure(&args.name, 0, args.warmup, || call_once(&calls[0])).and_then(|_| {
+            let before = ThreadSwitches::now();
+            let mut summary = measure(&args.name, n, 0, || call_once(&calls[0]))?;
+            summary.switches_per_call = Some(before.per_call(&ThreadSwitches::now(), n));
+            Ok(summary)
+        })
+    } else if k == 1 {
         measure(&args.name, n, args.warmup, || call_once(&calls[0]))
     } else {
         concurrent(args, n, &calls, &call_once)
@@ -316,4 +327,10 @@ fn print_human(s: &BenchSummary, args: &BenchArgs) {
         "  {:.0} per second   host peak RSS {} KiB",
         s.calls_per_s, s.rss_kb
     );
+    for (thread, per_call) in s.switches_per_call.iter().flatten() {
+        println!(
+            "  {thread}: {:.2} voluntary + {:.2} involuntary context switches per call",
+            per_call.voluntary, per_call.involuntary
+        );
+    }
 }

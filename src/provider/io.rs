@@ -3,7 +3,9 @@
 //! ```text
 //!  coordinator ──────────── direct, non-blocking write ────────► stdin
 //!  coordinator ── WriteJob, bounded(1) ──► writer ──► stdin     (what did not fit the pipe)
-//!  coordinator ◄── Event, bounded(16) ──── reader ◄── stdout   (messages and read faults)
+//!  coordinator ◄── Event, bounded(16) ──── reader ◄── stdout   (messages and read faults;
+//!                                      │               the coordinator may poll(2) stdout for
+//!                                      │               readiness, see super::wait)
 //!                                      ├── writer              (write failures only)
 //!                                      └── stderr drain        (process exit, via a pidfd)
 //!  StderrRing  ◄────────────────────────── stderr drain ◄── stderr
@@ -28,6 +30,7 @@ use parking_lot::Mutex;
 
 use super::process::PluginProcess;
 use super::stderr_ring::StderrRing;
+use super::wait::{event_channel, readiness, wait_mode, EventSender, EventWait};
 use crate::error::ErrorCode;
 use crate::frame::{LineReader, RawEnvelope};
 use crate::spawn::wait_exit_noreap;
@@ -90,7 +93,7 @@ impl WriteGate {
 pub(crate) struct Channels {
     pub(crate) stdin: Arc<ChildStdin>,
     pub(crate) jobs: Sender<WriteJob>,
-    pub(crate) events: Receiver<Event>,
+    pub(crate) events: EventWait,
     pub(crate) gate: Arc<WriteGate>,
     /// Set by the reader when, as it hands over a message, more stdout bytes are already
     /// buffered: something unasked is on its way.
@@ -137,9 +140,10 @@ pub(crate) fn start(
     stdout: ChildStdout,
     stderr: ChildStderr,
     ring: Arc<Mutex<StderrRing>>,
-) -> std::io::Result<(Channels, Sender<Event>, IoThreads)> {
+) -> std::io::Result<(Channels, EventSender, IoThreads)> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
-    let (event_tx, event_rx) = crossbeam_channel::bounded::<Event>(EVENT_CAPACITY);
+    let stdout = readiness::Stdout::new(stdout);
+    let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wait_mode(), &stdout)?;
     let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
     let gate = Arc::new(WriteGate::default());
     set_nonblocking(&stdin)?;
@@ -273,7 +277,7 @@ fn write_loop(
     stdin: Arc<ChildStdin>,
     jobs: Receiver<WriteJob>,
     gate: Arc<WriteGate>,
-    events: Sender<Event>,
+    events: EventSender,
 ) {
     for job in jobs {
         if !gate.claim(job.seq) {
@@ -298,7 +302,7 @@ fn write_loop(
     }
 }
 
-fn read_loop(stdout: ChildStdout, events: Sender<Event>, more_pending: Arc<AtomicBool>) {
+fn read_loop(stdout: readiness::Stdout, events: EventSender, more_pending: Arc<AtomicBool>) {
     let mut reader = LineReader::new(BufReader::with_capacity(STDOUT_BUFFER, stdout));
     loop {
         match reader.read_response() {
@@ -322,7 +326,7 @@ fn read_loop(stdout: ChildStdout, events: Sender<Event>, more_pending: Arc<Atomi
 /// Reports the plugin's exit once it is seen.
 struct ExitWatch {
     process: Arc<PluginProcess>,
-    events: Sender<Event>,
+    events: EventSender,
 }
 
 impl ExitWatch {

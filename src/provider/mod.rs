@@ -11,7 +11,8 @@
 //! plugin's exit by wait status through a pidfd (a fourth, waiter thread where the kernel has no
 //! pidfd). The calling thread is the coordinator: it takes the session with a try-lock
 //! (a second caller gets `plugin_provider_busy`), arms one deadline before encoding, queues the
-//! frame and waits for one event. Every failure is classified (see [`crate::Dispatch`]): a frame
+//! frame and waits for one event (in `poll(2)` on the plugin's stdout and a wake descriptor
+//! where several CPUs are usable, so the plugin's write wakes it directly; see `wait`). Every failure is classified (see [`crate::Dispatch`]): a frame
 //! the writer provably never claimed is `not_started`; once it may have been written, a
 //! tools/call failure is `outcome_unknown` and the instance is retired (its whole process
 //! group is killed). A retired instance is never respawned; only a reload makes a new one.
@@ -28,12 +29,12 @@ mod io;
 mod process;
 mod session;
 mod stderr_ring;
+mod wait;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::Sender;
 use parking_lot::Mutex;
 use serde_json::Value;
 
@@ -44,6 +45,7 @@ pub use process::LaunchSpec;
 pub use stderr_ring::{
     StderrLine, StderrRing, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
 };
+pub use wait::RESPONSE_WAIT_ENV;
 
 use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
@@ -51,11 +53,21 @@ use crate::frame::{check_json_bounds, check_json_bounds_sized, JsonBoundsError, 
 use io::{Event, IoThreads};
 use process::PluginProcess;
 use session::{into_result, RequestKind, Session};
+use wait::EventSender;
 
 /// Largest serialized call arguments.
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 /// How long termination may wait for the process group to empty.
 pub const TERMINATION_BOUND: Duration = Duration::from_secs(1);
+
+/// True when this process's coordinators wait for responses by readiness (`poll(2)` on the
+/// plugin's stdout and a wake descriptor), false when they block on the event channel: chosen
+/// once per process from [`RESPONSE_WAIT_ENV`] and the number of usable CPUs (for tests and
+/// measurements).
+#[doc(hidden)]
+pub fn response_wait_by_readiness() -> bool {
+    wait::wait_mode() != wait::WaitMode::Block
+}
 
 /// A unique id of one provider instance (one spawned process), never reused in this host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -108,7 +120,7 @@ struct Connection {
     session: Mutex<Option<Session>>,
     /// Opt-in active wait for responses, in nanoseconds (0 = always block).
     spin_nanos: AtomicU64,
-    stop: Sender<Event>,
+    stop: EventSender,
     threads: Option<IoThreads>,
 }
 
@@ -289,7 +301,7 @@ impl Provider {
     /// Announces shutdown: a waiting request ends with `plugin_manager_stopping`, the process
     /// group is killed. Does not wait; dropping the provider does the bounded cleanup.
     pub fn stop(&self) {
-        let _ = self.connection.stop.try_send(Event::Stopping);
+        self.connection.stop.try_send(Event::Stopping);
         self.connection.process.retire();
     }
 }
@@ -299,13 +311,13 @@ impl Provider {
 /// candidate alive.
 struct CandidateKill {
     process: std::sync::Weak<PluginProcess>,
-    stop: Sender<Event>,
+    stop: EventSender,
 }
 
 impl Cancellable for CandidateKill {
     fn cancel(&self) {
         if let Some(process) = self.process.upgrade() {
-            let _ = self.stop.try_send(Event::Stopping);
+            self.stop.try_send(Event::Stopping);
             process.retire();
         }
     }

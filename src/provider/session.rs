@@ -1,8 +1,9 @@
 //! The deadline-driven coordinator: one request at a time, one total budget per request.
 //!
 //! The budget's clock starts before encoding and covers the unsolicited-output check, queue
-//! admission, write + flush and the response wait. Waiting is a single `recv_deadline` on the
-//! event channel: no polling, no sleeps.
+//! admission, write + flush and the response wait. Waiting is one wait for the next event on
+//! the event channel (see `super::wait`: `poll(2)` on stdout and a wake descriptor where
+//! several CPUs are usable, else `recv_deadline`): no polling loop, no sleeps.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -241,7 +242,7 @@ impl Session {
         loop {
             let event = match spin_until.take() {
                 Some(until) => self.spin_for_event(until, wait_until),
-                None => self.channels.events.recv_deadline(wait_until),
+                None => self.channels.events.next(wait_until),
             };
             match event {
                 Ok(Event::Message(message)) => {
@@ -350,7 +351,7 @@ impl Session {
                 Ok(event) => return Ok(event),
                 Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
                 Err(TryRecvError::Empty) if Instant::now() < spin_until => std::thread::yield_now(),
-                Err(TryRecvError::Empty) => return self.channels.events.recv_deadline(until),
+                Err(TryRecvError::Empty) => return self.channels.events.next(until),
             }
         }
     }

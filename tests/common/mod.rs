@@ -212,6 +212,19 @@ impl Fixture {
         }
     }
 
+    /// Waits (bounded by [`GENEROUS`]) until the plugin has recorded a `KIND N` line in its pid
+    /// file (e.g. `unsolicited`, written by the fixture once it sent that line).
+    pub fn wait_for_marker(&self, kind: &str) {
+        let deadline = Instant::now() + GENEROUS;
+        while self.recorded_pids(&format!("{kind} ")).is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "the plugin never recorded {kind}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     fn recorded_pids(&self, kind: &str) -> Vec<i32> {
         std::fs::read_to_string(&self.pids)
             .unwrap_or_default()
@@ -264,6 +277,56 @@ impl Fixture {
 impl Drop for Fixture {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Keeps every CPU of the machine busy with spinning threads until dropped, so a test runs its
+/// plugins while no CPU is idle (the wake-ups then compete with other work). The spinning
+/// threads run at the lowest priority (nice 19), so they fill idle time without starving the
+/// test, and only one `BusyCpus` exists at a time in a test process.
+pub struct BusyCpus {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    _one_at_a_time: std::sync::MutexGuard<'static, ()>,
+}
+
+impl BusyCpus {
+    /// One spinning thread per CPU the process may use.
+    pub fn start() -> BusyCpus {
+        static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let guard = ONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let n = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let threads = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    // SAFETY: plain syscalls on this thread's own id.
+                    unsafe {
+                        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+                        libc::setpriority(libc::PRIO_PROCESS, tid, 19);
+                    }
+                    let mut x = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                    }
+                })
+            })
+            .collect();
+        BusyCpus {
+            stop,
+            threads,
+            _one_at_a_time: guard,
+        }
+    }
+}
+
+impl Drop for BusyCpus {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
     }
 }
 
