@@ -72,10 +72,10 @@
 mod client;
 #[cfg(feature = "http-server")]
 pub mod inspector;
-#[cfg(feature = "http-client")]
-mod remote;
 #[cfg(feature = "http-server")]
 mod listener;
+#[cfg(feature = "http-client")]
+mod remote;
 #[cfg(feature = "http-server")]
 mod server;
 #[cfg(feature = "http-server")]
@@ -87,10 +87,10 @@ mod wire;
 pub use client::{
     ClientError, ClientOptions, HttpClient, ProxyChoice, Received, CONNECT_TIMEOUT, READ_TIMEOUT,
 };
-#[cfg(feature = "http-client")]
-pub use remote::remote_runner;
 #[cfg(feature = "http-server")]
 pub use listener::MAX_CONNECTIONS;
+#[cfg(feature = "http-client")]
+pub use remote::remote_runner;
 #[cfg(feature = "http-server")]
 #[cfg(all(feature = "http-server", feature = "fuzzing"))]
 #[doc(hidden)]
