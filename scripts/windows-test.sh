@@ -49,4 +49,8 @@ fi
 if [[ $# -eq 0 ]]; then
   set -- test
 fi
+if [[ $1 == test ]]; then
+  # The tests start the fixture plugin; under Wine they cannot run cargo to build it themselves.
+  cargo build --quiet --example fixture_plugin
+fi
 exec cargo "$@"

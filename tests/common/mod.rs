@@ -4,7 +4,9 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+#[cfg(not(windows))]
+use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -13,6 +15,9 @@ use serde_json::Value;
 use webcodex_plugin_host::env::EnvSnapshot;
 use webcodex_plugin_host::provider::{LaunchSpec, Provider, ProviderSpec};
 use webcodex_plugin_host::{Dispatch, Error, ErrorCode};
+
+#[cfg(windows)]
+mod windows;
 
 /// How long "does not hang" checks wait at most. Never an expected duration.
 pub const GENEROUS: Duration = Duration::from_secs(5);
@@ -38,8 +43,14 @@ pub fn fixture_path() -> PathBuf {
     path
 }
 
+/// Windows: the tests run under Wine (or on a Windows runner after a `cargo build`), where the
+/// cargo that built them may not run; scripts/windows-test.sh builds the fixture first.
+#[cfg(windows)]
+fn build_fixture(_profile_dir: &Path) {}
+
 /// Builds the fixture into `profile_dir` (`target/debug` → the dev profile, else the profile
 /// named like the directory).
+#[cfg(not(windows))]
 fn build_fixture(profile_dir: &Path) {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
@@ -343,6 +354,7 @@ pub enum ChildScope {
 /// groups are `groups` were retired: a live member of one of those groups (an orphan that
 /// escaped the group kill), or a zombie whose parent is `host` (not reaped) that belongs to
 /// those groups or, with [`ChildScope::AllZombieChildren`], to any group.
+#[cfg(unix)]
 pub fn leftovers(host: i32, groups: &[i32], scope: ChildScope) -> Vec<ProcEntry> {
     proc_table()
         .into_iter()
@@ -355,6 +367,13 @@ pub fn leftovers(host: i32, groups: &[i32], scope: ChildScope) -> Vec<ProcEntry>
             }
         })
         .collect()
+}
+
+/// Windows: the running processes of the plugins' trees (a plugin's job holds exactly its
+/// tree; Windows has no zombies, so `host` and `scope` do not matter).
+#[cfg(windows)]
+pub fn leftovers(_host: i32, groups: &[i32], _scope: ChildScope) -> Vec<ProcEntry> {
+    windows::live_trees(groups)
 }
 
 /// How long retirement may take to kill and reap a plugin's tree (the termination bound).
@@ -394,8 +413,15 @@ pub fn recorded_plugin_pids(pid_file: &Path) -> Vec<i32> {
 }
 
 /// True when `pid` no longer runs: `/proc/PID` is missing or it is a zombie.
+#[cfg(unix)]
 pub fn process_is_gone(pid: i32) -> bool {
     !matches!(proc_stat(pid), Some((_, state)) if state != 'Z')
+}
+
+/// True when `pid` no longer runs (Windows: no such process, or it has exited).
+#[cfg(windows)]
+pub fn process_is_gone(pid: i32) -> bool {
+    windows::process_is_gone(pid)
 }
 
 /// Waits (bounded by [`GENEROUS`]) until `pid` no longer runs.
