@@ -658,6 +658,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "expects the Unix PATH separator ':' (docs/PLATFORMS.md)"
+    )]
     fn path_prepend_goes_in_front_in_order() {
         let shell = ShellConfig {
             path_prepend: vec!["/opt/a".into(), "/opt/b".into()],
@@ -668,6 +672,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "expects the Unix PATH separator ':' (docs/PLATFORMS.md)"
+    )]
     fn path_prepend_alone_when_path_is_absent() {
         let shell = ShellConfig {
             path_prepend: vec!["/opt/a".into(), "/opt/b".into()],
@@ -678,6 +686,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "expects the Unix PATH separator ':' (docs/PLATFORMS.md)"
+    )]
     fn path_prepend_entry_with_separator_fails() {
         let shell = ShellConfig {
             path_prepend: vec!["/a:/b".into()],
@@ -730,6 +742,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn init_script_output_replaces_the_environment_and_chatter_is_ignored() {
         let script =
             "echo 'chatter NOT_A=VAR'\nprintf 'x\\0Y=1\\0'\nexport FROM_SCRIPT='a=b'\nunset HOME";
@@ -747,6 +763,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn init_script_runs_in_provider_cwd() {
         let shell = shell_with(&[("n", profile(&[], Some("export WHERE=\"$(pwd)\"")))]);
         let mut p = provider(Some("n"));
@@ -756,6 +776,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn init_script_sees_the_built_environment() {
         let mut shell = shell_with(&[("n", profile(&[], Some("export SEEN=\"$PATH\"")))]);
         shell.path_prepend = vec!["/opt/x".into()];
@@ -764,6 +788,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn init_script_failure_reports_exit_status_without_stderr() {
         let shell = shell_with(&[("node", profile(&[], Some("echo SECRET_STDERR >&2\nexit 3")))]);
         let err = prepare_environment(&shell, &provider(Some("node")), base()).unwrap_err();
@@ -772,6 +800,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn init_script_runs_in_strict_mode() {
         let shell = shell_with(&[("node", profile(&[], Some("echo \"$UNSET_VARIABLE_X\"")))]);
         let err = prepare_environment(&shell, &provider(Some("node")), base()).unwrap_err();
@@ -779,6 +811,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn init_script_timeout_kills_and_fails() {
         let shell = shell_with(&[("node", profile(&[], Some("sleep 30 & sleep 30")))]);
         let started = std::time::Instant::now();
@@ -798,6 +834,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn background_process_holding_stdout_is_killed_after_the_script_exits() {
         let shell = shell_with(&[("node", profile(&[], Some("sleep 30 &\nexport DONE=1")))]);
         let started = std::time::Instant::now();
@@ -807,6 +847,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn init_script_exit_before_marker_fails() {
         let shell = shell_with(&[("node", profile(&[], Some("exec true")))]);
         let err = prepare_environment(&shell, &provider(Some("node")), base()).unwrap_err();
@@ -827,6 +871,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn sensitive_variables_are_removed_from_every_source() {
         let mut shell = shell_with(&[(
             "n",

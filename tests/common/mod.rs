@@ -475,6 +475,21 @@ pub fn cli_command(binary: &str) -> Command {
     cmd
 }
 
+/// Asks the process `pid` (a child of this test) to stop as an operator would: SIGTERM. True
+/// when the signal was sent.
+#[cfg(unix)]
+pub fn request_stop(pid: u32) -> bool {
+    // SAFETY: kill(2) on the pid of a child the caller spawned and has not reaped.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) == 0 }
+}
+
+/// Windows: not available yet (a console control event needs the child in its own console
+/// process group); the tests that need it are ignored on Windows (docs/PLATFORMS.md).
+#[cfg(windows)]
+pub fn request_stop(_pid: u32) -> bool {
+    false
+}
+
 /// Waits at most `limit` for `child`; kills it and fails the test on a hang.
 pub fn wait_bounded(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
     let deadline = Instant::now() + limit;
