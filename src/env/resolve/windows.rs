@@ -81,3 +81,126 @@ fn judge(path: PathBuf) -> Result<Option<PathBuf>> {
     )
     .in_phase(Phase::Executable))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use crate::env::resolve_executable;
+    use crate::env::EnvSnapshot;
+    use crate::error::ErrorCode;
+
+    /// A fresh directory under the system temp dir, removed on drop.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new() -> TempDir {
+            static N: AtomicU32 = AtomicU32::new(0);
+            let dir = std::env::temp_dir().join(format!(
+                "webcodex-resolve-win-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            TempDir(dir)
+        }
+
+        fn file(&self, name: &str) -> PathBuf {
+            let path = self.0.join(name);
+            std::fs::write(&path, b"MZ").unwrap();
+            path
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Windows file names compare without regard to case; the result carries the `PATHEXT`
+    /// spelling (`tool.EXE`) of the extension it found.
+    fn assert_same_file(found: PathBuf, expected: PathBuf) {
+        let lower = |p: &PathBuf| p.display().to_string().to_lowercase();
+        assert_eq!(lower(&found), lower(&expected));
+    }
+
+    fn env(vars: &[(&str, &OsString)]) -> EnvSnapshot {
+        EnvSnapshot::from_vars(vars.iter().map(|(k, v)| (OsString::from(k), (*v).clone())))
+    }
+
+    #[test]
+    fn a_bare_name_is_found_with_pathext_on_a_path_of_any_case() {
+        let dir = TempDir::new();
+        let exe = dir.file("tool.exe");
+        let path = dir.0.clone().into_os_string();
+        // `Path` spelled as Windows often does: names compare without regard to case.
+        let snapshot = env(&[("Path", &path)]);
+        assert_same_file(
+            resolve_executable("tool", &snapshot, None).unwrap(),
+            exe.clone(),
+        );
+        assert_same_file(
+            resolve_executable("TOOL.EXE", &snapshot, None).unwrap(),
+            exe,
+        );
+    }
+
+    #[test]
+    fn pathext_order_decides_within_a_directory() {
+        let dir = TempDir::new();
+        dir.file("tool.cmd");
+        let exe = dir.file("tool.exe");
+        let path = dir.0.clone().into_os_string();
+        let snapshot = env(&[("PATH", &path)]);
+        // The default PATHEXT tries .EXE before .CMD.
+        assert_same_file(resolve_executable("tool", &snapshot, None).unwrap(), exe);
+        let cmd_first = OsString::from(".CMD;.EXE");
+        let snapshot = env(&[("PATH", &path), ("PathExt", &cmd_first)]);
+        let err = resolve_executable("tool", &snapshot, None).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::ExecutableUnsupported);
+    }
+
+    #[test]
+    fn cmd_and_bat_are_refused_as_unsupported_by_name_and_by_path() {
+        let dir = TempDir::new();
+        let bat = dir.file("plugin.bat");
+        dir.file("other.cmd");
+        let path = dir.0.clone().into_os_string();
+        let snapshot = env(&[("PATH", &path)]);
+        for command in ["other", "other.cmd", "plugin"] {
+            let err = resolve_executable(command, &snapshot, None).unwrap_err();
+            assert_eq!(err.code(), ErrorCode::ExecutableUnsupported, "{command}");
+            assert!(!err.message().contains("plugin.bat"), "{}", err.message());
+        }
+        let err = resolve_executable(bat.to_str().unwrap(), &snapshot, None).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::ExecutableUnsupported);
+    }
+
+    #[test]
+    fn a_path_with_backslashes_is_not_searched_and_gets_pathext_too() {
+        let dir = TempDir::new();
+        let exe = dir.file("plugin.exe");
+        let snapshot = env(&[]);
+        let given = format!("{}\\plugin", dir.0.display());
+        assert_same_file(resolve_executable(&given, &snapshot, None).unwrap(), exe);
+        let relative = resolve_executable(".\\plugin", &snapshot, Some(&dir.0)).unwrap();
+        assert_same_file(relative, dir.0.join(".\\plugin.exe"));
+        let err = resolve_executable("missing", &snapshot, None).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::ExecutableUnavailable);
+    }
+
+    #[test]
+    fn snapshot_names_are_one_variable_in_any_case() {
+        let a = OsString::from("first");
+        let b = OsString::from("second");
+        let snapshot = env(&[("Path", &a), ("PATH", &b)]);
+        assert_eq!(snapshot.vars().len(), 1);
+        assert_eq!(snapshot.get("path"), Some(b.as_os_str()));
+        let secret = OsString::from("x");
+        let snapshot = env(&[("Webcodex_Token", &secret), ("authorization", &secret)]);
+        assert!(snapshot.vars().is_empty());
+    }
+}
