@@ -93,11 +93,11 @@ impl PluginProcess {
     /// Terminates the job, then waits, bounded by `deadline`, until the plugin and every process
     /// of its job are gone.
     pub(crate) fn reap(self: &Arc<Self>, deadline: Instant) {
-        if !self.retire_and_reap_exited() {
-            if !wait_process_exit_until(self.handle.as_handle(), Some(deadline)) {
-                log::warn!("plugin process did not exit within the termination bound");
-                return;
-            }
+        if !self.retire_and_reap_exited()
+            && !wait_process_exit_until(self.handle.as_handle(), Some(deadline))
+        {
+            log::warn!("plugin process did not exit within the termination bound");
+            return;
         }
         self.job.wait_empty(deadline);
     }
