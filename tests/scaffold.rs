@@ -64,10 +64,6 @@ fn refuses_a_path_that_is_a_file() {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "compares with canonicalize(), a verbatim \\\\?\\ path on Windows (docs/PLATFORMS.md)"
-)]
 fn creates_a_missing_directory_and_its_parents() {
     let root = temp_path("missing");
     let _cleanup = Cleanup(root.clone());
@@ -75,7 +71,9 @@ fn creates_a_missing_directory_and_its_parents() {
 
     let scaffold = create(&dir, None, Lang::Python).unwrap();
     assert!(dir.is_dir());
+    // The scaffold gives the ordinary `C:\…` form of a Windows path, not the verbatim `\\?\C:\…`.
     let canonical = std::fs::canonicalize(&dir).unwrap();
+    let canonical = PathBuf::from(canonical.to_str().unwrap().trim_start_matches(r"\\?\"));
     let expected: Vec<PathBuf> = ["plugin.py", "README.md", ".gitignore"]
         .iter()
         .map(|name| canonical.join(name))
@@ -184,15 +182,12 @@ fn rust_provider_runs_the_release_binary_by_absolute_path() {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "expects the TypeScript scaffold's Unix file layout (docs/PLATFORMS.md)"
-)]
 fn typescript_scaffold_carries_its_sdk_and_pins_only_build_tools() {
     let root = temp_path("ts");
     let _cleanup = Cleanup(root.clone());
     let scaffold = create(&root, Some("ts-echo"), Lang::TypeScript).unwrap();
     let canonical = std::fs::canonicalize(&root).unwrap();
+    let canonical = PathBuf::from(canonical.to_str().unwrap().trim_start_matches(r"\\?\"));
     for name in [
         "package.json",
         "tsconfig.json",

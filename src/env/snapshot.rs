@@ -701,6 +701,25 @@ mod tests {
     }
 
     #[test]
+    #[cfg(windows)]
+    fn path_prepend_uses_semicolons_and_finds_path_in_any_case() {
+        let shell = ShellConfig {
+            path_prepend: vec![r"C:\a".into(), r"C:\b".into()],
+            ..ShellConfig::default()
+        };
+        let s =
+            prepare_environment(&shell, &provider(None), os(&[("Path", r"C:\Windows")])).unwrap();
+        assert_eq!(get(&s, "PATH").unwrap(), r"C:\a;C:\b;C:\Windows");
+        assert_eq!(s.vars().len(), 1, "one PATH variable, whatever its case");
+        let shell = ShellConfig {
+            path_prepend: vec![r"C:\a;C:\b".into()],
+            ..ShellConfig::default()
+        };
+        let err = prepare_environment(&shell, &provider(None), base()).unwrap_err();
+        assert_prepare_failed(&err, "path_prepend");
+    }
+
+    #[test]
     fn profile_env_overrides_shell_env_which_overrides_base() {
         let mut shell = shell_with(&[("n", profile(&[("B", "profile"), ("C", "profile")], None))]);
         shell.env = [("A", "shell"), ("B", "shell")]
