@@ -711,8 +711,9 @@ mod tests {
             prepare_environment(&shell, &provider(None), os(&[("Path", r"C:\Windows")])).unwrap();
         assert_eq!(get(&s, "PATH").unwrap(), r"C:\a;C:\b;C:\Windows");
         assert_eq!(s.vars().len(), 1, "one PATH variable, whatever its case");
+        // Windows quotes an entry holding `;` (PATH allows that); only a `"` cannot be joined.
         let shell = ShellConfig {
-            path_prepend: vec![r"C:\a;C:\b".into()],
+            path_prepend: vec![r#"C:\a"b"#.into()],
             ..ShellConfig::default()
         };
         let err = prepare_environment(&shell, &provider(None), base()).unwrap_err();
