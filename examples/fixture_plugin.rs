@@ -28,7 +28,8 @@
 //! `FIXTURE_STDERR` is set, its value is written to stderr at start and before each tools/call,
 //! so tests can prove stderr never leaks. When `FIXTURE_PIDS` is set, the plugin appends
 //! `self PID` to that file at start and `grandchild PID` for every grandchild it spawns, so tests
-//! can prove those processes are gone. Arguments after MODE are ignored.
+//! can prove those processes are gone. Arguments after MODE are ignored. Mode `sleep-forever`
+//! only sleeps: it is the grandchild on Windows, which has no `sleep` program.
 
 #![allow(clippy::zombie_processes)]
 
@@ -65,8 +66,27 @@ const TOOLS: &str = r#"[
  {"name":"is_error","inputSchema":{"type":"object"}}
 ]"#;
 
+/// The command of a long-lived grandchild: `sleep 1000` on Unix; on Windows, which has no
+/// `sleep` program, this fixture itself in mode `sleep-forever`.
+fn sleeper() -> Command {
+    if cfg!(windows) {
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command.arg("sleep-forever");
+        command
+    } else {
+        let mut command = Command::new("sleep");
+        command.arg("1000");
+        command
+    }
+}
+
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_else(|| "normal".into());
+    if mode == "sleep-forever" {
+        // A grandchild (see `sleeper`): not a plugin, records nothing.
+        std::thread::sleep(std::time::Duration::from_secs(1000));
+        return;
+    }
     let stdin = io::stdin();
     let mut input = stdin.lock();
     let stdout = io::stdout();
@@ -157,8 +177,7 @@ fn main() {
                 let reply = json!({"tools": tools});
                 if mode == "exit-after-handshake" {
                     send(&mut out, id, reply);
-                    let child = Command::new("sleep")
-                        .arg("1000")
+                    let child = sleeper()
                         .stdin(Stdio::null())
                         .stdout(Stdio::null())
                         .stderr(Stdio::null())
@@ -254,8 +273,7 @@ fn call(name: &str, args: &Value, id: u64, out: &mut impl Write) -> Option<Value
         }
         "grandchild" => {
             // Deliberately never waited for: it must outlive this call (and the plugin).
-            let child = Command::new("sleep")
-                .arg("1000")
+            let child = sleeper()
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -325,19 +343,14 @@ fn call(name: &str, args: &Value, id: u64, out: &mut impl Write) -> Option<Value
         }
         "exit_keep_stdout" => {
             // A grandchild inherits stdout and outlives the plugin.
-            let child = Command::new("sleep")
-                .arg("1000")
-                .stdin(Stdio::null())
-                .spawn()
-                .unwrap();
+            let child = sleeper().stdin(Stdio::null()).spawn().unwrap();
             record_pid("grandchild", child.id());
             std::process::exit(0);
         }
         "chaos_orphan" => {
             // Exits at once, leaving a grandchild with stdout closed (only the group kill of
             // the host can reach it).
-            let child = Command::new("sleep")
-                .arg("1000")
+            let child = sleeper()
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())

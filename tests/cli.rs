@@ -803,6 +803,10 @@ fn an_unknown_key_in_a_provider_is_refused_naming_the_key() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "reading a directory fails as 'permission denied' on Windows, not 'is a directory' (docs/PLATFORMS.md)"
+)]
 fn a_missing_config_file_is_refused() {
     let dir = TempDir::new("config-missing");
     let config = dir.path().join("absent.toml");
@@ -1438,6 +1442,7 @@ for line in sys.stdin:
 "#;
 
 #[test]
+#[cfg_attr(windows, ignore = "needs python3 (Wine has none; docs/PLATFORMS.md)")]
 fn human_list_describe_and_check_speak_plainly() {
     let dir = TempDir::new("human-plain");
     let script = dir.write("wipe.py", PY_DESTRUCTIVE);
@@ -1554,11 +1559,14 @@ fn init_prints_build_then_provider_block_then_check() {
         let entry = &parsed["plugins"]["providers"][0];
         assert_eq!(entry["id"].as_str(), Some("demo-x"));
         let canonical = std::fs::canonicalize(&target).unwrap();
-        assert_eq!(entry["cwd"].as_str(), canonical.to_str());
+        // `init` prints the ordinary `C:\…` form of a Windows path, not the verbatim `\\?\C:\…`.
+        let canonical = canonical.to_str().map(|p| p.trim_start_matches(r"\\?\"));
+        assert_eq!(entry["cwd"].as_str(), canonical);
     }
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "needs python3 (Wine has none; docs/PLATFORMS.md)")]
 fn python_scaffold_works_as_printed_init_check_call() {
     let dir = TempDir::new("init-python-e2e");
     let target = dir.path().join("py plugin");

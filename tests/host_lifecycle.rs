@@ -288,6 +288,10 @@ fn shutdown_stops_providers_and_refuses_reload() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+)]
 fn profile_init_script_and_secret_filtering_are_seen_from_inside_the_plugin() {
     let dir = temp_dir("env");
     let text = format!(
@@ -520,6 +524,10 @@ for line in sys.stdin:
 /// The sensitive names are removed in any letter case, from the host environment, `[shell]`
 /// env, the profile's env and the init_script's output, as seen from inside the plugin.
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+)]
 fn sensitive_variables_in_any_case_never_reach_the_plugin() {
     let dir = temp_dir("env-case");
     let script = dir.join("dump.py");
@@ -601,6 +609,7 @@ for line in sys.stdin:
 /// A check diagnostic's `field` is one of the six definition keys, and absent for a malformed
 /// result, too many tools and a definition that is invalid as a whole.
 #[test]
+#[cfg_attr(windows, ignore = "needs python3 (Wine has none; docs/PLATFORMS.md)")]
 fn check_diagnostic_field_is_absent_where_no_definition_key_is_at_fault() {
     let dir = temp_dir("diag-field");
     let script = dir.join("list.py");
@@ -636,6 +645,10 @@ fn check_diagnostic_field_is_absent_where_no_definition_key_is_at_fault() {
 /// process group is killed at once and the reload ends with `plugin_manager_stopping`, long
 /// before the script's 30 s limit.
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+)]
 fn shutdown_during_a_candidates_init_script_kills_the_script_at_once() {
     let dir = temp_dir("shutdown-init");
     let host = std::sync::Arc::new(start(&write_config(

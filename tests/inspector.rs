@@ -52,6 +52,10 @@ fn assert_security_headers(response: &inspector_support::RawResponse) {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+)]
 fn page_and_assets_are_served_without_auth_with_security_headers_and_no_data() {
     let dir = TempDir::new("assets");
     let serve = demo_serve(&dir);
@@ -115,6 +119,10 @@ fn page_and_assets_are_served_without_auth_with_security_headers_and_no_data() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+)]
 fn whoami_answers_the_scopes_of_a_valid_token_only() {
     let dir = TempDir::new("whoami");
     let serve = demo_serve(&dir);
@@ -153,6 +161,10 @@ fn whoami_answers_the_scopes_of_a_valid_token_only() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+)]
 fn clients_that_never_read_the_page_do_not_hold_the_server() {
     let dir = TempDir::new("stalled");
     let serve = demo_serve(&dir);
@@ -762,6 +774,10 @@ fn plugin_supplied_html_and_script_show_as_text_and_never_run() {
 /// A plugin that exits in the middle of a call is reaped at once (the retirement rule: no zombie
 /// waits for a reload or shutdown), not left a zombie of the server. No browser needed.
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+)]
 fn a_plugin_that_exits_mid_call_is_reaped_at_once() {
     let dir = TempDir::new("reap");
     let serve = demo_serve(&dir);

@@ -57,6 +57,10 @@ fn call_body(id: i64, arguments: Value) -> Value {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+)]
 fn authentication_origin_methods_and_notifications() {
     let dir = TempDir::new("http-edges");
     let config = dir.config(&[("alpha", "normal")]);
@@ -172,6 +176,10 @@ fn authentication_origin_methods_and_notifications() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+)]
 fn stateless_routing_headers_must_match_the_body() {
     let dir = TempDir::new("http-headers");
     let config = dir.config(&[("alpha", "normal")]);
@@ -262,6 +270,10 @@ fn stateless_routing_headers_must_match_the_body() {
 /// The same request over `/api/tools/call` and over `/mcp`, with one token: the failure object
 /// (or success) is the same on both.
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+)]
 fn scopes_hold_over_mcp_exactly_as_over_the_http_api() {
     let dir = TempDir::new("http-scopes");
     let config = dir.config(&[("alpha", "normal")]);

@@ -407,6 +407,10 @@ fn an_invalid_config_refuses_to_start() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs cargo, which cannot run under Wine (docs/PLATFORMS.md)"
+)]
 fn the_library_and_binary_depend_on_no_async_runtime() {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = std::process::Command::new(cargo)

@@ -284,6 +284,10 @@ fn http_post(addr: &str, token: &str, params: Value) -> String {
 /// candidates are killed at once, the reload is answered `plugin_manager_stopping` and the
 /// server exits 0 long before the candidates' 60 s timeout.
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+)]
 fn sigterm_of_serve_during_a_reload_kills_the_candidates_and_exits_promptly() {
     const TOKEN: &str = "hygiene-token-0123456789abcdef";
     let fx = Fixture::new("serve-term-reload");
@@ -336,10 +340,7 @@ fn sigterm_of_serve_during_a_reload_kills_the_candidates_and_exits_promptly() {
         recorded_plugin_pids(&pids).len() == 2
     });
     let started = Instant::now();
-    // SAFETY: a signal to the server process this test started and has not reaped.
-    unsafe {
-        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-    }
+    assert!(common::request_stop(child.id()), "SIGTERM to the server");
     let status = common::wait_bounded(&mut child, LIMIT);
     assert_eq!(status.code(), Some(0));
     assert!(

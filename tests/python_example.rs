@@ -9,6 +9,7 @@ fn host() -> Host {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "needs python3 (Wine has none; docs/PLATFORMS.md)")]
 fn python_example_plugin_is_admitted_and_checked_ready() {
     let host = host();
     let provider = host.provider("notes").unwrap();
@@ -23,6 +24,7 @@ fn python_example_plugin_is_admitted_and_checked_ready() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "needs python3 (Wine has none; docs/PLATFORMS.md)")]
 fn python_example_plugin_keeps_state_between_calls() {
     let host = host();
     let first = host
@@ -39,6 +41,7 @@ fn python_example_plugin_keeps_state_between_calls() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "needs python3 (Wine has none; docs/PLATFORMS.md)")]
 fn python_example_plugin_arguments_are_checked_before_sending() {
     let host = host();
     let err = host

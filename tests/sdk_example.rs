@@ -47,6 +47,10 @@ impl Drop for Runner {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs cargo, which cannot run under Wine (docs/PLATFORMS.md)"
+)]
 fn rust_sdk_example_is_admitted_and_keeps_state_between_calls() {
     let runner = Runner::new("host");
     let host = Host::start(ConfigSource::File(runner.config()), HostOptions::default()).unwrap();
@@ -155,6 +159,10 @@ fn cli(args: &[&str]) -> (Option<i32>, String) {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs cargo, which cannot run under Wine (docs/PLATFORMS.md)"
+)]
 fn rust_sdk_example_through_the_cli_shows_destructive_and_refusals_exit_one() {
     let runner = Runner::new("cli");
     let config = runner.config();

@@ -208,8 +208,7 @@ impl Server {
     /// SIGTERM, a bounded wait for exit 0, and every fixture process gone.
     fn stop(mut self) -> String {
         let pid = self.child.id() as i32;
-        // SAFETY: plain kill(2) on our own child.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        assert!(common::request_stop(pid as u32), "SIGTERM to serve");
         let status = common::wait_bounded(&mut self.child, LIMIT);
         let stderr = std::mem::replace(&mut self.stderr, std::thread::spawn(String::new))
             .join()
@@ -285,6 +284,10 @@ fn code(body: &Value) -> &str {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+)]
 fn http_routes_auth_scopes_and_a_round_trip() {
     let dir = TempDir::new("routes");
     let (config, tokens) = files(&dir);
@@ -395,6 +398,10 @@ fn http_routes_auth_scopes_and_a_round_trip() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+)]
 fn the_in_flight_bound_answers_503_gateway_saturated() {
     let dir = TempDir::new("saturate");
     let (config, tokens) = files(&dir);
@@ -474,6 +481,10 @@ fn the_in_flight_bound_answers_503_gateway_saturated() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+)]
 fn client_mode_prints_what_the_in_process_commands_print() {
     let dir = TempDir::new("client");
     let (config, tokens) = files(&dir);

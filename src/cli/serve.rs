@@ -59,7 +59,7 @@ pub(super) fn on_stdio(
     }
 }
 
-/// Set by SIGINT/SIGTERM.
+/// Set by SIGINT/SIGTERM (Windows: Ctrl-C, Ctrl-Break, console close).
 static STOP: AtomicBool = AtomicBool::new(false);
 
 /// `serve --config F --listen ADDR --tokens F [--allow-origin O]…`: prints `listening on http://ADDR` on stdout
@@ -140,5 +140,28 @@ fn install_signal_handlers() {
     }
 }
 
-#[cfg(not(unix))]
+/// Windows: Ctrl-C, Ctrl-Break and closing the console stop the server as SIGINT/SIGTERM do;
+/// a second event while stopping gets the default handling, which ends the process at once
+/// (the plugins' jobs die with their handles).
+#[cfg(windows)]
+fn install_signal_handlers() {
+    use windows_sys::core::BOOL;
+    use windows_sys::Win32::System::Console::{
+        SetConsoleCtrlHandler, CTRL_BREAK_EVENT, CTRL_CLOSE_EVENT, CTRL_C_EVENT,
+    };
+    unsafe extern "system" fn on_control(event: u32) -> BOOL {
+        match event {
+            CTRL_C_EVENT | CTRL_BREAK_EVENT | CTRL_CLOSE_EVENT => {
+                BOOL::from(!STOP.swap(true, Ordering::SeqCst))
+            }
+            _ => 0,
+        }
+    }
+    // SAFETY: registers a handler that only touches an atomic.
+    if unsafe { SetConsoleCtrlHandler(Some(on_control), 1) } == 0 {
+        log::warn!("http: no console control handler; stop the server by killing it");
+    }
+}
+
+#[cfg(not(any(unix, windows)))]
 fn install_signal_handlers() {}

@@ -4,9 +4,11 @@
 //! environment's PATH, never the host's. Messages never name the command or a path (either may
 //! be secret); they say what to check instead.
 //!
-//! Unix only, like the rest of the runtime (process groups, pipes, pidfds). The Windows rules of
-//! the contract (PATHEXT, refusing `.cmd`/`.bat` with `plugin_executable_unsupported`) belong to
-//! a Windows port, which does not exist yet.
+//! On Unix a candidate must be a regular file with an execute bit. On Windows (`windows`) both
+//! `/` and `\\` separate, a name without one of the snapshot's `PATHEXT` extensions is tried with
+//! each in turn, and what is found must be an `.exe` or `.com`: a `.cmd` or `.bat` (or any other
+//! script) is refused with `plugin_executable_unsupported`, since it would need `cmd.exe`
+//! between the host and the plugin.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -79,9 +81,15 @@ fn unavailable(message: &str) -> Error {
     .in_phase(Phase::Executable)
 }
 
+#[cfg(unix)]
 fn has_separator(command: &str) -> bool {
     command.contains('/')
 }
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use windows::{candidate, has_separator};
 
 fn anchored(path: &Path, cwd: Option<&Path>) -> PathBuf {
     match cwd {
@@ -94,6 +102,7 @@ fn path_var(env: &EnvSnapshot) -> Option<&OsStr> {
     env.get("PATH")
 }
 
+#[cfg(unix)]
 fn candidate(path: &Path, _env: &EnvSnapshot) -> Result<Option<PathBuf>> {
     use std::os::unix::fs::PermissionsExt;
     Ok(std::fs::metadata(path)

@@ -10,16 +10,20 @@
 //! killed. Its stderr is only logged at debug level, and no error message ever carries the script
 //! text, an environment value or stderr.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+#[cfg(unix)]
+use std::process::Child;
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+#[cfg(unix)]
 use parking_lot::Mutex;
 
 use super::{ProfileConfig, ProviderConfig, ShellConfig};
@@ -54,20 +58,25 @@ pub struct EnvSnapshot {
 impl EnvSnapshot {
     /// A snapshot of exactly these variables (sensitive ones removed), sorted by name; for a
     /// name given twice the last value wins.
+    ///
+    /// On Windows names are compared without regard to ASCII case (`Path` and `PATH` are one
+    /// variable: the last spelling and value given win) and sorted by their upper case.
     pub fn from_vars(vars: impl IntoIterator<Item = (OsString, OsString)>) -> EnvSnapshot {
-        let map: BTreeMap<OsString, OsString> = vars
+        let map: BTreeMap<OsString, (OsString, OsString)> = vars
             .into_iter()
             .filter(|(k, _)| !is_sensitive_variable(k))
+            .map(|(k, v)| (name_key(&k).into_owned(), (k, v)))
             .collect();
         EnvSnapshot {
-            vars: map.into_iter().collect(),
+            vars: map.into_values().collect(),
         }
     }
 
-    /// The value of one variable, by exact name.
+    /// The value of one variable, by exact name (on Windows, by name in any ASCII case).
     pub fn get(&self, key: &str) -> Option<&OsStr> {
+        let key = name_key(OsStr::new(key));
         self.vars
-            .binary_search_by(|(k, _)| k.as_os_str().cmp(OsStr::new(key)))
+            .binary_search_by(|(k, _)| name_key(k).cmp(&key))
             .ok()
             .map(|i| self.vars[i].1.as_os_str())
     }
@@ -76,6 +85,20 @@ impl EnvSnapshot {
     pub fn vars(&self) -> &[(OsString, OsString)] {
         &self.vars
     }
+}
+
+/// The form of a variable name that snapshots compare: the name itself on Unix, its ASCII upper
+/// case on Windows, where environment names are case-insensitive.
+#[cfg(unix)]
+fn name_key(name: &OsStr) -> Cow<'_, OsStr> {
+    Cow::Borrowed(name)
+}
+
+/// The form of a variable name that snapshots compare: the name itself on Unix, its ASCII upper
+/// case on Windows, where environment names are case-insensitive.
+#[cfg(windows)]
+fn name_key(name: &OsStr) -> Cow<'_, OsStr> {
+    Cow::Owned(name.to_ascii_uppercase())
 }
 
 /// True for the variables that are always removed (`WEBCODEX_TOKEN`, `WEBCODEX_PAT`,
@@ -249,13 +272,13 @@ fn run_init_script(
     if let Some(cwd) = cwd {
         command.current_dir(cwd);
     }
-    let mut child = crate::spawn::spawn_tied(command).map_err(|e| {
+    let (mut child, group) = spawn_script(command).map_err(|e| {
         failed(format!(
             "the shell program of profile '{name}' could not be started ({}); check its program and the provider's cwd",
             e.kind()
         ))
     })?;
-    let group = Arc::new(ScriptGroup::of(&child));
+    let group = Arc::new(group);
     if !cancel.register(Box::new(ScriptKill(Arc::downgrade(&group)))) {
         group.kill_and_reap(&mut child);
         return Err(failed("the plugin host is stopping"));
@@ -408,15 +431,30 @@ fn log_stderr(mut err: impl Read) {
     }
 }
 
+/// Starts the init_script's shell, tied to the host, in a process group of its own.
+#[cfg(unix)]
+fn spawn_script(command: Command) -> std::io::Result<(Child, ScriptGroup)> {
+    let child = crate::spawn::spawn_tied(command)?;
+    let group = ScriptGroup::of(&child);
+    Ok((child, group))
+}
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use windows::{spawn_script, watch_exit, ScriptGroup};
+
 /// The init_script's process group (its pgid is its pid: `process_group(0)`). It is signalled
 /// only while the leader is unreaped: the kill and the reap share one lock, so shutdown may kill
 /// it from another thread without ever reaching a reused group id.
+#[cfg(unix)]
 #[derive(Debug)]
 pub(crate) struct ScriptGroup {
     pgid: libc::pid_t,
     reaped: Mutex<bool>,
 }
 
+#[cfg(unix)]
 impl ScriptGroup {
     fn of(child: &Child) -> ScriptGroup {
         ScriptGroup {
@@ -469,6 +507,7 @@ impl Cancellable for ScriptKill {
     }
 }
 
+#[cfg(unix)]
 /// A receiver that gets one message once `child` has exited, without reaping it
 /// (`waitid` with `WNOWAIT` on a small thread).
 fn watch_exit(child: &Child) -> std::io::Result<mpsc::Receiver<()>> {
@@ -619,6 +658,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "expects the Unix PATH separator ':' (docs/PLATFORMS.md)"
+    )]
     fn path_prepend_goes_in_front_in_order() {
         let shell = ShellConfig {
             path_prepend: vec!["/opt/a".into(), "/opt/b".into()],
@@ -629,6 +672,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "expects the Unix PATH separator ':' (docs/PLATFORMS.md)"
+    )]
     fn path_prepend_alone_when_path_is_absent() {
         let shell = ShellConfig {
             path_prepend: vec!["/opt/a".into(), "/opt/b".into()],
@@ -639,6 +686,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "expects the Unix PATH separator ':' (docs/PLATFORMS.md)"
+    )]
     fn path_prepend_entry_with_separator_fails() {
         let shell = ShellConfig {
             path_prepend: vec!["/a:/b".into()],
@@ -647,6 +698,26 @@ mod tests {
         let err = prepare_environment(&shell, &provider(None), base()).unwrap_err();
         assert_prepare_failed(&err, "path_prepend");
         assert!(!err.message().contains("/a:/b"));
+    }
+
+    #[test]
+    #[cfg(windows)]
+    fn path_prepend_uses_semicolons_and_finds_path_in_any_case() {
+        let shell = ShellConfig {
+            path_prepend: vec![r"C:\a".into(), r"C:\b".into()],
+            ..ShellConfig::default()
+        };
+        let s =
+            prepare_environment(&shell, &provider(None), os(&[("Path", r"C:\Windows")])).unwrap();
+        assert_eq!(get(&s, "PATH").unwrap(), r"C:\a;C:\b;C:\Windows");
+        assert_eq!(s.vars().len(), 1, "one PATH variable, whatever its case");
+        // Windows quotes an entry holding `;` (PATH allows that); only a `"` cannot be joined.
+        let shell = ShellConfig {
+            path_prepend: vec![r#"C:\a"b"#.into()],
+            ..ShellConfig::default()
+        };
+        let err = prepare_environment(&shell, &provider(None), base()).unwrap_err();
+        assert_prepare_failed(&err, "path_prepend");
     }
 
     #[test]
@@ -691,6 +762,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn init_script_output_replaces_the_environment_and_chatter_is_ignored() {
         let script =
             "echo 'chatter NOT_A=VAR'\nprintf 'x\\0Y=1\\0'\nexport FROM_SCRIPT='a=b'\nunset HOME";
@@ -708,6 +783,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn init_script_runs_in_provider_cwd() {
         let shell = shell_with(&[("n", profile(&[], Some("export WHERE=\"$(pwd)\"")))]);
         let mut p = provider(Some("n"));
@@ -717,6 +796,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn init_script_sees_the_built_environment() {
         let mut shell = shell_with(&[("n", profile(&[], Some("export SEEN=\"$PATH\"")))]);
         shell.path_prepend = vec!["/opt/x".into()];
@@ -725,6 +808,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn init_script_failure_reports_exit_status_without_stderr() {
         let shell = shell_with(&[("node", profile(&[], Some("echo SECRET_STDERR >&2\nexit 3")))]);
         let err = prepare_environment(&shell, &provider(Some("node")), base()).unwrap_err();
@@ -733,6 +820,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn init_script_runs_in_strict_mode() {
         let shell = shell_with(&[("node", profile(&[], Some("echo \"$UNSET_VARIABLE_X\"")))]);
         let err = prepare_environment(&shell, &provider(Some("node")), base()).unwrap_err();
@@ -740,6 +831,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn init_script_timeout_kills_and_fails() {
         let shell = shell_with(&[("node", profile(&[], Some("sleep 30 & sleep 30")))]);
         let started = std::time::Instant::now();
@@ -759,6 +854,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn background_process_holding_stdout_is_killed_after_the_script_exits() {
         let shell = shell_with(&[("node", profile(&[], Some("sleep 30 &\nexport DONE=1")))]);
         let started = std::time::Instant::now();
@@ -768,6 +867,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn init_script_exit_before_marker_fails() {
         let shell = shell_with(&[("node", profile(&[], Some("exec true")))]);
         let err = prepare_environment(&shell, &provider(Some("node")), base()).unwrap_err();
@@ -788,6 +891,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs a POSIX shell for the init_script (Wine has none; docs/PLATFORMS.md)"
+    )]
     fn sensitive_variables_are_removed_from_every_source() {
         let mut shell = shell_with(&[(
             "n",

@@ -16,30 +16,49 @@
 //! past its deadline. The writer reports only failures: a response proves the write. Every
 //! thread ends on its own once its pipe closes or its channel peer is dropped; none spins or
 //! sleeps.
+//!
+//! On Windows anonymous pipes have no non-blocking writes and no `poll(2)`: the writer thread
+//! takes every frame, and a waiter thread watches the process handle (`windows`).
 
-use std::io::{BufReader, ErrorKind, Read, Write};
+use std::io::BufReader;
+#[cfg(unix)]
+use std::io::{ErrorKind, Read, Write};
+#[cfg(unix)]
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::process::{ChildStderr, ChildStdin, ChildStdout};
+#[cfg(unix)]
+use std::process::ChildStderr;
+use std::process::{ChildStdin, ChildStdout};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+#[cfg(unix)]
+use std::sync::OnceLock;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+#[cfg(unix)]
 use parking_lot::Mutex;
 
 use super::process::PluginProcess;
+#[cfg(unix)]
 use super::stderr_ring::StderrRing;
 use super::wait::{event_channel, readiness, wait_mode, EventSender, EventWait};
 use crate::error::ErrorCode;
 use crate::frame::{LineReader, RawEnvelope};
+#[cfg(unix)]
 use crate::spawn::wait_exit_noreap;
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub(crate) use windows::{start, write_nonblocking};
 
 /// Capacity of the event channel (reader messages beyond it wait in the pipe).
 pub(crate) const EVENT_CAPACITY: usize = 16;
 const READER_STACK: usize = 256 * 1024;
 const SMALL_STACK: usize = 64 * 1024;
 const STDOUT_BUFFER: usize = 64 * 1024;
+#[cfg(unix)]
 const STDERR_CHUNK: usize = 32 * 1024;
 
 /// Something the coordinator must hear about.
@@ -130,6 +149,7 @@ impl IoThreads {
     }
 }
 
+#[cfg(unix)]
 /// Starts the writer, reader and stderr-drain threads (and a waiter where the kernel has no
 /// pidfd), named after the provider id.
 /// Also returns the sender the host uses to announce `Stopping`.
@@ -220,6 +240,7 @@ pub(crate) fn start(
     ))
 }
 
+#[cfg(unix)]
 fn set_nonblocking(stdin: &ChildStdin) -> std::io::Result<()> {
     let fd = stdin.as_raw_fd();
     // SAFETY: fcntl on a descriptor we own.
@@ -232,6 +253,7 @@ fn set_nonblocking(stdin: &ChildStdin) -> std::io::Result<()> {
 
 /// How a non-blocking write ended.
 #[derive(Debug, PartialEq, Eq)]
+#[cfg_attr(windows, allow(dead_code))]
 pub(crate) enum WriteOutcome {
     /// Every byte was written.
     Done,
@@ -241,6 +263,7 @@ pub(crate) enum WriteOutcome {
     Failed { written: usize },
 }
 
+#[cfg(unix)]
 /// Writes as much of `frame` as the pipe takes now, without blocking.
 pub(crate) fn write_nonblocking(mut stdin: &ChildStdin, frame: &[u8]) -> WriteOutcome {
     let mut written = 0;
@@ -258,6 +281,7 @@ pub(crate) fn write_nonblocking(mut stdin: &ChildStdin, frame: &[u8]) -> WriteOu
     WriteOutcome::Done
 }
 
+#[cfg(unix)]
 /// Blocks in `poll(2)` until stdin can take more bytes or is broken.
 fn wait_writable(stdin: &ChildStdin) {
     let mut fds = libc::pollfd {
@@ -273,6 +297,7 @@ fn wait_writable(stdin: &ChildStdin) {
     }
 }
 
+#[cfg(unix)]
 fn write_loop(
     stdin: Arc<ChildStdin>,
     jobs: Receiver<WriteJob>,
@@ -343,12 +368,14 @@ impl ExitWatch {
 /// that kernels before Linux 5.3 and other Unix systems take.
 pub const FORCE_EXIT_WAITER_ENV: &str = "WEBCODEX_PLUGIN_FORCE_EXIT_WAITER";
 
+#[cfg(unix)]
 /// True when [`FORCE_EXIT_WAITER_ENV`] is `1`.
 fn exit_waiter_forced() -> bool {
     static FORCED: OnceLock<bool> = OnceLock::new();
     *FORCED.get_or_init(|| std::env::var_os(FORCE_EXIT_WAITER_ENV).is_some_and(|v| v == "1"))
 }
 
+#[cfg(unix)]
 /// A pidfd to watch the plugin's exit, unless the waiter thread is forced.
 fn exit_pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
     if exit_waiter_forced() {
@@ -359,7 +386,7 @@ fn exit_pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
 }
 
 /// Other systems have no pidfd: the waiter thread watches the exit.
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(unix, not(target_os = "linux")))]
 fn open_pidfd(_pid: libc::pid_t) -> Option<OwnedFd> {
     None
 }
@@ -377,6 +404,7 @@ fn open_pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
     Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
+#[cfg(unix)]
 /// Blocks in `poll(2)` on the given descriptors; returns their `revents`.
 fn wait_readable<const N: usize>(fds: [RawFd; N]) -> [libc::c_short; N] {
     let mut polled = fds.map(|fd| libc::pollfd {
@@ -393,6 +421,7 @@ fn wait_readable<const N: usize>(fds: [RawFd; N]) -> [libc::c_short; N] {
     polled.map(|p| p.revents)
 }
 
+#[cfg(unix)]
 /// Drains stderr into the ring until EOF and, when given a pidfd, reports the plugin's exit.
 /// Ends once stderr is closed and the exit (if watched) was reported.
 fn drain_stderr(

@@ -5,21 +5,37 @@
 //! is watched through a pidfd or `waitid(WNOWAIT)`, neither of which reaps; the reap and every
 //! group kill share one small lock), so the group id cannot have been reused. The exit watch
 //! reaps the leader as soon as it has exited, so a retired plugin never lingers as a zombie.
+//!
+//! On Windows the tree is a Job Object instead of a process group (`windows`).
 
+#[cfg(unix)]
 use std::io;
+#[cfg(unix)]
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
+#[cfg(unix)]
 use std::process::{Command, Stdio};
+#[cfg(unix)]
 use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(unix)]
 use std::sync::Arc;
+#[cfg(unix)]
 use std::time::{Duration, Instant};
 
+#[cfg(unix)]
 use parking_lot::Mutex;
+#[cfg(unix)]
 use shared_child::SharedChild;
 
+#[cfg(unix)]
 use crate::spawn::{spawn_tied, wait_exit_noreap};
 
 use crate::env::EnvSnapshot;
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub(crate) use windows::PluginProcess;
 
 /// What to run: the resolved program, its argv, cwd and exact environment.
 #[derive(Debug, Clone)]
@@ -35,6 +51,7 @@ pub struct LaunchSpec {
 }
 
 /// The plugin process and its group.
+#[cfg(unix)]
 #[derive(Debug)]
 pub(crate) struct PluginProcess {
     child: SharedChild,
@@ -45,6 +62,7 @@ pub(crate) struct PluginProcess {
     reaped: Mutex<bool>,
 }
 
+#[cfg(unix)]
 impl PluginProcess {
     /// Spawns the plugin with piped stdio in a new process group, tied to the host's lifetime
     /// (see [`super::spawn`]).

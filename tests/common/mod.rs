@@ -4,7 +4,9 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+#[cfg(not(windows))]
+use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -13,6 +15,9 @@ use serde_json::Value;
 use webcodex_plugin_host::env::EnvSnapshot;
 use webcodex_plugin_host::provider::{LaunchSpec, Provider, ProviderSpec};
 use webcodex_plugin_host::{Dispatch, Error, ErrorCode};
+
+#[cfg(windows)]
+mod windows;
 
 /// How long "does not hang" checks wait at most. Never an expected duration.
 pub const GENEROUS: Duration = Duration::from_secs(5);
@@ -36,6 +41,27 @@ pub fn example_path(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let deps = exe.parent().expect("test binary has a parent directory");
     let profile_dir = deps.parent().expect("deps has a parent directory");
+    build_example(profile_dir, name);
+    let path = profile_dir
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "example not built at {}: run `cargo build --example {name}`",
+        path.display()
+    );
+    path
+}
+
+/// Windows: the tests run under Wine (or on a Windows runner after a `cargo build`), where the
+/// cargo that built them may not run; scripts/windows-test.sh builds the examples first.
+#[cfg(windows)]
+fn build_example(_profile_dir: &Path, _name: &str) {}
+
+/// Builds the example `name` into `profile_dir` (`target/debug` → the dev profile, else the
+/// profile named like the directory).
+#[cfg(not(windows))]
+fn build_example(profile_dir: &Path, name: &str) {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") | None => "dev",
@@ -65,15 +91,6 @@ pub fn example_path(name: &str) -> PathBuf {
         .status()
         .unwrap_or_else(|e| panic!("run cargo build --example {name}: {e}"));
     assert!(status.success(), "building the example {name} failed");
-    let path = profile_dir
-        .join("examples")
-        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.is_file(),
-        "example not built at {}: run `cargo build --example {name}`",
-        path.display()
-    );
-    path
 }
 
 /// One fixture plugin run: a private temp directory holding the stdin log and the pid file.
@@ -420,6 +437,7 @@ pub enum ChildScope {
 /// groups are `groups` were retired: a live member of one of those groups (an orphan that
 /// escaped the group kill), or a zombie whose parent is `host` (not reaped) that belongs to
 /// those groups or, with [`ChildScope::AllZombieChildren`], to any group.
+#[cfg(unix)]
 pub fn leftovers(host: i32, groups: &[i32], scope: ChildScope) -> Vec<ProcEntry> {
     proc_table()
         .into_iter()
@@ -432,6 +450,13 @@ pub fn leftovers(host: i32, groups: &[i32], scope: ChildScope) -> Vec<ProcEntry>
             }
         })
         .collect()
+}
+
+/// Windows: the running processes of the plugins' trees (a plugin's job holds exactly its
+/// tree; Windows has no zombies, so `host` and `scope` do not matter).
+#[cfg(windows)]
+pub fn leftovers(_host: i32, groups: &[i32], _scope: ChildScope) -> Vec<ProcEntry> {
+    windows::live_trees(groups)
 }
 
 /// How long retirement may take to kill and reap a plugin's tree (the termination bound).
@@ -471,8 +496,15 @@ pub fn recorded_plugin_pids(pid_file: &Path) -> Vec<i32> {
 }
 
 /// True when `pid` no longer runs: `/proc/PID` is missing or it is a zombie.
+#[cfg(unix)]
 pub fn process_is_gone(pid: i32) -> bool {
     !matches!(proc_stat(pid), Some((_, state)) if state != 'Z')
+}
+
+/// True when `pid` no longer runs (Windows: no such process, or it has exited).
+#[cfg(windows)]
+pub fn process_is_gone(pid: i32) -> bool {
+    windows::process_is_gone(pid)
 }
 
 /// Waits (bounded by [`GENEROUS`]) until `pid` no longer runs.
@@ -524,6 +556,21 @@ pub fn cli_command(binary: &str) -> Command {
         cmd.env_remove(key);
     }
     cmd
+}
+
+/// Asks the process `pid` (a child of this test) to stop as an operator would: SIGTERM. True
+/// when the signal was sent.
+#[cfg(unix)]
+pub fn request_stop(pid: u32) -> bool {
+    // SAFETY: kill(2) on the pid of a child the caller spawned and has not reaped.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) == 0 }
+}
+
+/// Windows: not available yet (a console control event needs the child in its own console
+/// process group); the tests that need it are ignored on Windows (docs/PLATFORMS.md).
+#[cfg(windows)]
+pub fn request_stop(_pid: u32) -> bool {
+    false
 }
 
 /// Waits at most `limit` for `child`; kills it and fails the test on a hang.

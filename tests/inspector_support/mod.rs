@@ -249,8 +249,7 @@ impl Serve {
 
     /// SIGTERM, a bounded wait for exit 0, and every plugin process gone; returns stderr.
     pub fn stop(mut self) -> String {
-        // SAFETY: plain kill(2) on our own child.
-        assert_eq!(unsafe { libc::kill(self.pid(), libc::SIGTERM) }, 0);
+        assert!(common::request_stop(self.pid() as u32), "SIGTERM to serve");
         let status = common::wait_bounded(&mut self.child, LIMIT);
         let stderr = self
             .stderr

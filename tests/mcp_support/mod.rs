@@ -385,10 +385,7 @@ impl ServeProcess {
     /// Sends SIGTERM, waits for the exit and returns (exit code, stderr).
     pub fn stop(mut self) -> (Option<i32>, String) {
         let mut child = self.child.take().expect("running");
-        // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
-        unsafe {
-            libc::kill(child.id() as i32, libc::SIGTERM);
-        }
+        common::request_stop(child.id());
         let status = common::wait_bounded(&mut child, RESPONSE_LIMIT);
         let stderr = self
             .stderr

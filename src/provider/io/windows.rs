@@ -1,0 +1,149 @@
+//! Windows: the same threads and messages over anonymous pipes.
+//!
+//! Anonymous pipes have no non-blocking writes and no readiness wait, so:
+//! - the coordinator never writes itself: [`write_nonblocking`] takes nothing and every frame
+//!   goes to the writer thread, whose write may block; the coordinator still waits with its
+//!   deadline, and retirement terminates the job, which breaks the pipe and ends the write;
+//! - the stderr drain only drains (blocking reads until EOF);
+//! - a waiter thread `wc-wait-ID` watches the process handle and, on exit, retires the instance
+//!   and terminates its job (grandchildren that hold the pipes go too), as the Unix waiter does.
+
+use std::io::{ErrorKind, Read, Write};
+use std::process::{ChildStderr, ChildStdin, ChildStdout};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::Mutex;
+
+use super::{
+    read_loop, Channels, Event, ExitWatch, IoThreads, WriteGate, WriteJob, WriteOutcome,
+    EVENT_CAPACITY, READER_STACK, SMALL_STACK,
+};
+use crate::provider::process::PluginProcess;
+use crate::provider::stderr_ring::StderrRing;
+
+/// Starts the writer, reader, stderr-drain and waiter threads, named after the provider id.
+/// Also returns the sender the host uses to announce `Stopping`.
+pub(crate) fn start(
+    id: &str,
+    process: &Arc<PluginProcess>,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+    ring: Arc<Mutex<StderrRing>>,
+) -> std::io::Result<(Channels, Sender<Event>, IoThreads)> {
+    let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
+    let (event_tx, event_rx) = crossbeam_channel::bounded::<Event>(EVENT_CAPACITY);
+    let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
+    let gate = Arc::new(WriteGate::default());
+    let stdin = Arc::new(stdin);
+    let mut handles = Vec::with_capacity(4);
+
+    let spawn = |name: String, stack: usize, body: Box<dyn FnOnce() + Send>| {
+        let token = done_tx.clone();
+        std::thread::Builder::new()
+            .name(name)
+            .stack_size(stack)
+            .spawn(move || {
+                body();
+                drop(token);
+            })
+    };
+
+    let (events, writer_gate, writer_stdin) = (event_tx.clone(), gate.clone(), stdin.clone());
+    handles.push(spawn(
+        format!("wc-write-{id}"),
+        SMALL_STACK,
+        Box::new(move || write_loop(writer_stdin, job_rx, writer_gate, events)),
+    )?);
+    let more_pending = Arc::new(AtomicBool::new(false));
+    let (events, pending) = (event_tx.clone(), more_pending.clone());
+    handles.push(spawn(
+        format!("wc-read-{id}"),
+        READER_STACK,
+        Box::new(move || read_loop(stdout, events, pending)),
+    )?);
+    handles.push(spawn(
+        format!("wc-stderr-{id}"),
+        SMALL_STACK,
+        Box::new(move || drain_stderr(stderr, ring)),
+    )?);
+    let watch = ExitWatch {
+        process: process.clone(),
+        events: event_tx.clone(),
+    };
+    handles.push(spawn(
+        format!("wc-wait-{id}"),
+        SMALL_STACK,
+        Box::new(move || {
+            watch.process.wait_exit();
+            watch.exited();
+        }),
+    )?);
+
+    let channels = Channels {
+        stdin,
+        jobs: job_tx,
+        events: event_rx,
+        gate,
+        more_pending,
+    };
+    Ok((
+        channels,
+        event_tx,
+        IoThreads {
+            handles,
+            done: done_rx,
+        },
+    ))
+}
+
+/// Anonymous pipes cannot be written without the risk of blocking: the coordinator writes
+/// nothing and hands the whole frame to the writer thread.
+pub(crate) fn write_nonblocking(_stdin: &ChildStdin, _frame: &[u8]) -> WriteOutcome {
+    WriteOutcome::WouldBlock { written: 0 }
+}
+
+/// Writes each claimed job with blocking writes; reports failures only.
+fn write_loop(
+    stdin: Arc<ChildStdin>,
+    jobs: Receiver<WriteJob>,
+    gate: Arc<WriteGate>,
+    events: Sender<Event>,
+) {
+    let mut pipe: &ChildStdin = &stdin;
+    for job in jobs {
+        if !gate.claim(job.seq) {
+            continue;
+        }
+        let mut written = 0;
+        while written < job.frame.len() {
+            match pipe.write(&job.frame[written..]) {
+                Ok(0) => break,
+                Ok(n) => written += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        if written < job.frame.len() {
+            let _ = events.send(Event::WriteFailed {
+                wrote_any: written > 0,
+            });
+            return;
+        }
+    }
+}
+
+/// Drains stderr into the ring until EOF.
+fn drain_stderr(mut stderr: ChildStderr, ring: Arc<Mutex<StderrRing>>) {
+    let mut buffer = [0u8; 4096];
+    loop {
+        match stderr.read(&mut buffer) {
+            Ok(0) => return,
+            Ok(n) => ring.lock().push_bytes(&buffer[..n]),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
