@@ -210,8 +210,10 @@ impl Server {
 
     /// SIGTERM and a bounded wait for exit 0; its stderr.
     fn stop(mut self) -> String {
-        // SAFETY: plain kill(2) on our own child.
-        assert_eq!(unsafe { libc::kill(self.pid(), libc::SIGTERM) }, 0);
+        assert!(
+            common::request_stop(self.child.id()),
+            "SIGTERM to serve failed"
+        );
         let status = common::wait_bounded(&mut self.child, LIMIT);
         let stderr = self.stderr.take().unwrap().join().unwrap();
         assert_eq!(status.code(), Some(0), "serve exit: {status:?}; {stderr}");
@@ -352,6 +354,10 @@ impl Seen {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs serve processes stopped with SIGTERM; not run under Wine yet (docs/PLATFORMS.md)"
+)]
 fn one_front_many_runners_with_faults() {
     let dir = TempDir::new("faults");
     let r1 = RunnerFiles::new(&dir, "r1");
@@ -672,6 +678,10 @@ fn one_front_many_runners_with_faults() {
 
 /// `gateway --runners` alone (no local runner): JSON lines on stdio, routed to a remote.
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs serve processes stopped with SIGTERM; not run under Wine yet (docs/PLATFORMS.md)"
+)]
 fn stdio_gateway_with_runners_only() {
     let dir = TempDir::new("stdio");
     let r1 = RunnerFiles::new(&dir, "r1");
@@ -743,6 +753,10 @@ fn stdio_gateway_with_runners_only() {
 
 /// A bad runners file stops `serve` before anything starts, saying what to fix, without a token.
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs serve processes stopped with SIGTERM; not run under Wine yet (docs/PLATFORMS.md)"
+)]
 fn a_bad_runners_file_is_a_usage_error() {
     let dir = TempDir::new("bad");
     let local = runner_config(&dir, "local.toml");

@@ -148,9 +148,10 @@ impl Server {
 
     /// SIGTERM, a bounded wait for exit 0 within `within`, and every fixture process gone.
     fn stop_within(mut self, within: Duration) {
-        let pid = self.child.id() as i32;
-        // SAFETY: plain kill(2) on our own child.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        assert!(
+            common::request_stop(self.child.id()),
+            "SIGTERM to serve failed"
+        );
         let status = common::wait_bounded(&mut self.child, within);
         assert_eq!(status.code(), Some(0), "serve exit: {status:?}");
         let recorded = common::recorded_plugin_pids(&self.pids);
@@ -261,6 +262,10 @@ fn status_of(bytes: &[u8]) -> Option<u16> {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM and reads /proc; not run under Wine yet (docs/PLATFORMS.md)"
+)]
 fn eighty_connections_stalled_mid_header_delay_no_one_and_are_closed() {
     assert!(REQUEST_DEADLINE < CLOSED_WITHIN && PROMPT < REQUEST_DEADLINE);
     let server = Server::start("header");
@@ -301,6 +306,10 @@ fn eighty_connections_stalled_mid_header_delay_no_one_and_are_closed() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM and reads /proc; not run under Wine yet (docs/PLATFORMS.md)"
+)]
 fn a_head_trickled_byte_by_byte_is_cut_off_at_the_request_deadline() {
     let server = Server::start("trickle");
     let opened = Instant::now();
@@ -332,6 +341,10 @@ fn a_head_trickled_byte_by_byte_is_cut_off_at_the_request_deadline() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM and reads /proc; not run under Wine yet (docs/PLATFORMS.md)"
+)]
 fn a_body_that_stops_coming_frees_its_slot_and_its_connection() {
     let server = Server::start("body");
     let opened = Instant::now();
@@ -381,6 +394,10 @@ fn a_body_that_stops_coming_frees_its_slot_and_its_connection() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM and reads /proc; not run under Wine yet (docs/PLATFORMS.md)"
+)]
 fn an_idle_keep_alive_connection_is_closed_and_stop_is_prompt() {
     let server = Server::start("idle");
     // Keep-alive works: two requests on one connection ...
@@ -424,6 +441,10 @@ fn an_idle_keep_alive_connection_is_closed_and_stop_is_prompt() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM and reads /proc; not run under Wine yet (docs/PLATFORMS.md)"
+)]
 fn connections_beyond_the_limit_are_refused_with_503() {
     let server = Server::start("cap");
     let mut open: Vec<TcpStream> = (0..MAX_CONNECTIONS)
@@ -454,6 +475,10 @@ fn connections_beyond_the_limit_are_refused_with_503() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with SIGTERM and reads /proc; not run under Wine yet (docs/PLATFORMS.md)"
+)]
 fn chunked_bodies_continue_pipelining_and_bad_heads() {
     let server = Server::start("framing");
     let connect = || {

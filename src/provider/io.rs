@@ -27,7 +27,9 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 #[cfg(unix)]
 use std::process::ChildStderr;
-use std::process::{ChildStdin, ChildStdout};
+use std::process::ChildStdin;
+#[cfg(unix)]
+use std::process::ChildStdout;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 #[cfg(unix)]
@@ -42,7 +44,9 @@ use parking_lot::Mutex;
 use super::process::PluginProcess;
 #[cfg(unix)]
 use super::stderr_ring::StderrRing;
-use super::wait::{event_channel, readiness, wait_mode, EventSender, EventWait};
+#[cfg(unix)]
+use super::wait::{event_channel, wait_mode};
+use super::wait::{readiness, EventSender, EventWait};
 use crate::error::ErrorCode;
 use crate::frame::{LineReader, RawEnvelope};
 #[cfg(unix)]

@@ -517,8 +517,9 @@ pub(crate) mod readiness {
         }
     }
 
-    /// Why a wait returned (see the Unix module).
+    /// Why a wait returned (see the Unix module); never built here, since no wait is armed.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[allow(dead_code)]
     pub(crate) enum Ready {
         Stdout,
         Woken,

@@ -319,6 +319,7 @@ impl BusyCpus {
                 let stop = stop.clone();
                 std::thread::spawn(move || {
                     // SAFETY: plain syscalls on this thread's own id.
+                    #[cfg(target_os = "linux")]
                     unsafe {
                         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
                         libc::setpriority(libc::PRIO_PROCESS, tid, 19);

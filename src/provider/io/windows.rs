@@ -13,7 +13,7 @@ use std::process::{ChildStderr, ChildStdin, ChildStdout};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 
 use super::{
@@ -22,6 +22,7 @@ use super::{
 };
 use crate::provider::process::PluginProcess;
 use crate::provider::stderr_ring::StderrRing;
+use crate::provider::wait::{event_channel, readiness, wait_mode, EventSender};
 
 /// Starts the writer, reader, stderr-drain and waiter threads, named after the provider id.
 /// Also returns the sender the host uses to announce `Stopping`.
@@ -32,9 +33,11 @@ pub(crate) fn start(
     stdout: ChildStdout,
     stderr: ChildStderr,
     ring: Arc<Mutex<StderrRing>>,
-) -> std::io::Result<(Channels, Sender<Event>, IoThreads)> {
+) -> std::io::Result<(Channels, EventSender, IoThreads)> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
-    let (event_tx, event_rx) = crossbeam_channel::bounded::<Event>(EVENT_CAPACITY);
+    // No readiness wait on Windows: `wait_mode` always picks plain blocking there.
+    let stdout = readiness::Stdout::new(stdout);
+    let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wait_mode(), &stdout)?;
     let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
     let gate = Arc::new(WriteGate::default());
     let stdin = Arc::new(stdin);
@@ -110,7 +113,7 @@ fn write_loop(
     stdin: Arc<ChildStdin>,
     jobs: Receiver<WriteJob>,
     gate: Arc<WriteGate>,
-    events: Sender<Event>,
+    events: EventSender,
 ) {
     let mut pipe: &ChildStdin = &stdin;
     for job in jobs {
