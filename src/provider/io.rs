@@ -132,6 +132,55 @@ pub(crate) struct IoThreads {
     done: Receiver<()>,
 }
 
+/// The I/O threads of one provider while they are being started: each holds a token of the
+/// `done` channel until it ends, so [`IoThreads::join_until`] can wait for all of them with one
+/// bounded receive.
+pub(crate) struct ThreadSet {
+    handles: Vec<JoinHandle<()>>,
+    done_tx: Sender<()>,
+    done_rx: Receiver<()>,
+}
+
+impl Default for ThreadSet {
+    fn default() -> ThreadSet {
+        let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
+        ThreadSet {
+            handles: Vec::with_capacity(4),
+            done_tx,
+            done_rx,
+        }
+    }
+}
+
+impl ThreadSet {
+    /// Starts a named thread with `stack` bytes of stack that runs `body`.
+    pub(crate) fn spawn(
+        &mut self,
+        name: String,
+        stack: usize,
+        body: Box<dyn FnOnce() + Send>,
+    ) -> std::io::Result<()> {
+        let token = self.done_tx.clone();
+        let handle = std::thread::Builder::new()
+            .name(name)
+            .stack_size(stack)
+            .spawn(move || {
+                body();
+                drop(token);
+            })?;
+        self.handles.push(handle);
+        Ok(())
+    }
+
+    /// Every thread started; `done` disconnects once they have all ended.
+    pub(crate) fn finish(self) -> IoThreads {
+        IoThreads {
+            handles: self.handles,
+            done: self.done_rx,
+        }
+    }
+}
+
 impl IoThreads {
     /// Joins every thread that ends before `deadline`; the rest are detached with a warning.
     pub(crate) fn join_until(self, deadline: Instant) {
@@ -168,36 +217,24 @@ pub(crate) fn start(
     let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
     let stdout = readiness::Stdout::new(stdout);
     let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wait_mode(), &stdout)?;
-    let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
     let gate = Arc::new(WriteGate::default());
     set_nonblocking(&stdin)?;
     let stdin = Arc::new(stdin);
-    let mut handles = Vec::with_capacity(4);
-
-    let spawn = |name: String, stack: usize, body: Box<dyn FnOnce() + Send>| {
-        let token = done_tx.clone();
-        std::thread::Builder::new()
-            .name(name)
-            .stack_size(stack)
-            .spawn(move || {
-                body();
-                drop(token);
-            })
-    };
+    let mut threads = ThreadSet::default();
 
     let (events, writer_gate, writer_stdin) = (event_tx.clone(), gate.clone(), stdin.clone());
-    handles.push(spawn(
+    threads.spawn(
         format!("wc-write-{id}"),
         SMALL_STACK,
         Box::new(move || write_loop(writer_stdin, job_rx, writer_gate, events)),
-    )?);
+    )?;
     let more_pending = Arc::new(AtomicBool::new(false));
     let (events, pending) = (event_tx.clone(), more_pending.clone());
-    handles.push(spawn(
+    threads.spawn(
         format!("wc-read-{id}"),
         READER_STACK,
         Box::new(move || read_loop(stdout, events, pending)),
-    )?);
+    )?;
     // Exit is judged by wait status. Where the kernel offers a pidfd, the stderr thread watches
     // it beside stderr (three threads per provider); elsewhere a waiter thread blocks in waitid.
     let watch = ExitWatch {
@@ -205,25 +242,25 @@ pub(crate) fn start(
         events: event_tx.clone(),
     };
     match exit_pidfd(process.pid()) {
-        Some(pidfd) => handles.push(spawn(
+        Some(pidfd) => threads.spawn(
             format!("wc-stderr-{id}"),
             SMALL_STACK,
             Box::new(move || drain_stderr(stderr, ring, Some((pidfd, watch)))),
-        )?),
+        )?,
         None => {
-            handles.push(spawn(
+            threads.spawn(
                 format!("wc-stderr-{id}"),
                 SMALL_STACK,
                 Box::new(move || drain_stderr(stderr, ring, None)),
-            )?);
-            handles.push(spawn(
+            )?;
+            threads.spawn(
                 format!("wc-wait-{id}"),
                 SMALL_STACK,
                 Box::new(move || {
                     wait_exit_noreap(watch.process.pid());
                     watch.exited();
                 }),
-            )?);
+            )?;
         }
     }
 
@@ -234,14 +271,7 @@ pub(crate) fn start(
         gate,
         more_pending,
     };
-    Ok((
-        channels,
-        event_tx,
-        IoThreads {
-            handles,
-            done: done_rx,
-        },
-    ))
+    Ok((channels, event_tx, threads.finish()))
 }
 
 #[cfg(unix)]

@@ -17,7 +17,7 @@ use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 
 use super::{
-    read_loop, Channels, Event, ExitWatch, IoThreads, WriteGate, WriteJob, WriteOutcome,
+    read_loop, Channels, Event, ExitWatch, IoThreads, ThreadSet, WriteGate, WriteJob, WriteOutcome,
     EVENT_CAPACITY, READER_STACK, SMALL_STACK,
 };
 use crate::provider::process::PluginProcess;
@@ -38,52 +38,40 @@ pub(crate) fn start(
     // No readiness wait on Windows: `wait_mode` always picks plain blocking there.
     let stdout = readiness::Stdout::new(stdout);
     let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wait_mode(), &stdout)?;
-    let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
     let gate = Arc::new(WriteGate::default());
     let stdin = Arc::new(stdin);
-    let mut handles = Vec::with_capacity(4);
-
-    let spawn = |name: String, stack: usize, body: Box<dyn FnOnce() + Send>| {
-        let token = done_tx.clone();
-        std::thread::Builder::new()
-            .name(name)
-            .stack_size(stack)
-            .spawn(move || {
-                body();
-                drop(token);
-            })
-    };
+    let mut threads = ThreadSet::default();
 
     let (events, writer_gate, writer_stdin) = (event_tx.clone(), gate.clone(), stdin.clone());
-    handles.push(spawn(
+    threads.spawn(
         format!("wc-write-{id}"),
         SMALL_STACK,
         Box::new(move || write_loop(writer_stdin, job_rx, writer_gate, events)),
-    )?);
+    )?;
     let more_pending = Arc::new(AtomicBool::new(false));
     let (events, pending) = (event_tx.clone(), more_pending.clone());
-    handles.push(spawn(
+    threads.spawn(
         format!("wc-read-{id}"),
         READER_STACK,
         Box::new(move || read_loop(stdout, events, pending)),
-    )?);
-    handles.push(spawn(
+    )?;
+    threads.spawn(
         format!("wc-stderr-{id}"),
         SMALL_STACK,
         Box::new(move || drain_stderr(stderr, ring)),
-    )?);
+    )?;
     let watch = ExitWatch {
         process: process.clone(),
         events: event_tx.clone(),
     };
-    handles.push(spawn(
+    threads.spawn(
         format!("wc-wait-{id}"),
         SMALL_STACK,
         Box::new(move || {
             watch.process.wait_exit();
             watch.exited();
         }),
-    )?);
+    )?;
 
     let channels = Channels {
         stdin,
@@ -92,14 +80,7 @@ pub(crate) fn start(
         gate,
         more_pending,
     };
-    Ok((
-        channels,
-        event_tx,
-        IoThreads {
-            handles,
-            done: done_rx,
-        },
-    ))
+    Ok((channels, event_tx, threads.finish()))
 }
 
 /// Anonymous pipes cannot be written without the risk of blocking: the coordinator writes
