@@ -7,14 +7,15 @@
 
 mod common;
 mod inspector_support;
+mod tempdir;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use tempdir::TempDir;
 
 use serde_json::{json, Value};
 
@@ -27,36 +28,6 @@ const LIMIT: Duration = Duration::from_secs(30);
 const CALLER: &str = "front-caller-inspect-invoke-0123";
 const VIEWER: &str = "front-viewer-inspect-only-01234";
 const MANAGER: &str = "front-manager-all-scopes-012345";
-
-/// A private temporary directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("wc-front-{}-{n}-{label}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
-    }
-
-    fn write(&self, name: &str, contents: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, contents).expect("write file");
-        path
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn s(path: &Path) -> &str {
     path.to_str().expect("temp path is UTF-8")
@@ -359,7 +330,7 @@ impl Seen {
     ignore = "runs serve processes stopped with SIGTERM; not run under Wine yet (docs/PLATFORMS.md)"
 )]
 fn one_front_many_runners_with_faults() {
-    let dir = TempDir::new("faults");
+    let dir = TempDir::new("front", "faults");
     let r1 = RunnerFiles::new(&dir, "r1");
     let r2 = RunnerFiles::new(&dir, "r2");
     let r3 = RunnerFiles::new(&dir, "r3");
@@ -636,7 +607,7 @@ fn one_front_many_runners_with_faults() {
         r3.token.clone(),
         "WC_TEST_R3_TOKEN".into(),
         "r1.tok".into(),
-        dir.0.display().to_string(),
+        dir.display().to_string(),
     ];
     for addr in [a1, a2, a3] {
         secrets.push(addr.to_string());
@@ -683,7 +654,7 @@ fn one_front_many_runners_with_faults() {
     ignore = "runs serve processes stopped with SIGTERM; not run under Wine yet (docs/PLATFORMS.md)"
 )]
 fn stdio_gateway_with_runners_only() {
-    let dir = TempDir::new("stdio");
+    let dir = TempDir::new("front", "stdio");
     let r1 = RunnerFiles::new(&dir, "r1");
     let s1 = Server::runner(&r1, "127.0.0.1:0");
     // Without --config the id `local` is free for a remote runner.
@@ -758,7 +729,7 @@ fn stdio_gateway_with_runners_only() {
     ignore = "runs serve processes stopped with SIGTERM; not run under Wine yet (docs/PLATFORMS.md)"
 )]
 fn a_bad_runners_file_is_a_usage_error() {
-    let dir = TempDir::new("bad");
+    let dir = TempDir::new("front", "bad");
     let local = runner_config(&dir, "local.toml");
     let tokens = front_tokens(&dir);
     let secret = "never-echo-this-token-0123456789";
@@ -805,7 +776,7 @@ fn a_bad_runners_file_is_a_usage_error() {
 #[test]
 #[ignore = "needs chromium and chromedriver"]
 fn the_inspector_of_a_front_shows_every_runner() {
-    let dir = TempDir::new("inspector");
+    let dir = TempDir::new("front", "inspector");
     let r1 = RunnerFiles::new(&dir, "r1");
     let r2 = RunnerFiles::new(&dir, "r2");
     let s1 = Server::runner(&r1, "127.0.0.1:0");

@@ -4,14 +4,15 @@
 //! loopback only, as raw HTTP/1.1 written by the test or through the CLI.
 
 mod common;
+mod tempdir;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use tempdir::TempDir;
 
 use serde_json::{json, Value};
 
@@ -22,36 +23,6 @@ const LIMIT: Duration = Duration::from_secs(30);
 const ALL: &str = "all-scopes-token-0123456789";
 const VIEWER: &str = "viewer-token-inspect-only-0123";
 const CALLER: &str = "caller-token-inspect-invoke-0123";
-
-/// A private temporary directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("wc-serve-{}-{n}-{label}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
-    }
-
-    fn write(&self, name: &str, contents: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, contents).expect("write file");
-        path
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn s(path: &Path) -> &str {
     path.to_str().expect("temp path is UTF-8")
@@ -289,7 +260,7 @@ fn code(body: &Value) -> &str {
     ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
 )]
 fn http_routes_auth_scopes_and_a_round_trip() {
-    let dir = TempDir::new("routes");
+    let dir = TempDir::new("serve", "routes");
     let (config, tokens) = files(&dir);
     let server = Server::start(&dir, &config, &tokens);
     let list = json!({"action": "list", "runner": "local"});
@@ -403,7 +374,7 @@ fn http_routes_auth_scopes_and_a_round_trip() {
     ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
 )]
 fn the_in_flight_bound_answers_503_gateway_saturated() {
-    let dir = TempDir::new("saturate");
+    let dir = TempDir::new("serve", "saturate");
     let (config, tokens) = files(&dir);
     let server = Server::start(&dir, &config, &tokens);
     // Each of these requests holds a handler: its declared body never comes.
@@ -486,7 +457,7 @@ fn the_in_flight_bound_answers_503_gateway_saturated() {
     ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
 )]
 fn client_mode_prints_what_the_in_process_commands_print() {
-    let dir = TempDir::new("client");
+    let dir = TempDir::new("serve", "client");
     let (config, tokens) = files(&dir);
     let server = Server::start(&dir, &config, &tokens);
     let url = server.url();
@@ -606,7 +577,7 @@ fn client_mode_prints_what_the_in_process_commands_print() {
 
 #[test]
 fn client_mode_reports_a_lost_response_and_never_retries() {
-    let dir = TempDir::new("lost");
+    let dir = TempDir::new("serve", "lost");
     let token = dir.write("t.tok", "some-token-some-token-0123\n");
     // Nothing listens: nothing was sent.
     let closed = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -689,7 +660,7 @@ fn request_complete(buf: &[u8]) -> bool {
 
 #[test]
 fn invalid_tokens_config_or_address_refuse_to_start() {
-    let dir = TempDir::new("invalid");
+    let dir = TempDir::new("serve", "invalid");
     let (config, tokens) = files(&dir);
     let serve = |config: &Path, tokens: &Path, listen: &str| {
         run(&[

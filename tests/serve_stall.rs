@@ -8,14 +8,15 @@
 //! waited for the stalls to end could not pass) for answers that must not wait for them.
 
 mod common;
+mod tempdir;
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use tempdir::TempDir;
 
 use serde_json::{json, Value};
 use webcodex_plugin_host::transport::http::{MAX_CONNECTIONS, REQUEST_DEADLINE};
@@ -31,32 +32,6 @@ const PROMPT: Duration = Duration::from_secs(8);
 
 const ALL: &str = "all-scopes-token-0123456789";
 
-/// A private temporary directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("wc-stall-{}-{n}-{label}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
-    }
-
-    fn write(&self, name: &str, contents: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, contents).expect("write file");
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn s(path: &Path) -> &str {
     path.to_str().expect("temp path is UTF-8")
 }
@@ -71,7 +46,7 @@ struct Server {
 
 impl Server {
     fn start(label: &str) -> Server {
-        let dir = TempDir::new(label);
+        let dir = TempDir::new("stall", label);
         let fixture = common::fixture_path();
         let config = dir.write(
             "runner.toml",
@@ -87,7 +62,7 @@ impl Server {
                  scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n"
             ),
         );
-        let pids = dir.0.join("pids");
+        let pids = dir.join("pids");
         let mut child = common::cli_command(BIN)
             .args(["serve", "--config", s(&config), "--tokens", s(&tokens)])
             .args(["--listen", "127.0.0.1:0"])

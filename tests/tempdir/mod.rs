@@ -28,9 +28,16 @@ impl TempDir {
         TempDir(dir)
     }
 
-    /// The directory's path.
-    pub fn path(&self) -> &Path {
-        &self.0
+    /// The path of `name` in the directory.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// Writes `contents` to `name` in the directory; returns its path.
+    pub fn write(&self, name: &str, contents: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, contents).expect("write a test file");
+        path
     }
 }
 
