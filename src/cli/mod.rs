@@ -9,6 +9,7 @@ mod init;
 mod mcp;
 mod oneshot;
 mod serve;
+mod stop_signal;
 mod target;
 
 use std::path::PathBuf;
