@@ -18,7 +18,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::service::LOCAL_RUNNER;
+/// The runner name [`Gateway::single`](super::Gateway::single) registers its host under.
+pub const LOCAL_RUNNER: &str = "local";
 
 /// The longest runner id, in bytes.
 pub const MAX_RUNNER_ID_BYTES: usize = 64;
