@@ -30,6 +30,7 @@ pub const MAX_RUNNERS: usize = 64;
 
 /// Where a runner's bearer token comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TokenSource {
     /// A file holding the token alone on one line (resolved to an absolute path, or relative to
     /// the current directory when the runners file was given as text).
