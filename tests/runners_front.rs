@@ -1,6 +1,7 @@
 //! One front gateway in front of several runners (docs/PROTOCOL.md, remote runners): three real
 //! `webcodex-plugin serve` runners with the fixture plugin on loopback, and a front (`serve
-//! --config --runners`, and `gateway --runners` on stdio) that routes to them. Faults are real:
+//! --config --runners`, `gateway --runners` on stdio, and `mcp --config --runners` as an MCP
+//! server on stdio) that routes to them. Faults are real:
 //! a runner is killed (unavailable, then the circuit breaker), one is restarted (old bindings
 //! `plugin_replaced`), and one dies during a slow call (the answer lost: outcome unknown, never
 //! retried).
@@ -720,6 +721,192 @@ fn stdio_gateway_with_runners_only() {
     let stderr = stderr.join().unwrap();
     assert!(!stderr.contains(&r1.token), "a token in the log");
     s1.stop();
+}
+
+/// `mcp --config --runners`: an MCP client on stdio (raw JSON-RPC lines, handshake era) sees
+/// only `plugin_tool`, and through it both the local runner and a real remote `serve` runner:
+/// list → describe → call reaches the remote's plugin, a scope the stdio caller lacks is refused
+/// at the front, and a killed runner is `plugin_runner_unavailable`, not started.
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs serve processes stopped with SIGTERM; not run under Wine yet (docs/PLATFORMS.md)"
+)]
+fn mcp_with_runners_routes_to_a_remote_serve() {
+    let dir = TempDir::new("front", "mcp");
+    let r1 = RunnerFiles::new(&dir, "r1");
+    let s1 = Server::runner(&r1, "127.0.0.1:0");
+    let runners = runners_file(&dir, &[(&r1, s1.addr)]);
+    let local = runner_config(&dir, "local.toml");
+    let (log, pids) = (dir.path("local.log"), dir.path("local.pids"));
+    let mut child = front_command(
+        &[
+            "mcp",
+            "--config",
+            s(&local),
+            "--runners",
+            s(&runners),
+            "--scopes",
+            "plugin:inspect,plugin:invoke",
+        ],
+        "unused",
+        &log,
+        &pids,
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn mcp");
+    let stderr = common::read_all(child.stderr.take().unwrap());
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let _ = tx.send(line.unwrap_or_default());
+        }
+    });
+    let mut client = LineClient {
+        stdin: Some(child.stdin.take().unwrap()),
+        answers: rx,
+        seen: Vec::new(),
+    };
+    let init = client.rpc(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "runners-front-test", "version": "0"}}),
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+    client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let tools = client.rpc(2, "tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .expect("a tool list")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["plugin_tool"], "{tools}");
+    let mut tool = |id: u64, arguments: Value| -> Value {
+        let answer = client.rpc(
+            id,
+            "tools/call",
+            json!({"name": "plugin_tool", "arguments": arguments}),
+        );
+        answer["result"].clone()
+    };
+
+    let r = tool(3, json!({"action": "list"}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(
+        r["structuredContent"],
+        json!({"runners": [{"runner": "local"}, {"runner": "r1", "name": "Runner r1"}]})
+    );
+    let r = tool(4, json!({"action": "list", "runner": "r1", "plugin": "fx"}));
+    assert_eq!(r["isError"], false, "{r}");
+    let r = tool(
+        5,
+        json!({"action": "describe", "runner": "r1", "plugin": "fx", "tool": "add"}),
+    );
+    assert_eq!(r["isError"], false, "{r}");
+    let binding = r["structuredContent"]["binding"]
+        .as_str()
+        .expect("a binding")
+        .to_string();
+    let r = tool(
+        6,
+        json!({"action": "call", "binding": binding, "arguments": {"a": 40, "b": 2}}),
+    );
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structuredContent"], json!({"sum": 42}), "{r}");
+    // The call ran on the remote runner's plugin, not on the local one.
+    assert_eq!(r1.calls("add"), 1);
+    assert_eq!(
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches("tools/call")
+            .count(),
+        0
+    );
+    // The stdio caller lacks plugin:manage: refused at the front, never forwarded.
+    let r = tool(7, json!({"action": "reload", "runner": "r1"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(
+        r["structuredContent"]["error"]["code"], "insufficient_scope",
+        "{r}"
+    );
+    // The runner dies: its requests are unavailable, not started; the local runner still works.
+    s1.kill(&r1);
+    let r = tool(8, json!({"action": "list", "runner": "r1", "plugin": "fx"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(
+        r["structuredContent"]["error"]["code"], "plugin_runner_unavailable",
+        "{r}"
+    );
+    assert_eq!(r["structuredContent"]["dispatch"], "not_started", "{r}");
+    let r = tool(
+        9,
+        json!({"action": "list", "runner": "local", "plugin": "fx"}),
+    );
+    assert_eq!(r["isError"], false, "{r}");
+
+    client.stdin = None;
+    let status = common::wait_bounded(&mut child, LIMIT);
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        client.answers.recv_timeout(LIMIT).is_err(),
+        "a message after EOF"
+    );
+    let stderr = stderr.join().unwrap();
+    // Never a token anywhere; the runner's address only in the operator's log, never in an
+    // MCP message.
+    assert!(!stderr.contains(&r1.token), "a token in the log: {stderr}");
+    for text in &client.seen {
+        assert!(!text.contains(&r1.token), "a token in an answer: {text}");
+        assert!(
+            !text.contains(&s1_addr_text(&runners)),
+            "a runner url: {text}"
+        );
+    }
+    assert_clean(child.id() as i32, &[&r1.pids, &pids]);
+}
+
+/// A JSON-RPC client on a child's stdio lines (stdin closed by setting `stdin` to `None`).
+struct LineClient {
+    stdin: Option<std::process::ChildStdin>,
+    answers: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl LineClient {
+    fn send(&mut self, message: Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// One request and its answer (the front answers each before the next is sent).
+    fn rpc(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let line = self
+            .answers
+            .recv_timeout(LIMIT * 2)
+            .expect("an answer from mcp");
+        self.seen.push(line.clone());
+        let answer: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+        assert_eq!(answer["id"], json!(id), "{answer}");
+        answer
+    }
+}
+
+/// The `host:port` of the runners file's first url (must never reach a caller).
+fn s1_addr_text(runners: &Path) -> String {
+    let text = std::fs::read_to_string(runners).unwrap();
+    let url = text
+        .lines()
+        .find_map(|l| l.strip_prefix("url = \"http://"))
+        .expect("a url");
+    url.trim_end_matches('"').to_string()
 }
 
 /// A bad runners file stops `serve` before anything starts, saying what to fix, without a token.

@@ -40,7 +40,7 @@ mod service;
 pub use binding::{Binding, BindingStore, BindingTarget, BINDING_CAPACITY, BINDING_PREFIX};
 pub use breaker::{FAILURE_THRESHOLD, OPEN_FOR};
 pub use failure::{failure_output, Recovery};
-pub use output::MAX_DETAIL_BYTES;
+pub use output::{ToolOutput, MAX_DETAIL_BYTES};
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use params::Action;
@@ -48,8 +48,8 @@ pub use params::{ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
 pub use recording::{RecordingEvent, RecordingHook};
 pub use remote::{LinkAnswer, LinkFailure, RemoteRunner, RunnerLink, REMOTE_RUNNER};
 pub use runners::{
-    load_runners, parse_runners, valid_id, RunnerEntry, RunnersError, TokenSource, MAX_RUNNERS,
-    MAX_RUNNER_ID_BYTES, MAX_RUNNER_NAME_BYTES,
+    load_runners, parse_runners, valid_id, RunnerEntry, RunnersError, TokenSource, LOCAL_RUNNER,
+    MAX_RUNNERS, MAX_RUNNER_ID_BYTES, MAX_RUNNER_NAME_BYTES,
 };
 pub use scope::{Caller, Scope, ScopeParseError, Scopes};
-pub use service::{Gateway, LocalOutput, ToolOutput, LOCAL_RUNNER};
+pub use service::{Gateway, LocalOutput};

@@ -1,16 +1,71 @@
-//! The canonical success outputs of `plugin_tool` (docs/PROTOCOL.md §8.4, outputs).
+//! The canonical success outputs of `plugin_tool` (docs/PROTOCOL.md §8.4, outputs), and
+//! [`ToolOutput`], the result of one request.
 //!
 //! Built only from provider ids, display names, tool definitions, stable codes and safe
 //! messages: never from launch specs, instance ids or stderr.
 
 use serde_json::{json, Map, Value};
 
+use super::failure::failure_output;
 use crate::catalog::Tool;
+use crate::error::{Error, ErrorCode};
 use crate::host::{CheckReport, ProjectCatalog, ProviderEntry, ReloadReport};
 use crate::provider::Provider;
 
 /// Longest check `detail`, in bytes (docs/PROTOCOL.md §3, bounds).
 pub const MAX_DETAIL_BYTES: usize = 512;
+
+/// The result of one `plugin_tool` request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// True when the action succeeded.
+    pub success: bool,
+    /// The canonical success object, or the failure object
+    /// `{"error":{"code","message"},"dispatch","recovery"?}`.
+    pub output: Value,
+    /// The failure's code, typed (`None` on success).
+    code: Option<ErrorCode>,
+}
+
+impl ToolOutput {
+    pub(crate) fn ok(output: Value) -> ToolOutput {
+        ToolOutput {
+            success: true,
+            output,
+            code: None,
+        }
+    }
+
+    /// The failure output for `error`.
+    pub fn failure(error: &Error) -> ToolOutput {
+        ToolOutput {
+            success: false,
+            output: failure_output(error),
+            code: Some(error.code()),
+        }
+    }
+
+    /// An output received from another process (a `serve` endpoint): the code is read from
+    /// the failure object, and is `None` when it is not one of this runtime's codes.
+    #[cfg(feature = "http-client")]
+    pub(crate) fn received(success: bool, output: Value) -> ToolOutput {
+        let code = match success {
+            true => None,
+            false => output["error"]["code"].as_str().and_then(ErrorCode::parse),
+        };
+        ToolOutput {
+            success,
+            output,
+            code,
+        }
+    }
+
+    /// The failure's stable code; `None` on success. Transports map it (for example to an
+    /// HTTP status) without reading the output object.
+    pub fn code(&self) -> Option<ErrorCode> {
+        self.code
+    }
+}
 
 /// `list` without a runner: `{"runners":[{"runner":…,"name"?:…}]}` (a local runner has no
 /// display name; a remote one has the name from the runners file).

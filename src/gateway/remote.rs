@@ -23,12 +23,12 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::breaker::Breaker;
+use super::output::ToolOutput;
 use super::params::ActionKind;
-use super::service::ToolOutput;
 use crate::error::{Dispatch, Error, ErrorCode};
 
 /// The runner name a front gateway addresses on a remote `serve`: the runner of its `--config`.
-pub const REMOTE_RUNNER: &str = super::service::LOCAL_RUNNER;
+pub const REMOTE_RUNNER: &str = super::runners::LOCAL_RUNNER;
 
 /// How a front gateway reaches one remote runner: one `plugin_tool` request per call, never
 /// retried, with the runner's own credential.

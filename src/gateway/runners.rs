@@ -18,7 +18,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::service::LOCAL_RUNNER;
+/// The runner name [`Gateway::single`](super::Gateway::single) registers its host under.
+pub const LOCAL_RUNNER: &str = "local";
 
 /// The longest runner id, in bytes.
 pub const MAX_RUNNER_ID_BYTES: usize = 64;
@@ -29,6 +30,7 @@ pub const MAX_RUNNERS: usize = 64;
 
 /// Where a runner's bearer token comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TokenSource {
     /// A file holding the token alone on one line (resolved to an absolute path, or relative to
     /// the current directory when the runners file was given as text).

@@ -10,72 +10,17 @@ use serde_json::json;
 use serde_json::Value;
 
 use super::binding::{BindingStore, BindingTarget};
-use super::failure::failure_output;
-use super::output;
+use super::output::{self, ToolOutput};
 use super::params::ActionKind;
 use super::params::ActionRef;
 use super::recording::{RecordingEvent, RecordingHook};
 use super::remote::{RemoteRunner, REMOTE_RUNNER};
+use super::runners::LOCAL_RUNNER;
 use super::scope::Caller;
 use crate::catalog::ToolResult;
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::host::{Host, InstanceCall, DEFAULT_PROJECT_CATALOG_BYTES};
 use crate::provider::StderrLine;
-
-/// The runner name [`Gateway::single`] registers its host under.
-pub const LOCAL_RUNNER: &str = "local";
-
-/// The result of one `plugin_tool` request.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolOutput {
-    /// True when the action succeeded.
-    pub success: bool,
-    /// The canonical success object, or the failure object
-    /// `{"error":{"code","message"},"dispatch","recovery"?}`.
-    pub output: Value,
-    /// The failure's code, typed (`None` on success).
-    code: Option<ErrorCode>,
-}
-
-impl ToolOutput {
-    pub(crate) fn ok(output: Value) -> ToolOutput {
-        ToolOutput {
-            success: true,
-            output,
-            code: None,
-        }
-    }
-
-    /// The failure output for `error`.
-    pub fn failure(error: &Error) -> ToolOutput {
-        ToolOutput {
-            success: false,
-            output: failure_output(error),
-            code: Some(error.code()),
-        }
-    }
-
-    /// An output received from another process (a `serve` endpoint): the code is read from
-    /// the failure object, and is `None` when it is not one of this runtime's codes.
-    #[cfg(feature = "http-client")]
-    pub(crate) fn received(success: bool, output: Value) -> ToolOutput {
-        let code = match success {
-            true => None,
-            false => output["error"]["code"].as_str().and_then(ErrorCode::parse),
-        };
-        ToolOutput {
-            success,
-            output,
-            code,
-        }
-    }
-
-    /// The failure's stable code; `None` on success. Transports map it (for example to an
-    /// HTTP status) without reading the output object.
-    pub fn code(&self) -> Option<ErrorCode> {
-        self.code
-    }
-}
 
 /// The result of [`Gateway::plugin_tool_local`]: the output and what only a local operator may
 /// see.

@@ -28,6 +28,7 @@ const MAX_HEAD_BYTES: usize = 64 * 1024;
 
 /// Which proxy a client uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ProxyChoice {
     /// The environment's: `HTTPS_PROXY` (for https URLs) or `HTTP_PROXY` (for http URLs), either
     /// case, then `ALL_PROXY`; none when the host matches `NO_PROXY`.

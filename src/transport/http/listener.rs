@@ -271,7 +271,7 @@ fn wait_all_ended(all_ended: &Receiver<()>) {
 /// The answer to a connection beyond [`MAX_CONNECTIONS`]: 503 `gateway_saturated`, then close.
 fn refuse(stream: TcpStream) {
     // A new connection's send buffer is empty: this small write does not wait for the client.
-    let body = super::server::saturated_body().to_string();
+    let body = super::bodies::saturated_body().to_string();
     let mut conn = Conn::new(stream);
     let headers = [("Content-Type", "application/json"), ("Retry-After", "1")];
     let _ = conn.write_response(503, &headers, body.as_bytes(), false);
@@ -340,7 +340,7 @@ fn answer_bad_head(mut conn: Conn, error: HeadError, deadline: Instant) {
     let Some(status) = error.status() else {
         return;
     };
-    let body = super::server::transport_failure_body(match error {
+    let body = super::bodies::transport_failure_body(match error {
         HeadError::TimedOut => "the request head did not arrive in time",
         HeadError::TooLarge => "the request head is too large",
         HeadError::Unsupported => "only the chunked transfer coding is supported",

@@ -68,6 +68,8 @@
 //! [`MAX_IN_FLIGHT`]: crate::transport::MAX_IN_FLIGHT
 //! [`MAX_CONNECTIONS`]: listener::MAX_CONNECTIONS
 
+#[cfg(feature = "http-server")]
+mod bodies;
 #[cfg(feature = "http-client")]
 mod client;
 #[cfg(feature = "http-server")]

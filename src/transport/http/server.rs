@@ -4,8 +4,9 @@ use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
+use super::bodies::{failure_body, saturated_body, transport_failure, transport_failure_body};
 use super::inspector::{self, InspectorRoute, WHOAMI_PATH};
 use super::listener::{Exchange, Handler, Listener};
 use super::tokens::{bearer, Tokens};
@@ -13,7 +14,7 @@ use super::wire::BodyError;
 use super::{MAX_BODY_BYTES, RUNNER_INSTANCE_HEADER, TOOLS_CALL_PATH};
 use crate::error::{Dispatch, ErrorCode};
 use crate::gateway::{Caller, Gateway, Scopes, ToolOutput};
-use crate::transport::dispatcher::{invalid_request, saturated, Dispatcher};
+use crate::transport::dispatcher::{invalid_request, Dispatcher};
 use crate::transport::mcp::headers::RoutingHeaders;
 use crate::transport::mcp::http::{self as mcp_http, MCP_PATH};
 use crate::transport::request::{parse_request, response_body, Framing};
@@ -174,7 +175,7 @@ fn route(shared: &Routes, request: &mut Exchange<'_>) {
     let Some(slot) = shared.dispatcher.try_admit() else {
         let retry = [("Retry-After", "1")];
         let body = match route {
-            Route::ToolsCall => failure_body(None, &saturated().output),
+            Route::ToolsCall => saturated_body(),
             Route::Mcp => failure("too many requests in flight; try again when one finishes"),
         };
         return send(request, 503, &body, &retry, &name);
@@ -293,10 +294,6 @@ fn status_for(output: &ToolOutput) -> u16 {
     }
 }
 
-fn transport_failure(message: &str) -> Value {
-    invalid_request(message).output
-}
-
 /// The largest declared body read to echo the `id` of an unauthenticated request.
 const SMALL_BODY_BYTES: u64 = 1024;
 
@@ -326,27 +323,6 @@ fn reject(
     name: &str,
 ) {
     send(request, status, &failure_body(id, output), headers, name);
-}
-
-/// The 503 body of `/api/tools/call` for a connection beyond the connection limit.
-pub(super) fn saturated_body() -> Value {
-    failure_body(None, &saturated().output)
-}
-
-/// The failure body `{"id"?,"success":false,"output":output}` of `/api/tools/call`.
-fn failure_body(id: Option<&Value>, output: &Value) -> Value {
-    let mut body = Map::new();
-    if let Some(id) = id {
-        body.insert("id".into(), id.clone());
-    }
-    body.insert("success".into(), false.into());
-    body.insert("output".into(), output.clone());
-    Value::Object(body)
-}
-
-/// The `invalid_request` failure body of `/api/tools/call`, without an id.
-pub(super) fn transport_failure_body(message: &str) -> Value {
-    failure_body(None, &transport_failure(message))
 }
 
 /// Answers one `POST /mcp` body (see [`crate::transport::mcp::http`]); the caller holds the

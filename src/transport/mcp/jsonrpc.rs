@@ -68,6 +68,7 @@ pub fn result_response(id: &Value, result: Value) -> Value {
 
 /// One well-formed incoming message.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Incoming {
     /// A request: it gets exactly one response.
     Request {

@@ -43,6 +43,7 @@ recovery field of a failure; never repeat a call whose dispatch is outcome_unkno
 
 /// Which transport a session serves; it decides whether the handshake is enforced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Transport {
     /// One stdio stream: handshake-era requests need `initialize` first.
     Stdio,
@@ -77,6 +78,7 @@ impl Reply {
 
 /// What a transport does with one incoming message.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Step {
     /// Send this reply now.
     Reply(Reply),
