@@ -1372,6 +1372,25 @@ fn near_miss_tables_warn_did_you_mean_plugins_without_rust_log() {
 }
 
 #[test]
+fn check_warns_of_a_near_miss_once_though_it_reads_the_config_twice() {
+    let dir = TempDir::new("near-miss-check");
+    let fixture = common::fixture_path();
+    let text = format!(
+        "[plugin]\nx = 1\n[[plugins.providers]]\nid = \"fx\"\nname = \"Fixture\"\ncommand = {}\nargs = [\"normal\"]\n",
+        toml_str(fixture.to_str().unwrap())
+    );
+    let config = dir.write("runner.toml", &text);
+    let out = run(&["check", "--config", path_str(&config), "--plugin", "fx"]);
+    out.assert_code(0);
+    let warnings = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("did you mean [plugins]"))
+        .count();
+    assert_eq!(warnings, 1, "{}", out.stderr);
+}
+
+#[test]
 fn a_cwd_that_does_not_exist_is_reported_as_such() {
     let dir = TempDir::new("cwd-missing");
     let missing = dir.path().join("no-such-dir");

@@ -122,9 +122,7 @@ pub fn parse_runner_config(text: &str, max_providers: usize) -> Result<RunnerCon
         Error::new(ErrorCode::ConfigParseFailed, Dispatch::NotStarted, message)
             .in_phase(Phase::Config)
     })?;
-    for warning in near_misses(&root) {
-        log::warn!("{warning}");
-    }
+    warn_once(near_misses(&root));
     let shell = match root.get("shell") {
         None => ShellConfig::default(),
         Some(v) => parse_shell(table(v, "shell")?)?,
@@ -215,6 +213,22 @@ fn near_misses(root: &Table) -> Vec<String> {
         ));
     }
     warnings
+}
+
+/// The warnings of the last parse, so that reading one file twice (a `check` reads the config
+/// at start and again for its candidate; a reload of an unchanged file) warns once. Bounded:
+/// one set, replaced by the next parse's.
+static LAST_WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Logs `warnings` unless the previous parse logged exactly these.
+fn warn_once(warnings: Vec<String>) {
+    let mut last = LAST_WARNINGS.lock().unwrap_or_else(|e| e.into_inner());
+    if *last != warnings {
+        for warning in &warnings {
+            log::warn!("{warning}");
+        }
+        *last = warnings;
+    }
 }
 
 fn invalid(message: impl Into<String>) -> Error {
