@@ -7,7 +7,7 @@
 
 use std::io::{self, BufRead};
 
-use super::envelope::{decode_response_text, RawEnvelope};
+use super::envelope::{decode_response_text, RawEnvelope, ResponseLine};
 use super::text::{line_text, ReadFault};
 use super::MAX_LINE_BYTES;
 
@@ -65,6 +65,21 @@ impl<R: BufRead> LineReader<R> {
     /// [`validate_raw`](super::validate_raw) rejects.
     pub fn read_response(&mut self) -> Result<RawEnvelope, ReadFault> {
         self.read_line_with(decode_response_text)
+    }
+
+    /// Reads the next line into `buffer` (cleared first) with every line check of
+    /// [`read_response`](Self::read_response) but the JSON parse, which
+    /// [`ResponseLine::decode`] does later, possibly on another thread: the thread that decodes
+    /// then allocates the decoded value and, usually, frees it too. `buffer` is the text buffer
+    /// of an earlier line handed back ([`ResponseLine::into_buffer`]), or a new one.
+    pub fn read_response_line(&mut self, buffer: String) -> Result<ResponseLine, ReadFault> {
+        let mut buffer = buffer;
+        buffer.clear();
+        self.read_line_with(|text| {
+            buffer.push_str(text);
+            Ok(())
+        })?;
+        Ok(ResponseLine::new(buffer))
     }
 
     /// Reads the next line and hands its text to `decode`, with every fault of
