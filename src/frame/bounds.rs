@@ -128,7 +128,7 @@ fn escaped_len(s: &str) -> usize {
 /// paths.
 fn is_plain(bytes: &[u8]) -> bool {
     let mut words = bytes.chunks_exact(8);
-    let plain = (&mut words).all(|word| is_plain_word(word.try_into().expect("eight bytes")));
+    let plain = words.all(|word| is_plain_word(word.try_into().expect("eight bytes")));
     let rest = words.remainder();
     // The tail, padded with a plain byte.
     let mut last = [b'a'; 8];

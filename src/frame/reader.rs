@@ -597,4 +597,37 @@ mod tests {
         }
         assert!(matches!(reader(b"").read_response(), Err(ReadFault::Eof)));
     }
+
+    #[test]
+    fn response_lines_decode_like_read_response_and_reuse_their_buffer() {
+        use crate::frame::validate_raw;
+
+        let data = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":1}}\r\n[1]\n{\"a\":}\n\xEF\xBB\xBF{}\n";
+        for chunk in [1, 3, 7, 4096] {
+            let mut lines = LineReader::new(Chunked::new(&data[..], chunk));
+            let mut values = LineReader::new(Chunked::new(&data[..], chunk));
+            let mut buffer = String::with_capacity(64);
+            for expected_id in 1..=3 {
+                let line = lines.read_response_line(buffer).unwrap();
+                assert!(!line.text().ends_with('\r'));
+                match (line.decode(), values.read_response()) {
+                    (Ok(a), Ok(b)) => {
+                        assert_eq!(validate_raw(a, expected_id), validate_raw(b, expected_id))
+                    }
+                    (Err(a), Err(b)) => assert_eq!(a.code(), b.code()),
+                    (a, b) => panic!("line {expected_id}: {a:?} against {b:?}"),
+                }
+                buffer = line.into_buffer();
+                assert!(
+                    buffer.capacity() >= 64,
+                    "the buffer handed in is the one reused"
+                );
+            }
+            // A BOM is a line fault, found before any parse.
+            assert!(matches!(
+                lines.read_response_line(buffer),
+                Err(ReadFault::Malformed)
+            ));
+        }
+    }
 }
