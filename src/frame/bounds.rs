@@ -88,10 +88,16 @@ impl Walk {
                 // Braces, and per entry a colon plus a comma between entries.
                 self.add(2 + map.len() + map.len().saturating_sub(1))?;
                 map.iter().try_for_each(|(key, v)| {
-                    if key.len() > MAX_KEY_BYTES || key.chars().any(char::is_control) {
+                    // A plain key has no control character and no escape.
+                    let plain = is_plain(key.as_bytes());
+                    if key.len() > MAX_KEY_BYTES || (!plain && key.chars().any(char::is_control)) {
                         return Err(JsonBoundsError::InvalidKey);
                     }
-                    self.add(escaped_len(key))?;
+                    self.add(if plain {
+                        key.len() + 2
+                    } else {
+                        escaped_len(key)
+                    })?;
                     self.value(v, depth + 1)
                 })
             }
@@ -102,6 +108,9 @@ impl Walk {
 /// Length of `s` as a JSON string literal written by serde_json: quotes, two-character escapes
 /// for `"` `\` `\b` `\f` `\n` `\r` `\t`, and six characters (`\u00XX`) for other control bytes.
 fn escaped_len(s: &str) -> usize {
+    if is_plain(s.as_bytes()) {
+        return s.len() + 2;
+    }
     let extra: usize = s
         .bytes()
         .map(|b| match b {
@@ -111,6 +120,38 @@ fn escaped_len(s: &str) -> usize {
         })
         .sum();
     s.len() + 2 + extra
+}
+
+/// True when every byte is printable ASCII (`0x20..=0x7e`) other than `"` and `\`: such text
+/// is written as is between quotes and holds no control character. Eight bytes per step (the
+/// common case of the walk: short ASCII keys and values); anything else takes the byte-wise
+/// paths.
+fn is_plain(bytes: &[u8]) -> bool {
+    let mut words = bytes.chunks_exact(8);
+    let plain = words.all(|word| is_plain_word(word.try_into().expect("eight bytes")));
+    let rest = words.remainder();
+    // The tail, padded with a plain byte.
+    let mut last = [b'a'; 8];
+    last[..rest.len()].copy_from_slice(rest);
+    plain && is_plain_word(last)
+}
+
+/// [`is_plain`] for one word of eight bytes.
+fn is_plain_word(word: [u8; 8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    /// Flags (at least) one byte when some byte of `x` is zero, none otherwise.
+    fn any_zero(x: u64) -> u64 {
+        x.wrapping_sub(ONES) & !x & HIGHS
+    }
+    let x = u64::from_ne_bytes(word);
+    // Below 0x20: `x - 0x20…20` borrows through a high bit that `x` does not have (exact for
+    // "any byte below n" with n ≤ 0x80).
+    let control = x.wrapping_sub(ONES * 0x20) & !x & HIGHS;
+    let special = any_zero(x ^ (ONES * u64::from(b'"')))
+        | any_zero(x ^ (ONES * u64::from(b'\\')))
+        | any_zero(x ^ (ONES * 0x7f));
+    (control | special | (x & HIGHS)) == 0
 }
 
 /// Length of a number as serde_json writes it (integers by their digits; floats formatted).
@@ -152,6 +193,43 @@ mod tests {
         let mut map = Map::new();
         map.insert(key.to_owned(), json!(1));
         Value::Object(map)
+    }
+
+    #[test]
+    fn escaped_len_is_the_serialized_length() {
+        let pieces = [
+            "a", "\"", "\\", "\n", "\u{1}", "\u{7f}", "é", "\u{85}", "~", " ", "€",
+        ];
+        for len in 0..20 {
+            for (i, piece) in pieces.iter().enumerate() {
+                // Plain text of every length with one special piece at every position.
+                for at in 0..=len {
+                    let s = format!("{}{piece}{}", "x".repeat(at), "y".repeat(len - at));
+                    let expected = serde_json::to_string(&s).unwrap().len();
+                    assert_eq!(escaped_len(&s), expected, "piece {i} at {at} of {len}");
+                }
+                let plain = "p".repeat(len);
+                assert!(is_plain(plain.as_bytes()));
+                assert_eq!(escaped_len(&plain), len + 2);
+            }
+        }
+    }
+
+    #[test]
+    fn a_control_character_anywhere_in_a_key_is_invalid() {
+        for len in 1..20 {
+            for at in 0..len {
+                for control in ["\u{0}", "\u{1f}", "\u{7f}", "\u{9f}"] {
+                    let key = format!("{}{control}{}", "k".repeat(at), "k".repeat(len - at - 1));
+                    assert_eq!(
+                        check_json_bounds(&object_with_key(&key)),
+                        Err(JsonBoundsError::InvalidKey)
+                    );
+                }
+                let key = "k".repeat(len);
+                assert_eq!(check_json_bounds(&object_with_key(&key)), Ok(()));
+            }
+        }
     }
 
     #[test]

@@ -155,6 +155,36 @@ pub(super) fn decode_response_text(text: &str) -> Result<RawEnvelope, ReadFault>
     serde_json::from_str(text).map_err(|_| ReadFault::Malformed)
 }
 
+/// The text of one response line that passed every line check of
+/// [`LineReader::read_response`](super::LineReader::read_response) (length, not empty, no BOM,
+/// UTF-8), not yet parsed: [`ResponseLine::decode`] parses it. Made by
+/// [`LineReader::read_response_line`](super::LineReader::read_response_line).
+#[derive(Debug)]
+pub struct ResponseLine(String);
+
+impl ResponseLine {
+    pub(super) fn new(text: String) -> ResponseLine {
+        ResponseLine(text)
+    }
+
+    /// Parses the line into a [`RawEnvelope`], exactly as
+    /// [`LineReader::read_response`](super::LineReader::read_response) would have: anything but
+    /// exactly one JSON value is [`ReadFault::Malformed`].
+    pub fn decode(&self) -> Result<RawEnvelope, ReadFault> {
+        decode_response_text(&self.0)
+    }
+
+    /// The line's text.
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+
+    /// The text buffer, to read a later line into.
+    pub fn into_buffer(self) -> String {
+        self.0
+    }
+}
+
 /// Finishes the envelope checks on a decoded line: the faults found while decoding, then the id
 /// comparison with `expected_id` (below: [`EnvelopeFault::DuplicateId`], above:
 /// [`EnvelopeFault::UnknownId`]), then the result/error checks — the same faults in the same

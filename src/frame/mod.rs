@@ -23,7 +23,9 @@ pub use encode::{RequestEncoder, PROTOCOL_VERSION};
 #[cfg(any(test, feature = "internals"))]
 #[doc(hidden)]
 pub use envelope::validate_response;
-pub use envelope::{decode_response, validate_raw, Envelope, EnvelopeFault, RawEnvelope};
+pub use envelope::{
+    decode_response, validate_raw, Envelope, EnvelopeFault, RawEnvelope, ResponseLine,
+};
 pub use lines::{read_line, Line};
 pub use reader::LineReader;
 pub use text::ReadFault;

@@ -7,7 +7,7 @@
 
 use std::io::{self, BufRead};
 
-use super::envelope::{decode_response_text, RawEnvelope};
+use super::envelope::{decode_response_text, RawEnvelope, ResponseLine};
 use super::text::{line_text, ReadFault};
 use super::MAX_LINE_BYTES;
 
@@ -65,6 +65,21 @@ impl<R: BufRead> LineReader<R> {
     /// [`validate_raw`](super::validate_raw) rejects.
     pub fn read_response(&mut self) -> Result<RawEnvelope, ReadFault> {
         self.read_line_with(decode_response_text)
+    }
+
+    /// Reads the next line into `buffer` (cleared first) with every line check of
+    /// [`read_response`](Self::read_response) but the JSON parse, which
+    /// [`ResponseLine::decode`] does later, possibly on another thread: the thread that decodes
+    /// then allocates the decoded value and, usually, frees it too. `buffer` is the text buffer
+    /// of an earlier line handed back ([`ResponseLine::into_buffer`]), or a new one.
+    pub fn read_response_line(&mut self, buffer: String) -> Result<ResponseLine, ReadFault> {
+        let mut buffer = buffer;
+        buffer.clear();
+        self.read_line_with(|text| {
+            buffer.push_str(text);
+            Ok(())
+        })?;
+        Ok(ResponseLine::new(buffer))
     }
 
     /// Reads the next line and hands its text to `decode`, with every fault of
@@ -581,5 +596,38 @@ mod tests {
             assert!(matches!(r.read_response(), Err(ReadFault::Malformed)));
         }
         assert!(matches!(reader(b"").read_response(), Err(ReadFault::Eof)));
+    }
+
+    #[test]
+    fn response_lines_decode_like_read_response_and_reuse_their_buffer() {
+        use crate::frame::validate_raw;
+
+        let data = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":1}}\r\n[1]\n{\"a\":}\n\xEF\xBB\xBF{}\n";
+        for chunk in [1, 3, 7, 4096] {
+            let mut lines = LineReader::new(Chunked::new(&data[..], chunk));
+            let mut values = LineReader::new(Chunked::new(&data[..], chunk));
+            let mut buffer = String::with_capacity(64);
+            for expected_id in 1..=3 {
+                let line = lines.read_response_line(buffer).unwrap();
+                assert!(!line.text().ends_with('\r'));
+                match (line.decode(), values.read_response()) {
+                    (Ok(a), Ok(b)) => {
+                        assert_eq!(validate_raw(a, expected_id), validate_raw(b, expected_id))
+                    }
+                    (Err(a), Err(b)) => assert_eq!(a.code(), b.code()),
+                    (a, b) => panic!("line {expected_id}: {a:?} against {b:?}"),
+                }
+                buffer = line.into_buffer();
+                assert!(
+                    buffer.capacity() >= 64,
+                    "the buffer handed in is the one reused"
+                );
+            }
+            // A BOM is a line fault, found before any parse.
+            assert!(matches!(
+                lines.read_response_line(buffer),
+                Err(ReadFault::Malformed)
+            ));
+        }
     }
 }

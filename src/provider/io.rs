@@ -3,9 +3,10 @@
 //! ```text
 //!  coordinator ──────────── direct, non-blocking write ────────► stdin
 //!  coordinator ── WriteJob, bounded(1) ──► writer ──► stdin     (what did not fit the pipe)
-//!  coordinator ◄── Event, bounded(16) ──── reader ◄── stdout   (messages and read faults;
+//!  coordinator ◄── Event, bounded(16) ──── reader ◄── stdout   (lines and read faults;
 //!                                      │               the coordinator may poll(2) stdout for
 //!                                      │               readiness, see super::wait)
+//!  coordinator ── line buffer, bounded(1) ─► reader              (a decoded line's buffer back)
 //!                                      ├── writer              (write failures only)
 //!                                      └── stderr drain        (process exit, via a pidfd)
 //!  StderrRing  ◄────────────────────────── stderr drain ◄── stderr
@@ -16,6 +17,12 @@
 //! past its deadline. The writer reports only failures: a response proves the write. Every
 //! thread ends on its own once its pipe closes or its channel peer is dropped; none spins or
 //! sleeps.
+//!
+//! The reader checks each stdout line (length, UTF-8, no BOM) and hands over its text; the
+//! coordinator parses it. The decoded response is then allocated by the thread that frees it
+//! (with glibc, a value allocated by the reader and freed by the caller goes back to the
+//! reader's malloc arena under its lock on every call; see docs/DECISIONS.md), and the text
+//! buffer goes back to the reader for the next line, so the reader allocates nothing per line.
 //!
 //! On Windows anonymous pipes have no non-blocking writes and no `poll(2)`: the writer thread
 //! takes every frame, and a waiter thread watches the process handle (`windows`).
@@ -48,7 +55,7 @@ use super::stderr_ring::StderrRing;
 use super::wait::{event_channel, wait_mode};
 use super::wait::{readiness, EventSender, EventWait};
 use crate::error::ErrorCode;
-use crate::frame::{LineReader, RawEnvelope};
+use crate::frame::{LineReader, ResponseLine};
 #[cfg(unix)]
 use crate::spawn::wait_exit_noreap;
 
@@ -59,6 +66,9 @@ pub(crate) use windows::{start, write_nonblocking};
 
 /// Capacity of the event channel (reader messages beyond it wait in the pipe).
 pub(crate) const EVENT_CAPACITY: usize = 16;
+/// Largest line buffer handed back to the reader for reuse; larger ones are freed, so an idle
+/// provider never keeps a big response's buffer.
+const RECYCLED_LINE_MAX: usize = 16 * 1024;
 const READER_STACK: usize = 256 * 1024;
 const SMALL_STACK: usize = 64 * 1024;
 const STDOUT_BUFFER: usize = 64 * 1024;
@@ -68,8 +78,8 @@ const STDERR_CHUNK: usize = 32 * 1024;
 /// Something the coordinator must hear about.
 #[derive(Debug)]
 pub(crate) enum Event {
-    /// One stdout line decoded as a response envelope (checked except for its id).
-    Message(RawEnvelope),
+    /// One stdout line that passed the line checks; the coordinator decodes it.
+    Message(ResponseLine),
     /// stdout ended or broke; the code says how. Terminal.
     ReadFault(ErrorCode),
     /// Writing a job failed; `wrote_any` says whether any byte of it was written.
@@ -121,6 +131,24 @@ pub(crate) struct Channels {
     /// Set by the reader when, as it hands over a message, more stdout bytes are already
     /// buffered: something unasked is on its way.
     pub(crate) more_pending: Arc<AtomicBool>,
+    /// Hands decoded lines' buffers back to the reader.
+    pub(crate) spare_lines: Sender<String>,
+}
+
+impl Channels {
+    /// Gives the buffer of a decoded line back to the reader (dropped when one is already
+    /// waiting there, or when it grew past [`RECYCLED_LINE_MAX`]).
+    pub(crate) fn recycle(&self, line: ResponseLine) {
+        let buffer = line.into_buffer();
+        if buffer.capacity() <= RECYCLED_LINE_MAX {
+            let _ = self.spare_lines.try_send(buffer);
+        }
+    }
+}
+
+/// The channel of line buffers the coordinator hands back to the reader: at most one waits.
+pub(crate) fn spare_line_channel() -> (Sender<String>, Receiver<String>) {
+    crossbeam_channel::bounded(1)
 }
 
 /// Handles of a provider's I/O threads (writer, reader, stderr drain, and a waiter where the
@@ -229,11 +257,12 @@ pub(crate) fn start(
         Box::new(move || write_loop(writer_stdin, job_rx, writer_gate, events)),
     )?;
     let more_pending = Arc::new(AtomicBool::new(false));
+    let (spare_lines, spare_rx) = spare_line_channel();
     let (events, pending) = (event_tx.clone(), more_pending.clone());
     threads.spawn(
         format!("wc-read-{id}"),
         READER_STACK,
-        Box::new(move || read_loop(stdout, events, pending)),
+        Box::new(move || read_loop(stdout, events, pending, spare_rx)),
     )?;
     // Exit is judged by wait status. Where the kernel offers a pidfd, the stderr thread watches
     // it beside stderr (three threads per provider); elsewhere a waiter thread blocks in waitid.
@@ -270,6 +299,7 @@ pub(crate) fn start(
         events: event_rx,
         gate,
         more_pending,
+        spare_lines,
     };
     Ok((channels, event_tx, threads.finish()))
 }
@@ -361,10 +391,17 @@ fn write_loop(
     }
 }
 
-fn read_loop(stdout: readiness::Stdout, events: EventSender, more_pending: Arc<AtomicBool>) {
+fn read_loop(
+    stdout: readiness::Stdout,
+    events: EventSender,
+    more_pending: Arc<AtomicBool>,
+    spare_lines: Receiver<String>,
+) {
     let mut reader = LineReader::new(BufReader::with_capacity(STDOUT_BUFFER, stdout));
     loop {
-        match reader.read_response() {
+        // The buffer of the line before last, by now decoded and handed back (or a new one).
+        let buffer = spare_lines.try_recv().unwrap_or_default();
+        match reader.read_response_line(buffer) {
             Ok(value) => {
                 // Published before the hand-over, so the coordinator that receives this message
                 // knows whether more was already written behind it.

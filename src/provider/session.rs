@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::io::{write_nonblocking, Channels, Event, WriteJob, WriteOutcome};
 use super::process::PluginProcess;
 use crate::error::{Dispatch, Error, ErrorCode};
-use crate::frame::{validate_raw, Envelope, RequestEncoder, MAX_LINE_BYTES};
+use crate::frame::{validate_raw, Envelope, RequestEncoder, ResponseLine, MAX_LINE_BYTES};
 
 /// After the plugin exits, how long a response already in the pipe may still take to arrive.
 const EXIT_GRACE: Duration = Duration::from_millis(200);
@@ -84,13 +84,9 @@ impl Session {
     #[inline]
     fn ensure_in_step(&self, process: &PluginProcess, deadline: Instant) -> Result<(), Error> {
         match self.channels.events.try_recv() {
-            Ok(Event::Message(_)) => {
-                return fail(
-                    process,
-                    ErrorCode::UnexpectedMessage,
-                    Dispatch::NotStarted,
-                    "the plugin wrote to stdout without being asked",
-                )
+            Ok(Event::Message(line)) => {
+                let (code, message) = self.unasked(line);
+                return fail(process, code, Dispatch::NotStarted, message);
             }
             Ok(event) => {
                 let (code, message) = describe_dead_connection(&event);
@@ -109,13 +105,13 @@ impl Session {
         if self.channels.more_pending.load(Ordering::Acquire) {
             // The plugin wrote more behind its last response; it is still being parsed.
             let until = deadline.min(Instant::now() + PENDING_GRACE);
-            let code = match self.channels.events.recv_deadline(until) {
-                Ok(Event::ReadFault(code)) => code,
-                _ => ErrorCode::UnexpectedMessage,
-            };
-            let message = match code {
-                ErrorCode::UnexpectedMessage => "the plugin wrote to stdout without being asked",
-                code => read_fault_message(code),
+            let (code, message) = match self.channels.events.recv_deadline(until) {
+                Ok(Event::ReadFault(code)) => (code, read_fault_message(code)),
+                Ok(Event::Message(line)) => self.unasked(line),
+                _ => (
+                    ErrorCode::UnexpectedMessage,
+                    "the plugin wrote to stdout without being asked",
+                ),
             };
             return fail(process, code, Dispatch::NotStarted, message);
         }
@@ -245,16 +241,25 @@ impl Session {
                 None => self.channels.events.next(wait_until),
             };
             match event {
-                Ok(Event::Message(message)) => {
-                    return match validate_raw(message, id) {
-                        Ok(envelope) => Ok(envelope),
-                        Err(fault) => fail(
+                Ok(Event::Message(line)) => {
+                    let decoded = line.decode();
+                    self.channels.recycle(line);
+                    return match decoded.map(|raw| validate_raw(raw, id)) {
+                        Ok(Ok(envelope)) => Ok(envelope),
+                        Ok(Err(fault)) => fail(
                             process,
                             fault.code(),
                             after,
                             "the plugin's response broke the JSON-RPC 2.0 envelope",
                         ),
-                    }
+                        // Not one JSON value: the same fault the reader reports for a bad line.
+                        Err(fault) => fail(
+                            process,
+                            fault.code(),
+                            after,
+                            read_fault_message(fault.code()),
+                        ),
+                    };
                 }
                 Ok(Event::WriteFailed { wrote_any }) => {
                     // Bytes the caller wrote itself count too: only "no byte at all" is safe.
@@ -339,6 +344,21 @@ fn fail<T>(
 }
 
 impl Session {
+    /// Code and message for a line that arrived while no request was waiting for it: a line
+    /// that is not one JSON value is `malformed_json`, as if the reader had parsed it; any other
+    /// is an unexpected message.
+    fn unasked(&self, line: ResponseLine) -> (ErrorCode, &'static str) {
+        let decoded = line.decode();
+        self.channels.recycle(line);
+        match decoded {
+            Ok(_) => (
+                ErrorCode::UnexpectedMessage,
+                "the plugin wrote to stdout without being asked",
+            ),
+            Err(fault) => (fault.code(), read_fault_message(fault.code())),
+        }
+    }
+
     /// The embedder's opt-in active wait: `try_recv` + `yield_now` until `spin_until`, then a
     /// normal blocking wait until `until`. Only used while a request is in flight.
     fn spin_for_event(

@@ -6,10 +6,10 @@
 //! - **Readiness wait** (the default on Unix hosts with more than one usable CPU). The
 //!   coordinator sleeps in `poll(2)` on the plugin's stdout (readiness only: it never reads it)
 //!   and on a wake descriptor. The plugin's write then wakes the coordinator and the stdout
-//!   reader at once, and the coordinator takes the decoded envelope from the channel as soon as
-//!   the reader has it, instead of being woken by the reader after it (one thread wake-up less
+//!   reader at once, and the coordinator takes the response line from the channel as soon as
+//!   the reader has read and checked it (the coordinator parses it itself), instead of being woken by the reader after it (one thread wake-up less
 //!   on the path of every response). Events that come without stdout bytes (exit, a write
-//!   failure, `stop()`, a message decoded from bytes the reader had already buffered) signal the
+//!   failure, `stop()`, a line from bytes the reader had already buffered) signal the
 //!   wake descriptor, but only while the coordinator is armed in `poll(2)`, so the senders pay a
 //!   system call only when someone sleeps there.
 //! - **Plain blocking** (`recv_deadline`) on a host with one usable CPU (the reader must run on
@@ -18,7 +18,7 @@
 //!
 //! Neither path polls in a loop: `poll(2)` blocks until a descriptor is ready or the deadline
 //! passes, and once stdout is readable the coordinator blocks on the channel (after at most
-//! [`DECODE_WAIT`] of `try_recv`, the time the reader takes to decode a small response).
+//! [`DECODE_WAIT`] of `try_recv`, the time the reader takes to read and check a small line).
 
 use std::io;
 use std::sync::atomic::{fence, AtomicBool, Ordering};
@@ -31,14 +31,14 @@ use super::io::Event;
 
 /// The environment variable that picks how the coordinator waits for responses (read once per
 /// process): `block` forces plain blocking on the event channel; `poll` forces the readiness
-/// wait even on one usable CPU, and `poll=MICROS` also sets how long it checks for the decoded
-/// response once stdout is readable (default 20 µs); unset (or anything else) chooses by the
+/// wait even on one usable CPU, and `poll=MICROS` also sets how long it checks for the response
+/// line once stdout is readable (default 20 µs); unset (or anything else) chooses by the
 /// number of usable CPUs. Tests and measurements use it to exercise and compare both paths.
 pub const RESPONSE_WAIT_ENV: &str = "WEBCODEX_PLUGIN_RESPONSE_WAIT";
 
 /// After stdout became readable, how long the coordinator checks the channel (`try_recv` in a
-/// spin) before it blocks: about the time the reader thread needs to be scheduled and decode a
-/// small response.
+/// spin) before it blocks: about the time the reader thread needs to be scheduled and read a
+/// small response line.
 pub(crate) const DECODE_WAIT: Duration = Duration::from_micros(20);
 
 /// How the coordinator sleeps until the next event.
@@ -190,7 +190,7 @@ impl EventWait {
     }
 
     /// The readiness wait: arm, check the channel, sleep in `poll(2)`; once stdout is readable,
-    /// take the decoded envelope from the channel.
+    /// take the response line from the channel.
     fn next_by_readiness(
         &self,
         stdout: &readiness::Source,
@@ -229,7 +229,7 @@ impl EventWait {
         }
     }
 
-    /// Stdout is readable, so the reader has bytes to decode: the envelope (or a fault) follows
+    /// Stdout is readable, so the reader has bytes to read: the line (or a fault) follows
     /// within microseconds for a small response. Checks the channel for at most the decode wait,
     /// then blocks on it (a long or split line simply arrives later). The check spins rather
     /// than yields: on a loaded machine a yield can hand the CPU to another process for a whole

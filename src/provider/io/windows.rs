@@ -17,8 +17,8 @@ use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 
 use super::{
-    read_loop, Channels, Event, ExitWatch, IoThreads, ThreadSet, WriteGate, WriteJob, WriteOutcome,
-    EVENT_CAPACITY, READER_STACK, SMALL_STACK,
+    read_loop, spare_line_channel, Channels, Event, ExitWatch, IoThreads, ThreadSet, WriteGate,
+    WriteJob, WriteOutcome, EVENT_CAPACITY, READER_STACK, SMALL_STACK,
 };
 use crate::provider::process::PluginProcess;
 use crate::provider::stderr_ring::StderrRing;
@@ -49,11 +49,12 @@ pub(crate) fn start(
         Box::new(move || write_loop(writer_stdin, job_rx, writer_gate, events)),
     )?;
     let more_pending = Arc::new(AtomicBool::new(false));
+    let (spare_lines, spare_rx) = spare_line_channel();
     let (events, pending) = (event_tx.clone(), more_pending.clone());
     threads.spawn(
         format!("wc-read-{id}"),
         READER_STACK,
-        Box::new(move || read_loop(stdout, events, pending)),
+        Box::new(move || read_loop(stdout, events, pending, spare_rx)),
     )?;
     threads.spawn(
         format!("wc-stderr-{id}"),
@@ -79,6 +80,7 @@ pub(crate) fn start(
         events: event_rx,
         gate,
         more_pending,
+        spare_lines,
     };
     Ok((channels, event_tx, threads.finish()))
 }
