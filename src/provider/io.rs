@@ -48,13 +48,13 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 #[cfg(unix)]
 use parking_lot::Mutex;
 
+pub(crate) use super::event::Event;
 use super::process::PluginProcess;
 #[cfg(unix)]
 use super::stderr_ring::StderrRing;
 #[cfg(unix)]
 use super::wait::{event_channel, wait_mode};
 use super::wait::{readiness, EventSender, EventWait};
-use crate::error::ErrorCode;
 use crate::frame::{LineReader, ResponseLine};
 #[cfg(unix)]
 use crate::spawn::wait_exit_noreap;
@@ -74,21 +74,6 @@ const SMALL_STACK: usize = 64 * 1024;
 const STDOUT_BUFFER: usize = 64 * 1024;
 #[cfg(unix)]
 const STDERR_CHUNK: usize = 32 * 1024;
-
-/// Something the coordinator must hear about.
-#[derive(Debug)]
-pub(crate) enum Event {
-    /// One stdout line that passed the line checks; the coordinator decodes it.
-    Message(ResponseLine),
-    /// stdout ended or broke; the code says how. Terminal.
-    ReadFault(ErrorCode),
-    /// Writing a job failed; `wrote_any` says whether any byte of it was written.
-    WriteFailed { wrote_any: bool },
-    /// The plugin process exited (judged by wait status, not by pipe EOF).
-    Exited,
-    /// The host is stopping this provider.
-    Stopping,
-}
 
 /// A frame for the writer. The writer claims it on the shared gate before its first byte.
 #[derive(Debug)]

@@ -25,6 +25,7 @@
 //! parent-death signal is not inherited by grandchildren. Termination waits at most one second
 //! for the group to empty; zombies reparented to init are reaped by init.
 
+mod event;
 mod io;
 mod process;
 mod session;

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, TrySendError};
 
-use super::io::Event;
+use super::event::Event;
 
 /// The environment variable that picks how the coordinator waits for responses (read once per
 /// process): `block` forces plain blocking on the event channel; `poll` forces the readiness
