@@ -9,7 +9,7 @@ use std::process::Command;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 use webcodex_plugin_host::env::EnvSnapshot;
@@ -17,7 +17,7 @@ use webcodex_plugin_host::provider::{LaunchSpec, Provider, ProviderSpec};
 use webcodex_plugin_host::{Dispatch, Error, ErrorCode};
 
 #[cfg(windows)]
-mod windows;
+pub mod windows;
 
 /// How long "does not hang" checks wait at most. Never an expected duration.
 pub const GENEROUS: Duration = Duration::from_secs(5);
@@ -454,10 +454,34 @@ pub fn leftovers(host: i32, groups: &[i32], scope: ChildScope) -> Vec<ProcEntry>
 }
 
 /// Windows: the running processes of the plugins' trees (a plugin's job holds exactly its
-/// tree; Windows has no zombies, so `host` and `scope` do not matter).
+/// tree; Windows has no zombies, so `host` and `scope` do not matter). A process created after
+/// this call is not counted (see `windows::live_trees`: ids are reused).
 #[cfg(windows)]
-pub fn leftovers(_host: i32, groups: &[i32], _scope: ChildScope) -> Vec<ProcEntry> {
-    windows::live_trees(groups)
+pub fn leftovers(host: i32, groups: &[i32], scope: ChildScope) -> Vec<ProcEntry> {
+    leftovers_since(host, groups, scope, SystemTime::now())
+}
+
+/// [`leftovers`] for a check that began at `check_started`. Unix ignores the time.
+#[cfg(unix)]
+fn leftovers_since(
+    host: i32,
+    groups: &[i32],
+    scope: ChildScope,
+    _check_started: SystemTime,
+) -> Vec<ProcEntry> {
+    leftovers(host, groups, scope)
+}
+
+/// [`leftovers`] for a check that began at `check_started`: a process created later reused an
+/// id and is not a leftover (see `windows::live_trees`).
+#[cfg(windows)]
+fn leftovers_since(
+    _host: i32,
+    groups: &[i32],
+    _scope: ChildScope,
+    check_started: SystemTime,
+) -> Vec<ProcEntry> {
+    windows::live_trees(groups, windows::filetime(check_started))
 }
 
 /// How long retirement may take to kill and reap a plugin's tree (the termination bound).
@@ -466,9 +490,10 @@ pub const TERMINATION_BOUND: Duration = Duration::from_secs(1);
 /// Asserts, polling for at most [`TERMINATION_BOUND`], that no leftover of the retired plugin
 /// groups `groups` remains for `host` (see [`leftovers`]); fails listing the offenders.
 pub fn assert_no_leftovers(host: i32, groups: &[i32], scope: ChildScope) {
+    let check_started = SystemTime::now();
     let deadline = Instant::now() + TERMINATION_BOUND;
     loop {
-        let found = leftovers(host, groups, scope);
+        let found = leftovers_since(host, groups, scope, check_started);
         if found.is_empty() {
             return;
         }
