@@ -84,6 +84,8 @@ impl Dialect {
         script: String,
         marker: &str,
     ) -> std::io::Result<ScriptFile> {
+        #[cfg(not(windows))]
+        let _ = marker;
         match self {
             Dialect::Posix | Dialect::PowerShell => {
                 command.arg(OsString::from(script));
