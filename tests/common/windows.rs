@@ -153,7 +153,25 @@ pub fn processes_naming_an_exited_parent() -> Vec<(u32, u32)> {
             };
             created < host_started
                 && ppid != 0
-                && running_since(ppid).is_none_or(|parent_created| parent_created > created)
+                && running_since(ppid).map_or(true, |parent_created| parent_created > created)
         })
         .collect()
+}
+
+/// `CREATE_NEW_PROCESS_GROUP`: the child leads a console process group of its own.
+pub const NEW_PROCESS_GROUP: u32 = windows_sys::Win32::System::Threading::CREATE_NEW_PROCESS_GROUP;
+
+/// Sends Ctrl-Break to the console process group `group` (the id of the process that leads
+/// it). True when it was sent.
+pub fn send_ctrl_break(group: u32) -> bool {
+    use windows_sys::Win32::System::Console::{GenerateConsoleCtrlEvent, CTRL_BREAK_EVENT};
+    // SAFETY: a plain call; the group is a child of this process that was not waited for.
+    let sent = unsafe { GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, group) != 0 };
+    if !sent {
+        eprintln!(
+            "GenerateConsoleCtrlEvent failed: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    sent
 }
