@@ -194,7 +194,12 @@ fn prepend_path(vars: &mut Vec<(OsString, OsString)>, entries: &[String]) -> Res
         return Ok(());
     }
     let mut path = std::env::join_paths(entries).map_err(|_| {
-        failed("a shell.path_prepend entry contains the PATH separator; split it into entries")
+        // Windows quotes an entry holding `;` (PATH allows it); only `"` cannot be joined.
+        failed(if cfg!(windows) {
+            "a shell.path_prepend entry contains '\"', which PATH cannot hold; remove the quotes"
+        } else {
+            "a shell.path_prepend entry contains the PATH separator; split it into entries"
+        })
     })?;
     let existing = vars
         .iter()

@@ -163,7 +163,11 @@ fn path_prepend_uses_semicolons_and_finds_path_in_any_case() {
         ..ShellConfig::default()
     };
     let err = prepare_environment(&shell, &provider(None), base()).unwrap_err();
-    assert_prepare_failed(&err, "path_prepend");
+    assert_prepare_failed(
+        &err,
+        "a shell.path_prepend entry contains '\"', which PATH cannot hold",
+    );
+    assert!(!err.message().contains(r"C:\a"), "the value is never shown");
 }
 
 #[test]
