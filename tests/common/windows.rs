@@ -175,3 +175,34 @@ pub fn send_ctrl_break(group: u32) -> bool {
     }
     sent
 }
+
+/// Running descendants of `root` (by parent ids, created after `root`) whose executable file
+/// name is `name` (ASCII case ignored).
+pub fn descendants_named(root: u32, name: &str) -> Vec<u32> {
+    let mut named = Vec::new();
+    // SAFETY: as in `process_table`.
+    unsafe {
+        let snapshot = CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0);
+        if snapshot == INVALID_HANDLE_VALUE {
+            return named;
+        }
+        let mut entry: PROCESSENTRY32W = std::mem::zeroed();
+        entry.dwSize = std::mem::size_of::<PROCESSENTRY32W>() as u32;
+        let mut more = Process32FirstW(snapshot, &mut entry) != 0;
+        while more {
+            let len = entry.szExeFile.iter().position(|&c| c == 0).unwrap_or(0);
+            let exe = String::from_utf16_lossy(&entry.szExeFile[..len]);
+            if exe.eq_ignore_ascii_case(name) {
+                named.push(entry.th32ProcessID);
+            }
+            more = Process32NextW(snapshot, &mut entry) != 0;
+        }
+        CloseHandle(snapshot);
+    }
+    let tree: Vec<i32> = live_trees(&[root as i32], filetime(SystemTime::now()))
+        .into_iter()
+        .map(|p| p.pid)
+        .collect();
+    named.retain(|pid| tree.contains(&(*pid as i32)));
+    named
+}
