@@ -3,8 +3,9 @@
 //! [`prepare_environment`] builds it in this order: the host's environment, `shell.path_prepend`
 //! in front of PATH, `shell.env`, the profile's `env` (later wins). When the profile has an
 //! `init_script`, the profile program runs it once and the environment it prints with `env -0`
-//! after a unique marker line *replaces* what was built so far. Sensitive variables are removed
-//! before the script runs and again from its output.
+//! after a unique marker line *replaces* what was built so far (PowerShell and cmd profiles get
+//! their own script, [`dialect`]). Sensitive variables are removed before the script runs and
+//! again from its output.
 //!
 //! The init_script runs in its own process group with a time limit; on timeout the whole group is
 //! killed. Its stderr is only logged at debug level, and no error message ever carries the script
