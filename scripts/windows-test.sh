@@ -54,5 +54,14 @@ fi
 if [[ $1 == test ]]; then
   # The tests start the fixture plugin; under Wine they cannot run cargo to build it themselves.
   cargo build --quiet --example fixture_plugin
+  # Build everything first, then start Wine's system processes (services.exe and its services)
+  # before any test process, and keep the server up between test binaries (-p: 10 s after the
+  # last client). Those processes keep naming an exited wineboot.exe as their parent; the
+  # leftover checks (tests/common/windows.rs) tell them from a plugin's tree by creation time,
+  # which needs them to be older than the test process.
+  cargo test --no-run "${@:2}"
+  wineserver=$(command -v wineserver || echo /usr/lib/wine/wineserver)
+  "$wineserver" -p10 || true
+  scripts/wine-runner.sh wineboot >/dev/null 2>&1 || true
 fi
 exec cargo "$@"

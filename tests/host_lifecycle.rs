@@ -691,3 +691,53 @@ fn shutdown_during_a_candidates_init_script_kills_the_script_at_once() {
     // The script led its own group; it and its `sleep` are gone and reaped.
     common::assert_plugins_cleaned_up(&[script]);
 }
+
+/// Windows: the same with a `cmd` profile: shutdown terminates the script's job (cmd and the
+/// `ping` it runs) at once.
+#[cfg(windows)]
+#[test]
+fn shutdown_during_a_candidates_cmd_init_script_kills_the_script_at_once() {
+    let dir = temp_dir("shutdown-init-cmd");
+    let host = std::sync::Arc::new(start(&write_config(
+        &dir,
+        &provider_toml("alpha", "normal"),
+    )));
+    let text = format!(
+        "[shell]\ndefault_profile = \"slow\"\n[shell.profiles.slow]\nprogram = \"cmd\"\n\
+         args = [\"/d\", \"/c\"]\ninit_script = \"ping -n 60 127.0.0.1 >nul\"\n{}",
+        provider_toml("alpha", "normal"),
+    );
+    write_config(&dir, &text);
+    let reloading = {
+        let host = host.clone();
+        std::thread::spawn(move || host.reload().map(|r| r.committed))
+    };
+    let deadline = Instant::now() + common::GENEROUS;
+    let pings = loop {
+        let found = common::windows::descendants_named(std::process::id(), "ping.exe");
+        if !found.is_empty() {
+            break found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the init_script never started ping"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    host.shutdown();
+    let deadline = Instant::now() + common::GENEROUS;
+    while !reloading.is_finished() {
+        assert!(
+            Instant::now() < deadline,
+            "the reload waited for the init_script"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        reloading.join().unwrap().unwrap_err().code(),
+        ErrorCode::HostStopping
+    );
+    // Gone within the termination bound, like the script's group on Unix.
+    let pings: Vec<i32> = pings.into_iter().map(|pid| pid as i32).collect();
+    common::assert_plugins_cleaned_up(&pings);
+}

@@ -54,7 +54,7 @@ fn assert_security_headers(response: &inspector_support::RawResponse) {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
 )]
 fn page_and_assets_are_served_without_auth_with_security_headers_and_no_data() {
     let dir = TempDir::new("assets");
@@ -121,7 +121,7 @@ fn page_and_assets_are_served_without_auth_with_security_headers_and_no_data() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
 )]
 fn whoami_answers_the_scopes_of_a_valid_token_only() {
     let dir = TempDir::new("whoami");
@@ -163,7 +163,7 @@ fn whoami_answers_the_scopes_of_a_valid_token_only() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
 )]
 fn clients_that_never_read_the_page_do_not_hold_the_server() {
     let dir = TempDir::new("stalled");
@@ -776,7 +776,7 @@ fn plugin_supplied_html_and_script_show_as_text_and_never_run() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
 )]
 fn a_plugin_that_exits_mid_call_is_reaped_at_once() {
     let dir = TempDir::new("reap");

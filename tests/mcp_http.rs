@@ -59,7 +59,7 @@ fn call_body(id: i64, arguments: Value) -> Value {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
 )]
 fn authentication_origin_methods_and_notifications() {
     let dir = TempDir::new("http-edges");
@@ -178,7 +178,7 @@ fn authentication_origin_methods_and_notifications() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
 )]
 fn stateless_routing_headers_must_match_the_body() {
     let dir = TempDir::new("http-headers");
@@ -272,7 +272,7 @@ fn stateless_routing_headers_must_match_the_body() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
 )]
 fn scopes_hold_over_mcp_exactly_as_over_the_http_api() {
     let dir = TempDir::new("http-scopes");

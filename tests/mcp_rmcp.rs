@@ -284,7 +284,7 @@ fn serve_config(dir: &TempDir) -> std::path::PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     windows,
-    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
 )]
 async fn rmcp_over_http_with_the_initialize_handshake() {
     let dir = TempDir::new("rmcp-http-legacy");
@@ -309,7 +309,7 @@ async fn rmcp_over_http_with_the_initialize_handshake() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     windows,
-    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
 )]
 async fn rmcp_over_http_in_the_stateless_era() {
     let dir = TempDir::new("rmcp-http-modern");
@@ -336,7 +336,7 @@ async fn rmcp_over_http_in_the_stateless_era() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     windows,
-    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
 )]
 async fn rmcp_over_http_without_a_valid_token_sees_the_bearer_challenge() {
     let dir = TempDir::new("rmcp-http-401");

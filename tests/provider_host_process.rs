@@ -286,7 +286,7 @@ fn http_post(addr: &str, token: &str, params: Value) -> String {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "stops serve with SIGTERM; Ctrl-Break to a child under Wine is not tested yet (docs/PLATFORMS.md)"
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
 )]
 fn sigterm_of_serve_during_a_reload_kills_the_candidates_and_exits_promptly() {
     const TOKEN: &str = "hygiene-token-0123456789abcdef";

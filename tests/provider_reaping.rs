@@ -170,3 +170,28 @@ fn plugin_exiting_on_its_own_is_retired_and_reaped_without_a_call() {
     assert_plugins_cleaned_up(&[fx.plugin_pid()]);
     assert!(common::wait_gone(grandchildren[0]), "grandchild survived");
 }
+
+/// Windows keeps a process's parent id after the parent exits, and that id can be given to a
+/// plugin: the leftover check must not take the processes naming it for the plugin's tree.
+/// Under Wine, `services.exe` and its services name the exited `wineboot.exe` (a small id that
+/// plugins get again); this once failed `provider_runtime` on a busy machine.
+#[cfg(windows)]
+#[test]
+fn leftover_check_ignores_processes_naming_an_exited_parent() {
+    let stale = common::windows::processes_naming_an_exited_parent();
+    assert!(
+        !stale.is_empty(),
+        "expected a process whose parent exited (Wine: services.exe; Windows: explorer.exe)"
+    );
+    for (pid, parent) in stale {
+        let found = common::leftovers(
+            std::process::id() as i32,
+            &[parent as i32],
+            common::ChildScope::Groups,
+        );
+        assert!(
+            found.iter().all(|p| p.pid != pid as i32),
+            "process {pid} (parent id {parent}, exited) was taken for a leftover: {found:?}"
+        );
+    }
+}

@@ -3,8 +3,9 @@
 //! [`prepare_environment`] builds it in this order: the host's environment, `shell.path_prepend`
 //! in front of PATH, `shell.env`, the profile's `env` (later wins). When the profile has an
 //! `init_script`, the profile program runs it once and the environment it prints with `env -0`
-//! after a unique marker line *replaces* what was built so far. Sensitive variables are removed
-//! before the script runs and again from its output.
+//! after a unique marker line *replaces* what was built so far (PowerShell and cmd profiles get
+//! their own script, [`dialect`]). Sensitive variables are removed before the script runs and
+//! again from its output.
 //!
 //! The init_script runs in its own process group with a time limit; on timeout the whole group is
 //! killed. Its stderr is only logged at debug level, and no error message ever carries the script
@@ -194,7 +195,12 @@ fn prepend_path(vars: &mut Vec<(OsString, OsString)>, entries: &[String]) -> Res
         return Ok(());
     }
     let mut path = std::env::join_paths(entries).map_err(|_| {
-        failed("a shell.path_prepend entry contains the PATH separator; split it into entries")
+        // Windows quotes an entry holding `;` (PATH allows it); only `"` cannot be joined.
+        failed(if cfg!(windows) {
+            "a shell.path_prepend entry contains '\"', which PATH cannot hold; remove the quotes"
+        } else {
+            "a shell.path_prepend entry contains the PATH separator; split it into entries"
+        })
     })?;
     let existing = vars
         .iter()
@@ -234,12 +240,6 @@ fn unique_marker() -> String {
     format!("__WEBCODEX_ENV_{}_{nanos}_{n}__", std::process::id())
 }
 
-/// Strict mode, the init script, the marker line, then the environment. The marker is preceded by
-/// a newline so chatter without a trailing newline cannot hide it.
-fn generated_script(init_script: &str, marker: &str) -> String {
-    format!("set -eu\n{init_script}\nprintf '\\n%s\\n' '{marker}'\nenv -0\n")
-}
-
 /// What the stdout reader thread reports.
 enum Captured {
     Output(Vec<u8>),
@@ -256,12 +256,21 @@ fn run_init_script(
     cancel: &AdmissionCancel,
 ) -> Result<Vec<(OsString, OsString)>> {
     let marker = unique_marker();
-    let script = generated_script(profile.init_script.as_deref().unwrap_or(""), &marker);
+    let dialect = Dialect::of(&profile.program);
+    let script = dialect.script(profile.init_script.as_deref().unwrap_or(""), &marker);
 
     let mut command = Command::new(&profile.program);
+    command.args(&profile.args);
+    // Kept until the script has run (cmd's batch file is removed on drop).
+    let _script_file = dialect
+        .pass_script(&mut command, script, &marker)
+        .map_err(|e| {
+            failed(format!(
+                "the init_script of profile '{name}' could not be written for cmd ({})",
+                e.kind()
+            ))
+        })?;
     command
-        .args(&profile.args)
-        .arg(script)
         .env_clear()
         .envs(env.vars().iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
@@ -379,7 +388,7 @@ fn run_init_script(
             describe_status(status)
         )));
     }
-    parse_env_output(&output, &marker).ok_or_else(|| {
+    parse_env_output(&output, &marker, dialect.lists_by_line()).ok_or_else(|| {
         failed(format!(
             "init_script of profile '{name}' did not print the environment; it must not exit or exec early"
         ))
@@ -523,14 +532,33 @@ fn watch_exit(child: &Child) -> std::io::Result<mpsc::Receiver<()>> {
     Ok(rx)
 }
 
-/// The `KEY=VALUE` list after the first `\nMARKER\n`; `None` when it is missing.
-fn parse_env_output(output: &[u8], marker: &str) -> Option<Vec<(OsString, OsString)>> {
-    let line = format!("\n{marker}\n");
+/// The `KEY=VALUE` list after the first marker line (`\nMARKER\n`, or `\r\n` at its end):
+/// NUL-separated, or one per line when `by_line` (cmd's `set`); `None` when the marker is
+/// missing.
+fn parse_env_output(
+    output: &[u8],
+    marker: &str,
+    by_line: bool,
+) -> Option<Vec<(OsString, OsString)>> {
+    let line = format!("\n{marker}");
     let line = line.as_bytes();
-    let start = output.windows(line.len()).position(|w| w == line)? + line.len();
+    let mut from = 0;
+    let start = loop {
+        let at = from + output[from..].windows(line.len()).position(|w| w == line)? + line.len();
+        match &output[at..] {
+            [b'\n', ..] => break at + 1,
+            [b'\r', b'\n', ..] => break at + 2,
+            _ => from = at,
+        }
+    };
+    let separator = if by_line { b'\n' } else { 0 };
     Some(
         output[start..]
-            .split(|&b| b == 0)
+            .split(|&b| b == separator)
+            .map(|entry| match entry {
+                [rest @ .., b'\r'] if by_line => rest,
+                _ => entry,
+            })
             .filter_map(|entry| {
                 let eq = entry.iter().position(|&b| b == b'=')?;
                 (eq > 0).then(|| (os_string(&entry[..eq]), os_string(&entry[eq + 1..])))
@@ -548,6 +576,9 @@ fn os_string(bytes: &[u8]) -> OsString {
 fn os_string(bytes: &[u8]) -> OsString {
     OsString::from(String::from_utf8_lossy(bytes).into_owned())
 }
+
+mod dialect;
+use dialect::Dialect;
 
 #[cfg(test)]
 mod tests;

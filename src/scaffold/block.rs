@@ -59,6 +59,14 @@ mod tests {
     }
 
     #[test]
+    fn block_keeps_a_windows_path_with_backslashes_and_spaces() {
+        let cwd = r"C:\Users\Jo Doe\plugins\echo";
+        let text = provider_block(&entry(cwd)).unwrap();
+        let parsed: toml::Table = toml::from_str(&text).unwrap();
+        assert_eq!(parsed["plugins"]["providers"][0]["cwd"].as_str(), Some(cwd));
+    }
+
+    #[test]
     fn block_escapes_quotes_backslashes_and_newlines() {
         let cwd = "/tmp/a b \"q\" back\\slash 'x'\nnl";
         let text = provider_block(&entry(cwd)).unwrap();

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 use webcodex_plugin_host::env::EnvSnapshot;
@@ -17,7 +17,7 @@ use webcodex_plugin_host::provider::{LaunchSpec, Provider, ProviderSpec};
 use webcodex_plugin_host::{Dispatch, Error, ErrorCode};
 
 #[cfg(windows)]
-mod windows;
+pub mod windows;
 
 /// How long "does not hang" checks wait at most. Never an expected duration.
 pub const GENEROUS: Duration = Duration::from_secs(5);
@@ -454,10 +454,34 @@ pub fn leftovers(host: i32, groups: &[i32], scope: ChildScope) -> Vec<ProcEntry>
 }
 
 /// Windows: the running processes of the plugins' trees (a plugin's job holds exactly its
-/// tree; Windows has no zombies, so `host` and `scope` do not matter).
+/// tree; Windows has no zombies, so `host` and `scope` do not matter). A process created after
+/// this call is not counted (see `windows::live_trees`: ids are reused).
 #[cfg(windows)]
-pub fn leftovers(_host: i32, groups: &[i32], _scope: ChildScope) -> Vec<ProcEntry> {
-    windows::live_trees(groups)
+pub fn leftovers(host: i32, groups: &[i32], scope: ChildScope) -> Vec<ProcEntry> {
+    leftovers_since(host, groups, scope, SystemTime::now())
+}
+
+/// [`leftovers`] for a check that began at `check_started`. Unix ignores the time.
+#[cfg(unix)]
+fn leftovers_since(
+    host: i32,
+    groups: &[i32],
+    scope: ChildScope,
+    _check_started: SystemTime,
+) -> Vec<ProcEntry> {
+    leftovers(host, groups, scope)
+}
+
+/// [`leftovers`] for a check that began at `check_started`: a process created later reused an
+/// id and is not a leftover (see `windows::live_trees`).
+#[cfg(windows)]
+fn leftovers_since(
+    _host: i32,
+    groups: &[i32],
+    _scope: ChildScope,
+    check_started: SystemTime,
+) -> Vec<ProcEntry> {
+    windows::live_trees(groups, windows::filetime(check_started))
 }
 
 /// How long retirement may take to kill and reap a plugin's tree (the termination bound).
@@ -466,9 +490,10 @@ pub const TERMINATION_BOUND: Duration = Duration::from_secs(1);
 /// Asserts, polling for at most [`TERMINATION_BOUND`], that no leftover of the retired plugin
 /// groups `groups` remains for `host` (see [`leftovers`]); fails listing the offenders.
 pub fn assert_no_leftovers(host: i32, groups: &[i32], scope: ChildScope) {
+    let check_started = SystemTime::now();
     let deadline = Instant::now() + TERMINATION_BOUND;
     loop {
-        let found = leftovers(host, groups, scope);
+        let found = leftovers_since(host, groups, scope, check_started);
         if found.is_empty() {
             return;
         }
@@ -553,6 +578,9 @@ pub fn assert_retired(provider: &Provider) {
 /// sees only what it sets itself.
 pub fn cli_command(binary: &str) -> Command {
     let mut cmd = Command::new(binary);
+    // Windows: a console process group of its own, so `request_stop` can send it Ctrl-Break.
+    #[cfg(windows)]
+    std::os::windows::process::CommandExt::creation_flags(&mut cmd, windows::NEW_PROCESS_GROUP);
     for key in ["FIXTURE_LOG", "FIXTURE_PIDS", "FIXTURE_STDERR", "RUST_LOG"] {
         cmd.env_remove(key);
     }
@@ -567,11 +595,13 @@ pub fn request_stop(pid: u32) -> bool {
     unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) == 0 }
 }
 
-/// Windows: not available yet (a console control event needs the child in its own console
-/// process group); the tests that need it are ignored on Windows (docs/PLATFORMS.md).
+/// Windows: Ctrl-Break to the console process group of `pid` (a child started by
+/// [`cli_command`], which leads a group of its own). True when the event was sent. Wine cannot
+/// deliver it (GenerateConsoleCtrlEvent fails with error 12), so the tests that need it are
+/// ignored on Windows; on a Windows runner they can be run with `--ignored`.
 #[cfg(windows)]
-pub fn request_stop(_pid: u32) -> bool {
-    false
+pub fn request_stop(pid: u32) -> bool {
+    windows::send_ctrl_break(pid)
 }
 
 /// Waits at most `limit` for `child`; kills it and fails the test on a hang.

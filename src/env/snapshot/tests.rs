@@ -163,7 +163,11 @@ fn path_prepend_uses_semicolons_and_finds_path_in_any_case() {
         ..ShellConfig::default()
     };
     let err = prepare_environment(&shell, &provider(None), base()).unwrap_err();
-    assert_prepare_failed(&err, "path_prepend");
+    assert_prepare_failed(
+        &err,
+        "a shell.path_prepend entry contains '\"', which PATH cannot hold",
+    );
+    assert!(!err.message().contains(r"C:\a"), "the value is never shown");
 }
 
 #[test]
@@ -381,14 +385,128 @@ fn sensitive_variables_are_removed_from_every_source() {
 fn parse_env_output_needs_the_marker_on_its_own_line() {
     let out = b"say M\n\nM\nA=1\0B=x=y\0=skip\0noeq\0";
     assert_eq!(
-        parse_env_output(out, "M").unwrap(),
+        parse_env_output(out, "M", false).unwrap(),
         os(&[("A", "1"), ("B", "x=y")])
     );
-    assert_eq!(parse_env_output(b"\nxM\nA=1\0", "M"), None);
-    assert_eq!(parse_env_output(b"\nMx\nA=1\0", "M"), None);
+    assert_eq!(parse_env_output(b"\nxM\nA=1\0", "M", false), None);
+    assert_eq!(parse_env_output(b"\nMx\nA=1\0", "M", false), None);
 }
 
 #[test]
 fn markers_are_unique() {
     assert_ne!(unique_marker(), unique_marker());
+}
+
+#[test]
+fn parse_env_output_reads_cmd_lines_after_a_crlf_marker() {
+    let out = b"chatter M\r\n\r\nM\r\nA=1\r\nB=x=y\r\n=skip\r\nnoeq\r\n";
+    assert_eq!(
+        parse_env_output(out, "M", true).unwrap(),
+        os(&[("A", "1"), ("B", "x=y")])
+    );
+    assert_eq!(parse_env_output(b"\r\nMx\r\nA=1\r\n", "M", true), None);
+}
+
+/// A `cmd` profile (Windows): the batch-file dialect of docs/DECISIONS.md 11.9.
+#[cfg(windows)]
+fn cmd_profile(init_script: &str) -> ProfileConfig {
+    ProfileConfig {
+        program: "cmd".into(),
+        args: vec!["/d".into(), "/c".into()],
+        init_script: Some(init_script.to_string()),
+        env: BTreeMap::new(),
+    }
+}
+
+#[cfg(windows)]
+fn windows_base() -> Vec<(OsString, OsString)> {
+    os(&[
+        ("PATH", r"C:\windows\system32;C:\windows"),
+        ("HOME", r"C:\users\u"),
+        ("SystemRoot", r"C:\windows"),
+    ])
+}
+
+#[cfg(windows)]
+#[test]
+fn cmd_init_script_output_replaces_the_environment_and_runs_line_by_line() {
+    let script = "echo chatter NOT_A=VAR\nset FROM_SCRIPT=a=b\nset HOME=\nset SEEN=%FROM_SCRIPT%-x";
+    let shell = shell_with(&[("c", cmd_profile(script))]);
+    let s = prepare_environment(&shell, &provider(Some("c")), windows_base()).unwrap();
+    assert_eq!(get(&s, "FROM_SCRIPT").as_deref(), Some("a=b"));
+    assert_eq!(
+        get(&s, "SEEN").as_deref(),
+        Some("a=b-x"),
+        "a line sees what the lines before it set"
+    );
+    assert_eq!(get(&s, "HOME"), None, "the script's unset must stick");
+    assert_eq!(get(&s, "NOT_A"), None);
+    assert_eq!(
+        get(&s, "PATH").as_deref(),
+        Some(r"C:\windows\system32;C:\windows")
+    );
+}
+
+#[cfg(windows)]
+#[test]
+fn cmd_init_script_exit_status_and_early_exit_fail() {
+    let shell = shell_with(&[("c", cmd_profile("echo SECRET_STDERR 1>&2\nexit /b 3"))]);
+    let err = prepare_environment(&shell, &provider(Some("c")), windows_base()).unwrap_err();
+    assert_prepare_failed(&err, "init_script of profile 'c' exited with status 3");
+    assert!(!err.message().contains("SECRET"));
+    let shell = shell_with(&[("c", cmd_profile("exit /b 0"))]);
+    let err = prepare_environment(&shell, &provider(Some("c")), windows_base()).unwrap_err();
+    assert_prepare_failed(&err, "did not print the environment");
+}
+
+#[cfg(windows)]
+#[test]
+fn cmd_init_script_timeout_kills_its_job_and_fails() {
+    let shell = shell_with(&[("c", cmd_profile("ping -n 60 127.0.0.1 >nul"))]);
+    let started = std::time::Instant::now();
+    let err = prepare_with_limit(
+        &shell,
+        &provider(Some("c")),
+        windows_base(),
+        Duration::from_secs(1),
+        &AdmissionCancel::new(),
+    )
+    .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the script was not killed"
+    );
+    assert_prepare_failed(&err, "init_script of profile 'c' did not finish within 1 s");
+}
+
+/// PowerShell end to end. Wine ships only a stub `powershell.exe` that runs nothing.
+#[cfg(windows)]
+#[test]
+#[ignore = "needs PowerShell (Wine's powershell.exe is a stub; docs/PLATFORMS.md)"]
+fn powershell_init_script_output_replaces_the_environment() {
+    let profile = ProfileConfig {
+        program: "powershell".into(),
+        args: vec![
+            "-NoProfile".into(),
+            "-NonInteractive".into(),
+            "-Command".into(),
+        ],
+        init_script: Some(
+            "Write-Output 'chatter NOT_A=VAR'\n$env:FROM_SCRIPT = \"a=b\"\nRemove-Item Env:HOME"
+                .into(),
+        ),
+        env: BTreeMap::new(),
+    };
+    let shell = shell_with(&[("ps", profile)]);
+    let s = prepare_environment(&shell, &provider(Some("ps")), windows_base()).unwrap();
+    assert_eq!(get(&s, "FROM_SCRIPT").as_deref(), Some("a=b"));
+    assert_eq!(get(&s, "HOME"), None);
+    assert_eq!(get(&s, "NOT_A"), None);
+    let failing = ProfileConfig {
+        init_script: Some("Get-Item Env:NO_SUCH_VARIABLE_X".into()),
+        ..shell.profiles["ps"].clone()
+    };
+    let shell = shell_with(&[("ps", failing)]);
+    let err = prepare_environment(&shell, &provider(Some("ps")), windows_base()).unwrap_err();
+    assert_prepare_failed(&err, "init_script of profile 'ps' exited with status");
 }
