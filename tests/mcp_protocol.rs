@@ -336,7 +336,9 @@ fn a_cancelled_call_completes_and_sends_no_response() {
     mcp.request(
         json!(7),
         "tools/call",
-        json!({"name":"plugin_tool","arguments":{"action":"call","binding":binding,"arguments":{"ms":600}}}),
+        // Long enough that the busy probe below lands while it runs, however loaded the
+        // machine (a 600 ms call once finished first under CI load).
+        json!({"name":"plugin_tool","arguments":{"action":"call","binding":binding,"arguments":{"ms":5000}}}),
     );
     mcp.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled",
                     "params":{"requestId":7,"reason":"user"}}));
