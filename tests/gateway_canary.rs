@@ -383,8 +383,37 @@ fn http_audit(audit: &mut Audit, gw: &Arc<Gateway>) {
             json!({"action":"call","binding":binding,"arguments":{"text":"x"}}),
         );
     }
-    // Rejected requests: bad token, bad JSON, wrong path, wrong method.
+    // Rejected requests: bad token, bad JSON, wrong path, wrong method, and the answers of the
+    // HTTP/1.1 reader itself: a body over 1 MiB (413), a head over 16 KiB (431), a transfer
+    // coding other than chunked (501), a head that is not HTTP (400).
     let body = json!({"tool":"plugin_tool","params":{"action":"list"}}).to_string();
+    let big_head = format!(
+        "POST /api/tools/call HTTP/1.1\r\nHost: {addr}\r\nX-Pad: {}\r\n\r\n",
+        "p".repeat(20 * 1024)
+    );
+    for (raw, status) in [
+        (
+            format!(
+                "POST /api/tools/call HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {HTTP_TOKEN}\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n",
+                2 << 20
+            ),
+            "413",
+        ),
+        (big_head, "431"),
+        (
+            "POST /api/tools/call HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n".to_string(),
+            "501",
+        ),
+        ("NOT HTTP AT ALL\r\n\r\n".to_string(), "400"),
+    ] {
+        let response = http_exchange(addr, &raw);
+        assert!(
+            response.starts_with(&format!("HTTP/1.1 {status} ")),
+            "{status}: {response}"
+        );
+        audit.check_text(&format!("an HTTP {status} answer"), &response);
+    }
     for response in [
         http_post(addr, &body, "wrong-token-0123456789abcdef"),
         http_post(addr, "not json", HTTP_TOKEN),

@@ -34,15 +34,24 @@ fn s(path: &Path) -> &str {
     path.to_str().expect("temp path is UTF-8")
 }
 
-/// A runner.toml with one fixture provider `fx`.
+/// The leak canary of this test process, in every plugin's args, cwd, environment and stderr
+/// (on runners and on the front's local runner alike).
+fn canary_text() -> String {
+    format!("wcFRONTCANARY{}", std::process::id())
+}
+
+/// A runner.toml with one fixture provider `fx` (the canary in its args, the test directory
+/// as its cwd).
 fn runner_config(dir: &TempDir, name: &str) -> PathBuf {
     let fixture = common::fixture_path();
     dir.write(
         name,
         &format!(
             "[plugins]\nrequest_timeout_secs = 30\n\n[[plugins.providers]]\nid = \"fx\"\n\
-             name = \"Fixture\"\ncommand = {}\nargs = [\"normal\"]\n",
-            serde_json::to_string(s(&fixture)).unwrap()
+             name = \"Fixture\"\ncommand = {}\nargs = [\"normal\", \"{}\"]\ncwd = {}\n",
+            serde_json::to_string(s(&fixture)).unwrap(),
+            canary_text(),
+            serde_json::to_string(s(dir)).unwrap()
         ),
     )
 }
@@ -153,7 +162,9 @@ impl Server {
             s(&files.tokens),
         ])
         .env("FIXTURE_LOG", &files.log)
-        .env("FIXTURE_PIDS", &files.pids);
+        .env("FIXTURE_PIDS", &files.pids)
+        .env("FIXTURE_STDERR", format!("stderr says {}", canary_text()))
+        .env("CANARY_SECRET", canary_text());
         Server::spawn(cmd)
     }
 
@@ -280,7 +291,9 @@ fn front_command(args: &[&str], r3_token: &str, log: &Path, pids: &Path) -> Comm
     cmd.args(args)
         .env("WC_TEST_R3_TOKEN", r3_token)
         .env("FIXTURE_LOG", log)
-        .env("FIXTURE_PIDS", pids);
+        .env("FIXTURE_PIDS", pids)
+        .env("FIXTURE_STDERR", format!("stderr says {}", canary_text()))
+        .env("CANARY_SECRET", canary_text());
     for var in [
         "HTTP_PROXY",
         "http_proxy",
@@ -340,6 +353,7 @@ fn one_front_many_runners_with_faults() {
         .map(|f| Server::runner(f, "127.0.0.1:0"))
         .collect();
     let [s1, s2, s3]: [Server; 3] = servers.try_into().ok().unwrap();
+    let mut runner_pids = vec![s1.pid(), s2.pid(), s3.pid()];
     let (a1, a2, a3) = (s1.addr, s2.addr, s3.addr);
     let runners = runners_file(&dir, &[(&r1, a1), (&r2, a2), (&r3, a3)]);
     let local = runner_config(&dir, "local.toml");
@@ -514,6 +528,7 @@ fn one_front_many_runners_with_faults() {
     assert_clean(front.pid(), &[&r3.pids]);
     // Restarted on its port with the same log: the call was read exactly once, never again.
     let s3 = Server::runner(&r3, &a3.to_string());
+    runner_pids.push(s3.pid());
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(r3.calls("sleep"), 1, "the lost call was retried");
     drop(s3);
@@ -555,6 +570,7 @@ fn one_front_many_runners_with_faults() {
     // --- A restarted runner: old bindings are plugin_replaced; describe again works. ---
     s2.kill(&r2);
     let s2 = Server::runner(&r2, &a2.to_string());
+    runner_pids.push(s2.pid());
     let body = seen.front(
         &front,
         CALLER,
@@ -587,6 +603,7 @@ fn one_front_many_runners_with_faults() {
 
     // --- r1 comes back; after the open time one probe closes the circuit. ---
     let s1 = Server::runner(&r1, &a1.to_string());
+    runner_pids.push(s1.pid());
     let wait = (opened + Duration::from_secs(15) + Duration::from_millis(500))
         .saturating_duration_since(Instant::now());
     std::thread::sleep(wait);
@@ -619,6 +636,25 @@ fn one_front_many_runners_with_faults() {
             !everything.contains(secret.as_str()),
             "the front leaked {secret:?}"
         );
+    }
+    // Nor anything of a plugin, on a runner or local: command, argv, cwd, env, stderr, pids
+    // (the runners' and the front's plugins, and the runner processes themselves).
+    let mut pids: Vec<i32> = [&r1.pids, &r2.pids, &r3.pids, &local_pids]
+        .iter()
+        .flat_map(|p| common::recorded_plugin_pids(p))
+        .collect();
+    pids.extend(runner_pids.iter().copied());
+    assert!(!pids.is_empty(), "no plugin process was recorded");
+    let canary = common::Canary {
+        strings: vec![
+            canary_text(),
+            common::fixture_path().display().to_string(),
+            "fixture_plugin".to_string(),
+        ],
+        pids,
+    };
+    for answer in &seen.0 {
+        canary.assert_absent("an answer of the front", answer);
     }
     // Every binding the caller saw is one of the front's (unknown to every runner).
     let front_bindings: Vec<&str> = everything

@@ -48,11 +48,15 @@ impl Server {
     fn start(label: &str) -> Server {
         let dir = TempDir::new("stall", label);
         let fixture = common::fixture_path();
+        // The canary rides in the plugin's args, cwd, environment and stderr.
+        let canary = canary_text();
         let config = dir.write(
             "runner.toml",
             &format!(
-                "[[plugins.providers]]\nid = \"fx\"\nname = \"Fixture\"\ncommand = {}\nargs = [\"normal\"]\n",
-                serde_json::to_string(s(&fixture)).unwrap()
+                "[[plugins.providers]]\nid = \"fx\"\nname = \"Fixture\"\ncommand = {}\n\
+                 args = [\"normal\", \"{canary}\"]\ncwd = {}\n",
+                serde_json::to_string(s(&fixture)).unwrap(),
+                serde_json::to_string(s(&dir)).unwrap()
             ),
         );
         let tokens = dir.write(
@@ -67,6 +71,8 @@ impl Server {
             .args(["serve", "--config", s(&config), "--tokens", s(&tokens)])
             .args(["--listen", "127.0.0.1:0"])
             .env("FIXTURE_PIDS", &pids)
+            .env("FIXTURE_STDERR", format!("stderr says {canary}"))
+            .env("CANARY_SECRET", &canary)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -168,6 +174,23 @@ impl Drop for Server {
     }
 }
 
+/// The canary of this test process: placed in every plugin's args, env and stderr.
+fn canary_text() -> String {
+    format!("wcSTALLCANARY{}", std::process::id())
+}
+
+/// Asserts that a response (head and body, as received) leaks neither the canary, nor the
+/// plugin's command, nor a test directory (the plugin's cwd).
+fn assert_no_leak(what: &str, received: &[u8]) {
+    let canary = common::Canary::new([
+        canary_text(),
+        common::fixture_path().display().to_string(),
+        "fixture_plugin".to_string(),
+        std::env::temp_dir().join("wc-stall-").display().to_string(),
+    ]);
+    canary.assert_absent(what, &String::from_utf8_lossy(received));
+}
+
 /// A `list` request; `close` asks the server to close the connection after answering.
 fn list_request(close: bool) -> String {
     let body = json!({"tool": "plugin_tool", "params": {"action": "list", "runner": "local"}});
@@ -196,6 +219,8 @@ fn read_response(stream: &mut TcpStream) -> (u16, Value) {
         .map_or(0, |v| v.trim().parse().unwrap());
     let mut body = vec![0u8; length];
     stream.read_exact(&mut body).expect("a response body");
+    assert_no_leak("a response head", &bytes);
+    assert_no_leak("a response body", &body);
     (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
 }
 
@@ -216,14 +241,22 @@ fn closed_by_server(stream: &mut TcpStream, since: Instant) -> Vec<u8> {
         let left = CLOSED_WITHIN.saturating_sub(since.elapsed());
         assert!(!left.is_zero(), "the server kept a stalled connection open");
         stream.set_read_timeout(Some(left)).unwrap();
-        match stream.read(&mut buf) {
-            Ok(0) => return received,
-            Ok(n) => received.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == ErrorKind::ConnectionReset => return received,
+        let done = match stream.read(&mut buf) {
+            Ok(0) => true,
+            Ok(n) => {
+                received.extend_from_slice(&buf[..n]);
+                false
+            }
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => true,
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 panic!("the server kept a stalled connection open for {CLOSED_WITHIN:?}")
             }
             Err(e) => panic!("reading a stalled connection: {e}"),
+        };
+        if done {
+            // The server's last words (408, 431, 501, 400, 503, or nothing) leak nothing.
+            assert_no_leak("the answer before a close", &received);
+            return received;
         }
     }
 }

@@ -101,6 +101,9 @@ pub use server::fuzz_answer_body;
 pub use server::{HttpServer, HttpStopper, UNAUTHORIZED};
 #[cfg(feature = "http-server")]
 pub use tokens::{Tokens, TokensError, MIN_TOKEN_BYTES};
+#[cfg(all(feature = "http-server", feature = "fuzzing"))]
+#[doc(hidden)]
+pub use wire::{fuzz_read_requests, BodyError, FuzzRequest};
 #[cfg(feature = "http-server")]
 pub use wire::{KEEP_ALIVE_IDLE, MAX_HEADERS, MAX_HEAD_BYTES, REQUEST_DEADLINE, WRITE_DEADLINE};
 
