@@ -92,15 +92,15 @@ fn a_slow_call_does_not_block_a_list() {
     let started = Instant::now();
     served.request(
         json!(1),
-        json!({"action":"call","binding":sleep,"arguments":{"ms":5000}}),
+        json!({"action":"call","binding":sleep,"arguments":{"ms":3000}}),
     );
     served.request(json!("two"), json!({"action":"list","runner":"local"}));
     let first = served.next();
     assert_eq!(first["id"], "two");
     assert_eq!(first["success"], true);
     assert_eq!(first["output"]["plugins"][0]["plugin"], "alpha");
-    // The call sleeps 5 s: the list answered first did not wait behind it.
-    assert!(started.elapsed() < Duration::from_secs(5));
+    // The call sleeps 3 s (under the provider's 5 s timeout): the list did not wait behind it.
+    assert!(started.elapsed() < Duration::from_secs(3));
     let second = served.next();
     assert_eq!(second["id"], 1);
     assert_eq!(
@@ -113,14 +113,28 @@ fn a_slow_call_does_not_block_a_list() {
 
 #[test]
 fn concurrent_calls_to_one_provider_get_busy_not_queued() {
-    let gw = Arc::new(gateway(vec![provider("alpha", &["normal"])]));
+    let dir = temp_dir("busy");
+    let log = dir.path("plugin-log");
+    let log_text = log.display().to_string();
+    let gw = Arc::new(Gateway::single(host(config(
+        vec![provider("alpha", &["normal"])],
+        &[("FIXTURE_LOG", &log_text)],
+    ))));
     let sleep = bind(&gw, "alpha", "sleep");
     let mut served = serve(gw);
     served.request(
         json!(1),
-        json!({"action":"call","binding":sleep,"arguments":{"ms":5000}}),
+        json!({"action":"call","binding":sleep,"arguments":{"ms":3000}}),
     );
-    std::thread::sleep(Duration::from_millis(200));
+    // The first call is at the plugin before the second is sent.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains(r#""ms":3000"#)) {
+        assert!(
+            Instant::now() < deadline,
+            "the plugin never read the first call"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     served.request(
         json!(2),
         json!({"action":"call","binding":sleep,"arguments":{"ms":1}}),

@@ -336,10 +336,12 @@ fn a_cancelled_call_completes_and_sends_no_response() {
     mcp.request(
         json!(7),
         "tools/call",
-        // Long enough that the busy probe below lands while it runs, however loaded the
-        // machine (a 600 ms call once finished first under CI load).
+        // Long enough that the busy probe below lands while it runs, however loaded the machine.
         json!({"name":"plugin_tool","arguments":{"action":"call","binding":binding,"arguments":{"ms":5000}}}),
     );
+    // In flight at the plugin before it is cancelled (a request still being dispatched could
+    // lose the race to the probe below).
+    mcp.wait_for_plugin_to_read(r#""ms":5000"#);
     mcp.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled",
                     "params":{"requestId":7,"reason":"user"}}));
     // The call still runs: a second call to the same provider finds it busy, not retired.

@@ -98,12 +98,15 @@ pub struct McpProcess {
     pub received: Vec<Value>,
     /// The fixture's `FIXTURE_PIDS` file.
     pub pids: PathBuf,
+    /// The fixture's `FIXTURE_LOG` file: every line a plugin read.
+    pub log: PathBuf,
 }
 
 impl McpProcess {
-    /// Starts `mcp --config CONFIG [--scopes S]` with `FIXTURE_PIDS` in `dir`.
+    /// Starts `mcp --config CONFIG [--scopes S]` with `FIXTURE_PIDS` and `FIXTURE_LOG` in `dir`.
     pub fn start(dir: &TempDir, config: &Path, scopes: Option<&str>) -> McpProcess {
         let pids = dir.path("pids");
+        let log = dir.path("plugin-log");
         let mut cmd = common::cli_command(binary());
         cmd.arg("mcp").arg("--config").arg(config);
         if let Some(scopes) = scopes {
@@ -111,6 +114,7 @@ impl McpProcess {
         }
         let mut child = cmd
             .env("FIXTURE_PIDS", &pids)
+            .env("FIXTURE_LOG", &log)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -136,6 +140,20 @@ impl McpProcess {
             messages: rx,
             received: Vec::new(),
             pids,
+            log,
+        }
+    }
+
+    /// Waits (up to 30 s) until a plugin has read a line containing `needle`: the request is
+    /// in flight at the plugin, not only sent to the host.
+    pub fn wait_for_plugin_to_read(&self, needle: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !std::fs::read_to_string(&self.log).is_ok_and(|log| log.contains(needle)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no plugin read {needle:?} within 30 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
     }
 
