@@ -370,6 +370,11 @@ fn a_body_that_stops_coming_frees_its_slot_and_its_connection() {
             stream
         })
         .collect();
+    // Every held request is read and in its slot before the first probe: a probe that took a
+    // slot first would turn a held request away (503), and saturation could never be seen
+    // (this raced once under CI load).
+    server.wait_threads("held connections", |n| n >= 64);
+    std::thread::sleep(Duration::from_millis(500));
     // They do hold the slots: a request finds none free (503, not started) ...
     let saturated = loop {
         assert!(
