@@ -89,7 +89,6 @@ fn a_slow_call_does_not_block_a_list() {
     let gw = Arc::new(gateway(vec![provider("alpha", &["normal"])]));
     let sleep = bind(&gw, "alpha", "sleep");
     let mut served = serve(gw);
-    let started = Instant::now();
     served.request(
         json!(1),
         json!({"action":"call","binding":sleep,"arguments":{"ms":3000}}),
@@ -99,8 +98,8 @@ fn a_slow_call_does_not_block_a_list() {
     assert_eq!(first["id"], "two");
     assert_eq!(first["success"], true);
     assert_eq!(first["output"]["plugins"][0]["plugin"], "alpha");
-    // The call sleeps 3 s (under the provider's 5 s timeout): the list did not wait behind it.
-    assert!(started.elapsed() < Duration::from_secs(3));
+    // The list was answered before the 3 s call: it did not wait behind it (the order is the
+    // outcome; no elapsed-time bound).
     let second = served.next();
     assert_eq!(second["id"], 1);
     assert_eq!(
