@@ -15,8 +15,8 @@
 //! normal handshake; the pause is `FIXTURE_PAUSE_MS`, default 50): `split` (each response in two
 //! writes, split mid-line, with the pause between them), `half-line` (half of the response line,
 //! then it hangs), `notify-first` (a notification line, the pause, then the response),
-//! `unsolicited-later` (the response, the pause, then a notification; it records `unsolicited 0`
-//! in `FIXTURE_PIDS` once that line is written), `exit-later` (the pause, then it exits without
+//! `unsolicited-later` (the response, the pause, then `FIXTURE_UNASKED_LINES` notifications,
+//! default 1; it records `unsolicited 0` in `FIXTURE_PIDS` once they are written), `exit-later` (the pause, then it exits without
 //! answering; with `FIXTURE_KEEP_STDOUT=1` it first starts a grandchild that inherits stdout).
 //! `chaos SEED` (for the soak: at start and on every tools/call it draws, from SEED mixed with
 //! its PID, whether to behave or to crash, hang, write garbage, flood stderr, exit leaving a
@@ -475,7 +475,13 @@ fn answer_by_mode(mode: &str, out: &mut impl Write, id: u64, result: &Value) -> 
             out.write_all(&line).unwrap();
             out.flush().unwrap();
             std::thread::sleep(pause);
-            write_line(out, &notification);
+            let count: usize = std::env::var("FIXTURE_UNASKED_LINES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1);
+            for _ in 0..count {
+                write_line(out, &notification);
+            }
             record_pid("unsolicited", 0);
         }
         "exit-later" => {

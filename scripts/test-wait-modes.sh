@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TESTS=(--test provider_wait --test provider_runtime)
 cargo test --no-run "${TESTS[@]}" >/dev/null
-for mode in block poll; do
+for mode in block poll direct; do
   echo "== $mode"
   WEBCODEX_PLUGIN_RESPONSE_WAIT=$mode cargo test "${TESTS[@]}"
 done
@@ -17,7 +17,7 @@ for _ in $(seq "$(nproc)"); do
   (while :; do :; done) &
   busy+=($!)
 done
-for mode in block poll; do
+for mode in block poll direct; do
   echo "== $mode, every CPU busy"
   WEBCODEX_PLUGIN_RESPONSE_WAIT=$mode cargo test "${TESTS[@]}"
 done

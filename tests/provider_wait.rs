@@ -1,9 +1,10 @@
 //! The coordinator's wait for a response (docs/ARCHITECTURE.md, the path of one call;
-//! docs/DECISIONS.md, provider runtime): on a host with several usable CPUs the caller sleeps in
+//! docs/DECISIONS.md, provider runtime): on Linux the caller takes stdout over and reads the
+//! response itself (the direct read); on other Unix hosts with several usable CPUs it sleeps in
 //! `poll(2)` on the plugin's stdout and a wake descriptor, on one CPU it blocks on the event
 //! channel. Every test here runs against real fixture plugin processes, in whichever mode this
-//! process chose; CI runs the file again with `WEBCODEX_PLUGIN_RESPONSE_WAIT=block` and `=poll`
-//! (scripts/test-wait-modes.sh, which also runs it with every CPU busy).
+//! process chose; CI runs the file again with `WEBCODEX_PLUGIN_RESPONSE_WAIT=block`, `=poll` and
+//! `=direct` (scripts/test-wait-modes.sh, which also runs it with every CPU busy).
 //!
 //! After every fault the plugin's process group is checked in `/proc` (no zombie, no orphan).
 
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::{assert_error, assert_retired, wait_gone, BusyCpus, Fixture, GENEROUS};
 use serde_json::json;
-use webcodex_plugin_host::provider::{response_wait_by_readiness, Provider, RESPONSE_WAIT_ENV};
+use webcodex_plugin_host::provider::{response_wait_mode, Provider, RESPONSE_WAIT_ENV};
 use webcodex_plugin_host::{Dispatch, ErrorCode};
 
 const NORMAL: Duration = Duration::from_secs(30);
@@ -40,15 +41,17 @@ fn allowed_cpus() -> usize {
     windows,
     ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
 )]
-fn the_wait_follows_the_usable_cpus_unless_forced() {
+fn the_wait_follows_the_system_and_the_usable_cpus_unless_forced() {
     let forced = std::env::var(RESPONSE_WAIT_ENV).unwrap_or_default();
     let expected = match forced.as_str() {
-        "block" => false,
-        "poll" => true,
-        _ if forced.starts_with("poll=") => true,
-        _ => allowed_cpus() > 1,
+        "block" => "block",
+        "poll" => "poll",
+        _ if forced.starts_with("poll=") => "poll",
+        _ if cfg!(target_os = "linux") => "direct",
+        _ if allowed_cpus() > 1 => "poll",
+        _ => "block",
     };
-    assert_eq!(response_wait_by_readiness(), expected, "forced: {forced:?}");
+    assert_eq!(response_wait_mode(), expected, "forced: {forced:?}");
 }
 
 /// Calls `echo` `n` times with distinct texts and checks every answer belongs to its request.
@@ -155,6 +158,88 @@ fn unasked_line_while_idle_fails_the_next_call_not_started() {
         "the second call was never sent"
     );
     fx.assert_cleaned_up();
+}
+
+/// The first call answers, then the plugin writes `lines` unasked notifications after
+/// `pause_ms`; the second call must fail not started without sending anything.
+fn unasked_lines_after_a_response_fail_the_next_call(tag: &str, pause_ms: &str, lines: &str) {
+    let fx = Fixture::new(tag)
+        .with_env("FIXTURE_PAUSE_MS", pause_ms)
+        .with_env("FIXTURE_UNASKED_LINES", lines);
+    let provider = fx.start("unsolicited-later", NORMAL);
+    let result = provider.call("echo", &json!({"text": "first"})).unwrap();
+    assert_eq!(result.texts(), ["first"]);
+    fx.wait_for_marker("unsolicited");
+    // The plugin has written the lines; give the reader ample time to read them (a line still
+    // unread in the pipe when the call starts is taken for its answer: outcome unknown).
+    std::thread::sleep(Duration::from_millis(300));
+    let err = provider
+        .call("echo", &json!({"text": "second"}))
+        .expect_err("the connection is out of step");
+    assert_eq!(err.dispatch(), Dispatch::NotStarted, "{err}");
+    assert!(
+        matches!(
+            err.code(),
+            ErrorCode::UnexpectedMessage | ErrorCode::ProtocolError
+        ),
+        "{err}"
+    );
+    assert!(err.is_fatal());
+    assert_retired(&provider);
+    assert_eq!(
+        fx.logged_calls(),
+        ["echo"],
+        "the second call was never sent"
+    );
+    fx.assert_cleaned_up();
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+)]
+fn an_unasked_line_written_right_behind_the_response_fails_the_next_call_not_started() {
+    // Response and notification come back to back, often in one read: the notification is then
+    // already buffered when the first call returns, whoever read it.
+    unasked_lines_after_a_response_fail_the_next_call("wait-behind", "0", "1");
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+)]
+fn a_flood_of_unasked_lines_while_idle_fails_the_next_call_not_started_without_a_stall() {
+    // More lines than the event channel holds: the stdout reader fills the channel and blocks
+    // while it still holds stdout, so the next call cannot take stdout over and must take its
+    // events from the channel instead (and not wait for the reader).
+    unasked_lines_after_a_response_fail_the_next_call("wait-flood", "10", "200");
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+)]
+fn calls_with_and_without_the_opt_in_spin_alternate_on_one_provider() {
+    // With a spin the caller waits on the channel (the reader reads stdout); without, it may
+    // read stdout itself: the hand-over between the two must lose and repeat nothing.
+    let fx = Fixture::new("wait-alternate");
+    let provider = fx.start("normal", NORMAL);
+    for i in 0..300 {
+        let spin = if i % 3 == 0 {
+            Duration::from_micros(50)
+        } else {
+            Duration::ZERO
+        };
+        provider.set_response_spin(spin);
+        let text = format!("alt-{i}");
+        let result = provider.call("echo", &json!({ "text": text })).unwrap();
+        assert_eq!(result.texts(), [text.as_str()], "call {i}");
+    }
+    assert_eq!(fx.logged_ids(), (1..=302).collect::<Vec<u64>>());
+    assert!(!provider.is_retired());
 }
 
 #[test]

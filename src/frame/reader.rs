@@ -74,12 +74,22 @@ impl<R: BufRead> LineReader<R> {
     /// of an earlier line handed back ([`ResponseLine::into_buffer`]), or a new one.
     pub fn read_response_line(&mut self, buffer: String) -> Result<ResponseLine, ReadFault> {
         let mut buffer = buffer;
+        self.read_response_line_into(&mut buffer)
+    }
+
+    /// [`read_response_line`](Self::read_response_line) that takes `buffer` only when a line
+    /// was read: on a fault (in particular a non-blocking source's
+    /// [`ReadFault::is_would_block`]) it stays with the caller for the next attempt.
+    pub fn read_response_line_into(
+        &mut self,
+        buffer: &mut String,
+    ) -> Result<ResponseLine, ReadFault> {
         buffer.clear();
         self.read_line_with(|text| {
             buffer.push_str(text);
             Ok(())
         })?;
-        Ok(ResponseLine::new(buffer))
+        Ok(ResponseLine::new(std::mem::take(buffer)))
     }
 
     /// Reads the next line and hands its text to `decode`, with every fault of
@@ -90,11 +100,14 @@ impl<R: BufRead> LineReader<R> {
     /// read, and in the common case straight from the underlying buffer (no copy). Whatever it
     /// returns is returned; it should fail with [`ReadFault::Malformed`] for text that is not
     /// exactly one JSON value, like [`read_response`](Self::read_response) does.
+    ///
+    /// On a non-blocking source a `WouldBlock` read is returned as [`ReadFault::Io`] (see
+    /// [`ReadFault::is_would_block`]) and is not terminal: the bytes of a line read so far are
+    /// kept, and the next call goes on with that line.
     pub fn read_line_with<T>(
         &mut self,
         decode: impl FnOnce(&str) -> Result<T, ReadFault>,
     ) -> Result<T, ReadFault> {
-        self.line.clear();
         loop {
             let buf = match self.inner.fill_buf() {
                 Ok(buf) => buf,
@@ -117,7 +130,9 @@ impl<R: BufRead> LineReader<R> {
                     }
                     push_capped(&mut self.line, &buf[..pos]);
                     self.inner.consume(pos + 1);
-                    return line_text(&self.line).and_then(decode);
+                    let decoded = line_text(&self.line).and_then(decode);
+                    self.line.clear();
+                    return decoded;
                 }
                 None => {
                     let n = buf.len();
@@ -133,6 +148,14 @@ impl<R: BufRead> LineReader<R> {
                 }
             }
         }
+    }
+}
+
+impl<R: io::Read> LineReader<io::BufReader<R>> {
+    /// True when bytes not yet returned as a line are held here: a partial line, or bytes
+    /// buffered behind the last line.
+    pub fn has_pending(&self) -> bool {
+        !self.line.is_empty() || !self.inner.buffer().is_empty()
     }
 }
 

@@ -35,6 +35,12 @@ impl ReadFault {
             ReadFault::Io(_) => ErrorCode::StdoutFailed,
         }
     }
+
+    /// True for a non-blocking source that has no byte now: not a fault, try again once it is
+    /// readable (see [`LineReader::read_line_with`](super::LineReader::read_line_with)).
+    pub fn is_would_block(&self) -> bool {
+        matches!(self, ReadFault::Io(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
 }
 
 /// The text of one line (given without its `\n`): one trailing `\r` stripped, then at most

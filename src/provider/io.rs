@@ -18,6 +18,10 @@
 //! thread ends on its own once its pipe closes or its channel peer is dropped; none spins or
 //! sleeps.
 //!
+//! On Linux the reader reads stdout only while no request holds it: a request takes stdout over
+//! and reads its response itself (`super::port`), so the reader's hand-over is off the path of a
+//! call. The diagram shows the channel path every other system takes.
+//!
 //! The reader checks each stdout line (length, UTF-8, no BOM) and hands over its text; the
 //! coordinator parses it. The decoded response is then allocated by the thread that frees it
 //! (with glibc, a value allocated by the reader and freed by the caller goes back to the
@@ -49,11 +53,12 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 
 pub(crate) use super::event::Event;
+use super::port::StdoutPort;
 use super::process::PluginProcess;
 #[cfg(unix)]
 use super::stderr_ring::StderrRing;
 #[cfg(unix)]
-use super::wait::{event_channel, wait_mode};
+use super::wait::{event_channel, wait_mode, WaitMode};
 use super::wait::{readiness, EventSender, EventWait};
 use crate::frame::{LineReader, ResponseLine};
 #[cfg(unix)]
@@ -68,7 +73,7 @@ pub(crate) use windows::{start, write_nonblocking};
 pub(crate) const EVENT_CAPACITY: usize = 16;
 /// Largest line buffer handed back to the reader for reuse; larger ones are freed, so an idle
 /// provider never keeps a big response's buffer.
-const RECYCLED_LINE_MAX: usize = 16 * 1024;
+pub(crate) const RECYCLED_LINE_MAX: usize = 16 * 1024;
 const READER_STACK: usize = 256 * 1024;
 const SMALL_STACK: usize = 64 * 1024;
 const STDOUT_BUFFER: usize = 64 * 1024;
@@ -118,6 +123,8 @@ pub(crate) struct Channels {
     pub(crate) more_pending: Arc<AtomicBool>,
     /// Hands decoded lines' buffers back to the reader.
     pub(crate) spare_lines: Sender<String>,
+    /// stdout for the caller to take over during a request ([`WaitMode::Direct`]).
+    pub(crate) port: Option<Arc<StdoutPort>>,
 }
 
 impl Channels {
@@ -229,7 +236,8 @@ pub(crate) fn start(
 ) -> std::io::Result<(Channels, EventSender, IoThreads)> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
     let stdout = readiness::Stdout::new(stdout);
-    let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wait_mode(), &stdout)?;
+    let mode = wait_mode();
+    let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, mode, &stdout)?;
     let gate = Arc::new(WriteGate::default());
     set_nonblocking(&stdin)?;
     let stdin = Arc::new(stdin);
@@ -244,11 +252,19 @@ pub(crate) fn start(
     let more_pending = Arc::new(AtomicBool::new(false));
     let (spare_lines, spare_rx) = spare_line_channel();
     let (events, pending) = (event_tx.clone(), more_pending.clone());
-    threads.spawn(
-        format!("wc-read-{id}"),
-        READER_STACK,
-        Box::new(move || read_loop(stdout, events, pending, spare_rx)),
-    )?;
+    let port = match mode {
+        WaitMode::Direct => Some(Arc::new(StdoutPort::new(stdout.clone(), STDOUT_BUFFER)?)),
+        WaitMode::Block | WaitMode::Readiness(_) => None,
+    };
+    let read: Box<dyn FnOnce() + Send> = match &port {
+        Some(port) => {
+            let port = port.clone();
+            drop(stdout);
+            Box::new(move || read_shared(&port, events, pending, spare_rx))
+        }
+        None => Box::new(move || read_loop(stdout, events, pending, spare_rx)),
+    };
+    threads.spawn(format!("wc-read-{id}"), READER_STACK, read)?;
     // Exit is judged by wait status. Where the kernel offers a pidfd, the stderr thread watches
     // it beside stderr (three threads per provider); elsewhere a waiter thread blocks in waitid.
     let watch = ExitWatch {
@@ -285,6 +301,7 @@ pub(crate) fn start(
         gate,
         more_pending,
         spare_lines,
+        port,
     };
     Ok((channels, event_tx, threads.finish()))
 }
@@ -402,6 +419,59 @@ fn read_loop(
             }
         }
     }
+}
+
+#[cfg(target_os = "linux")]
+/// The reader of the direct read (`super::port`): sleeps until stdout is readable while no
+/// request holds it, then reads every line there is under the port's lock and hands each over.
+fn read_shared(
+    port: &StdoutPort,
+    events: EventSender,
+    more_pending: Arc<AtomicBool>,
+    spare_lines: Receiver<String>,
+) {
+    let mut buffer = String::new();
+    loop {
+        port.wait_for_reader();
+        let mut lines = port.lock();
+        let Some(reader) = lines.as_mut() else {
+            // A request ended reading after a fault (and reported it).
+            return;
+        };
+        loop {
+            if buffer.capacity() == 0 {
+                buffer = spare_lines.try_recv().unwrap_or_default();
+            }
+            match reader.read_response_line_into(&mut buffer) {
+                Ok(line) => {
+                    let pending = !reader.get_ref().buffer().is_empty();
+                    more_pending.store(pending, Ordering::Release);
+                    // Sent under the lock: a request that finds it held takes the channel path
+                    // and drains the channel, so a full channel never blocks a request.
+                    if events.send(Event::Message(line)).is_err() {
+                        *lines = None;
+                        return;
+                    }
+                }
+                Err(fault) if fault.is_would_block() => break,
+                Err(fault) => {
+                    *lines = None;
+                    let _ = events.send(Event::ReadFault(fault.code()));
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn read_shared(
+    port: &StdoutPort,
+    _events: EventSender,
+    _more_pending: Arc<AtomicBool>,
+    _spare_lines: Receiver<String>,
+) {
+    match *port {}
 }
 
 /// Reports the plugin's exit once it is seen.

@@ -11,8 +11,9 @@
 //! plugin's exit by wait status through a pidfd (a fourth, waiter thread where the kernel has no
 //! pidfd). The calling thread is the coordinator: it takes the session with a try-lock
 //! (a second caller gets `plugin_provider_busy`), arms one deadline before encoding, queues the
-//! frame and waits for one event (in `poll(2)` on the plugin's stdout and a wake descriptor
-//! where several CPUs are usable, so the plugin's write wakes it directly; see `wait`). Every failure is classified (see [`crate::Dispatch`]): a frame
+//! frame and waits for one event (on Linux it reads the response from stdout itself, see
+//! `port`; elsewhere in `poll(2)` on the plugin's stdout and a wake descriptor where several
+//! CPUs are usable, see `wait`). Every failure is classified (see [`crate::Dispatch`]): a frame
 //! the writer provably never claimed is `not_started`; once it may have been written, a
 //! tools/call failure is `outcome_unknown` and the instance is retired (its whole process
 //! group is killed). A retired instance is never respawned; only a reload makes a new one.
@@ -27,6 +28,7 @@
 
 mod event;
 mod io;
+mod port;
 mod process;
 mod session;
 mod stderr_ring;
@@ -61,13 +63,14 @@ pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 /// How long termination may wait for the process group to empty.
 pub const TERMINATION_BOUND: Duration = Duration::from_secs(1);
 
-/// True when this process's coordinators wait for responses by readiness (`poll(2)` on the
-/// plugin's stdout and a wake descriptor), false when they block on the event channel: chosen
-/// once per process from [`RESPONSE_WAIT_ENV`] and the number of usable CPUs (for tests and
-/// measurements).
+/// How this process's coordinators wait for responses, by the names of [`RESPONSE_WAIT_ENV`]:
+/// `direct` (the caller reads the response from stdout itself), `poll` (`poll(2)` on the
+/// plugin's stdout and a wake descriptor, the reader thread reads) or `block` (blocking on the
+/// event channel). Chosen once per process from [`RESPONSE_WAIT_ENV`], the system and the number
+/// of usable CPUs (for tests and measurements).
 #[doc(hidden)]
-pub fn response_wait_by_readiness() -> bool {
-    wait::wait_mode() != wait::WaitMode::Block
+pub fn response_wait_mode() -> &'static str {
+    wait::wait_mode().name()
 }
 
 /// A unique id of one provider instance (one spawned process), never reused in this host.

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{RecvTimeoutError, SendTimeoutError, TryRecvError};
 use serde_json::Value;
 
-use super::io::{write_nonblocking, Channels, Event, WriteJob, WriteOutcome};
+use super::io::{write_nonblocking, Channels, Event, WriteJob, WriteOutcome, RECYCLED_LINE_MAX};
+use super::port::Held;
 use super::process::PluginProcess;
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::frame::{validate_raw, Envelope, RequestEncoder, ResponseLine, MAX_LINE_BYTES};
@@ -47,6 +48,17 @@ pub(crate) struct Session {
     frame: Vec<u8>,
     channels: Channels,
     seq: u64,
+    /// The text buffer the next response line is read into when the caller reads stdout itself
+    /// (a decoded line's buffer comes back here).
+    spare: String,
+}
+
+/// Where the coordinator takes the events of one request from.
+enum Source<'a, 'p> {
+    /// The event channel (the reader thread reads stdout), after an optional opt-in spin.
+    Channel { spin_until: Option<Instant> },
+    /// stdout, taken over for this request (`super::port`), and the channel for the rest.
+    Direct(&'a mut Held<'p>),
 }
 
 impl Session {
@@ -56,6 +68,7 @@ impl Session {
             frame: Vec::with_capacity(256),
             channels,
             seq: 0,
+            spare: String::new(),
         }
     }
 
@@ -73,35 +86,45 @@ impl Session {
         spin: Duration,
         encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
     ) -> Result<Envelope, Error> {
+        if spin.is_zero() {
+            if let Some(port) = self.channels.port.clone() {
+                if let Some(mut held) = port.take() {
+                    let result = self.round_trip_direct(&mut held, process, kind, deadline, encode);
+                    let pending = held.lines().is_some_and(|lines| lines.has_pending());
+                    self.channels.more_pending.store(pending, Ordering::Release);
+                    return result;
+                }
+            }
+        }
         self.ensure_in_step(process, deadline)?;
         let id = self.encode_frame(process, encode)?;
         let written = self.write_frame(process, kind, deadline)?;
-        self.await_response(process, kind, deadline, spin, id, written)
+        let spin_until = (!spin.is_zero()).then(|| deadline.min(Instant::now() + spin));
+        let source = Source::Channel { spin_until };
+        self.await_response(process, kind, deadline, source, id, written)
+    }
+
+    /// [`Session::round_trip`] with stdout taken over: the caller reads the response itself.
+    fn round_trip_direct(
+        &mut self,
+        held: &mut Held<'_>,
+        process: &PluginProcess,
+        kind: RequestKind,
+        deadline: Instant,
+        encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
+    ) -> Result<Envelope, Error> {
+        self.ensure_nothing_queued(process)?;
+        self.ensure_nothing_buffered(process, held)?;
+        let id = self.encode_frame(process, encode)?;
+        let written = self.write_frame(process, kind, deadline)?;
+        self.await_response(process, kind, deadline, Source::Direct(held), id, written)
     }
 
     /// Anything already waiting means the connection is out of step: fails (not started) and
     /// retires `process`.
     #[inline]
     fn ensure_in_step(&self, process: &PluginProcess, deadline: Instant) -> Result<(), Error> {
-        match self.channels.events.try_recv() {
-            Ok(Event::Message(line)) => {
-                let (code, message) = self.unasked(line);
-                return fail(process, code, Dispatch::NotStarted, message);
-            }
-            Ok(event) => {
-                let (code, message) = describe_dead_connection(&event);
-                return fail(process, code, Dispatch::NotStarted, message);
-            }
-            Err(TryRecvError::Disconnected) => {
-                return fail(
-                    process,
-                    ErrorCode::Eof,
-                    Dispatch::NotStarted,
-                    "the plugin connection is closed",
-                )
-            }
-            Err(TryRecvError::Empty) => {}
-        }
+        self.ensure_nothing_queued(process)?;
         if self.channels.more_pending.load(Ordering::Acquire) {
             // The plugin wrote more behind its last response; it is still being parsed.
             let until = deadline.min(Instant::now() + PENDING_GRACE);
@@ -116,6 +139,58 @@ impl Session {
             return fail(process, code, Dispatch::NotStarted, message);
         }
         Ok(())
+    }
+
+    /// No event is queued (an unasked line, a fault, the plugin's exit): else fails (not
+    /// started) and retires `process`.
+    #[inline]
+    fn ensure_nothing_queued(&self, process: &PluginProcess) -> Result<(), Error> {
+        match self.channels.events.try_recv() {
+            Ok(Event::Message(line)) => {
+                let (code, message) = self.unasked(line);
+                fail(process, code, Dispatch::NotStarted, message)
+            }
+            Ok(event) => {
+                let (code, message) = describe_dead_connection(&event);
+                fail(process, code, Dispatch::NotStarted, message)
+            }
+            Err(TryRecvError::Disconnected) => fail(
+                process,
+                ErrorCode::Eof,
+                Dispatch::NotStarted,
+                "the plugin connection is closed",
+            ),
+            Err(TryRecvError::Empty) => Ok(()),
+        }
+    }
+
+    /// With stdout taken over: no byte the plugin wrote unasked is buffered (the rest of a
+    /// line, or lines behind the last response); else fails (not started) and retires
+    /// `process`.
+    #[inline]
+    fn ensure_nothing_buffered(
+        &mut self,
+        process: &PluginProcess,
+        held: &mut Held<'_>,
+    ) -> Result<(), Error> {
+        let Some(lines) = held.lines() else {
+            return Ok(());
+        };
+        if !lines.has_pending() {
+            return Ok(());
+        }
+        let (code, message) = match lines.read_response_line_into(&mut self.spare) {
+            Ok(line) => self.unasked(line),
+            Err(fault) if fault.is_would_block() => (
+                ErrorCode::UnexpectedMessage,
+                "the plugin wrote to stdout without being asked",
+            ),
+            Err(fault) => {
+                held.end();
+                (fault.code(), read_fault_message(fault.code()))
+            }
+        };
+        fail(process, code, Dispatch::NotStarted, message)
     }
 
     /// Encodes the request into the reused frame buffer; returns its id. A frame longer than
@@ -219,14 +294,14 @@ impl Session {
     }
 
     /// Waits for the response with id `id` (or the event that ends the connection) until
-    /// `deadline`, spinning first when the embedder opted in.
+    /// `deadline`, taking events from `source`.
     #[inline]
     fn await_response(
         &mut self,
         process: &PluginProcess,
         kind: RequestKind,
         deadline: Instant,
-        spin: Duration,
+        mut source: Source<'_, '_>,
         id: u64,
         written: Written,
     ) -> Result<Envelope, Error> {
@@ -234,16 +309,18 @@ impl Session {
         let Written { direct, queued } = written;
         let mut wait_until = deadline;
         let mut exited = false;
-        let mut spin_until = (!spin.is_zero()).then(|| deadline.min(Instant::now() + spin));
         loop {
-            let event = match spin_until.take() {
-                Some(until) => self.spin_for_event(until, wait_until),
-                None => self.channels.events.next(wait_until),
+            let event = match &mut source {
+                Source::Channel { spin_until } => match spin_until.take() {
+                    Some(until) => self.spin_for_event(until, wait_until),
+                    None => self.channels.events.next(wait_until),
+                },
+                Source::Direct(held) => self.read_event(held, wait_until),
             };
             match event {
                 Ok(Event::Message(line)) => {
                     let decoded = line.decode();
-                    self.channels.recycle(line);
+                    self.recycle(line);
                     return match decoded.map(|raw| validate_raw(raw, id)) {
                         Ok(Ok(envelope)) => Ok(envelope),
                         Ok(Err(fault)) => fail(
@@ -344,6 +421,59 @@ fn fail<T>(
 }
 
 impl Session {
+    /// With stdout taken over: the next response line read from stdout, or an event from the
+    /// other threads (exit, a write failure, `stop()`), or the timeout at `until`.
+    #[inline]
+    fn read_event(
+        &mut self,
+        held: &mut Held<'_>,
+        until: Instant,
+    ) -> Result<Event, RecvTimeoutError> {
+        // Nothing buffered: the response cannot be there before stdout is readable, so sleep
+        // first rather than try a read that would fail.
+        let mut readable = held.lines().is_some_and(|lines| lines.has_pending());
+        loop {
+            let Some(lines) = held.lines() else {
+                // Reading ended after a fault: only the other threads' events are left.
+                return self.channels.events.recv_deadline(until);
+            };
+            if readable {
+                match lines.read_response_line_into(&mut self.spare) {
+                    Ok(line) => return Ok(Event::Message(line)),
+                    Err(fault) if fault.is_would_block() => {}
+                    Err(fault) => {
+                        held.end();
+                        // What ended stdout may have been announced first (`stop()` queues
+                        // Stopping before it kills the group): that event explains it best.
+                        return Ok(self
+                            .channels
+                            .events
+                            .try_recv()
+                            .unwrap_or(Event::ReadFault(fault.code())));
+                    }
+                }
+            }
+            match held.wait(&self.channels.events, until)? {
+                Some(event) => return Ok(event),
+                None => readable = true,
+            }
+        }
+    }
+
+    /// Keeps a decoded line's buffer for the next line read here, or hands it back to the
+    /// reader thread (see [`Channels::recycle`]).
+    #[inline]
+    fn recycle(&mut self, line: ResponseLine) {
+        if self.spare.capacity() == 0 {
+            let buffer = line.into_buffer();
+            if buffer.capacity() <= RECYCLED_LINE_MAX {
+                self.spare = buffer;
+            }
+        } else {
+            self.channels.recycle(line);
+        }
+    }
+
     /// Code and message for a line that arrived while no request was waiting for it: a line
     /// that is not one JSON value is `malformed_json`, as if the reader had parsed it; any other
     /// is an unexpected message.

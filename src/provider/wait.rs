@@ -3,7 +3,11 @@
 //! Every event reaches the coordinator through the one bounded event channel ([`EventSender`]
 //! → [`EventWait`]); this module decides only how the coordinator *sleeps* until one is there.
 //!
-//! - **Readiness wait** (the default on Unix hosts with more than one usable CPU). The
+//! - **Direct read** (the default on Linux, any number of CPUs; see `super::port`). The caller
+//!   takes stdout over and reads the response itself; it sleeps in `poll(2)` on stdout and the
+//!   wake descriptor ([`EventWait::wait_direct`]), so the other threads' events still wake it.
+//!   When it cannot take stdout over (the reader is reading), it uses the readiness wait.
+//! - **Readiness wait** (the default on other Unix hosts with more than one usable CPU). The
 //!   coordinator sleeps in `poll(2)` on the plugin's stdout (readiness only: it never reads it)
 //!   and on a wake descriptor. The plugin's write then wakes the coordinator and the stdout
 //!   reader at once, and the coordinator takes the response line from the channel as soon as
@@ -28,12 +32,15 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, TrySendError};
 
 use super::event::Event;
+use super::port;
 
 /// The environment variable that picks how the coordinator waits for responses (read once per
-/// process): `block` forces plain blocking on the event channel; `poll` forces the readiness
+/// process): `direct` (the default on Linux) has the caller read the response from stdout
+/// itself; `block` forces plain blocking on the event channel; `poll` forces the readiness
 /// wait even on one usable CPU, and `poll=MICROS` also sets how long it checks for the response
-/// line once stdout is readable (default 20 µs); unset (or anything else) chooses by the
-/// number of usable CPUs. Tests and measurements use it to exercise and compare both paths.
+/// line once stdout is readable (default 20 µs); unset (or anything else) takes `direct` where
+/// it exists, else chooses by the number of usable CPUs. Tests and measurements use it to
+/// exercise and compare the paths.
 pub const RESPONSE_WAIT_ENV: &str = "WEBCODEX_PLUGIN_RESPONSE_WAIT";
 
 /// After stdout became readable, how long the coordinator checks the channel (`try_recv` in a
@@ -49,10 +56,25 @@ pub(crate) enum WaitMode {
     /// `poll(2)` on stdout and the wake descriptor, then the channel after at most this
     /// decode wait.
     Readiness(Duration),
+    /// The caller takes stdout over for each request and reads the response itself (see
+    /// `super::port`); when it cannot (the reader is reading), the readiness wait with
+    /// [`DECODE_WAIT`].
+    Direct,
 }
 
-/// The mode of this process: [`RESPONSE_WAIT_ENV`], else readiness where `poll(2)` exists and
-/// more than one CPU is usable.
+impl WaitMode {
+    /// The name [`RESPONSE_WAIT_ENV`] uses for this mode.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            WaitMode::Block => "block",
+            WaitMode::Readiness(_) => "poll",
+            WaitMode::Direct => "direct",
+        }
+    }
+}
+
+/// The mode of this process: [`RESPONSE_WAIT_ENV`], else the direct read where stdout can be
+/// handed over (Linux), else readiness where `poll(2)` exists and more than one CPU is usable.
 pub(crate) fn wait_mode() -> WaitMode {
     static MODE: OnceLock<WaitMode> = OnceLock::new();
     *MODE.get_or_init(|| {
@@ -67,6 +89,7 @@ pub(crate) fn wait_mode() -> WaitMode {
             _ if !readiness::SUPPORTED => WaitMode::Block,
             "poll" => WaitMode::Readiness(decode_wait),
             _ if forced.starts_with("poll=") => WaitMode::Readiness(decode_wait),
+            _ if port::SUPPORTED => WaitMode::Direct,
             _ if readiness::usable_cpus() > 1 => WaitMode::Readiness(decode_wait),
             _ => WaitMode::Block,
         }
@@ -146,6 +169,10 @@ pub(crate) fn event_channel(
         WaitMode::Readiness(decode_wait) => {
             let (signal, source) = readiness::Signal::new(stdout)?;
             (Some(signal), Some(source), decode_wait)
+        }
+        WaitMode::Direct => {
+            let (signal, source) = readiness::Signal::new(stdout)?;
+            (Some(signal), Some(source), DECODE_WAIT)
         }
         WaitMode::Block => (None, None, Duration::ZERO),
     };
@@ -245,6 +272,46 @@ impl EventWait {
             }
         }
     }
+
+    /// The direct read's sleep (the caller holds stdout, descriptor `stdout`): returns a queued
+    /// event, or `Ok(None)` once stdout is readable (or hung up), or the timeout at `until`.
+    /// Arms the wake descriptor like the readiness wait, so other threads' events wake it.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn wait_direct(
+        &self,
+        stdout: std::os::fd::RawFd,
+        until: Instant,
+    ) -> Result<Option<Event>, RecvTimeoutError> {
+        let Some(source) = &self.stdout else {
+            return self.events.recv_deadline(until).map(Some);
+        };
+        loop {
+            self.wake.armed.store(true, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
+            match self.events.try_recv() {
+                Ok(event) => {
+                    self.wake.armed.store(false, Ordering::Relaxed);
+                    return Ok(Some(event));
+                }
+                Err(TryRecvError::Disconnected) => {
+                    self.wake.armed.store(false, Ordering::Relaxed);
+                    return Err(RecvTimeoutError::Disconnected);
+                }
+                Err(TryRecvError::Empty) => {}
+            }
+            let ready = source.wait_on(stdout, until);
+            self.wake.armed.store(false, Ordering::Relaxed);
+            match ready {
+                readiness::Ready::Stdout => return Ok(None),
+                readiness::Ready::Woken => continue,
+                readiness::Ready::TimedOut if Instant::now() < until => continue,
+                readiness::Ready::TimedOut => return Err(RecvTimeoutError::Timeout),
+                // poll(2) itself failed: sleep on the channel; without the response the request
+                // ends at its deadline, as a timeout.
+                readiness::Ready::Failed => return self.events.recv_deadline(until).map(Some),
+            }
+        }
+    }
 }
 
 /// The Unix readiness wait: `poll(2)` on stdout and a wake descriptor (an eventfd on Linux, a
@@ -280,6 +347,12 @@ pub(crate) mod readiness {
     impl Read for Stdout {
         fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
             (&*self.0).read(buf)
+        }
+    }
+
+    impl AsRawFd for Stdout {
+        fn as_raw_fd(&self) -> RawFd {
+            self.0.as_raw_fd()
         }
     }
 
@@ -319,46 +392,61 @@ pub(crate) mod readiness {
         Failed,
     }
 
+    #[cfg(target_os = "linux")]
+    impl Source {
+        /// Blocks in `poll(2)` until `stdout` (a descriptor the caller keeps open) or the wake
+        /// descriptor is readable, or `until`.
+        pub(crate) fn wait_on(&self, stdout: RawFd, until: Instant) -> Ready {
+            poll_pair(stdout, &self.wake, until)
+        }
+    }
+
     impl Watch<'_> {
         /// Blocks in `poll(2)` until stdout or the wake descriptor is readable, or `until`.
         pub(crate) fn wait(&self, until: Instant) -> Ready {
-            let now = Instant::now();
-            if now >= until {
-                return Ready::TimedOut;
-            }
-            // Rounded up, so the wait never ends before `until`; far deadlines wait in steps.
-            let nanos = (until - now).as_nanos();
-            let millis = nanos.div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int;
-            let mut fds = [
-                libc::pollfd {
-                    fd: self.stdout.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: self.wake.reader,
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            // SAFETY: two valid pollfds over descriptors held open for this call.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, millis) };
-            if n < 0 {
-                return match io::Error::last_os_error().kind() {
-                    ErrorKind::Interrupted => Ready::Woken,
-                    _ => Ready::Failed,
-                };
-            }
-            if n == 0 {
-                return Ready::TimedOut;
-            }
-            if fds[0].revents != 0 {
-                // A wake signal raised at the same time is drained by the next wait.
-                return Ready::Stdout;
-            }
-            self.wake.drain();
-            Ready::Woken
+            poll_pair(self.stdout.as_raw_fd(), self.wake, until)
         }
+    }
+
+    /// Blocks in `poll(2)` until `stdout` or `wake` is readable, or `until`; drains `wake`
+    /// when it was that.
+    fn poll_pair(stdout: RawFd, wake: &WakeFd, until: Instant) -> Ready {
+        let now = Instant::now();
+        if now >= until {
+            return Ready::TimedOut;
+        }
+        // Rounded up, so the wait never ends before `until`; far deadlines wait in steps.
+        let nanos = (until - now).as_nanos();
+        let millis = nanos.div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int;
+        let mut fds = [
+            libc::pollfd {
+                fd: stdout,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: wake.reader,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: two valid pollfds over descriptors held open for this call.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, millis) };
+        if n < 0 {
+            return match io::Error::last_os_error().kind() {
+                ErrorKind::Interrupted => Ready::Woken,
+                _ => Ready::Failed,
+            };
+        }
+        if n == 0 {
+            return Ready::TimedOut;
+        }
+        if fds[0].revents != 0 {
+            // A wake signal raised at the same time is drained by the next wait.
+            return Ready::Stdout;
+        }
+        wake.drain();
+        Ready::Woken
     }
 
     /// The senders' end of the wake descriptor.

@@ -81,6 +81,7 @@ pub(crate) fn start(
         gate,
         more_pending,
         spare_lines,
+        port: None,
     };
     Ok((channels, event_tx, threads.finish()))
 }
