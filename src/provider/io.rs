@@ -48,11 +48,15 @@ use std::sync::OnceLock;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+#[cfg(target_os = "linux")]
+use crossbeam_channel::TrySendError;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 #[cfg(unix)]
 use parking_lot::Mutex;
 
 pub(crate) use super::event::Event;
+#[cfg(target_os = "linux")]
+use super::port::ReaderSleep;
 use super::port::StdoutPort;
 use super::process::PluginProcess;
 #[cfg(unix)]
@@ -431,36 +435,51 @@ fn read_shared(
     spare_lines: Receiver<String>,
 ) {
     let mut buffer = String::new();
+    let mut sleep = ReaderSleep::Armed;
     loop {
-        port.wait_for_reader();
-        let mut lines = port.lock();
-        let Some(reader) = lines.as_mut() else {
-            // A request ended reading after a fault (and reported it).
-            return;
-        };
+        port.reader_sleep(sleep);
+        let mut state = port.lock();
         loop {
+            let Some(reader) = state.lines() else {
+                // A request ended reading after a fault (and reported it).
+                return;
+            };
             if buffer.capacity() == 0 {
                 buffer = spare_lines.try_recv().unwrap_or_default();
             }
-            match reader.read_response_line_into(&mut buffer) {
-                Ok(line) => {
-                    let pending = !reader.get_ref().buffer().is_empty();
-                    more_pending.store(pending, Ordering::Release);
-                    // Sent under the lock: a request that finds it held takes the channel path
-                    // and drains the channel, so a full channel never blocks a request.
-                    if events.send(Event::Message(line)).is_err() {
-                        *lines = None;
+            let line = match reader.read_response_line_into(&mut buffer) {
+                Ok(line) => line,
+                Err(fault) if fault.is_would_block() => break,
+                Err(fault) => {
+                    state.end();
+                    let _ = events.send(Event::ReadFault(fault.code()));
+                    return;
+                }
+            };
+            let pending = !reader.get_ref().buffer().is_empty();
+            more_pending.store(pending, Ordering::Release);
+            match events.send_now(Event::Message(line)) {
+                Ok(()) => {}
+                Err(TrySendError::Full(event)) => {
+                    // Never wait with the lock held: requests take the channel path (and drain
+                    // it) while this line is in hand.
+                    state.set_line_in_hand(true);
+                    drop(state);
+                    let sent = events.send(event);
+                    state = port.lock();
+                    state.set_line_in_hand(false);
+                    if sent.is_err() {
+                        state.end();
                         return;
                     }
                 }
-                Err(fault) if fault.is_would_block() => break,
-                Err(fault) => {
-                    *lines = None;
-                    let _ = events.send(Event::ReadFault(fault.code()));
+                Err(TrySendError::Disconnected(_)) => {
+                    state.end();
                     return;
                 }
             }
         }
+        sleep = port.next_sleep(&mut state, sleep);
     }
 }
 

@@ -10,18 +10,26 @@
 //! - The reader thread sleeps in `epoll_wait` on a set of its own: stdout (while armed) and a
 //!   wake descriptor. Once stdout is readable it takes the mutex, reads every line there is,
 //!   hands each over on the event channel and goes back to sleep.
-//! - The caller takes the mutex with a try-lock ([`StdoutPort::take`]) and disarms stdout in
-//!   the reader's set (`epoll_ctl`: another thread's wait set can be changed without waking
-//!   it). It then reads the response itself, sleeping in `poll(2)` on stdout and the event
-//!   channel's wake descriptor ([`EventWait::wait_direct`]). When the request ends it re-arms
-//!   stdout and lets go of the mutex ([`Held`]'s drop).
-//! - If the reader holds the mutex (it is reading unasked output), the try-lock fails and the
-//!   request takes the channel path of every other system: nothing waits on anything else.
+//! - The caller takes the mutex ([`StdoutPort::take`]; the reader holds it only while it reads
+//!   what is there, never while it waits) and, if stdout is armed,
+//!   disarms it in the reader's set (`epoll_ctl`: another thread's wait set can be changed
+//!   without waking it). It then reads the response itself, sleeping in `poll(2)` on stdout and
+//!   the event channel's wake descriptor ([`EventWait::wait_direct`]), and lets go of the mutex
+//!   when the request ends ([`Held`]'s drop).
+//! - stdout is re-armed lazily, so a stream of requests pays no `epoll_ctl` per request: the
+//!   first request after a quiet spell wakes the reader (wake descriptor) as it ends, the reader
+//!   then looks again every [`REARM_AFTER`] and, once a whole period passed without a request,
+//!   re-arms stdout and sleeps without timeout again. While requests keep coming it reads
+//!   whatever is there at each look (unasked output, the end of stdout); an idle provider's
+//!   reader sleeps for good after at most two periods.
+//! - If the reader holds a line it cannot queue (the event channel is full of unasked output),
+//!   the request takes the channel path of every other system, as does a request with the
+//!   opt-in spin; both arm stdout for the reader first ([`StdoutPort::arm_for_reader`]).
 //! - After a read fault the caller ends reading ([`Held::end`]): stdout closes, and the wake
 //!   descriptor tells the reader thread to end as it would have after the fault itself.
 
 #[cfg(target_os = "linux")]
-pub(crate) use linux::{Held, StdoutPort, SUPPORTED};
+pub(crate) use linux::{Held, ReaderSleep, StdoutPort, SUPPORTED};
 #[cfg(not(target_os = "linux"))]
 pub(crate) use other::{Held, StdoutPort, SUPPORTED};
 
@@ -55,12 +63,60 @@ mod linux {
     const STDOUT_TOKEN: u64 = 0;
     const WAKE_TOKEN: u64 = 1;
 
+    /// While requests keep coming, how often the reader looks at stdout (and whether the
+    /// requests have stopped, so it may re-arm stdout and sleep for good).
+    pub(crate) const REARM_AFTER: std::time::Duration = std::time::Duration::from_millis(10);
+
+    /// How the reader thread sleeps next.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum ReaderSleep {
+        /// stdout is armed: sleep until it is readable or the wake descriptor is raised.
+        Armed,
+        /// stdout is disarmed (requests read it): look again after [`REARM_AFTER`].
+        Watching,
+    }
+
+    /// What the reader thread and the requests share, behind the port's mutex.
+    #[derive(Debug)]
+    pub(crate) struct PortState {
+        /// The line reader; `None` once reading has ended (after a fault).
+        lines: Option<StdoutLines>,
+        /// stdout is armed in the reader's wait set.
+        armed: bool,
+        /// The reader sleeps (or is about to) without timeout: a request that disarms stdout
+        /// must wake it as it ends.
+        reader_sleeps_armed: bool,
+        /// The reader holds a line it could not queue yet (the channel is full): requests
+        /// must take the channel path until it is queued.
+        line_in_hand: bool,
+        /// Requests that took stdout over, and the count the reader saw at its last look.
+        requests: u64,
+        requests_seen: u64,
+    }
+
+    impl PortState {
+        /// The line reader; `None` once reading has ended.
+        pub(crate) fn lines(&mut self) -> Option<&mut StdoutLines> {
+            self.lines.as_mut()
+        }
+
+        /// Ends reading (after a fault, or once nobody listens): closes stdout.
+        pub(crate) fn end(&mut self) {
+            self.lines = None;
+        }
+
+        /// Marks that the reader holds a line it could not queue (requests take the channel
+        /// path meanwhile), or that it has queued it.
+        pub(crate) fn set_line_in_hand(&mut self, in_hand: bool) {
+            self.line_in_hand = in_hand;
+        }
+    }
+
     /// The plugin's stdout, shared by the reader thread and the caller.
     #[derive(Debug)]
     pub(crate) struct StdoutPort {
-        /// The line reader; `None` once reading has ended (after a fault).
-        lines: Mutex<Option<StdoutLines>>,
-        /// stdout's descriptor, open while `lines` is `Some`.
+        state: Mutex<PortState>,
+        /// stdout's descriptor, open while the state's `lines` is `Some`.
         stdout: RawFd,
         /// The reader thread's wait set: stdout (while armed) and `wake`.
         epoll: OwnedFd,
@@ -76,10 +132,16 @@ mod linux {
             // SAFETY: epoll_create1 and eventfd take flags and return a new descriptor or -1.
             let epoll = owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
             let wake = owned(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+            let lines = LineReader::new(BufReader::with_capacity(buffer, stdout));
             let port = StdoutPort {
-                lines: Mutex::new(Some(LineReader::new(BufReader::with_capacity(
-                    buffer, stdout,
-                )))),
+                state: Mutex::new(PortState {
+                    lines: Some(lines),
+                    armed: true,
+                    reader_sleeps_armed: true,
+                    line_in_hand: false,
+                    requests: 0,
+                    requests_seen: 0,
+                }),
                 stdout: fd,
                 epoll,
                 wake,
@@ -95,36 +157,96 @@ mod linux {
             Ok(port)
         }
 
-        /// The caller's take-over for one request: `None` when the reader thread is reading
-        /// right now (or reading has ended), so the request uses the event channel instead.
+        /// The caller's take-over for one request (waiting while the reader reads what is
+        /// there): `None` when the reader holds a line it could not queue, or reading has
+        /// ended, so the request takes the event channel instead.
         #[inline]
         pub(crate) fn take(&self) -> Option<Held<'_>> {
-            let lines = self.lines.try_lock()?;
-            lines.as_ref()?;
-            // Disarmed, stdout stays in the set but wakes nobody (a hang-up still would: the
-            // reader then waits for the mutex, and reads the end of stdout after this request).
-            self.control(libc::EPOLL_CTL_MOD, self.stdout, 0, STDOUT_TOKEN)
-                .ok()?;
-            Some(Held { port: self, lines })
+            let mut state = self.state.lock();
+            if state.line_in_hand {
+                return None;
+            }
+            state.lines.as_ref()?;
+            if state.armed {
+                // Disarmed, stdout stays in the set but wakes nobody (a hang-up still would:
+                // the reader then waits for the mutex and reads the end after this request).
+                self.control(libc::EPOLL_CTL_MOD, self.stdout, 0, STDOUT_TOKEN)
+                    .ok()?;
+                state.armed = false;
+            }
+            state.requests = state.requests.wrapping_add(1);
+            Some(Held { port: self, state })
         }
 
-        /// The reader thread's sleep: blocks in `epoll_wait` until stdout is readable (while
-        /// armed) or the wake descriptor is raised; no timeout.
-        pub(crate) fn wait_for_reader(&self) {
-            let mut ready = [libc::epoll_event { events: 0, u64: 0 }; 2];
-            // SAFETY: a valid epoll descriptor and a buffer of two events; an infinite timeout
-            // is a blocking wait, not a poll loop.
-            while unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), ready.as_mut_ptr(), 2, -1) } < 0
-            {
-                if io::Error::last_os_error().kind() != ErrorKind::Interrupted {
-                    return;
+        /// Before a request takes the channel path: makes sure the reader watches stdout.
+        pub(crate) fn arm_for_reader(&self) {
+            let mut state = self.state.lock();
+            if state.lines.is_some() && !state.armed {
+                let armed = libc::EPOLLIN as u32;
+                match self.control(libc::EPOLL_CTL_MOD, self.stdout, armed, STDOUT_TOKEN) {
+                    Ok(()) => state.armed = true,
+                    // The reader still looks every period.
+                    Err(e) => log::warn!("arming the plugin's stdout for its reader failed: {e}"),
                 }
             }
         }
 
-        /// The line reader, for the reader thread (blocks while a caller holds it).
-        pub(crate) fn lock(&self) -> MutexGuard<'_, Option<StdoutLines>> {
-            self.lines.lock()
+        /// The reader thread's sleep: blocks in `epoll_wait` until stdout is readable (while
+        /// armed) or the wake descriptor is raised, and for at most [`REARM_AFTER`] when
+        /// `Watching`. Drains the wake descriptor.
+        pub(crate) fn reader_sleep(&self, sleep: ReaderSleep) {
+            let timeout = match sleep {
+                ReaderSleep::Armed => -1,
+                ReaderSleep::Watching => REARM_AFTER.as_millis() as libc::c_int,
+            };
+            let mut ready = [libc::epoll_event { events: 0, u64: 0 }; 2];
+            let n = loop {
+                // SAFETY: a valid epoll descriptor and a buffer of two events; the timeout is
+                // infinite or one re-arm period, never a busy loop.
+                let n = unsafe {
+                    libc::epoll_wait(self.epoll.as_raw_fd(), ready.as_mut_ptr(), 2, timeout)
+                };
+                if n >= 0 || io::Error::last_os_error().kind() != ErrorKind::Interrupted {
+                    break n.max(0) as usize;
+                }
+            };
+            if ready[..n].iter().any(|event| event.u64 == WAKE_TOKEN) {
+                let mut sink = [0u8; 8];
+                // SAFETY: a non-blocking read of 8 bytes from an eventfd we own resets it.
+                let _ = unsafe { libc::read(self.wake.as_raw_fd(), sink.as_mut_ptr().cast(), 8) };
+            }
+        }
+
+        /// The shared state, for the reader thread (blocks while a request holds it).
+        pub(crate) fn lock(&self) -> MutexGuard<'_, PortState> {
+            self.state.lock()
+        }
+
+        /// The reader's next sleep, decided after it has read what there was (`last`: how it
+        /// slept before): stays armed; or, a whole period after the last request, re-arms
+        /// stdout; or watches for another period.
+        pub(crate) fn next_sleep(&self, state: &mut PortState, last: ReaderSleep) -> ReaderSleep {
+            let quiet = last == ReaderSleep::Watching && state.requests == state.requests_seen;
+            if !state.armed
+                && quiet
+                && self
+                    .control(
+                        libc::EPOLL_CTL_MOD,
+                        self.stdout,
+                        libc::EPOLLIN as u32,
+                        STDOUT_TOKEN,
+                    )
+                    .is_ok()
+            {
+                state.armed = true;
+            }
+            state.requests_seen = state.requests;
+            state.reader_sleeps_armed = state.armed;
+            if state.armed {
+                ReaderSleep::Armed
+            } else {
+                ReaderSleep::Watching
+            }
         }
 
         fn control(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
@@ -144,23 +266,23 @@ mod linux {
         }
     }
 
-    /// Stdout taken over by the caller for one request; re-armed for the reader on drop.
+    /// Stdout taken over by the caller for one request; handed back on drop.
     pub(crate) struct Held<'a> {
         port: &'a StdoutPort,
-        lines: MutexGuard<'a, Option<StdoutLines>>,
+        state: MutexGuard<'a, PortState>,
     }
 
     impl Held<'_> {
         /// The line reader; `None` after [`Held::end`].
         #[inline]
         pub(crate) fn lines(&mut self) -> Option<&mut StdoutLines> {
-            self.lines.as_mut()
+            self.state.lines.as_mut()
         }
 
         /// Ends reading after a fault (the reader must not be used again): closes stdout and
         /// wakes the reader thread, which ends.
         pub(crate) fn end(&mut self) {
-            *self.lines = None;
+            self.state.end();
             self.port.raise_wake();
         }
 
@@ -177,14 +299,11 @@ mod linux {
 
     impl Drop for Held<'_> {
         fn drop(&mut self) {
-            if self.lines.is_some() {
-                let port = self.port;
-                let armed = libc::EPOLLIN as u32;
-                if let Err(e) = port.control(libc::EPOLL_CTL_MOD, port.stdout, armed, STDOUT_TOKEN)
-                {
-                    // Cannot happen with a valid set and descriptor; the reader would stay blind.
-                    log::error!("re-arming the plugin's stdout for its reader failed: {e}");
-                }
+            // This request disarmed stdout under a reader that sleeps without timeout: wake it,
+            // so it watches (and re-arms stdout once requests stop).
+            if self.state.reader_sleeps_armed && !self.state.armed {
+                self.state.reader_sleeps_armed = false;
+                self.port.raise_wake();
             }
         }
     }
@@ -235,6 +354,10 @@ mod other {
         }
 
         pub(crate) fn take(&self) -> Option<Held<'_>> {
+            match *self {}
+        }
+
+        pub(crate) fn arm_for_reader(&self) {
             match *self {}
         }
     }

@@ -86,15 +86,15 @@ impl Session {
         spin: Duration,
         encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
     ) -> Result<Envelope, Error> {
-        if spin.is_zero() {
-            if let Some(port) = self.channels.port.clone() {
-                if let Some(mut held) = port.take() {
-                    let result = self.round_trip_direct(&mut held, process, kind, deadline, encode);
-                    let pending = held.lines().is_some_and(|lines| lines.has_pending());
-                    self.channels.more_pending.store(pending, Ordering::Release);
-                    return result;
-                }
+        if let Some(port) = self.channels.port.clone() {
+            if let Some(mut held) = spin.is_zero().then(|| port.take()).flatten() {
+                let result = self.round_trip_direct(&mut held, process, kind, deadline, encode);
+                let pending = held.lines().is_some_and(|lines| lines.has_pending());
+                self.channels.more_pending.store(pending, Ordering::Release);
+                return result;
             }
+            // The channel path needs the reader to watch stdout.
+            port.arm_for_reader();
         }
         self.ensure_in_step(process, deadline)?;
         let id = self.encode_frame(process, encode)?;

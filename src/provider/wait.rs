@@ -135,6 +135,14 @@ impl EventSender {
         Ok(())
     }
 
+    /// Sends `event` if the channel has room; gives it back when the channel is full or closed.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn send_now(&self, event: Event) -> Result<(), TrySendError<Event>> {
+        self.events.try_send(event)?;
+        self.wake.notify();
+        Ok(())
+    }
+
     /// Sends `event` if the channel has room (an announcement that may be dropped when the
     /// channel is full: the coordinator has events to read then anyway).
     pub(crate) fn try_send(&self, event: Event) {
