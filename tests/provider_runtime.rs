@@ -247,8 +247,14 @@ fn idle_provider_threads_never_wake_up() {
     let mut spec = fx.spec("normal", NORMAL);
     spec.id = "idle".into();
     let provider = Provider::start(spec).unwrap();
-    provider.call("echo", &json!({"text": "warm up"})).unwrap();
-    // Let the threads settle after the warm-up call (under load one may still be on its way
+    // A burst of calls first: on Linux the reader leaves stdout to the calls and takes it back
+    // (re-arms it) once they stop, so it too must end up asleep for good.
+    for i in 0..200 {
+        let text = format!("warm up {i}");
+        let result = provider.call("echo", &json!({ "text": text })).unwrap();
+        assert_eq!(result.texts(), [text.as_str()]);
+    }
+    // Let the threads settle after the warm-up calls (under load one may still be on its way
     // back into its blocking read): wait for two equal samples, then watch a longer window.
     let settle_until = Instant::now() + GENEROUS;
     let mut before = context_switches_of_threads("idle");
