@@ -1,5 +1,6 @@
 //! The JSON-lines transport: concurrency, ids, malformed lines, saturation, EOF.
 
+mod common;
 mod gateway_support;
 mod tempdir;
 

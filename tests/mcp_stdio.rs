@@ -2,6 +2,7 @@
 //! cancellation that never interrupts a call (proved by the recording hook), scopes as over the
 //! JSON-lines gateway, and the leak canary over every MCP output.
 
+mod common;
 mod gateway_support;
 mod tempdir;
 

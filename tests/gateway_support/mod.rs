@@ -12,14 +12,10 @@ use webcodex_plugin_host::env::{PluginsConfig, ProviderConfig, RunnerConfig, She
 use webcodex_plugin_host::gateway::{Caller, Gateway, ToolOutput};
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 
-/// The fixture plugin built next to the test binary.
+/// The fixture plugin, built on first use by the same cargo (see [`crate::common::fixture_path`]),
+/// so `cargo test --test NAME` works on a fresh target too.
 pub fn fixture() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples/fixture_plugin")
+    crate::common::fixture_path()
 }
 
 /// A fresh temp dir whose name contains `tag`, removed on drop.
