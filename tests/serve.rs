@@ -6,10 +6,11 @@
 mod common;
 mod tempdir;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use common::serve::ServeProcess;
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tempdir::TempDir;
@@ -96,18 +97,18 @@ fn run(args: &[&str]) -> Run {
     }
 }
 
-/// A running `serve` process; killed on drop if the test did not stop it.
+/// A running `serve` process with the fixture's pid file; killed on drop if the test did not
+/// stop it.
 struct Server {
-    child: Child,
+    serve: ServeProcess,
     addr: SocketAddr,
     pids: PathBuf,
-    stderr: std::thread::JoinHandle<String>,
 }
 
 impl Server {
     fn start(dir: &TempDir, config: &Path, tokens: &Path) -> Server {
         let pids = dir.path("pids");
-        let mut child = command(&[
+        let mut cmd = command(&[
             "serve",
             "--config",
             s(config),
@@ -115,49 +116,18 @@ impl Server {
             "127.0.0.1:0",
             "--tokens",
             s(tokens),
-        ])
-        .env("FIXTURE_PIDS", &pids)
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn serve");
-        let stdout = child.stdout.take().unwrap();
-        let mut err = child.stderr.take().unwrap();
-        let stderr = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        });
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let _ = tx.send(line.unwrap_or_default());
-            }
-        });
-        let line = match rx.recv_timeout(LIMIT) {
-            Ok(line) => line,
-            Err(_) => {
-                let _ = child.kill();
-                panic!("serve printed no address");
-            }
-        };
-        let addr = line
-            .strip_prefix("listening on http://")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .parse()
-            .expect("a socket address");
+        ]);
+        cmd.env("FIXTURE_PIDS", &pids).env("RUST_LOG", "info");
+        let serve = ServeProcess::start(cmd);
         Server {
-            child,
-            addr,
+            addr: serve.addr,
+            serve,
             pids,
-            stderr,
         }
     }
 
     fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.serve.url()
     }
 
     /// One POST of a plugin_tool request with an optional bearer token.
@@ -176,45 +146,21 @@ impl Server {
         exchange(self.addr, raw.as_bytes())
     }
 
-    /// SIGTERM, a bounded wait for exit 0, and every fixture process gone.
+    /// SIGTERM, a bounded wait for exit 0, and every fixture process (plugins and their
+    /// grandchildren) gone.
     ///
     /// Windows under Wine: no console control event can be delivered (docs/PLATFORMS.md), so
     /// serve is terminated instead, as a host that dies; its plugins' jobs close with it, which
     /// must end every fixture process all the same.
-    fn stop(mut self) -> String {
-        let pid = self.child.id() as i32;
+    fn stop(self) -> String {
         #[cfg(unix)]
-        assert!(common::request_stop(pid as u32), "SIGTERM to serve");
+        let stderr = self.serve.stop_within(LIMIT);
         #[cfg(windows)]
-        {
-            let _ = pid;
-            self.child.kill().expect("terminate serve");
-        }
-        let status = common::wait_bounded(&mut self.child, LIMIT);
-        let stderr = std::mem::replace(&mut self.stderr, std::thread::spawn(String::new))
-            .join()
-            .unwrap();
-        #[cfg(unix)]
-        assert_eq!(status.code(), Some(0), "serve exit: {status:?}; {stderr}");
-        #[cfg(windows)]
-        let _ = status;
-        let recorded: Vec<i32> = std::fs::read_to_string(&self.pids)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.split_once(' ')?.1.trim().parse().ok())
-            .collect();
+        let stderr = self.serve.terminate();
+        let recorded = common::recorded_pids(&self.pids);
         assert!(!recorded.is_empty(), "no fixture process was recorded");
-        for pid in recorded {
-            assert!(common::wait_gone(pid), "fixture process {pid} still runs");
-        }
+        common::assert_all_gone(&recorded, "fixture process");
         stderr
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -1,5 +1,5 @@
-//! Helpers shared by the provider integration tests: the fixture plugin, its side files
-//! (`FIXTURE_LOG`, `FIXTURE_PIDS`) and process-table checks.
+//! Helpers shared by the integration tests: the fixture plugin, its side files (`FIXTURE_LOG`,
+//! `FIXTURE_PIDS`), process-table checks, and `webcodex-plugin serve` processes ([`serve`]).
 #![allow(dead_code)]
 
 use std::ffi::OsString;
@@ -16,6 +16,7 @@ use webcodex_plugin_host::env::EnvSnapshot;
 use webcodex_plugin_host::provider::{LaunchSpec, Provider, ProviderSpec};
 use webcodex_plugin_host::{Dispatch, Error, ErrorCode};
 
+pub mod serve;
 #[cfg(windows)]
 pub mod windows;
 
@@ -512,13 +513,37 @@ pub fn assert_plugins_cleaned_up(plugin_pids: &[i32]) {
     assert_no_leftovers(std::process::id() as i32, plugin_pids, ChildScope::Groups);
 }
 
-/// The plugin process ids recorded (`self PID` lines) in a `FIXTURE_PIDS` file.
+/// The plugin process ids recorded (`self PID` lines, with any words after the PID) in a
+/// `FIXTURE_PIDS` file (or the inspector's Python plugin's `INSPECTOR_PIDS`).
 pub fn recorded_plugin_pids(pid_file: &Path) -> Vec<i32> {
     std::fs::read_to_string(pid_file)
         .unwrap_or_default()
         .lines()
-        .filter_map(|l| l.strip_prefix("self ")?.trim().parse().ok())
+        .filter_map(|l| {
+            l.strip_prefix("self ")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
         .collect()
+}
+
+/// Every process id recorded in a `FIXTURE_PIDS` file: the plugins (`self PID`, with any words
+/// after the PID) and their grandchildren (`grandchild PID`).
+pub fn recorded_pids(pid_file: &Path) -> Vec<i32> {
+    std::fs::read_to_string(pid_file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .collect()
+}
+
+/// Asserts that each of `pids` stops running within [`GENEROUS`]; `what` names them.
+pub fn assert_all_gone(pids: &[i32], what: &str) {
+    for &pid in pids {
+        assert!(wait_gone(pid), "{what} {pid} still runs");
+    }
 }
 
 /// True when `pid` no longer runs: `/proc/PID` is missing or it is a zombie.

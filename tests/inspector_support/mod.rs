@@ -3,17 +3,17 @@
 //! through `chromedriver`.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::common;
+use crate::common::serve::ServeProcess;
 
 /// The longest any one process start, request or wait may take (a hang, never a timing).
 pub const LIMIT: Duration = Duration::from_secs(30);
@@ -120,13 +120,12 @@ pub fn tokens_file(dir: &TempDir) -> PathBuf {
 
 /// A running `webcodex-plugin serve`; killed on drop if the test did not stop it.
 pub struct Serve {
-    child: Child,
+    serve: ServeProcess,
     pub addr: SocketAddr,
     /// Every tools/call line that reached a Python plugin.
     pub call_log: PathBuf,
     /// `self PID` lines of every plugin process started.
     pub pids: PathBuf,
-    stderr: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Serve {
@@ -139,43 +138,21 @@ impl Serve {
         let tokens = tokens_file(dir);
         let call_log = dir.path("calls.log");
         let pids = dir.path("pids");
-        let mut child = common::cli_command(BIN)
-            .args(["serve", "--config"])
+        let mut cmd = common::cli_command(BIN);
+        cmd.args(["serve", "--config"])
             .arg(&config)
             .args(["--listen", "127.0.0.1:0", "--tokens"])
             .arg(&tokens)
             .env("INSPECTOR_CALL_LOG", &call_log)
             .env("INSPECTOR_PIDS", &pids)
             .env("FIXTURE_PIDS", &pids)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let stderr = common::read_all(child.stderr.take().expect("stderr"));
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let _ = tx.send(line.unwrap_or_default());
-            }
-        });
-        let Ok(line) = rx.recv_timeout(LIMIT) else {
-            let _ = child.kill();
-            panic!("serve printed no address");
-        };
-        let addr = line
-            .strip_prefix("listening on http://")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .parse()
-            .expect("a socket address");
+            .env("RUST_LOG", "info");
+        let serve = ServeProcess::start(cmd);
         Serve {
-            child,
-            addr,
+            addr: serve.addr,
+            serve,
             call_log,
             pids,
-            stderr: Some(stderr),
         }
     }
 
@@ -184,7 +161,7 @@ impl Serve {
     }
 
     pub fn pid(&self) -> i32 {
-        self.child.id() as i32
+        self.serve.pid()
     }
 
     /// The tools/call lines that reached the Python plugins.
@@ -198,12 +175,7 @@ impl Serve {
 
     /// The PIDs of every plugin process started so far.
     pub fn plugin_pids(&self) -> Vec<i32> {
-        std::fs::read_to_string(&self.pids)
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.starts_with("self "))
-            .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
-            .collect()
+        common::recorded_plugin_pids(&self.pids)
     }
 
     /// The PIDs of the Python plugin processes started so far.
@@ -248,26 +220,10 @@ impl Serve {
     }
 
     /// SIGTERM, a bounded wait for exit 0, and every plugin process gone; returns stderr.
-    pub fn stop(mut self) -> String {
-        assert!(common::request_stop(self.pid() as u32), "SIGTERM to serve");
-        let status = common::wait_bounded(&mut self.child, LIMIT);
-        let stderr = self
-            .stderr
-            .take()
-            .map(|h| h.join().unwrap_or_default())
-            .unwrap_or_default();
-        assert_eq!(status.code(), Some(0), "serve exit: {status:?}; {stderr}");
-        for pid in self.plugin_pids() {
-            assert!(common::wait_gone(pid), "plugin process {pid} still runs");
-        }
+    pub fn stop(self) -> String {
+        let stderr = self.serve.stop_within(LIMIT);
+        common::assert_all_gone(&common::recorded_plugin_pids(&self.pids), "plugin process");
         stderr
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -338,12 +338,11 @@ pub fn tokens_file(dir: &TempDir) -> PathBuf {
 
 /// A running `webcodex-plugin serve` on 127.0.0.1 (port 0); stopped by SIGTERM.
 pub struct ServeProcess {
-    child: Option<Child>,
+    serve: common::serve::ServeProcess,
     /// `http://ADDR`.
     pub url: String,
     /// The fixture's `FIXTURE_PIDS` file.
     pub pids: PathBuf,
-    stderr: Option<std::thread::JoinHandle<String>>,
 }
 
 impl ServeProcess {
@@ -359,33 +358,11 @@ impl ServeProcess {
         for origin in origins {
             cmd.args(["--allow-origin", origin]);
         }
-        let mut child = cmd
-            .env("FIXTURE_PIDS", &pids)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let _ = tx.send(line.unwrap_or_default());
-            }
-        });
-        let line = rx.recv_timeout(RESPONSE_LIMIT).unwrap_or_else(|_| {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("serve printed no address");
-        });
-        let url = line
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_string();
+        cmd.env("FIXTURE_PIDS", &pids);
+        let serve = common::serve::ServeProcess::start(cmd);
         ServeProcess {
-            stderr: Some(common::read_all(child.stderr.take().expect("stderr"))),
-            child: Some(child),
-            url,
+            url: serve.url(),
+            serve,
             pids,
         }
     }
@@ -401,25 +378,9 @@ impl ServeProcess {
     }
 
     /// Sends SIGTERM, waits for the exit and returns (exit code, stderr).
-    pub fn stop(mut self) -> (Option<i32>, String) {
-        let mut child = self.child.take().expect("running");
-        common::request_stop(child.id());
-        let status = common::wait_bounded(&mut child, RESPONSE_LIMIT);
-        let stderr = self
-            .stderr
-            .take()
-            .map(|h| h.join().unwrap())
-            .unwrap_or_default();
+    pub fn stop(self) -> (Option<i32>, String) {
+        let (status, stderr) = self.serve.stop_status(RESPONSE_LIMIT);
         (status.code(), stderr)
-    }
-}
-
-impl Drop for ServeProcess {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
     }
 }
 
