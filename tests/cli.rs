@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use common::Run;
+
 /// The longest any one CLI process may run before the test gives up (a hang, never a timing).
 const PROCESS_LIMIT: Duration = Duration::from_secs(30);
 /// How long the gateway test waits for one response line.
@@ -99,14 +101,6 @@ fn ready_runner(dir: &TempDir) -> PathBuf {
     runner_toml(dir, &[provider("fx", "Fixture", "normal", None)])
 }
 
-/// What one CLI run produced.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 impl Run {
     /// The single stdout line parsed as JSON; fails unless stdout is exactly one line.
     fn json(&self) -> Value {
@@ -138,20 +132,7 @@ fn run_env(args: &[&str], env: &[(&str, &OsStr)]) -> Run {
     for (key, value) in env {
         cmd.env(key, value);
     }
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn webcodex-plugin");
-    let stdout = common::read_all(child.stdout.take().expect("stdout"));
-    let stderr = common::read_all(child.stderr.take().expect("stderr"));
-    let status = common::wait_bounded(&mut child, PROCESS_LIMIT);
-    Run {
-        code: status.code(),
-        stdout: stdout.join().expect("stdout reader"),
-        stderr: stderr.join().expect("stderr reader"),
-    }
+    common::run_to_end(cmd, PROCESS_LIMIT)
 }
 
 fn run(args: &[&str]) -> Run {

@@ -5,11 +5,12 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
+
+use common::Run;
 
 const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
 /// The longest one bench process may run before the test gives up (a hang, never a timing).
@@ -40,13 +41,6 @@ impl Drop for TempDir {
     }
 }
 
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs `webcodex-plugin bench ARGS` with `FIXTURE_LOG` set when given.
 fn bench(args: &[&str], fixture_log: Option<&Path>) -> Run {
     let mut cmd = common::cli_command(BIN);
@@ -54,20 +48,7 @@ fn bench(args: &[&str], fixture_log: Option<&Path>) -> Run {
     if let Some(log) = fixture_log {
         cmd.env("FIXTURE_LOG", log);
     }
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn webcodex-plugin bench");
-    let stdout = common::read_all(child.stdout.take().expect("stdout"));
-    let stderr = common::read_all(child.stderr.take().expect("stderr"));
-    let status = common::wait_bounded(&mut child, PROCESS_LIMIT);
-    Run {
-        code: status.code(),
-        stdout: stdout.join().expect("stdout reader"),
-        stderr: stderr.join().expect("stderr reader"),
-    }
+    common::run_to_end(cmd, PROCESS_LIMIT)
 }
 
 /// Asserts exit 0 and one JSON result line with the bench keys (docs/PROTOCOL.md §9.5) in a

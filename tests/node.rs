@@ -6,11 +6,13 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
+
+use common::{run_to_end, Run};
 
 const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
 /// A hang guard for `npm install` on a slow network, never a timing assertion.
@@ -18,37 +20,10 @@ const NPM_LIMIT: Duration = Duration::from_secs(600);
 /// A hang guard for one CLI run.
 const CLI_LIMIT: Duration = Duration::from_secs(60);
 
-/// What one process run produced.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    /// Shown (through `Debug`) when an assertion fails.
-    #[allow(dead_code)]
-    stderr: String,
-}
-
-fn run(mut command: Command, limit: Duration) -> Run {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
-    let stdout = common::read_all(child.stdout.take().unwrap());
-    let stderr = common::read_all(child.stderr.take().unwrap());
-    let status = common::wait_bounded(&mut child, limit);
-    Run {
-        code: status.code(),
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    }
-}
-
 fn cli(args: &[&str]) -> Run {
     let mut command = common::cli_command(BIN);
     command.args(args);
-    run(command, CLI_LIMIT)
+    run_to_end(command, CLI_LIMIT)
 }
 
 /// A private temporary directory, removed on drop.
@@ -72,7 +47,7 @@ impl Drop for TempDir {
 fn npm(dir: &Path, args: &[&str]) {
     let mut command = Command::new("npm");
     command.args(args).current_dir(dir);
-    let out = run(command, NPM_LIMIT);
+    let out = run_to_end(command, NPM_LIMIT);
     assert_eq!(out.code, Some(0), "npm {args:?} failed: {out:?}");
 }
 

@@ -7,7 +7,7 @@
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,12 +20,7 @@ pub const LIMIT: Duration = Duration::from_secs(30);
 pub const CANNED: &str = r#"{"success":true,"output":{"providers":[],"marker":"canned"}}"#;
 
 /// One finished `webcodex-plugin` run.
-#[derive(Debug)]
-pub struct Run {
-    pub code: Option<i32>,
-    pub stdout: String,
-    pub stderr: String,
-}
+pub use super::common::Run;
 
 /// Every variable the client reads from the environment, removed from each run's environment.
 const CLIENT_VARIABLES: [&str; 10] = [
@@ -51,30 +46,7 @@ pub fn run(args: &[&str], env: &[(&str, &str)]) -> Run {
     for (name, value) in env {
         command.env(name, value);
     }
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn webcodex-plugin");
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let stdout = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let stderr = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let status = common::wait_bounded(&mut child, LIMIT);
-    Run {
-        code: status.code(),
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    }
+    common::run_to_end(command, LIMIT)
 }
 
 /// A test CA and a server certificate for 127.0.0.1 and localhost signed by it.

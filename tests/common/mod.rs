@@ -5,7 +5,6 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-#[cfg(not(windows))]
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -642,6 +641,34 @@ pub fn wait_bounded(child: &mut std::process::Child, limit: Duration) -> std::pr
             panic!("the process did not exit within {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// What one finished process run produced.
+#[derive(Debug)]
+pub struct Run {
+    /// The exit code (`None` when a signal ended it).
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `command` to its end with stdin empty, reading stdout and stderr on threads of their
+/// own; waits at most `limit` (a hang kills it and fails the test).
+pub fn run_to_end(mut command: Command, limit: Duration) -> Run {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
+    let stdout = read_all(child.stdout.take().expect("stdout"));
+    let stderr = read_all(child.stderr.take().expect("stderr"));
+    let status = wait_bounded(&mut child, limit);
+    Run {
+        code: status.code(),
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
     }
 }
 
