@@ -4,8 +4,9 @@
 //! runs them with `cargo test --test node -- --include-ignored`.
 
 mod common;
+mod tempdir;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use serde_json::{json, Value};
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 
 use common::{run_to_end, Run};
+use tempdir::TempDir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
 /// A hang guard for `npm install` on a slow network, never a timing assertion.
@@ -26,24 +28,6 @@ fn cli(args: &[&str]) -> Run {
     run_to_end(command, CLI_LIMIT)
 }
 
-/// A private temporary directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("wc-node-{}-{label}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn npm(dir: &Path, args: &[&str]) {
     let mut command = Command::new("npm");
     command.args(args).current_dir(dir);
@@ -54,8 +38,8 @@ fn npm(dir: &Path, args: &[&str]) {
 #[test]
 #[ignore = "needs node and npm (and the npm registry)"]
 fn typescript_scaffold_builds_as_printed_and_runs_end_to_end() {
-    let tmp = TempDir::new("ts-e2e");
-    let dir = tmp.0.join("ts plugin");
+    let tmp = TempDir::new("node", "ts-e2e");
+    let dir = tmp.join("ts plugin");
     let init = cli(&[
         "init",
         dir.to_str().unwrap(),
@@ -84,7 +68,7 @@ fn typescript_scaffold_builds_as_printed_and_runs_end_to_end() {
         .take_while(|l| !l.is_empty())
         .map(|l| format!("{l}\n"))
         .collect();
-    let config = tmp.0.join("runner.toml");
+    let config = tmp.join("runner.toml");
     std::fs::write(
         &config,
         format!("[plugins]\nrequest_timeout_secs = 30\n\n{block}"),

@@ -7,7 +7,6 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -24,40 +23,8 @@ pub const CALLER: &str = "caller-token-inspect-invoke-0123";
 
 const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
 
-/// A private temporary directory, removed on drop.
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    pub fn new(label: &str) -> TempDir {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("wc-inspector-{}-{n}-{label}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
-    }
-
-    pub fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    pub fn root(&self) -> &Path {
-        &self.0
-    }
-
-    pub fn write(&self, name: &str, contents: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, contents).expect("write file");
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+/// A test's private temporary directory (shared with the other tests).
+pub use crate::tempdir::TempDir;
 
 /// A TOML string literal (JSON string syntax is valid TOML for these paths).
 pub fn toml_str(s: &str) -> String {
@@ -365,7 +332,7 @@ impl Browser {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn chromedriver (install Debian's chromium-driver)");
-        let profile = TempDir::new("chromium-profile");
+        let profile = TempDir::new("inspector", "chromium-profile");
         let mut browser = Browser {
             driver,
             port,
@@ -393,7 +360,7 @@ impl Browser {
         .map(|s| s.to_string())
         .chain(std::iter::once(format!(
             "--user-data-dir={}",
-            browser._profile.root().display()
+            browser._profile.display()
         )))
         .collect::<Vec<_>>();
         let created = browser
