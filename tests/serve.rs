@@ -6,7 +6,9 @@
 mod common;
 mod tempdir;
 
-use common::serve::ServeProcess;
+use common::serve::{
+    ServeProcess, TOKEN_ALL as ALL, TOKEN_CALLER as CALLER, TOKEN_VIEWER as VIEWER,
+};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -20,10 +22,6 @@ use serde_json::{json, Value};
 const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
 /// The longest any one process may run or any one wait may last (a hang, never a timing).
 const LIMIT: Duration = Duration::from_secs(30);
-
-const ALL: &str = "all-scopes-token-0123456789";
-const VIEWER: &str = "viewer-token-inspect-only-0123";
-const CALLER: &str = "caller-token-inspect-invoke-0123";
 
 fn s(path: &Path) -> &str {
     path.to_str().expect("temp path is UTF-8")
@@ -41,16 +39,7 @@ fn files(dir: &TempDir) -> (PathBuf, PathBuf) {
             serde_json::to_string(s(&fixture)).unwrap()
         ),
     );
-    let tokens = dir.write(
-        "tokens.toml",
-        &format!(
-            "[[tokens]]\nname = \"all\"\ntoken = \"{ALL}\"\n\
-             scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n\n\
-             [[tokens]]\nname = \"viewer\"\ntoken = \"{VIEWER}\"\nscopes = [\"plugin:inspect\"]\n\n\
-             [[tokens]]\nname = \"caller\"\ntoken = \"{CALLER}\"\n\
-             scopes = [\"plugin:inspect\", \"plugin:invoke\"]\n"
-        ),
-    );
+    let tokens = common::serve::write_tokens_file(dir);
     for (name, token) in [("all.tok", ALL), ("viewer.tok", VIEWER)] {
         dir.write(name, &format!("{token}\n"));
     }
@@ -513,15 +502,7 @@ fn client_mode_reports_a_lost_response_and_never_retries() {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
             stream.set_read_timeout(Some(LIMIT)).unwrap();
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 4096];
-            while !request_complete(&buf) {
-                match stream.read(&mut chunk) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                }
-            }
-            let _ = tx.send(String::from_utf8_lossy(&buf).into_owned());
+            let _ = tx.send(common::http::read_request(&mut stream));
         }
     });
     for (args, action) in [
@@ -556,23 +537,6 @@ fn client_mode_reports_a_lost_response_and_never_retries() {
         rx.recv_timeout(Duration::from_millis(300)).is_err(),
         "a request was retried"
     );
-}
-
-/// True when `buf` holds a whole request: headers and `Content-Length` bytes of body.
-fn request_complete(buf: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(buf);
-    let Some((head, body)) = text.split_once("\r\n\r\n") else {
-        return false;
-    };
-    let length = head
-        .lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length").then_some(value)
-        })
-        .and_then(|n| n.trim().parse::<usize>().ok())
-        .unwrap_or(0);
-    body.len() >= length
 }
 
 #[test]

@@ -150,7 +150,7 @@ impl Origin {
 
 /// Reads one request from `stream` and replies; the request text.
 fn serve_one(mut stream: impl Read + Write, reply: Reply) -> String {
-    let request = read_request(&mut stream);
+    let request = common::http::read_request(&mut stream);
     match reply {
         Reply::Answer if !request.is_empty() => {
             let response = format!(
@@ -168,38 +168,6 @@ fn serve_one(mut stream: impl Read + Write, reply: Reply) -> String {
         _ => {}
     }
     request
-}
-
-/// The bytes of one request (head and `Content-Length` body), or what came before EOF/error.
-fn read_request(stream: &mut impl Read) -> String {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    while !request_complete(&buf) {
-        match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-    String::from_utf8_lossy(&buf).into_owned()
-}
-
-/// True when `buf` holds a whole request: headers and `Content-Length` bytes of body.
-fn request_complete(buf: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(buf);
-    let Some((head, body)) = text.split_once("\r\n\r\n") else {
-        return false;
-    };
-    body.len() >= content_length(head)
-}
-
-fn content_length(head: &str) -> usize {
-    head.lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length")
-                .then(|| value.trim().parse().ok())?
-        })
-        .unwrap_or(0)
 }
 
 /// Connects a sentinel to `addr` and waits until it is recorded; takes the records before it

@@ -15,6 +15,7 @@ use webcodex_plugin_host::env::EnvSnapshot;
 use webcodex_plugin_host::provider::{LaunchSpec, Provider, ProviderSpec};
 use webcodex_plugin_host::{Dispatch, Error, ErrorCode};
 
+pub mod http;
 pub mod serve;
 #[cfg(windows)]
 pub mod windows;

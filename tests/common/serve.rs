@@ -4,6 +4,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -12,6 +13,28 @@ use std::time::Duration;
 /// The longest `serve` may take to print its address or to exit when stopped (a hang, never a
 /// timing).
 pub const SERVE_LIMIT: Duration = Duration::from_secs(30);
+
+/// A token with every scope, in [`write_tokens_file`].
+pub const TOKEN_ALL: &str = "all-scopes-token-0123456789";
+/// A token with `plugin:inspect` only, in [`write_tokens_file`].
+pub const TOKEN_VIEWER: &str = "viewer-token-inspect-only-0123";
+/// A token with `plugin:inspect` and `plugin:invoke`, in [`write_tokens_file`].
+pub const TOKEN_CALLER: &str = "caller-token-inspect-invoke-0123";
+
+/// Writes `dir/tokens.toml` for `serve --tokens` with the three test tokens (`all`, `viewer`,
+/// `caller`); returns its path.
+pub fn write_tokens_file(dir: &Path) -> PathBuf {
+    let path = dir.join("tokens.toml");
+    let text = format!(
+        "[[tokens]]\nname = \"all\"\ntoken = \"{TOKEN_ALL}\"\n\
+         scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n\n\
+         [[tokens]]\nname = \"viewer\"\ntoken = \"{TOKEN_VIEWER}\"\nscopes = [\"plugin:inspect\"]\n\n\
+         [[tokens]]\nname = \"caller\"\ntoken = \"{TOKEN_CALLER}\"\n\
+         scopes = [\"plugin:inspect\", \"plugin:invoke\"]\n"
+    );
+    std::fs::write(&path, text).expect("write tokens.toml");
+    path
+}
 
 /// A running `serve` process. Its stderr is read on a thread of its own (returned by the stop
 /// methods); it is killed and reaped on drop if the test did not stop it.

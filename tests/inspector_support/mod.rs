@@ -17,9 +17,10 @@ use crate::common::serve::ServeProcess;
 /// The longest any one process start, request or wait may take (a hang, never a timing).
 pub const LIMIT: Duration = Duration::from_secs(30);
 
-pub const ALL: &str = "all-scopes-token-0123456789";
-pub const VIEWER: &str = "viewer-token-inspect-only-0123";
-pub const CALLER: &str = "caller-token-inspect-invoke-0123";
+/// The tokens of [`tokens_file`] (see `common::serve::write_tokens_file`).
+pub const ALL: &str = common::serve::TOKEN_ALL;
+pub const VIEWER: &str = common::serve::TOKEN_VIEWER;
+pub const CALLER: &str = common::serve::TOKEN_CALLER;
 
 const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
 
@@ -73,16 +74,7 @@ pub fn example_provider(id: &str, name: &str) -> String {
 
 /// The tokens file of these tests: all scopes, inspect only, inspect + invoke.
 pub fn tokens_file(dir: &TempDir) -> PathBuf {
-    dir.write(
-        "tokens.toml",
-        &format!(
-            "[[tokens]]\nname = \"all\"\ntoken = \"{ALL}\"\n\
-             scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n\n\
-             [[tokens]]\nname = \"viewer\"\ntoken = \"{VIEWER}\"\nscopes = [\"plugin:inspect\"]\n\n\
-             [[tokens]]\nname = \"caller\"\ntoken = \"{CALLER}\"\n\
-             scopes = [\"plugin:inspect\", \"plugin:invoke\"]\n"
-        ),
-    )
+    common::serve::write_tokens_file(dir)
 }
 
 /// A running `webcodex-plugin serve`; killed on drop if the test did not stop it.
