@@ -252,14 +252,7 @@ fn front_command(args: &[&str], r3_token: &str, log: &Path, pids: &Path) -> Comm
         .env("FIXTURE_PIDS", pids)
         .env("FIXTURE_STDERR", format!("stderr says {}", canary_text()))
         .env("CANARY_SECRET", canary_text());
-    for var in [
-        "HTTP_PROXY",
-        "http_proxy",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-    ] {
+    for var in common::PROXY_VARIABLES {
         cmd.env_remove(var);
     }
     cmd

@@ -22,25 +22,15 @@ pub const CANNED: &str = r#"{"success":true,"output":{"providers":[],"marker":"c
 /// One finished `webcodex-plugin` run.
 pub use super::common::Run;
 
-/// Every variable the client reads from the environment, removed from each run's environment.
-const CLIENT_VARIABLES: [&str; 10] = [
-    "HTTP_PROXY",
-    "http_proxy",
-    "HTTPS_PROXY",
-    "https_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-    "NO_PROXY",
-    "no_proxy",
-    "WEBCODEX_TOKEN",
-    "WEBCODEX_PAT",
-];
+/// Every variable the client reads from the environment besides the proxy ones
+/// ([`common::PROXY_VARIABLES`]), removed from each run's environment.
+const CLIENT_VARIABLES: [&str; 2] = ["WEBCODEX_TOKEN", "WEBCODEX_PAT"];
 
 /// Runs the binary with `args` and `env` on top of a cleaned environment, with debug logging.
 pub fn run(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut command = Command::new(env!("CARGO_BIN_EXE_webcodex-plugin"));
     command.args(args).env("RUST_LOG", "debug");
-    for name in CLIENT_VARIABLES {
+    for name in common::PROXY_VARIABLES.into_iter().chain(CLIENT_VARIABLES) {
         command.env_remove(name);
     }
     for (name, value) in env {

@@ -362,25 +362,16 @@ pub fn proc_stat(pid: i32) -> Option<(i32, char)> {
 
 /// Every zombie whose parent is this test process.
 pub fn zombie_children_of_self() -> Vec<i32> {
-    let me = std::process::id() as i32;
-    let mut zombies = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            if let Some((ppid, 'Z')) = proc_stat(pid) {
-                if ppid == me {
-                    zombies.push(pid);
-                }
-            }
-        }
-    }
-    zombies
+    zombie_children_of(std::process::id() as i32)
+}
+
+/// Every zombie whose parent is `parent`.
+pub fn zombie_children_of(parent: i32) -> Vec<i32> {
+    proc_table()
+        .into_iter()
+        .filter(|p| p.ppid == parent && p.state == 'Z')
+        .map(|p| p.pid)
+        .collect()
 }
 
 /// One row of the process table, from `/proc/PID/stat`.
@@ -598,6 +589,18 @@ pub fn assert_retired(provider: &Provider) {
         .expect_err("a retired provider must not serve calls");
     assert_error(&err, ErrorCode::ProviderUnavailable, Dispatch::NotStarted);
 }
+
+/// The proxy variables an HTTP client reads; tests that reach loopback servers remove them.
+pub const PROXY_VARIABLES: [&str; 8] = [
+    "HTTP_PROXY",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+];
 
 /// The `webcodex-plugin` binary with the fixture's side files and the logger unset, so a test
 /// sees only what it sets itself.

@@ -149,19 +149,7 @@ impl Serve {
 
     /// Zombie children of the server (none may linger after a fault).
     pub fn zombie_children(&self) -> Vec<i32> {
-        let me = self.pid();
-        let mut zombies = Vec::new();
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
-                continue;
-            };
-            if let Some((ppid, 'Z')) = common::proc_stat(pid) {
-                if ppid == me {
-                    zombies.push(pid);
-                }
-            }
-        }
-        zombies
+        common::zombie_children_of(self.pid())
     }
 
     /// Waits (bounded by [`common::GENEROUS`]) until the server has no zombie child; returns
