@@ -183,23 +183,11 @@ fn post(addr: SocketAddr, token: &str, params: &Value) -> (u16, Value, Option<St
     let mut response = Vec::new();
     stream.read_to_end(&mut response).expect("read response");
     let _ = stream.shutdown(Shutdown::Both);
-    let text = String::from_utf8_lossy(&response);
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .unwrap_or_else(|| panic!("no complete response: {text:?}"));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line: {head:?}"));
-    let instance = head.lines().find_map(|l| {
-        let (name, value) = l.split_once(':')?;
-        name.eq_ignore_ascii_case("webcodex-runner-instance")
-            .then(|| value.trim().to_string())
-    });
-    let body =
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("body not JSON ({e}): {body:?}"));
-    (status, body, instance)
+    let response = common::http::parse_response(&response);
+    let instance = response
+        .first_header("webcodex-runner-instance")
+        .map(str::to_string);
+    (response.status, response.json(), instance)
 }
 
 fn code(body: &Value) -> &str {

@@ -148,24 +148,16 @@ fn exchange_within(addr: SocketAddr, raw: &[u8], timeout: Duration) -> Option<(u
     Some(parse_response(&response))
 }
 
+/// The status and JSON body of a whole response, which must say `Content-Type: application/json`.
 fn parse_response(response: &[u8]) -> (u16, Value) {
-    let text = String::from_utf8_lossy(response);
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .unwrap_or_else(|| panic!("no complete response: {text:?}"));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line: {head:?}"));
+    let response = common::http::parse_response(response);
+    let content_type = response.header("content-type");
     assert!(
-        head.to_ascii_lowercase()
-            .contains("content-type: application/json"),
-        "{head}"
+        content_type.starts_with("application/json"),
+        "{:?}",
+        response.headers
     );
-    let body =
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("body not JSON ({e}): {body:?}"));
-    (status, body)
+    (response.status, response.json())
 }
 
 fn code(body: &Value) -> &str {

@@ -174,35 +174,7 @@ impl Serve {
     }
 }
 
-/// A raw HTTP response: status, headers (lower-case names) and body.
-#[derive(Debug)]
-pub struct RawResponse {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl RawResponse {
-    /// The one value of header `name` (case-insensitive); panics when absent or repeated.
-    pub fn header(&self, name: &str) -> &str {
-        let found: Vec<&str> = self
-            .headers
-            .iter()
-            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-            .collect();
-        assert_eq!(found.len(), 1, "header {name}: {:?}", self.headers);
-        found[0]
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).expect("a JSON body")
-    }
-}
+pub use crate::common::http::RawResponse;
 
 /// Sends `raw` to `addr` and reads the whole response (`Connection: close` expected).
 pub fn exchange(addr: SocketAddr, raw: &str) -> RawResponse {
@@ -212,7 +184,7 @@ pub fn exchange(addr: SocketAddr, raw: &str) -> RawResponse {
     let mut bytes = Vec::new();
     stream.read_to_end(&mut bytes).expect("read the response");
     let _ = stream.shutdown(Shutdown::Both);
-    parse_response(&bytes)
+    common::http::parse_response(&bytes)
 }
 
 /// Reads one HTTP response: the head, then `Content-Length` bytes (or up to EOF without one).
@@ -243,29 +215,6 @@ fn read_message(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
             return Ok(bytes);
         }
         bytes.extend_from_slice(&chunk[..n]);
-    }
-}
-
-fn parse_response(bytes: &[u8]) -> RawResponse {
-    let end = bytes
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a complete response head");
-    let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|c| c.parse().ok())
-        .expect("a status line");
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    RawResponse {
-        status,
-        headers,
-        body: bytes[end + 4..].to_vec(),
     }
 }
 
@@ -384,7 +333,7 @@ impl Browser {
             .write_all(request.as_bytes())
             .map_err(|e| e.to_string())?;
         let bytes = read_message(&mut stream).map_err(|e| e.to_string())?;
-        let response = parse_response(&bytes);
+        let response = common::http::parse_response(&bytes);
         let value: Value = serde_json::from_slice(&response.body)
             .map_err(|e| format!("{e}: {}", response.text()))?;
         if response.status != 200 {
