@@ -1535,12 +1535,7 @@ fn python_scaffold_works_as_printed_init_check_call() {
     let target = dir.join("py plugin");
     let init = run(&["init", path_str(&target), "--id", "py-e2e"]);
     init.assert_code(0);
-    let start = init.stdout.find("[[plugins.providers]]").unwrap();
-    let block: String = init.stdout[start..]
-        .lines()
-        .take_while(|l| !l.is_empty())
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let block = common::printed_provider_block(&init.stdout);
     let config = dir.write("runner.toml", &block);
     let config = path_str(&config);
     let check = run(&["check", "--config", config, "--plugin", "py-e2e"]);

@@ -62,12 +62,7 @@ fn typescript_scaffold_builds_as_printed_and_runs_end_to_end() {
     assert!(dir.join("dist/sdk.js").is_file());
 
     // The printed provider block, pasted into a runner.toml.
-    let start = init.stdout.find("[[plugins.providers]]").unwrap();
-    let block: String = init.stdout[start..]
-        .lines()
-        .take_while(|l| !l.is_empty())
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let block = common::printed_provider_block(&init.stdout);
     let config = tmp.join("runner.toml");
     std::fs::write(
         &config,

@@ -648,6 +648,19 @@ pub fn wait_bounded(child: &mut std::process::Child, limit: Duration) -> std::pr
     }
 }
 
+/// The `[[plugins.providers]]` block `webcodex-plugin init` printed in `stdout` (up to the
+/// first empty line), ready to paste into a runner.toml.
+pub fn printed_provider_block(stdout: &str) -> String {
+    let start = stdout
+        .find("[[plugins.providers]]")
+        .unwrap_or_else(|| panic!("no provider block printed: {stdout}"));
+    stdout[start..]
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 /// What one finished process run produced.
 #[derive(Debug)]
 pub struct Run {
