@@ -6,7 +6,6 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -14,6 +13,8 @@ use serde_json::{json, Value};
 
 #[path = "../common/mod.rs"]
 pub mod common;
+#[path = "../tempdir/mod.rs"]
+pub mod tempdir;
 
 /// How long a test waits for one response at most (never an expected duration).
 pub const RESPONSE_LIMIT: Duration = Duration::from_secs(20);
@@ -25,23 +26,19 @@ pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_webcodex-plugin")
 }
 
-/// A temp directory removed on drop.
-pub struct TempDir(PathBuf);
+/// A temp directory (the shared [`tempdir::TempDir`]) removed on drop, with the MCP tests'
+/// runner.toml writers.
+pub struct TempDir(tempdir::TempDir);
 
 impl TempDir {
     /// A fresh directory named after `label`.
     pub fn new(label: &str) -> TempDir {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("wc-mcp-{}-{n}-{label}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
+        TempDir(tempdir::TempDir::new("mcp", label))
     }
 
     /// A path inside the directory.
     pub fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
+        self.0.path(name)
     }
 
     /// Writes a runner.toml with one fixture provider per `(id, mode)` and returns its path.
@@ -65,12 +62,6 @@ impl TempDir {
         let path = self.path("runner.toml");
         std::fs::write(&path, text).expect("write config");
         path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -264,13 +255,7 @@ impl Drop for McpProcess {
 }
 
 /// The `KIND PID` lines of a `FIXTURE_PIDS` file.
-pub fn recorded_pids(path: &Path) -> Vec<i32> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.split_once(' ')?.1.trim().parse().ok())
-        .collect()
-}
+pub use common::recorded_pids;
 
 /// Asserts that every plugin process recorded in `pids` is gone (no orphan) and that this
 /// test process has no zombie child.
@@ -377,10 +362,16 @@ impl ServeProcess {
         self.url.trim_start_matches("http://")
     }
 
-    /// Sends SIGTERM, waits for the exit and returns (exit code, stderr).
-    pub fn stop(self) -> (Option<i32>, String) {
-        let (status, stderr) = self.serve.stop_status(RESPONSE_LIMIT);
-        (status.code(), stderr)
+    /// Sends SIGTERM and waits for exit 0; returns stderr.
+    pub fn stop(self) -> String {
+        self.serve.stop_within(RESPONSE_LIMIT)
+    }
+
+    /// [`ServeProcess::stop`], then [`assert_plugins_gone`] for its fixture pid file.
+    pub fn stop_and_assert_plugins_gone(self) {
+        let pids = self.pids.clone();
+        self.stop();
+        assert_plugins_gone(&pids);
     }
 }
 
