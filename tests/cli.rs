@@ -4,16 +4,19 @@
 //! judged.
 
 mod common;
+mod tempdir;
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+
+use common::Run;
+use tempdir::TempDir;
 
 /// The longest any one CLI process may run before the test gives up (a hang, never a timing).
 const PROCESS_LIMIT: Duration = Duration::from_secs(30);
@@ -21,44 +24,6 @@ const PROCESS_LIMIT: Duration = Duration::from_secs(30);
 const RESPONSE_LIMIT: Duration = Duration::from_secs(10);
 
 const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
-
-/// A private temporary directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("wc-cli-{}-{n}-{label}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    /// Creates a subdirectory and returns its path.
-    fn subdir(&self, name: &str) -> PathBuf {
-        let dir = self.0.join(name);
-        std::fs::create_dir_all(&dir).expect("create subdir");
-        dir
-    }
-
-    /// Writes `contents` to `name` in this directory and returns its path.
-    fn write(&self, name: &str, contents: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, contents).expect("write file");
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A TOML basic string (JSON string escapes are a subset of TOML's).
 fn toml_str(s: &str) -> String {
@@ -99,14 +64,6 @@ fn ready_runner(dir: &TempDir) -> PathBuf {
     runner_toml(dir, &[provider("fx", "Fixture", "normal", None)])
 }
 
-/// What one CLI run produced.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 impl Run {
     /// The single stdout line parsed as JSON; fails unless stdout is exactly one line.
     fn json(&self) -> Value {
@@ -138,20 +95,7 @@ fn run_env(args: &[&str], env: &[(&str, &OsStr)]) -> Run {
     for (key, value) in env {
         cmd.env(key, value);
     }
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn webcodex-plugin");
-    let stdout = common::read_all(child.stdout.take().expect("stdout"));
-    let stderr = common::read_all(child.stderr.take().expect("stderr"));
-    let status = common::wait_bounded(&mut child, PROCESS_LIMIT);
-    Run {
-        code: status.code(),
-        stdout: stdout.join().expect("stdout reader"),
-        stderr: stderr.join().expect("stderr reader"),
-    }
+    common::run_to_end(cmd, PROCESS_LIMIT)
 }
 
 fn run(args: &[&str]) -> Run {
@@ -207,7 +151,7 @@ fn demo_exits_zero_and_shows_a_successful_echo_call() {
 
 #[test]
 fn list_json_prints_the_providers_with_status_and_error_code() {
-    let dir = TempDir::new("list-json");
+    let dir = TempDir::new("cli", "list-json");
     let config = runner_toml(
         &dir,
         &[
@@ -232,7 +176,7 @@ fn list_json_prints_the_providers_with_status_and_error_code() {
 
 #[test]
 fn list_human_shows_each_provider_with_status_and_error_code() {
-    let dir = TempDir::new("list-human");
+    let dir = TempDir::new("cli", "list-human");
     let config = runner_toml(
         &dir,
         &[
@@ -257,7 +201,7 @@ fn list_human_shows_each_provider_with_status_and_error_code() {
 
 #[test]
 fn list_with_plugin_json_has_tool_count_and_tools_without_schemas() {
-    let dir = TempDir::new("list-plugin");
+    let dir = TempDir::new("cli", "list-plugin");
     let config = ready_runner(&dir);
     let out = run(&[
         "list",
@@ -293,7 +237,7 @@ fn list_with_plugin_json_has_tool_count_and_tools_without_schemas() {
 
 #[test]
 fn describe_json_has_the_full_definition_and_an_opaque_binding() {
-    let dir = TempDir::new("describe");
+    let dir = TempDir::new("cli", "describe");
     let config = ready_runner(&dir);
     let out = run(&[
         "describe",
@@ -342,7 +286,7 @@ fn describe_json_has_the_full_definition_and_an_opaque_binding() {
 
 #[test]
 fn call_json_prints_the_validated_tool_result_and_exits_zero() {
-    let dir = TempDir::new("call-ok");
+    let dir = TempDir::new("cli", "call-ok");
     let config = ready_runner(&dir);
     let out = run(&[
         "call",
@@ -392,7 +336,7 @@ fn assert_failure_shape(v: &Value, dispatch: &str) -> String {
 
 #[test]
 fn call_rpc_error_exits_one_with_the_failure_shape() {
-    let dir = TempDir::new("call-rpc-error");
+    let dir = TempDir::new("cli", "call-rpc-error");
     let config = ready_runner(&dir);
     let out = run(&[
         "call",
@@ -413,8 +357,8 @@ fn call_rpc_error_exits_one_with_the_failure_shape() {
 
 #[test]
 fn call_with_arguments_against_the_schema_exits_one_not_started() {
-    let dir = TempDir::new("call-bad-args");
-    let log = dir.path().join("stdin.log");
+    let dir = TempDir::new("cli", "call-bad-args");
+    let log = dir.join("stdin.log");
     let config = ready_runner(&dir);
     let out = run_env(
         &[
@@ -446,8 +390,8 @@ fn call_with_arguments_against_the_schema_exits_one_not_started() {
 
 #[test]
 fn call_with_arguments_that_are_not_an_object_is_a_usage_error() {
-    let dir = TempDir::new("call-not-object");
-    let pids = dir.path().join("pids");
+    let dir = TempDir::new("cli", "call-not-object");
+    let pids = dir.join("pids");
     let config = ready_runner(&dir);
     for arguments in ["[1,2]", "not json", r#""text""#, "42", "null", "{"] {
         let out = run_env(
@@ -487,7 +431,7 @@ fn call_with_arguments_that_are_not_an_object_is_a_usage_error() {
 
 #[test]
 fn check_json_of_a_ready_plugin_exits_zero() {
-    let dir = TempDir::new("check-ready");
+    let dir = TempDir::new("cli", "check-ready");
     let config = ready_runner(&dir);
     let out = run(&[
         "check",
@@ -513,7 +457,7 @@ fn check_json_of_a_ready_plugin_exits_zero() {
 
 #[test]
 fn check_json_of_a_not_ready_plugin_exits_two_with_code_detail_and_diagnostic() {
-    let dir = TempDir::new("check-not-ready");
+    let dir = TempDir::new("cli", "check-not-ready");
     let config = runner_toml(
         &dir,
         &[provider("badtools", "Bad tools", "bad-tools", None)],
@@ -548,7 +492,7 @@ fn check_json_of_a_not_ready_plugin_exits_two_with_code_detail_and_diagnostic() 
 
 #[test]
 fn check_json_of_an_unconfigured_id_is_a_not_ready_report_and_exits_two() {
-    let dir = TempDir::new("check-unconfigured");
+    let dir = TempDir::new("cli", "check-unconfigured");
     let config = ready_runner(&dir);
     let out = run(&[
         "check",
@@ -571,7 +515,7 @@ fn check_json_of_an_unconfigured_id_is_a_not_ready_report_and_exits_two() {
 
 #[test]
 fn check_human_of_a_not_ready_plugin_says_what_failed() {
-    let dir = TempDir::new("check-human");
+    let dir = TempDir::new("cli", "check-human");
     let config = runner_toml(
         &dir,
         &[provider("badtools", "Bad tools", "bad-tools", None)],
@@ -611,7 +555,7 @@ fn check_human_of_a_not_ready_plugin_says_what_failed() {
 
 #[test]
 fn check_json_never_prints_the_candidate_stderr() {
-    let dir = TempDir::new("check-json-stderr");
+    let dir = TempDir::new("cli", "check-json-stderr");
     let config = runner_toml(
         &dir,
         &[provider("badtools", "Bad tools", "bad-tools", None)],
@@ -638,7 +582,7 @@ fn check_json_never_prints_the_candidate_stderr() {
 
 #[test]
 fn reload_json_exits_zero_with_the_new_providers() {
-    let dir = TempDir::new("reload-ok");
+    let dir = TempDir::new("cli", "reload-ok");
     let config = ready_runner(&dir);
     let out = run(&["reload", "--config", path_str(&config), "--json"]);
     out.assert_code(0);
@@ -654,7 +598,7 @@ fn reload_json_exits_zero_with_the_new_providers() {
 
 #[test]
 fn reload_with_a_failing_candidate_reports_failures_and_exits_two() {
-    let dir = TempDir::new("reload-fail");
+    let dir = TempDir::new("cli", "reload-fail");
     let config = runner_toml(
         &dir,
         &[
@@ -695,7 +639,7 @@ fn reload_with_a_failing_candidate_reports_failures_and_exits_two() {
 
 #[test]
 fn catalog_json_lists_only_tools_of_the_provider_working_in_the_project() {
-    let dir = TempDir::new("catalog");
+    let dir = TempDir::new("cli", "catalog");
     let project = dir.subdir("project");
     let other = dir.subdir("other");
     let config = runner_toml(
@@ -778,14 +722,14 @@ fn assert_config_refused(config: &Path, needles: &[&str]) {
 
 #[test]
 fn a_toml_syntax_error_is_refused_with_a_message_on_stderr() {
-    let dir = TempDir::new("config-syntax");
+    let dir = TempDir::new("cli", "config-syntax");
     let config = dir.write("runner.toml", "[plugins\nrequest_timeout_secs = 3\n");
     assert_config_refused(&config, &["plugin_config_parse_failed", "TOML"]);
 }
 
 #[test]
 fn an_unknown_key_in_plugins_is_refused_naming_the_key() {
-    let dir = TempDir::new("config-unknown-key");
+    let dir = TempDir::new("cli", "config-unknown-key");
     let config = dir.write(
         "runner.toml",
         "[plugins]\nrequest_timeout_secs = 3\nretries = 2\n",
@@ -795,7 +739,7 @@ fn an_unknown_key_in_plugins_is_refused_naming_the_key() {
 
 #[test]
 fn an_unknown_key_in_a_provider_is_refused_naming_the_key() {
-    let dir = TempDir::new("config-unknown-provider-key");
+    let dir = TempDir::new("cli", "config-unknown-provider-key");
     let mut block = provider("fx", "Fixture", "normal", None);
     block.push_str("restart = true\n");
     let config = runner_toml(&dir, &[block]);
@@ -808,8 +752,8 @@ fn an_unknown_key_in_a_provider_is_refused_naming_the_key() {
     ignore = "reading a directory fails as 'permission denied' on Windows, not 'is a directory' (docs/PLATFORMS.md)"
 )]
 fn a_missing_config_file_is_refused() {
-    let dir = TempDir::new("config-missing");
-    let config = dir.path().join("absent.toml");
+    let dir = TempDir::new("cli", "config-missing");
+    let config = dir.join("absent.toml");
     // Named by the path as given, and said plainly.
     assert_config_refused(
         &config,
@@ -825,7 +769,7 @@ fn a_missing_config_file_is_refused() {
 
 #[test]
 fn usage_errors_exit_two() {
-    let dir = TempDir::new("usage");
+    let dir = TempDir::new("cli", "usage");
     let config = ready_runner(&dir);
     let config = path_str(&config);
     for args in [
@@ -970,8 +914,8 @@ fn success_output(response: &Value) -> &Value {
 
 #[test]
 fn gateway_answers_every_request_once_by_id_and_exits_zero_on_eof() {
-    let dir = TempDir::new("gateway");
-    let pids = dir.path().join("pids");
+    let dir = TempDir::new("cli", "gateway");
+    let pids = dir.join("pids");
     let config = runner_toml(
         &dir,
         &[
@@ -1124,9 +1068,9 @@ fn gateway_answers_every_request_once_by_id_and_exits_zero_on_eof() {
 
 #[test]
 fn gateway_with_only_the_inspect_scope_refuses_calls() {
-    let dir = TempDir::new("gateway-scopes");
-    let pids = dir.path().join("pids");
-    let log = dir.path().join("stdin.log");
+    let dir = TempDir::new("cli", "gateway-scopes");
+    let pids = dir.join("pids");
+    let log = dir.join("stdin.log");
     let config = ready_runner(&dir);
     let mut gw = GatewayProcess::start(
         &config,
@@ -1173,7 +1117,7 @@ fn gateway_with_only_the_inspect_scope_refuses_calls() {
 
 #[test]
 fn stdout_carries_only_the_result_while_logs_go_to_stderr() {
-    let dir = TempDir::new("stdout-only");
+    let dir = TempDir::new("cli", "stdout-only");
     let mut text = String::from("[shell]\nunknown_shell_key = 1\n\n[plugins]\n\n");
     text.push_str(&provider("fx", "Fixture", "normal", None));
     let config = dir.write("runner.toml", &text);
@@ -1197,7 +1141,7 @@ fn stdout_carries_only_the_result_while_logs_go_to_stderr() {
 
 #[test]
 fn human_call_output_replaces_control_characters() {
-    let dir = TempDir::new("human-call");
+    let dir = TempDir::new("cli", "human-call");
     let config = ready_runner(&dir);
     let arguments = json!({"text": "\u{1b}[31mred\u{7}\r\ttab\nsecond line\u{0}"}).to_string();
     let out = run(&[
@@ -1219,7 +1163,7 @@ fn human_call_output_replaces_control_characters() {
 
 #[test]
 fn human_outputs_of_every_command_are_free_of_control_characters() {
-    let dir = TempDir::new("human-all");
+    let dir = TempDir::new("cli", "human-all");
     let project = dir.subdir("project");
     // Display names may hold control characters; human output must not print them.
     let config = runner_toml(
@@ -1267,7 +1211,7 @@ fn human_outputs_of_every_command_are_free_of_control_characters() {
 
 #[test]
 fn call_of_a_tool_that_reports_an_error_exits_one_in_both_modes() {
-    let dir = TempDir::new("call-is-error");
+    let dir = TempDir::new("cli", "call-is-error");
     let config = ready_runner(&dir);
     let config = path_str(&config);
     let base = [
@@ -1299,7 +1243,7 @@ fn call_of_a_tool_that_reports_an_error_exits_one_in_both_modes() {
 
 #[test]
 fn arguments_errors_say_what_is_wrong() {
-    let dir = TempDir::new("arguments-reason");
+    let dir = TempDir::new("cli", "arguments-reason");
     let config = ready_runner(&dir);
     let cases = [
         (r#"{"a": 1e999}"#, "number out of range"),
@@ -1331,7 +1275,7 @@ fn arguments_errors_say_what_is_wrong() {
 
 #[test]
 fn a_toml_syntax_error_gives_the_parser_reason_and_position_without_values() {
-    let dir = TempDir::new("config-reason");
+    let dir = TempDir::new("cli", "config-reason");
     let config = dir.write(
         "runner.toml",
         "[plugins]\nrequest_timeout_secs = 3\nsecret = \"hunter2\\q\"\n",
@@ -1348,7 +1292,7 @@ fn a_toml_syntax_error_gives_the_parser_reason_and_position_without_values() {
 
 #[test]
 fn near_miss_tables_warn_did_you_mean_plugins_without_rust_log() {
-    let dir = TempDir::new("near-miss");
+    let dir = TempDir::new("cli", "near-miss");
     let fixture = common::fixture_path();
     let text = format!(
         "request_timeout_secs = 5\n[[plugin.providers]]\nid = \"fx\"\nname = \"Fixture\"\ncommand = {}\n",
@@ -1373,7 +1317,7 @@ fn near_miss_tables_warn_did_you_mean_plugins_without_rust_log() {
 
 #[test]
 fn check_warns_of_a_near_miss_once_though_it_reads_the_config_twice() {
-    let dir = TempDir::new("near-miss-check");
+    let dir = TempDir::new("cli", "near-miss-check");
     let fixture = common::fixture_path();
     let text = format!(
         "[plugin]\nx = 1\n[[plugins.providers]]\nid = \"fx\"\nname = \"Fixture\"\ncommand = {}\nargs = [\"normal\"]\n",
@@ -1392,8 +1336,8 @@ fn check_warns_of_a_near_miss_once_though_it_reads_the_config_twice() {
 
 #[test]
 fn a_cwd_that_does_not_exist_is_reported_as_such() {
-    let dir = TempDir::new("cwd-missing");
-    let missing = dir.path().join("no-such-dir");
+    let dir = TempDir::new("cli", "cwd-missing");
+    let missing = dir.join("no-such-dir");
     let config = runner_toml(&dir, &[provider("fx", "Fixture", "normal", Some(&missing))]);
     let out = run(&[
         "check",
@@ -1416,7 +1360,7 @@ fn a_cwd_that_does_not_exist_is_reported_as_such() {
 
 #[test]
 fn check_shows_the_catalog_digest_in_both_modes() {
-    let dir = TempDir::new("check-digest");
+    let dir = TempDir::new("cli", "check-digest");
     let config = ready_runner(&dir);
     let args = ["check", "--config", path_str(&config), "--plugin", "fx"];
     let out = run(&[&args[..], &["--json"]].concat());
@@ -1463,7 +1407,7 @@ for line in sys.stdin:
 #[test]
 #[cfg_attr(windows, ignore = "needs python3 (Wine has none; docs/PLATFORMS.md)")]
 fn human_list_describe_and_check_speak_plainly() {
-    let dir = TempDir::new("human-plain");
+    let dir = TempDir::new("cli", "human-plain");
     let script = dir.write("wipe.py", PY_DESTRUCTIVE);
     let block = format!(
         "[[plugins.providers]]\nid = \"notes\"\nname = \"Notes\"\ncommand = \"python3\"\nargs = [{}]\n",
@@ -1510,7 +1454,7 @@ fn human_list_describe_and_check_speak_plainly() {
         out.stdout
     );
 
-    let project = dir.path().to_str().unwrap();
+    let project = dir.to_str().unwrap();
     let out = run(&["catalog", "--config", config, "--project", project]);
     out.assert_code(0);
     assert!(
@@ -1542,13 +1486,13 @@ fn version_and_completions_work() {
 
 #[test]
 fn init_prints_build_then_provider_block_then_check() {
-    let dir = TempDir::new("init-steps");
+    let dir = TempDir::new("cli", "init-steps");
     for (lang, build) in [
         ("ts", Some("npm install && npm run build")),
         ("rust", Some("cargo build --release")),
         ("python", None),
     ] {
-        let target = dir.path().join(format!("plugin-{lang}"));
+        let target = dir.join(format!("plugin-{lang}"));
         let out = run(&["init", path_str(&target), "--lang", lang, "--id", "demo-x"]);
         out.assert_code(0);
         let text = &out.stdout;
@@ -1587,16 +1531,11 @@ fn init_prints_build_then_provider_block_then_check() {
 #[test]
 #[cfg_attr(windows, ignore = "needs python3 (Wine has none; docs/PLATFORMS.md)")]
 fn python_scaffold_works_as_printed_init_check_call() {
-    let dir = TempDir::new("init-python-e2e");
-    let target = dir.path().join("py plugin");
+    let dir = TempDir::new("cli", "init-python-e2e");
+    let target = dir.join("py plugin");
     let init = run(&["init", path_str(&target), "--id", "py-e2e"]);
     init.assert_code(0);
-    let start = init.stdout.find("[[plugins.providers]]").unwrap();
-    let block: String = init.stdout[start..]
-        .lines()
-        .take_while(|l| !l.is_empty())
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let block = common::printed_provider_block(&init.stdout);
     let config = dir.write("runner.toml", &block);
     let config = path_str(&config);
     let check = run(&["check", "--config", config, "--plugin", "py-e2e"]);

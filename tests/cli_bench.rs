@@ -3,49 +3,19 @@
 //! their internal order, never against a duration.
 
 mod common;
+mod tempdir;
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
 
+use common::Run;
+use tempdir::TempDir;
+
 const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
 /// The longest one bench process may run before the test gives up (a hang, never a timing).
 const PROCESS_LIMIT: Duration = Duration::from_secs(60);
-
-/// A private temporary directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("wc-cli-bench-{}-{n}-{label}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
 
 /// Runs `webcodex-plugin bench ARGS` with `FIXTURE_LOG` set when given.
 fn bench(args: &[&str], fixture_log: Option<&Path>) -> Run {
@@ -54,20 +24,7 @@ fn bench(args: &[&str], fixture_log: Option<&Path>) -> Run {
     if let Some(log) = fixture_log {
         cmd.env("FIXTURE_LOG", log);
     }
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn webcodex-plugin bench");
-    let stdout = common::read_all(child.stdout.take().expect("stdout"));
-    let stderr = common::read_all(child.stderr.take().expect("stderr"));
-    let status = common::wait_bounded(&mut child, PROCESS_LIMIT);
-    Run {
-        code: status.code(),
-        stdout: stdout.join().expect("stdout reader"),
-        stderr: stderr.join().expect("stderr reader"),
-    }
+    common::run_to_end(cmd, PROCESS_LIMIT)
 }
 
 /// Asserts exit 0 and one JSON result line with the bench keys (docs/PROTOCOL.md §9.5) in a
@@ -119,8 +76,8 @@ fn result_line(run: &Run) -> Value {
 
 #[test]
 fn bench_command_makes_exactly_warmup_plus_n_calls_after_the_handshake() {
-    let dir = TempDir::new("count");
-    let log = dir.path().join("stdin.log");
+    let dir = TempDir::new("cli-bench", "count");
+    let log = dir.path("stdin.log");
     let fixture = common::fixture_path();
     let run = bench(
         &[

@@ -1,6 +1,7 @@
 //! plugin_tool actions against a real host running the fixture plugin: output shapes, the
 //! describe → call round trip, binding failures, replacement, retirement, scopes, recording.
 
+mod common;
 mod gateway_support;
 mod tempdir;
 

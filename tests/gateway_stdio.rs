@@ -1,70 +1,31 @@
 //! The JSON-lines transport: concurrency, ids, malformed lines, saturation, EOF.
 
+mod common;
 mod gateway_support;
 mod tempdir;
 
-use std::io::{BufReader, Cursor, Write};
+use std::io::Cursor;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
 use serde_json::{json, Value};
 use webcodex_plugin_host::gateway::{Caller, Gateway};
 use webcodex_plugin_host::transport::{serve_lines, MAX_IN_FLIGHT};
 
 use gateway_support::*;
 
-/// Collects response lines and forwards each complete one.
-struct LineSink {
-    partial: Vec<u8>,
-    lines: Sender<Value>,
-}
-
-impl Write for LineSink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.partial.extend_from_slice(buf);
-        while let Some(i) = self.partial.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=i).collect();
-            let value: Value = serde_json::from_slice(&line[..i]).expect("response is JSON");
-            let _ = self.lines.send(value);
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-struct Served {
-    input: Option<os_pipe::PipeWriter>,
-    responses: Receiver<Value>,
-    handle: JoinHandle<std::io::Result<()>>,
-}
+/// `serve_lines` in process, for the trusted caller.
+struct Served(PipedTransport);
 
 fn serve(gateway: Arc<Gateway>) -> Served {
-    let (reader, writer) = os_pipe::pipe().unwrap();
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let sink = LineSink {
-        partial: Vec::new(),
-        lines: tx,
-    };
-    let handle = std::thread::spawn(move || {
-        serve_lines(gateway, Caller::trusted(), BufReader::new(reader), sink)
-    });
-    Served {
-        input: Some(writer),
-        responses: rx,
-        handle,
-    }
+    Served(PipedTransport::start(move |input, sink| {
+        serve_lines(gateway, Caller::trusted(), input, sink)
+    }))
 }
 
 impl Served {
     fn send(&mut self, line: &str) {
-        let input = self.input.as_mut().unwrap();
-        input.write_all(line.as_bytes()).unwrap();
-        input.write_all(b"\n").unwrap();
+        self.0.send_line(line);
     }
 
     fn request(&mut self, id: Value, params: Value) {
@@ -72,15 +33,11 @@ impl Served {
     }
 
     fn next(&self) -> Value {
-        self.responses
-            .recv_timeout(Duration::from_secs(10))
-            .expect("a response")
+        self.0.next_within(Duration::from_secs(10))
     }
 
-    fn finish(mut self) -> Vec<Value> {
-        drop(self.input.take());
-        self.handle.join().unwrap().unwrap();
-        self.responses.try_iter().collect()
+    fn finish(self) -> Vec<Value> {
+        self.0.finish()
     }
 }
 
@@ -193,11 +150,7 @@ fn malformed_lines_get_invalid_request_and_reading_goes_on() {
     input.push('\n');
     input.push_str(r#"{"id":7,"tool":"plugin_tool","params":{"action":"list"}}"#);
     // No trailing newline on the last request: it still counts.
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let sink = LineSink {
-        partial: Vec::new(),
-        lines: tx,
-    };
+    let (sink, rx) = JsonLineSink::new();
     serve_lines(gw, Caller::trusted(), Cursor::new(input.into_bytes()), sink).unwrap();
     let mut responses: Vec<Value> = rx.try_iter().collect();
     assert_eq!(responses.len(), 10);
@@ -270,11 +223,7 @@ fn beyond_the_in_flight_bound_requests_are_saturated() {
 #[test]
 fn scopes_of_the_transport_caller_apply() {
     let gw = Arc::new(gateway(vec![provider("alpha", &["normal"])]));
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let sink = LineSink {
-        partial: Vec::new(),
-        lines: tx,
-    };
+    let (sink, rx) = JsonLineSink::new();
     let caller = Caller::new(
         webcodex_plugin_host::gateway::Scopes::parse("plugin:inspect,plugin:invoke").unwrap(),
     );

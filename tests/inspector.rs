@@ -11,6 +11,7 @@
 
 mod common;
 mod inspector_support;
+mod tempdir;
 
 use std::sync::Mutex;
 
@@ -57,7 +58,7 @@ fn assert_security_headers(response: &inspector_support::RawResponse) {
     ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
 )]
 fn page_and_assets_are_served_without_auth_with_security_headers_and_no_data() {
-    let dir = TempDir::new("assets");
+    let dir = TempDir::new("inspector", "assets");
     let serve = demo_serve(&dir);
 
     let page = get(serve.addr, "/", None);
@@ -124,7 +125,7 @@ fn page_and_assets_are_served_without_auth_with_security_headers_and_no_data() {
     ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
 )]
 fn whoami_answers_the_scopes_of_a_valid_token_only() {
-    let dir = TempDir::new("whoami");
+    let dir = TempDir::new("inspector", "whoami");
     let serve = demo_serve(&dir);
 
     let none = get(serve.addr, "/api/whoami", None);
@@ -166,7 +167,7 @@ fn whoami_answers_the_scopes_of_a_valid_token_only() {
     ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
 )]
 fn clients_that_never_read_the_page_do_not_hold_the_server() {
-    let dir = TempDir::new("stalled");
+    let dir = TempDir::new("inspector", "stalled");
     let serve = demo_serve(&dir);
     // Stalled clients, each pipelining page requests and never reading: each response is
     // written by that client's own connection thread (within the write deadline), never by the
@@ -214,7 +215,7 @@ fn badges(browser: &Browser, tool: &str) -> String {
 fn a_token_shows_providers_tools_badges_and_schemas() {
     let _one = one_browser();
     let _ = NEEDS_BROWSER;
-    let dir = TempDir::new("browse");
+    let dir = TempDir::new("inspector", "browse");
     let serve = demo_serve(&dir);
     let browser = Browser::start();
     // A wrong token is refused in words, and nothing is listed.
@@ -334,7 +335,7 @@ fn a_token_shows_providers_tools_badges_and_schemas() {
 #[ignore = "needs chromium and chromedriver"]
 fn try_it_validates_before_sending_then_calls_and_confirms_destructive_tools() {
     let _one = one_browser();
-    let dir = TempDir::new("try");
+    let dir = TempDir::new("inspector", "try");
     let serve = demo_serve(&dir);
     let browser = Browser::start();
     browser.connect(&serve.url(), ALL);
@@ -496,7 +497,7 @@ fn try_it_validates_before_sending_then_calls_and_confirms_destructive_tools() {
 #[ignore = "needs chromium and chromedriver"]
 fn check_shows_the_suggestion_and_reload_confirms_then_reports_failures() {
     let _one = one_browser();
-    let dir = TempDir::new("manage");
+    let dir = TempDir::new("inspector", "manage");
     let serve = demo_serve(&dir);
     let browser = Browser::start();
     browser.connect(&serve.url(), ALL);
@@ -571,7 +572,7 @@ fn check_shows_the_suggestion_and_reload_confirms_then_reports_failures() {
 #[ignore = "needs chromium and chromedriver"]
 fn an_inspect_only_token_sees_no_call_check_or_reload_controls() {
     let _one = one_browser();
-    let dir = TempDir::new("viewer");
+    let dir = TempDir::new("inspector", "viewer");
     let serve = demo_serve(&dir);
     let browser = Browser::start();
     browser.connect(&serve.url(), VIEWER);
@@ -618,7 +619,7 @@ fn an_inspect_only_token_sees_no_call_check_or_reload_controls() {
 #[ignore = "needs chromium and chromedriver"]
 fn the_token_stays_for_the_tab_and_many_tools_are_described_on_request() {
     let _one = one_browser();
-    let dir = TempDir::new("many");
+    let dir = TempDir::new("inspector", "many");
     let serve = Serve::start(&dir, &python_provider("many", "Many tools", "many", None));
     let browser = Browser::start();
     browser.connect(&serve.url(), VIEWER);
@@ -678,10 +679,10 @@ fn the_token_stays_for_the_tab_and_many_tools_are_described_on_request() {
 #[ignore = "needs chromium and chromedriver"]
 fn plugin_supplied_html_and_script_show_as_text_and_never_run() {
     let _one = one_browser();
-    let dir = TempDir::new("xss");
+    let dir = TempDir::new("inspector", "xss");
     let payload_name =
         "<img src=x onerror=\"window.__xss='name'\"><script>window.__xss='n'</script>";
-    let providers = python_provider("evil", payload_name, "xss", Some(dir.root()));
+    let providers = python_provider("evil", payload_name, "xss", Some(&dir));
     let serve = Serve::start(&dir, &providers);
     let browser = Browser::start();
     browser.connect(&serve.url(), ALL);
@@ -744,7 +745,7 @@ fn plugin_supplied_html_and_script_show_as_text_and_never_run() {
         "{text}"
     );
     let input = browser.find(".catalog-form input");
-    browser.type_into(&input, dir.root().to_str().unwrap());
+    browser.type_into(&input, dir.to_str().unwrap());
     browser.click(&browser.find(".catalog-button"));
     let catalog = browser.find(".catalog-report");
     let text = browser.text(&catalog);
@@ -779,7 +780,7 @@ fn plugin_supplied_html_and_script_show_as_text_and_never_run() {
     ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
 )]
 fn a_plugin_that_exits_mid_call_is_reaped_at_once() {
-    let dir = TempDir::new("reap");
+    let dir = TempDir::new("inspector", "reap");
     let serve = demo_serve(&dir);
     let call = |params: serde_json::Value| {
         let body = json!({"tool": "plugin_tool", "params": params}).to_string();
@@ -810,7 +811,7 @@ fn a_plugin_that_exits_mid_call_is_reaped_at_once() {
 #[ignore = "needs chromium and chromedriver"]
 fn screenshot_of_a_demo_runner() {
     let _one = one_browser();
-    let dir = TempDir::new("shot");
+    let dir = TempDir::new("inspector", "shot");
     let providers = format!(
         "{}{}{}",
         example_provider("example", "Example plugin (built in)"),

@@ -169,10 +169,7 @@ fn authentication_origin_methods_and_notifications() {
     );
     assert_eq!(status, 400);
 
-    let pids = server.pids.clone();
-    let (code, stderr) = server.stop();
-    assert_eq!(code, Some(0), "{stderr}");
-    assert_plugins_gone(&pids);
+    server.stop_and_assert_plugins_gone();
 }
 
 #[test]
@@ -263,8 +260,7 @@ fn stateless_routing_headers_must_match_the_body() {
     assert_eq!(status, 404);
     assert_eq!(answer["error"]["code"], -32601);
 
-    let (code, _) = server.stop();
-    assert_eq!(code, Some(0));
+    server.stop();
 }
 
 /// The same request over `/api/tools/call` and over `/mcp`, with one token: the failure object
@@ -354,8 +350,5 @@ fn scopes_hold_over_mcp_exactly_as_over_the_http_api() {
     assert_eq!(status, 200);
     assert_eq!(body["result"]["tools"][0]["name"], "plugin_tool");
 
-    let pids = server.pids.clone();
-    let (code, _) = server.stop();
-    assert_eq!(code, Some(0));
-    assert_plugins_gone(&pids);
+    server.stop_and_assert_plugins_gone();
 }

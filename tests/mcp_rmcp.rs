@@ -300,10 +300,7 @@ async fn rmcp_over_http_with_the_initialize_handshake() {
     assert_eq!(info.protocol_version, ProtocolVersion::V_2025_11_25);
     scenario(client.peer().clone()).await;
     client.cancel().await.expect("close the client");
-    let pids = server.pids.clone();
-    let (code, stderr) = server.stop();
-    assert_eq!(code, Some(0), "{stderr}");
-    assert_plugins_gone(&pids);
+    server.stop_and_assert_plugins_gone();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -327,10 +324,7 @@ async fn rmcp_over_http_in_the_stateless_era() {
     assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
     scenario(client.peer().clone()).await;
     client.cancel().await.expect("close the client");
-    let pids = server.pids.clone();
-    let (code, stderr) = server.stop();
-    assert_eq!(code, Some(0), "{stderr}");
-    assert_plugins_gone(&pids);
+    server.stop_and_assert_plugins_gone();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -351,6 +345,5 @@ async fn rmcp_over_http_without_a_valid_token_sees_the_bearer_challenge() {
         .await
         .expect_err("an unknown token is refused");
     assert!(err.is_authorization_required(), "{err:?}");
-    let (code, _) = server.stop();
-    assert_eq!(code, Some(0));
+    server.stop();
 }

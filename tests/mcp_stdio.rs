@@ -2,15 +2,13 @@
 //! cancellation that never interrupts a call (proved by the recording hook), scopes as over the
 //! JSON-lines gateway, and the leak canary over every MCP output.
 
+mod common;
 mod gateway_support;
 mod tempdir;
 
-use std::io::{BufReader, Write};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender};
 use serde_json::{json, Value};
 use webcodex_plugin_host::gateway::{Caller, Gateway, RecordingEvent, Scopes};
 use webcodex_plugin_host::mcp::serve_stdio;
@@ -19,55 +17,18 @@ use webcodex_plugin_host::Dispatch;
 
 use gateway_support::*;
 
-/// Collects output lines and forwards each complete one as JSON.
-struct LineSink {
-    partial: Vec<u8>,
-    lines: Sender<Value>,
-}
-
-impl Write for LineSink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.partial.extend_from_slice(buf);
-        while let Some(i) = self.partial.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=i).collect();
-            let value: Value = serde_json::from_slice(&line[..i]).expect("a JSON line");
-            let _ = self.lines.send(value);
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-struct Served {
-    input: Option<os_pipe::PipeWriter>,
-    messages: Receiver<Value>,
-    handle: JoinHandle<std::io::Result<()>>,
-}
+/// `mcp::serve_stdio` in process.
+struct Served(PipedTransport);
 
 fn serve(gateway: Arc<Gateway>, caller: Caller) -> Served {
-    let (reader, writer) = os_pipe::pipe().unwrap();
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let sink = LineSink {
-        partial: Vec::new(),
-        lines: tx,
-    };
-    let handle =
-        std::thread::spawn(move || serve_stdio(gateway, caller, BufReader::new(reader), sink));
-    Served {
-        input: Some(writer),
-        messages: rx,
-        handle,
-    }
+    Served(PipedTransport::start(move |input, sink| {
+        serve_stdio(gateway, caller, input, sink)
+    }))
 }
 
 impl Served {
     fn send(&mut self, message: Value) {
-        let input = self.input.as_mut().unwrap();
-        input.write_all(message.to_string().as_bytes()).unwrap();
-        input.write_all(b"\n").unwrap();
+        self.0.send_line(&message.to_string());
     }
 
     fn tool(&mut self, id: Value, arguments: Value) {
@@ -83,15 +44,11 @@ impl Served {
     }
 
     fn next(&self) -> Value {
-        self.messages
-            .recv_timeout(Duration::from_secs(20))
-            .expect("a message")
+        self.0.next_within(Duration::from_secs(20))
     }
 
-    fn finish(mut self) -> Vec<Value> {
-        drop(self.input.take());
-        self.handle.join().unwrap().unwrap();
-        self.messages.try_iter().collect()
+    fn finish(self) -> Vec<Value> {
+        self.0.finish()
     }
 }
 
@@ -204,15 +161,12 @@ fn cancellation_drops_the_response_and_the_call_completes() {
 /// caller; returns (gateway output, MCP tool result).
 fn both(gw: &Arc<Gateway>, caller: Caller, params: &Value) -> (Value, Value) {
     let line = json!({"id":1,"tool":"plugin_tool","params":params}).to_string() + "\n";
-    let (tx, rx) = crossbeam_channel::unbounded();
+    let (sink, rx) = JsonLineSink::new();
     serve_lines(
         gw.clone(),
         caller,
         std::io::Cursor::new(line.into_bytes()),
-        LineSink {
-            partial: Vec::new(),
-            lines: tx,
-        },
+        sink,
     )
     .unwrap();
     let gateway_output = rx.recv().unwrap()["output"].clone();

@@ -4,13 +4,17 @@
 //! runs them with `cargo test --test node -- --include-ignored`.
 
 mod common;
+mod tempdir;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
+
+use common::{run_to_end, Run};
+use tempdir::TempDir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
 /// A hang guard for `npm install` on a slow network, never a timing assertion.
@@ -18,69 +22,24 @@ const NPM_LIMIT: Duration = Duration::from_secs(600);
 /// A hang guard for one CLI run.
 const CLI_LIMIT: Duration = Duration::from_secs(60);
 
-/// What one process run produced.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    /// Shown (through `Debug`) when an assertion fails.
-    #[allow(dead_code)]
-    stderr: String,
-}
-
-fn run(mut command: Command, limit: Duration) -> Run {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
-    let stdout = common::read_all(child.stdout.take().unwrap());
-    let stderr = common::read_all(child.stderr.take().unwrap());
-    let status = common::wait_bounded(&mut child, limit);
-    Run {
-        code: status.code(),
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    }
-}
-
 fn cli(args: &[&str]) -> Run {
     let mut command = common::cli_command(BIN);
     command.args(args);
-    run(command, CLI_LIMIT)
-}
-
-/// A private temporary directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("wc-node-{}-{label}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    run_to_end(command, CLI_LIMIT)
 }
 
 fn npm(dir: &Path, args: &[&str]) {
     let mut command = Command::new("npm");
     command.args(args).current_dir(dir);
-    let out = run(command, NPM_LIMIT);
+    let out = run_to_end(command, NPM_LIMIT);
     assert_eq!(out.code, Some(0), "npm {args:?} failed: {out:?}");
 }
 
 #[test]
 #[ignore = "needs node and npm (and the npm registry)"]
 fn typescript_scaffold_builds_as_printed_and_runs_end_to_end() {
-    let tmp = TempDir::new("ts-e2e");
-    let dir = tmp.0.join("ts plugin");
+    let tmp = TempDir::new("node", "ts-e2e");
+    let dir = tmp.join("ts plugin");
     let init = cli(&[
         "init",
         dir.to_str().unwrap(),
@@ -103,13 +62,8 @@ fn typescript_scaffold_builds_as_printed_and_runs_end_to_end() {
     assert!(dir.join("dist/sdk.js").is_file());
 
     // The printed provider block, pasted into a runner.toml.
-    let start = init.stdout.find("[[plugins.providers]]").unwrap();
-    let block: String = init.stdout[start..]
-        .lines()
-        .take_while(|l| !l.is_empty())
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let config = tmp.0.join("runner.toml");
+    let block = common::printed_provider_block(&init.stdout);
+    let config = tmp.join("runner.toml");
     std::fs::write(
         &config,
         format!("[plugins]\nrequest_timeout_secs = 30\n\n{block}"),

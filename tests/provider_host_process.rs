@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 use serde_json::{json, Value};
 
+use common::serve::ServeProcess;
 use common::{assert_no_leftovers, recorded_plugin_pids, ChildScope, Fixture};
 
 const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
@@ -305,24 +306,13 @@ fn sigterm_of_serve_during_a_reload_kills_the_candidates_and_exits_promptly() {
     let startup =
         side_files_toml(&dir.join("startup-pids"), &log) + &provider_toml("a", "normal", 5);
     let config = write_config(&dir, &startup);
-    let mut child = common::cli_command(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+    let mut cmd = common::cli_command(BIN);
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
         .arg(&config)
         .arg("--tokens")
-        .arg(&tokens)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start serve");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut first = String::new();
-    stdout.read_line(&mut first).expect("the listening line");
-    let addr = first
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-        .to_string();
+        .arg(&tokens);
+    let serve = ServeProcess::start(cmd);
+    let addr = serve.addr.to_string();
     let candidates = [
         side_files_toml(&pids, &log),
         provider_toml("a", "stuck-init", 60),
@@ -340,9 +330,7 @@ fn sigterm_of_serve_during_a_reload_kills_the_candidates_and_exits_promptly() {
         recorded_plugin_pids(&pids).len() == 2
     });
     let started = Instant::now();
-    assert!(common::request_stop(child.id()), "SIGTERM to the server");
-    let status = common::wait_bounded(&mut child, LIMIT);
-    assert_eq!(status.code(), Some(0));
+    serve.stop_within(LIMIT);
     assert!(
         started.elapsed() < Duration::from_secs(15),
         "exit took {:?}",

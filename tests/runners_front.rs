@@ -10,10 +10,11 @@ mod common;
 mod inspector_support;
 mod tempdir;
 
+use common::serve::ServeProcess;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tempdir::TempDir;
@@ -106,46 +107,18 @@ impl RunnerFiles {
     }
 }
 
-/// A running `serve` process; killed on drop.
+/// A running `serve` process (a runner or a front); killed on drop.
 struct Server {
-    child: Child,
+    serve: ServeProcess,
     addr: SocketAddr,
-    stderr: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Server {
-    fn spawn(mut cmd: Command) -> Server {
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn serve");
-        let stdout = child.stdout.take().unwrap();
-        let stderr = Some(common::read_all(child.stderr.take().unwrap()));
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let _ = tx.send(line.unwrap_or_default());
-            }
-        });
-        let line = match rx.recv_timeout(LIMIT) {
-            Ok(line) => line,
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("serve printed no address");
-            }
-        };
-        let addr = line
-            .strip_prefix("listening on http://")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .parse()
-            .expect("a socket address");
+    fn spawn(cmd: Command) -> Server {
+        let serve = ServeProcess::start(cmd);
         Server {
-            child,
-            addr,
-            stderr,
+            addr: serve.addr,
+            serve,
         }
     }
 
@@ -169,13 +142,12 @@ impl Server {
     }
 
     fn pid(&self) -> i32 {
-        self.child.id() as i32
+        self.serve.pid()
     }
 
     /// SIGKILL (no goodbye to anyone), reaped; its plugins die with it (parent-death signal).
     fn kill(mut self, files: &RunnerFiles) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.serve.kill();
         for pid in common::recorded_plugin_pids(&files.pids) {
             assert!(
                 common::wait_gone(pid),
@@ -192,22 +164,8 @@ impl Server {
     }
 
     /// SIGTERM and a bounded wait for exit 0; its stderr.
-    fn stop(mut self) -> String {
-        assert!(
-            common::request_stop(self.child.id()),
-            "SIGTERM to serve failed"
-        );
-        let status = common::wait_bounded(&mut self.child, LIMIT);
-        let stderr = self.stderr.take().unwrap().join().unwrap();
-        assert_eq!(status.code(), Some(0), "serve exit: {status:?}; {stderr}");
-        stderr
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn stop(self) -> String {
+        self.serve.stop_within(LIMIT)
     }
 }
 
@@ -225,23 +183,11 @@ fn post(addr: SocketAddr, token: &str, params: &Value) -> (u16, Value, Option<St
     let mut response = Vec::new();
     stream.read_to_end(&mut response).expect("read response");
     let _ = stream.shutdown(Shutdown::Both);
-    let text = String::from_utf8_lossy(&response);
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .unwrap_or_else(|| panic!("no complete response: {text:?}"));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line: {head:?}"));
-    let instance = head.lines().find_map(|l| {
-        let (name, value) = l.split_once(':')?;
-        name.eq_ignore_ascii_case("webcodex-runner-instance")
-            .then(|| value.trim().to_string())
-    });
-    let body =
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("body not JSON ({e}): {body:?}"));
-    (status, body, instance)
+    let response = common::http::parse_response(&response);
+    let instance = response
+        .first_header("webcodex-runner-instance")
+        .map(str::to_string);
+    (response.status, response.json(), instance)
 }
 
 fn code(body: &Value) -> &str {
@@ -294,14 +240,7 @@ fn front_command(args: &[&str], r3_token: &str, log: &Path, pids: &Path) -> Comm
         .env("FIXTURE_PIDS", pids)
         .env("FIXTURE_STDERR", format!("stderr says {}", canary_text()))
         .env("CANARY_SECRET", canary_text());
-    for var in [
-        "HTTP_PROXY",
-        "http_proxy",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-    ] {
+    for var in common::PROXY_VARIABLES {
         cmd.env_remove(var);
     }
     cmd

@@ -4,7 +4,6 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::json;
@@ -125,37 +124,23 @@ fn rust_sdk_example_is_admitted_and_keeps_state_between_calls() {
 /// Running (not zombie) children of this test process that run the example.
 fn plugin_children() -> Vec<i32> {
     let me = std::process::id() as i32;
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        if comm.starts_with("sdk_tasks_plugi")
-            && matches!(common::proc_stat(pid), Some((ppid, state)) if ppid == me && state != 'Z')
-        {
-            pids.push(pid);
-        }
-    }
-    pids
+    common::proc_table()
+        .into_iter()
+        .filter(|p| p.ppid == me && p.state != 'Z')
+        .map(|p| p.pid)
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|comm| comm.starts_with("sdk_tasks_plugi"))
+        })
+        .collect()
 }
 
 /// Runs the CLI with `args`; returns (exit code, stdout).
 fn cli(args: &[&str]) -> (Option<i32>, String) {
-    let mut child = common::cli_command(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn webcodex-plugin");
-    let stdout = common::read_all(child.stdout.take().unwrap());
-    let status = common::wait_bounded(&mut child, Duration::from_secs(60));
-    (status.code(), stdout.join().unwrap())
+    let mut command = common::cli_command(BIN);
+    command.args(args);
+    let run = common::run_to_end(command, Duration::from_secs(60));
+    (run.code, run.stdout)
 }
 
 #[test]

@@ -6,10 +6,13 @@
 mod common;
 mod tempdir;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use common::serve::{
+    ServeProcess, TOKEN_ALL as ALL, TOKEN_CALLER as CALLER, TOKEN_VIEWER as VIEWER,
+};
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tempdir::TempDir;
@@ -19,10 +22,6 @@ use serde_json::{json, Value};
 const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
 /// The longest any one process may run or any one wait may last (a hang, never a timing).
 const LIMIT: Duration = Duration::from_secs(30);
-
-const ALL: &str = "all-scopes-token-0123456789";
-const VIEWER: &str = "viewer-token-inspect-only-0123";
-const CALLER: &str = "caller-token-inspect-invoke-0123";
 
 fn s(path: &Path) -> &str {
     path.to_str().expect("temp path is UTF-8")
@@ -40,16 +39,7 @@ fn files(dir: &TempDir) -> (PathBuf, PathBuf) {
             serde_json::to_string(s(&fixture)).unwrap()
         ),
     );
-    let tokens = dir.write(
-        "tokens.toml",
-        &format!(
-            "[[tokens]]\nname = \"all\"\ntoken = \"{ALL}\"\n\
-             scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n\n\
-             [[tokens]]\nname = \"viewer\"\ntoken = \"{VIEWER}\"\nscopes = [\"plugin:inspect\"]\n\n\
-             [[tokens]]\nname = \"caller\"\ntoken = \"{CALLER}\"\n\
-             scopes = [\"plugin:inspect\", \"plugin:invoke\"]\n"
-        ),
-    );
+    let tokens = common::serve::write_tokens_file(dir);
     for (name, token) in [("all.tok", ALL), ("viewer.tok", VIEWER)] {
         dir.write(name, &format!("{token}\n"));
     }
@@ -62,52 +52,22 @@ fn command(args: &[&str]) -> Command {
     cmd
 }
 
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+fn run(args: &[&str]) -> common::Run {
+    common::run_to_end(command(args), LIMIT)
 }
 
-fn run(args: &[&str]) -> Run {
-    let mut child = command(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn webcodex-plugin");
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let stdout = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let stderr = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let status = common::wait_bounded(&mut child, LIMIT);
-    Run {
-        code: status.code(),
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    }
-}
-
-/// A running `serve` process; killed on drop if the test did not stop it.
+/// A running `serve` process with the fixture's pid file; killed on drop if the test did not
+/// stop it.
 struct Server {
-    child: Child,
+    serve: ServeProcess,
     addr: SocketAddr,
     pids: PathBuf,
-    stderr: std::thread::JoinHandle<String>,
 }
 
 impl Server {
     fn start(dir: &TempDir, config: &Path, tokens: &Path) -> Server {
         let pids = dir.path("pids");
-        let mut child = command(&[
+        let mut cmd = command(&[
             "serve",
             "--config",
             s(config),
@@ -115,49 +75,18 @@ impl Server {
             "127.0.0.1:0",
             "--tokens",
             s(tokens),
-        ])
-        .env("FIXTURE_PIDS", &pids)
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn serve");
-        let stdout = child.stdout.take().unwrap();
-        let mut err = child.stderr.take().unwrap();
-        let stderr = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        });
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let _ = tx.send(line.unwrap_or_default());
-            }
-        });
-        let line = match rx.recv_timeout(LIMIT) {
-            Ok(line) => line,
-            Err(_) => {
-                let _ = child.kill();
-                panic!("serve printed no address");
-            }
-        };
-        let addr = line
-            .strip_prefix("listening on http://")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .parse()
-            .expect("a socket address");
+        ]);
+        cmd.env("FIXTURE_PIDS", &pids).env("RUST_LOG", "info");
+        let serve = ServeProcess::start(cmd);
         Server {
-            child,
-            addr,
+            addr: serve.addr,
+            serve,
             pids,
-            stderr,
         }
     }
 
     fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.serve.url()
     }
 
     /// One POST of a plugin_tool request with an optional bearer token.
@@ -176,45 +105,21 @@ impl Server {
         exchange(self.addr, raw.as_bytes())
     }
 
-    /// SIGTERM, a bounded wait for exit 0, and every fixture process gone.
+    /// SIGTERM, a bounded wait for exit 0, and every fixture process (plugins and their
+    /// grandchildren) gone.
     ///
     /// Windows under Wine: no console control event can be delivered (docs/PLATFORMS.md), so
     /// serve is terminated instead, as a host that dies; its plugins' jobs close with it, which
     /// must end every fixture process all the same.
-    fn stop(mut self) -> String {
-        let pid = self.child.id() as i32;
+    fn stop(self) -> String {
         #[cfg(unix)]
-        assert!(common::request_stop(pid as u32), "SIGTERM to serve");
+        let stderr = self.serve.stop_within(LIMIT);
         #[cfg(windows)]
-        {
-            let _ = pid;
-            self.child.kill().expect("terminate serve");
-        }
-        let status = common::wait_bounded(&mut self.child, LIMIT);
-        let stderr = std::mem::replace(&mut self.stderr, std::thread::spawn(String::new))
-            .join()
-            .unwrap();
-        #[cfg(unix)]
-        assert_eq!(status.code(), Some(0), "serve exit: {status:?}; {stderr}");
-        #[cfg(windows)]
-        let _ = status;
-        let recorded: Vec<i32> = std::fs::read_to_string(&self.pids)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.split_once(' ')?.1.trim().parse().ok())
-            .collect();
+        let stderr = self.serve.terminate();
+        let recorded = common::recorded_pids(&self.pids);
         assert!(!recorded.is_empty(), "no fixture process was recorded");
-        for pid in recorded {
-            assert!(common::wait_gone(pid), "fixture process {pid} still runs");
-        }
+        common::assert_all_gone(&recorded, "fixture process");
         stderr
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -243,24 +148,16 @@ fn exchange_within(addr: SocketAddr, raw: &[u8], timeout: Duration) -> Option<(u
     Some(parse_response(&response))
 }
 
+/// The status and JSON body of a whole response, which must say `Content-Type: application/json`.
 fn parse_response(response: &[u8]) -> (u16, Value) {
-    let text = String::from_utf8_lossy(response);
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .unwrap_or_else(|| panic!("no complete response: {text:?}"));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line: {head:?}"));
+    let response = common::http::parse_response(response);
+    let content_type = response.header("content-type");
     assert!(
-        head.to_ascii_lowercase()
-            .contains("content-type: application/json"),
-        "{head}"
+        content_type.starts_with("application/json"),
+        "{:?}",
+        response.headers
     );
-    let body =
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("body not JSON ({e}): {body:?}"));
-    (status, body)
+    (response.status, response.json())
 }
 
 fn code(body: &Value) -> &str {
@@ -597,15 +494,7 @@ fn client_mode_reports_a_lost_response_and_never_retries() {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
             stream.set_read_timeout(Some(LIMIT)).unwrap();
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 4096];
-            while !request_complete(&buf) {
-                match stream.read(&mut chunk) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                }
-            }
-            let _ = tx.send(String::from_utf8_lossy(&buf).into_owned());
+            let _ = tx.send(common::http::read_request(&mut stream));
         }
     });
     for (args, action) in [
@@ -640,23 +529,6 @@ fn client_mode_reports_a_lost_response_and_never_retries() {
         rx.recv_timeout(Duration::from_millis(300)).is_err(),
         "a request was retried"
     );
-}
-
-/// True when `buf` holds a whole request: headers and `Content-Length` bytes of body.
-fn request_complete(buf: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(buf);
-    let Some((head, body)) = text.split_once("\r\n\r\n") else {
-        return false;
-    };
-    let length = head
-        .lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length").then_some(value)
-        })
-        .and_then(|n| n.trim().parse::<usize>().ok())
-        .unwrap_or(0);
-    body.len() >= length
 }
 
 #[test]

@@ -10,11 +10,10 @@
 mod common;
 mod tempdir;
 
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use common::serve::ServeProcess;
+use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tempdir::TempDir;
 
@@ -38,7 +37,7 @@ fn s(path: &Path) -> &str {
 
 /// A running `serve` with one fixture provider; killed on drop if the test did not stop it.
 struct Server {
-    child: Child,
+    serve: ServeProcess,
     addr: SocketAddr,
     pids: PathBuf,
     _dir: TempDir,
@@ -67,36 +66,16 @@ impl Server {
             ),
         );
         let pids = dir.join("pids");
-        let mut child = common::cli_command(BIN)
-            .args(["serve", "--config", s(&config), "--tokens", s(&tokens)])
+        let mut cmd = common::cli_command(BIN);
+        cmd.args(["serve", "--config", s(&config), "--tokens", s(&tokens)])
             .args(["--listen", "127.0.0.1:0"])
             .env("FIXTURE_PIDS", &pids)
             .env("FIXTURE_STDERR", format!("stderr says {canary}"))
-            .env("CANARY_SECRET", &canary)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn serve");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let _ = tx.send(line.unwrap_or_default());
-            }
-        });
-        let Ok(line) = rx.recv_timeout(LIMIT) else {
-            let _ = child.kill();
-            panic!("serve printed no address");
-        };
-        let addr = line
-            .strip_prefix("listening on http://")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .parse()
-            .expect("a socket address");
+            .env("CANARY_SECRET", &canary);
+        let serve = ServeProcess::start(cmd);
         Server {
-            child,
-            addr,
+            addr: serve.addr,
+            serve,
             pids,
             _dir: dir,
         }
@@ -104,7 +83,7 @@ impl Server {
 
     /// The number of threads of `serve` serving a connection.
     fn connection_threads(&self) -> usize {
-        let tasks = format!("/proc/{}/task", self.child.id());
+        let tasks = format!("/proc/{}/task", self.serve.pid());
         let Ok(entries) = std::fs::read_dir(tasks) else {
             return 0;
         };
@@ -128,25 +107,18 @@ impl Server {
     }
 
     /// SIGTERM, a bounded wait for exit 0 within `within`, and every fixture process gone.
-    fn stop_within(mut self, within: Duration) {
-        assert!(
-            common::request_stop(self.child.id()),
-            "SIGTERM to serve failed"
-        );
-        let status = common::wait_bounded(&mut self.child, within);
-        assert_eq!(status.code(), Some(0), "serve exit: {status:?}");
-        let recorded = common::recorded_plugin_pids(&self.pids);
+    fn stop_within(self, within: Duration) {
+        self.serve.stop_within(within);
+        let recorded = common::recorded_pids(&self.pids);
         assert!(!recorded.is_empty(), "no fixture process was recorded");
-        for pid in recorded {
-            assert!(common::wait_gone(pid), "fixture process {pid} still runs");
-        }
+        common::assert_all_gone(&recorded, "fixture process");
         assert!(common::zombie_children_of_self().is_empty());
     }
 
     /// After a stall: every plugin `serve` started still runs as its child, and `serve` has
     /// no zombie child.
     fn assert_children_healthy(&self) {
-        let serve = self.child.id() as i32;
+        let serve = self.serve.pid();
         let table = common::proc_table();
         let zombies: Vec<_> = table
             .iter()
@@ -164,13 +136,6 @@ impl Server {
 
     fn stop(self) {
         self.stop_within(LIMIT);
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -7,7 +7,7 @@
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,61 +20,23 @@ pub const LIMIT: Duration = Duration::from_secs(30);
 pub const CANNED: &str = r#"{"success":true,"output":{"providers":[],"marker":"canned"}}"#;
 
 /// One finished `webcodex-plugin` run.
-#[derive(Debug)]
-pub struct Run {
-    pub code: Option<i32>,
-    pub stdout: String,
-    pub stderr: String,
-}
+pub use super::common::Run;
 
-/// Every variable the client reads from the environment, removed from each run's environment.
-const CLIENT_VARIABLES: [&str; 10] = [
-    "HTTP_PROXY",
-    "http_proxy",
-    "HTTPS_PROXY",
-    "https_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-    "NO_PROXY",
-    "no_proxy",
-    "WEBCODEX_TOKEN",
-    "WEBCODEX_PAT",
-];
+/// Every variable the client reads from the environment besides the proxy ones
+/// ([`common::PROXY_VARIABLES`]), removed from each run's environment.
+const CLIENT_VARIABLES: [&str; 2] = ["WEBCODEX_TOKEN", "WEBCODEX_PAT"];
 
 /// Runs the binary with `args` and `env` on top of a cleaned environment, with debug logging.
 pub fn run(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut command = Command::new(env!("CARGO_BIN_EXE_webcodex-plugin"));
     command.args(args).env("RUST_LOG", "debug");
-    for name in CLIENT_VARIABLES {
+    for name in common::PROXY_VARIABLES.into_iter().chain(CLIENT_VARIABLES) {
         command.env_remove(name);
     }
     for (name, value) in env {
         command.env(name, value);
     }
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn webcodex-plugin");
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let stdout = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let stderr = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let status = common::wait_bounded(&mut child, LIMIT);
-    Run {
-        code: status.code(),
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    }
+    common::run_to_end(command, LIMIT)
 }
 
 /// A test CA and a server certificate for 127.0.0.1 and localhost signed by it.
@@ -178,7 +140,7 @@ impl Origin {
 
 /// Reads one request from `stream` and replies; the request text.
 fn serve_one(mut stream: impl Read + Write, reply: Reply) -> String {
-    let request = read_request(&mut stream);
+    let request = common::http::read_request(&mut stream);
     match reply {
         Reply::Answer if !request.is_empty() => {
             let response = format!(
@@ -196,38 +158,6 @@ fn serve_one(mut stream: impl Read + Write, reply: Reply) -> String {
         _ => {}
     }
     request
-}
-
-/// The bytes of one request (head and `Content-Length` body), or what came before EOF/error.
-fn read_request(stream: &mut impl Read) -> String {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    while !request_complete(&buf) {
-        match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-    String::from_utf8_lossy(&buf).into_owned()
-}
-
-/// True when `buf` holds a whole request: headers and `Content-Length` bytes of body.
-fn request_complete(buf: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(buf);
-    let Some((head, body)) = text.split_once("\r\n\r\n") else {
-        return false;
-    };
-    body.len() >= content_length(head)
-}
-
-fn content_length(head: &str) -> usize {
-    head.lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length")
-                .then(|| value.trim().parse().ok())?
-        })
-        .unwrap_or(0)
 }
 
 /// Connects a sentinel to `addr` and waits until it is recorded; takes the records before it

@@ -1,11 +1,10 @@
-//! Helpers shared by the provider integration tests: the fixture plugin, its side files
-//! (`FIXTURE_LOG`, `FIXTURE_PIDS`) and process-table checks.
+//! Helpers shared by the integration tests: the fixture plugin, its side files (`FIXTURE_LOG`,
+//! `FIXTURE_PIDS`), process-table checks, and `webcodex-plugin serve` processes ([`serve`]).
 #![allow(dead_code)]
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-#[cfg(not(windows))]
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -16,6 +15,8 @@ use webcodex_plugin_host::env::EnvSnapshot;
 use webcodex_plugin_host::provider::{LaunchSpec, Provider, ProviderSpec};
 use webcodex_plugin_host::{Dispatch, Error, ErrorCode};
 
+pub mod http;
+pub mod serve;
 #[cfg(windows)]
 pub mod windows;
 
@@ -361,25 +362,16 @@ pub fn proc_stat(pid: i32) -> Option<(i32, char)> {
 
 /// Every zombie whose parent is this test process.
 pub fn zombie_children_of_self() -> Vec<i32> {
-    let me = std::process::id() as i32;
-    let mut zombies = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            if let Some((ppid, 'Z')) = proc_stat(pid) {
-                if ppid == me {
-                    zombies.push(pid);
-                }
-            }
-        }
-    }
-    zombies
+    zombie_children_of(std::process::id() as i32)
+}
+
+/// Every zombie whose parent is `parent`.
+pub fn zombie_children_of(parent: i32) -> Vec<i32> {
+    proc_table()
+        .into_iter()
+        .filter(|p| p.ppid == parent && p.state == 'Z')
+        .map(|p| p.pid)
+        .collect()
 }
 
 /// One row of the process table, from `/proc/PID/stat`.
@@ -512,13 +504,37 @@ pub fn assert_plugins_cleaned_up(plugin_pids: &[i32]) {
     assert_no_leftovers(std::process::id() as i32, plugin_pids, ChildScope::Groups);
 }
 
-/// The plugin process ids recorded (`self PID` lines) in a `FIXTURE_PIDS` file.
+/// The plugin process ids recorded (`self PID` lines, with any words after the PID) in a
+/// `FIXTURE_PIDS` file (or the inspector's Python plugin's `INSPECTOR_PIDS`).
 pub fn recorded_plugin_pids(pid_file: &Path) -> Vec<i32> {
     std::fs::read_to_string(pid_file)
         .unwrap_or_default()
         .lines()
-        .filter_map(|l| l.strip_prefix("self ")?.trim().parse().ok())
+        .filter_map(|l| {
+            l.strip_prefix("self ")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
         .collect()
+}
+
+/// Every process id recorded in a `FIXTURE_PIDS` file: the plugins (`self PID`, with any words
+/// after the PID) and their grandchildren (`grandchild PID`).
+pub fn recorded_pids(pid_file: &Path) -> Vec<i32> {
+    std::fs::read_to_string(pid_file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .collect()
+}
+
+/// Asserts that each of `pids` stops running within [`GENEROUS`]; `what` names them.
+pub fn assert_all_gone(pids: &[i32], what: &str) {
+    for &pid in pids {
+        assert!(wait_gone(pid), "{what} {pid} still runs");
+    }
 }
 
 /// True when `pid` no longer runs: `/proc/PID` is missing or it is a zombie.
@@ -574,6 +590,18 @@ pub fn assert_retired(provider: &Provider) {
     assert_error(&err, ErrorCode::ProviderUnavailable, Dispatch::NotStarted);
 }
 
+/// The proxy variables an HTTP client reads; tests that reach loopback servers remove them.
+pub const PROXY_VARIABLES: [&str; 8] = [
+    "HTTP_PROXY",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+];
+
 /// The `webcodex-plugin` binary with the fixture's side files and the logger unset, so a test
 /// sees only what it sets itself.
 pub fn cli_command(binary: &str) -> Command {
@@ -617,6 +645,47 @@ pub fn wait_bounded(child: &mut std::process::Child, limit: Duration) -> std::pr
             panic!("the process did not exit within {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The `[[plugins.providers]]` block `webcodex-plugin init` printed in `stdout` (up to the
+/// first empty line), ready to paste into a runner.toml.
+pub fn printed_provider_block(stdout: &str) -> String {
+    let start = stdout
+        .find("[[plugins.providers]]")
+        .unwrap_or_else(|| panic!("no provider block printed: {stdout}"));
+    stdout[start..]
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// What one finished process run produced.
+#[derive(Debug)]
+pub struct Run {
+    /// The exit code (`None` when a signal ended it).
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `command` to its end with stdin empty, reading stdout and stderr on threads of their
+/// own; waits at most `limit` (a hang kills it and fails the test).
+pub fn run_to_end(mut command: Command, limit: Duration) -> Run {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
+    let stdout = read_all(child.stdout.take().expect("stdout"));
+    let stderr = read_all(child.stderr.take().expect("stderr"));
+    let status = wait_bounded(&mut child, limit);
+    Run {
+        code: status.code(),
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
     }
 }
 

@@ -3,61 +3,29 @@
 //! through `chromedriver`.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::common;
+use crate::common::serve::ServeProcess;
 
 /// The longest any one process start, request or wait may take (a hang, never a timing).
 pub const LIMIT: Duration = Duration::from_secs(30);
 
-pub const ALL: &str = "all-scopes-token-0123456789";
-pub const VIEWER: &str = "viewer-token-inspect-only-0123";
-pub const CALLER: &str = "caller-token-inspect-invoke-0123";
+/// The tokens of [`tokens_file`] (see `common::serve::write_tokens_file`).
+pub const ALL: &str = common::serve::TOKEN_ALL;
+pub const VIEWER: &str = common::serve::TOKEN_VIEWER;
+pub const CALLER: &str = common::serve::TOKEN_CALLER;
 
 const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
 
-/// A private temporary directory, removed on drop.
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    pub fn new(label: &str) -> TempDir {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("wc-inspector-{}-{n}-{label}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
-    }
-
-    pub fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    pub fn root(&self) -> &Path {
-        &self.0
-    }
-
-    pub fn write(&self, name: &str, contents: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, contents).expect("write file");
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+/// A test's private temporary directory (shared with the other tests).
+pub use crate::tempdir::TempDir;
 
 /// A TOML string literal (JSON string syntax is valid TOML for these paths).
 pub fn toml_str(s: &str) -> String {
@@ -106,27 +74,17 @@ pub fn example_provider(id: &str, name: &str) -> String {
 
 /// The tokens file of these tests: all scopes, inspect only, inspect + invoke.
 pub fn tokens_file(dir: &TempDir) -> PathBuf {
-    dir.write(
-        "tokens.toml",
-        &format!(
-            "[[tokens]]\nname = \"all\"\ntoken = \"{ALL}\"\n\
-             scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n\n\
-             [[tokens]]\nname = \"viewer\"\ntoken = \"{VIEWER}\"\nscopes = [\"plugin:inspect\"]\n\n\
-             [[tokens]]\nname = \"caller\"\ntoken = \"{CALLER}\"\n\
-             scopes = [\"plugin:inspect\", \"plugin:invoke\"]\n"
-        ),
-    )
+    common::serve::write_tokens_file(dir)
 }
 
 /// A running `webcodex-plugin serve`; killed on drop if the test did not stop it.
 pub struct Serve {
-    child: Child,
+    serve: ServeProcess,
     pub addr: SocketAddr,
     /// Every tools/call line that reached a Python plugin.
     pub call_log: PathBuf,
     /// `self PID` lines of every plugin process started.
     pub pids: PathBuf,
-    stderr: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Serve {
@@ -139,43 +97,21 @@ impl Serve {
         let tokens = tokens_file(dir);
         let call_log = dir.path("calls.log");
         let pids = dir.path("pids");
-        let mut child = common::cli_command(BIN)
-            .args(["serve", "--config"])
+        let mut cmd = common::cli_command(BIN);
+        cmd.args(["serve", "--config"])
             .arg(&config)
             .args(["--listen", "127.0.0.1:0", "--tokens"])
             .arg(&tokens)
             .env("INSPECTOR_CALL_LOG", &call_log)
             .env("INSPECTOR_PIDS", &pids)
             .env("FIXTURE_PIDS", &pids)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let stderr = common::read_all(child.stderr.take().expect("stderr"));
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let _ = tx.send(line.unwrap_or_default());
-            }
-        });
-        let Ok(line) = rx.recv_timeout(LIMIT) else {
-            let _ = child.kill();
-            panic!("serve printed no address");
-        };
-        let addr = line
-            .strip_prefix("listening on http://")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .parse()
-            .expect("a socket address");
+            .env("RUST_LOG", "info");
+        let serve = ServeProcess::start(cmd);
         Serve {
-            child,
-            addr,
+            addr: serve.addr,
+            serve,
             call_log,
             pids,
-            stderr: Some(stderr),
         }
     }
 
@@ -184,7 +120,7 @@ impl Serve {
     }
 
     pub fn pid(&self) -> i32 {
-        self.child.id() as i32
+        self.serve.pid()
     }
 
     /// The tools/call lines that reached the Python plugins.
@@ -198,12 +134,7 @@ impl Serve {
 
     /// The PIDs of every plugin process started so far.
     pub fn plugin_pids(&self) -> Vec<i32> {
-        std::fs::read_to_string(&self.pids)
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.starts_with("self "))
-            .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
-            .collect()
+        common::recorded_plugin_pids(&self.pids)
     }
 
     /// The PIDs of the Python plugin processes started so far.
@@ -218,19 +149,7 @@ impl Serve {
 
     /// Zombie children of the server (none may linger after a fault).
     pub fn zombie_children(&self) -> Vec<i32> {
-        let me = self.pid();
-        let mut zombies = Vec::new();
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
-                continue;
-            };
-            if let Some((ppid, 'Z')) = common::proc_stat(pid) {
-                if ppid == me {
-                    zombies.push(pid);
-                }
-            }
-        }
-        zombies
+        common::zombie_children_of(self.pid())
     }
 
     /// Waits (bounded by [`common::GENEROUS`]) until the server has no zombie child; returns
@@ -248,58 +167,14 @@ impl Serve {
     }
 
     /// SIGTERM, a bounded wait for exit 0, and every plugin process gone; returns stderr.
-    pub fn stop(mut self) -> String {
-        assert!(common::request_stop(self.pid() as u32), "SIGTERM to serve");
-        let status = common::wait_bounded(&mut self.child, LIMIT);
-        let stderr = self
-            .stderr
-            .take()
-            .map(|h| h.join().unwrap_or_default())
-            .unwrap_or_default();
-        assert_eq!(status.code(), Some(0), "serve exit: {status:?}; {stderr}");
-        for pid in self.plugin_pids() {
-            assert!(common::wait_gone(pid), "plugin process {pid} still runs");
-        }
+    pub fn stop(self) -> String {
+        let stderr = self.serve.stop_within(LIMIT);
+        common::assert_all_gone(&common::recorded_plugin_pids(&self.pids), "plugin process");
         stderr
     }
 }
 
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A raw HTTP response: status, headers (lower-case names) and body.
-#[derive(Debug)]
-pub struct RawResponse {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl RawResponse {
-    /// The one value of header `name` (case-insensitive); panics when absent or repeated.
-    pub fn header(&self, name: &str) -> &str {
-        let found: Vec<&str> = self
-            .headers
-            .iter()
-            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-            .collect();
-        assert_eq!(found.len(), 1, "header {name}: {:?}", self.headers);
-        found[0]
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).expect("a JSON body")
-    }
-}
+pub use crate::common::http::RawResponse;
 
 /// Sends `raw` to `addr` and reads the whole response (`Connection: close` expected).
 pub fn exchange(addr: SocketAddr, raw: &str) -> RawResponse {
@@ -309,7 +184,7 @@ pub fn exchange(addr: SocketAddr, raw: &str) -> RawResponse {
     let mut bytes = Vec::new();
     stream.read_to_end(&mut bytes).expect("read the response");
     let _ = stream.shutdown(Shutdown::Both);
-    parse_response(&bytes)
+    common::http::parse_response(&bytes)
 }
 
 /// Reads one HTTP response: the head, then `Content-Length` bytes (or up to EOF without one).
@@ -340,29 +215,6 @@ fn read_message(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
             return Ok(bytes);
         }
         bytes.extend_from_slice(&chunk[..n]);
-    }
-}
-
-fn parse_response(bytes: &[u8]) -> RawResponse {
-    let end = bytes
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a complete response head");
-    let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|c| c.parse().ok())
-        .expect("a status line");
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    RawResponse {
-        status,
-        headers,
-        body: bytes[end + 4..].to_vec(),
     }
 }
 
@@ -409,7 +261,7 @@ impl Browser {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn chromedriver (install Debian's chromium-driver)");
-        let profile = TempDir::new("chromium-profile");
+        let profile = TempDir::new("inspector", "chromium-profile");
         let mut browser = Browser {
             driver,
             port,
@@ -437,7 +289,7 @@ impl Browser {
         .map(|s| s.to_string())
         .chain(std::iter::once(format!(
             "--user-data-dir={}",
-            browser._profile.root().display()
+            browser._profile.display()
         )))
         .collect::<Vec<_>>();
         let created = browser
@@ -481,7 +333,7 @@ impl Browser {
             .write_all(request.as_bytes())
             .map_err(|e| e.to_string())?;
         let bytes = read_message(&mut stream).map_err(|e| e.to_string())?;
-        let response = parse_response(&bytes);
+        let response = common::http::parse_response(&bytes);
         let value: Value = serde_json::from_slice(&response.body)
             .map_err(|e| format!("{e}: {}", response.text()))?;
         if response.status != 200 {

@@ -6,7 +6,6 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -14,6 +13,8 @@ use serde_json::{json, Value};
 
 #[path = "../common/mod.rs"]
 pub mod common;
+#[path = "../tempdir/mod.rs"]
+pub mod tempdir;
 
 /// How long a test waits for one response at most (never an expected duration).
 pub const RESPONSE_LIMIT: Duration = Duration::from_secs(20);
@@ -25,23 +26,19 @@ pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_webcodex-plugin")
 }
 
-/// A temp directory removed on drop.
-pub struct TempDir(PathBuf);
+/// A temp directory (the shared [`tempdir::TempDir`]) removed on drop, with the MCP tests'
+/// runner.toml writers.
+pub struct TempDir(tempdir::TempDir);
 
 impl TempDir {
     /// A fresh directory named after `label`.
     pub fn new(label: &str) -> TempDir {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("wc-mcp-{}-{n}-{label}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
+        TempDir(tempdir::TempDir::new("mcp", label))
     }
 
     /// A path inside the directory.
     pub fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
+        self.0.path(name)
     }
 
     /// Writes a runner.toml with one fixture provider per `(id, mode)` and returns its path.
@@ -65,12 +62,6 @@ impl TempDir {
         let path = self.path("runner.toml");
         std::fs::write(&path, text).expect("write config");
         path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -264,13 +255,7 @@ impl Drop for McpProcess {
 }
 
 /// The `KIND PID` lines of a `FIXTURE_PIDS` file.
-pub fn recorded_pids(path: &Path) -> Vec<i32> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.split_once(' ')?.1.trim().parse().ok())
-        .collect()
-}
+pub use common::recorded_pids;
 
 /// Asserts that every plugin process recorded in `pids` is gone (no orphan) and that this
 /// test process has no zombie child.
@@ -338,12 +323,11 @@ pub fn tokens_file(dir: &TempDir) -> PathBuf {
 
 /// A running `webcodex-plugin serve` on 127.0.0.1 (port 0); stopped by SIGTERM.
 pub struct ServeProcess {
-    child: Option<Child>,
+    serve: common::serve::ServeProcess,
     /// `http://ADDR`.
     pub url: String,
     /// The fixture's `FIXTURE_PIDS` file.
     pub pids: PathBuf,
-    stderr: Option<std::thread::JoinHandle<String>>,
 }
 
 impl ServeProcess {
@@ -359,33 +343,11 @@ impl ServeProcess {
         for origin in origins {
             cmd.args(["--allow-origin", origin]);
         }
-        let mut child = cmd
-            .env("FIXTURE_PIDS", &pids)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let _ = tx.send(line.unwrap_or_default());
-            }
-        });
-        let line = rx.recv_timeout(RESPONSE_LIMIT).unwrap_or_else(|_| {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("serve printed no address");
-        });
-        let url = line
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_string();
+        cmd.env("FIXTURE_PIDS", &pids);
+        let serve = common::serve::ServeProcess::start(cmd);
         ServeProcess {
-            stderr: Some(common::read_all(child.stderr.take().expect("stderr"))),
-            child: Some(child),
-            url,
+            url: serve.url(),
+            serve,
             pids,
         }
     }
@@ -400,26 +362,16 @@ impl ServeProcess {
         self.url.trim_start_matches("http://")
     }
 
-    /// Sends SIGTERM, waits for the exit and returns (exit code, stderr).
-    pub fn stop(mut self) -> (Option<i32>, String) {
-        let mut child = self.child.take().expect("running");
-        common::request_stop(child.id());
-        let status = common::wait_bounded(&mut child, RESPONSE_LIMIT);
-        let stderr = self
-            .stderr
-            .take()
-            .map(|h| h.join().unwrap())
-            .unwrap_or_default();
-        (status.code(), stderr)
+    /// Sends SIGTERM and waits for exit 0; returns stderr.
+    pub fn stop(self) -> String {
+        self.serve.stop_within(RESPONSE_LIMIT)
     }
-}
 
-impl Drop for ServeProcess {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+    /// [`ServeProcess::stop`], then [`assert_plugins_gone`] for its fixture pid file.
+    pub fn stop_and_assert_plugins_gone(self) {
+        let pids = self.pids.clone();
+        self.stop();
+        assert_plugins_gone(&pids);
     }
 }
 

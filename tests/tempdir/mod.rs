@@ -33,6 +33,13 @@ impl TempDir {
         self.0.join(name)
     }
 
+    /// Creates the subdirectory `name`; returns its path.
+    pub fn subdir(&self, name: &str) -> PathBuf {
+        let dir = self.0.join(name);
+        std::fs::create_dir_all(&dir).expect("create a test subdir");
+        dir
+    }
+
     /// Writes `contents` to `name` in the directory; returns its path.
     pub fn write(&self, name: &str, contents: &str) -> PathBuf {
         let path = self.0.join(name);
