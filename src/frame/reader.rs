@@ -39,6 +39,12 @@ impl<R: BufRead> LineReader<R> {
         &self.inner
     }
 
+    /// True while the start of a line is held here, its end not read yet (a non-blocking
+    /// source ran dry in the middle of it).
+    pub fn has_partial_line(&self) -> bool {
+        !self.line.is_empty()
+    }
+
     /// Reads the next line and parses it as one JSON value.
     ///
     /// Fails with [`ReadFault::TooLarge`] as soon as the line is known to exceed
@@ -148,14 +154,6 @@ impl<R: BufRead> LineReader<R> {
                 }
             }
         }
-    }
-}
-
-impl<R: io::Read> LineReader<io::BufReader<R>> {
-    /// True when bytes not yet returned as a line are held here: a partial line, or bytes
-    /// buffered behind the last line.
-    pub fn has_pending(&self) -> bool {
-        !self.line.is_empty() || !self.inner.buffer().is_empty()
     }
 }
 

@@ -31,7 +31,6 @@
 //! On Windows anonymous pipes have no non-blocking writes and no `poll(2)`: the writer thread
 //! takes every frame, and a waiter thread watches the process handle (`windows`).
 
-use std::io::BufReader;
 #[cfg(unix)]
 use std::io::{ErrorKind, Read, Write};
 #[cfg(unix)]
@@ -61,10 +60,11 @@ use super::port::StdoutPort;
 use super::process::PluginProcess;
 #[cfg(unix)]
 use super::stderr_ring::StderrRing;
+use super::stdout_buffer::stdout_lines;
 #[cfg(unix)]
 use super::wait::{event_channel, wait_mode, WaitMode};
 use super::wait::{readiness, EventSender, EventWait};
-use crate::frame::{LineReader, ResponseLine};
+use crate::frame::ResponseLine;
 #[cfg(unix)]
 use crate::spawn::wait_exit_noreap;
 
@@ -403,7 +403,7 @@ fn read_loop(
     more_pending: Arc<AtomicBool>,
     spare_lines: Receiver<String>,
 ) {
-    let mut reader = LineReader::new(BufReader::with_capacity(STDOUT_BUFFER, stdout));
+    let mut reader = stdout_lines(stdout, STDOUT_BUFFER);
     loop {
         // The buffer of the line before last, by now decoded and handed back (or a new one).
         let buffer = spare_lines.try_recv().unwrap_or_default();

@@ -32,6 +32,7 @@ mod port;
 mod process;
 mod session;
 mod stderr_ring;
+mod stdout_buffer;
 mod wait;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -33,19 +33,12 @@ pub(crate) use linux::{Held, ReaderSleep, StdoutPort, SUPPORTED};
 #[cfg(not(target_os = "linux"))]
 pub(crate) use other::{Held, StdoutPort, SUPPORTED};
 
-use std::io::BufReader;
-
-use super::wait::readiness;
 #[allow(unused_imports)]
 use super::wait::EventWait;
-use crate::frame::LineReader;
-
-/// The line reader over the plugin's stdout.
-pub(crate) type StdoutLines = LineReader<BufReader<readiness::Stdout>>;
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use std::io::{self, BufReader, ErrorKind};
+    use std::io::{self, ErrorKind};
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
     use std::time::Instant;
 
@@ -53,9 +46,8 @@ mod linux {
     use parking_lot::{Mutex, MutexGuard};
 
     use super::super::event::Event;
+    use super::super::stdout_buffer::{stdout_lines, StdoutLines};
     use super::super::wait::{readiness, EventWait};
-    use super::StdoutLines;
-    use crate::frame::LineReader;
 
     /// This system can hand stdout over (epoll).
     pub(crate) const SUPPORTED: bool = true;
@@ -132,7 +124,7 @@ mod linux {
             // SAFETY: epoll_create1 and eventfd take flags and return a new descriptor or -1.
             let epoll = owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
             let wake = owned(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
-            let lines = LineReader::new(BufReader::with_capacity(buffer, stdout));
+            let lines = stdout_lines(stdout, buffer);
             let port = StdoutPort {
                 state: Mutex::new(PortState {
                     lines: Some(lines),
@@ -334,8 +326,8 @@ mod other {
     use crossbeam_channel::RecvTimeoutError;
 
     use super::super::event::Event;
+    use super::super::stdout_buffer::StdoutLines;
     use super::super::wait::EventWait;
-    use super::StdoutLines;
 
     /// No hand-over here.
     pub(crate) const SUPPORTED: bool = false;

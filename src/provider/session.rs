@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::io::{write_nonblocking, Channels, Event, WriteJob, WriteOutcome, RECYCLED_LINE_MAX};
 use super::port::Held;
 use super::process::PluginProcess;
+use super::stdout_buffer::has_pending;
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::frame::{validate_raw, Envelope, RequestEncoder, ResponseLine, MAX_LINE_BYTES};
 
@@ -89,7 +90,7 @@ impl Session {
         if let Some(port) = self.channels.port.clone() {
             if let Some(mut held) = spin.is_zero().then(|| port.take()).flatten() {
                 let result = self.round_trip_direct(&mut held, process, kind, deadline, encode);
-                let pending = held.lines().is_some_and(|lines| lines.has_pending());
+                let pending = held.lines().is_some_and(|lines| has_pending(lines));
                 self.channels.more_pending.store(pending, Ordering::Release);
                 return result;
             }
@@ -176,7 +177,7 @@ impl Session {
         let Some(lines) = held.lines() else {
             return Ok(());
         };
-        if !lines.has_pending() {
+        if !has_pending(lines) {
             return Ok(());
         }
         let (code, message) = match lines.read_response_line_into(&mut self.spare) {
@@ -431,7 +432,7 @@ impl Session {
     ) -> Result<Event, RecvTimeoutError> {
         // Nothing buffered: the response cannot be there before stdout is readable, so sleep
         // first rather than try a read that would fail.
-        let mut readable = held.lines().is_some_and(|lines| lines.has_pending());
+        let mut readable = held.lines().is_some_and(|lines| has_pending(lines));
         loop {
             let Some(lines) = held.lines() else {
                 // Reading ended after a fault: only the other threads' events are left.

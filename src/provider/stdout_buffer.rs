@@ -1,0 +1,164 @@
+//! The read buffer under the plugin's stdout line reader ([`StdoutLines`]).
+//!
+//! `std::io::BufReader` zero-fills its whole buffer before the first read when the reader under
+//! it implements only `Read::read` (stable Rust cannot hand uninitialized memory to `read`): with
+//! the 64 KiB stdout buffer that is 64 KiB of resident memory per provider from its first
+//! response on, idle or not. On Unix [`StdoutBuffer`] reads with `read(2)` straight into
+//! uninitialized memory instead, so a provider keeps resident only the pages its reads reached.
+//! On Windows stdout is the process's `ChildStdout`, which `BufReader` already fills without
+//! zeroing.
+
+use crate::frame::LineReader;
+
+use super::wait::readiness;
+
+/// The line reader over the plugin's stdout.
+pub(crate) type StdoutLines = LineReader<StdoutReader>;
+
+#[cfg(unix)]
+/// The buffered reader under [`StdoutLines`].
+pub(crate) type StdoutReader = StdoutBuffer;
+#[cfg(not(unix))]
+/// The buffered reader under [`StdoutLines`].
+pub(crate) type StdoutReader = std::io::BufReader<readiness::Stdout>;
+
+/// A line reader over `stdout` with a read buffer of `capacity` bytes.
+pub(crate) fn stdout_lines(stdout: readiness::Stdout, capacity: usize) -> StdoutLines {
+    #[cfg(unix)]
+    let reader = StdoutBuffer::new(stdout, capacity);
+    #[cfg(not(unix))]
+    let reader = std::io::BufReader::with_capacity(capacity, stdout);
+    LineReader::new(reader)
+}
+
+/// True when the line reader holds bytes not yet returned as a line: a partial line, or bytes
+/// buffered behind the last line.
+pub(crate) fn has_pending(lines: &StdoutLines) -> bool {
+    lines.has_partial_line() || !lines.get_ref().buffer().is_empty()
+}
+
+#[cfg(unix)]
+pub(crate) use unix::StdoutBuffer;
+
+#[cfg(unix)]
+mod unix {
+    use std::io::{self, BufRead, Read};
+    use std::os::fd::AsRawFd;
+
+    use super::readiness;
+
+    /// A `BufRead` over stdout whose buffer is never written but by `read(2)`.
+    #[derive(Debug)]
+    pub(crate) struct StdoutBuffer {
+        stdout: readiness::Stdout,
+        /// The bytes of the last read (its length); its capacity is the buffer's size.
+        buffer: Vec<u8>,
+        /// How many bytes of `buffer` were consumed.
+        start: usize,
+    }
+
+    impl StdoutBuffer {
+        pub(crate) fn new(stdout: readiness::Stdout, capacity: usize) -> StdoutBuffer {
+            StdoutBuffer {
+                stdout,
+                // Only allocated: no page is touched before a read fills it.
+                buffer: Vec::with_capacity(capacity.max(1)),
+                start: 0,
+            }
+        }
+
+        /// The bytes read and not yet consumed.
+        pub(crate) fn buffer(&self) -> &[u8] {
+            &self.buffer[self.start..]
+        }
+    }
+
+    impl BufRead for StdoutBuffer {
+        fn fill_buf(&mut self) -> io::Result<&[u8]> {
+            if self.start >= self.buffer.len() {
+                let fd = self.stdout.as_raw_fd();
+                let capacity = self.buffer.capacity();
+                // SAFETY: `read(2)` writes at most `capacity` bytes into the vector's own
+                // allocation; only the bytes it reports are then taken as the vector's contents.
+                let n = unsafe { libc::read(fd, self.buffer.as_mut_ptr().cast(), capacity) };
+                if n < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // SAFETY: the first `n` bytes (n ≤ capacity) were just written by `read(2)`.
+                unsafe { self.buffer.set_len(n as usize) };
+                self.start = 0;
+            }
+            Ok(self.buffer())
+        }
+
+        fn consume(&mut self, amount: usize) {
+            self.start = (self.start + amount).min(self.buffer.len());
+        }
+    }
+
+    impl Read for StdoutBuffer {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let available = self.fill_buf()?;
+            let n = available.len().min(out.len());
+            out[..n].copy_from_slice(&available[..n]);
+            self.consume(n);
+            Ok(n)
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use std::io::{BufRead, ErrorKind, Read, Write};
+        use std::os::fd::OwnedFd;
+
+        use super::*;
+
+        fn pipe_buffer(capacity: usize) -> (StdoutBuffer, os_pipe::PipeWriter) {
+            let (reader, writer) = os_pipe::pipe().unwrap();
+            let stdout = readiness::Stdout::from_fd(OwnedFd::from(reader));
+            (StdoutBuffer::new(stdout, capacity), writer)
+        }
+
+        #[test]
+        fn reads_what_was_written_in_buffer_sized_pieces() {
+            let (mut buffer, mut writer) = pipe_buffer(4);
+            writer.write_all(b"hello world").unwrap();
+            drop(writer);
+            let mut all = Vec::new();
+            buffer.read_to_end(&mut all).unwrap();
+            assert_eq!(all, b"hello world");
+        }
+
+        #[test]
+        fn consume_leaves_the_rest_buffered() {
+            let (mut buffer, mut writer) = pipe_buffer(64);
+            writer.write_all(b"one\ntwo\n").unwrap();
+            assert_eq!(buffer.fill_buf().unwrap(), b"one\ntwo\n");
+            buffer.consume(4);
+            assert_eq!(buffer.buffer(), b"two\n");
+            buffer.consume(100);
+            assert!(buffer.buffer().is_empty());
+        }
+
+        #[test]
+        fn end_of_stream_is_an_empty_fill() {
+            let (mut buffer, writer) = pipe_buffer(64);
+            drop(writer);
+            assert!(buffer.fill_buf().unwrap().is_empty());
+        }
+
+        #[test]
+        fn a_non_blocking_pipe_without_bytes_would_block_and_keeps_nothing() {
+            let (mut buffer, _writer) = pipe_buffer(64);
+            let fd = buffer.stdout.as_raw_fd();
+            // SAFETY: fcntl on a descriptor the test owns.
+            unsafe {
+                let flags = libc::fcntl(fd, libc::F_GETFL);
+                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+            }
+            let err = buffer.fill_buf().unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::WouldBlock);
+            assert!(buffer.buffer().is_empty());
+        }
+    }
+}
