@@ -18,7 +18,7 @@
 //!   when the request ends ([`Held`]'s drop).
 //! - stdout is re-armed lazily, so a stream of requests pays no `epoll_ctl` per request: the
 //!   first request after a quiet spell wakes the reader (wake descriptor) as it ends, the reader
-//!   then looks again every [`REARM_AFTER`] and, once a whole period passed without a request,
+//!   then looks again every `REARM_AFTER` (10 ms) and, once a whole period passed without a request,
 //!   re-arms stdout and sleeps without timeout again. While requests keep coming it reads
 //!   whatever is there at each look (unasked output, the end of stdout); an idle provider's
 //!   reader sleeps for good after at most two periods.
@@ -29,9 +29,9 @@
 //!   descriptor tells the reader thread to end as it would have after the fault itself.
 
 #[cfg(target_os = "linux")]
-pub(crate) use linux::{Held, ReaderSleep, StdoutPort, SUPPORTED};
+pub(crate) use linux::{Held, ReaderSleep, StdoutPort};
 #[cfg(not(target_os = "linux"))]
-pub(crate) use other::{Held, StdoutPort, SUPPORTED};
+pub(crate) use other::{Held, StdoutPort};
 
 #[allow(unused_imports)]
 use super::wait::EventWait;
@@ -48,9 +48,6 @@ mod linux {
     use super::super::event::Event;
     use super::super::stdout_buffer::{stdout_lines, StdoutLines};
     use super::super::wait::{readiness, EventWait};
-
-    /// This system can hand stdout over (epoll).
-    pub(crate) const SUPPORTED: bool = true;
 
     const STDOUT_TOKEN: u64 = 0;
     const WAKE_TOKEN: u64 = 1;
@@ -328,9 +325,6 @@ mod other {
     use super::super::event::Event;
     use super::super::stdout_buffer::StdoutLines;
     use super::super::wait::EventWait;
-
-    /// No hand-over here.
-    pub(crate) const SUPPORTED: bool = false;
 
     /// Never constructed here.
     #[derive(Debug)]

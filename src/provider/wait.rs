@@ -32,7 +32,6 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, TrySendError};
 
 use super::event::Event;
-use super::port;
 
 /// The environment variable that picks how the coordinator waits for responses (read once per
 /// process): `direct` (the default on Linux) has the caller read the response from stdout
@@ -89,7 +88,8 @@ pub(crate) fn wait_mode() -> WaitMode {
             _ if !readiness::SUPPORTED => WaitMode::Block,
             "poll" => WaitMode::Readiness(decode_wait),
             _ if forced.starts_with("poll=") => WaitMode::Readiness(decode_wait),
-            _ if port::SUPPORTED => WaitMode::Direct,
+            // The stdout hand-over of `super::port` exists on Linux (epoll).
+            _ if cfg!(target_os = "linux") => WaitMode::Direct,
             _ if readiness::usable_cpus() > 1 => WaitMode::Readiness(decode_wait),
             _ => WaitMode::Block,
         }
