@@ -211,9 +211,9 @@ fn an_unasked_line_written_right_behind_the_response_fails_the_next_call_not_sta
     ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
 )]
 fn a_flood_of_unasked_lines_while_idle_fails_the_next_call_not_started_without_a_stall() {
-    // More lines than the event channel holds: the stdout reader fills the channel and blocks
-    // while it still holds stdout, so the next call cannot take stdout over and must take its
-    // events from the channel instead (and not wait for the reader).
+    // More lines than the event channel holds: the stdout reader fills the channel and waits
+    // with a line in hand, so the next call cannot take stdout over and must take its events
+    // from the channel instead (and not wait for the reader).
     unasked_lines_after_a_response_fail_the_next_call("wait-flood", "10", "200");
 }
 

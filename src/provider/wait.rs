@@ -110,7 +110,7 @@ impl Wake {
     /// After an event was queued: wakes the coordinator if it sleeps in `poll(2)`.
     fn notify(&self) {
         if let Some(signal) = &self.signal {
-            // Pairs with the fence in `EventWait::next`: either the coordinator's `try_recv`
+            // Pairs with the fence in `EventWait::arm`: either the coordinator's `try_recv`
             // sees the event just queued, or this load sees it armed.
             fence(Ordering::SeqCst);
             if self.armed.load(Ordering::Relaxed) {
@@ -237,21 +237,11 @@ impl EventWait {
             return self.events.recv_deadline(until);
         };
         loop {
-            self.wake.armed.store(true, Ordering::Relaxed);
-            fence(Ordering::SeqCst);
-            match self.events.try_recv() {
-                Ok(event) => {
-                    self.wake.armed.store(false, Ordering::Relaxed);
-                    return Ok(event);
-                }
-                Err(TryRecvError::Disconnected) => {
-                    self.wake.armed.store(false, Ordering::Relaxed);
-                    return Err(RecvTimeoutError::Disconnected);
-                }
-                Err(TryRecvError::Empty) => {}
+            if let Some(queued) = self.arm() {
+                return queued;
             }
             let ready = watch.wait(until);
-            self.wake.armed.store(false, Ordering::Relaxed);
+            self.disarm();
             match ready {
                 readiness::Ready::Stdout => return self.take_decoded(until),
                 // An event was announced (or the wait was interrupted): check the channel again.
@@ -262,6 +252,29 @@ impl EventWait {
                 }
             }
         }
+    }
+
+    /// Arms the wake descriptor before a sleep in `poll(2)`, then checks the channel: an event
+    /// queued before the arm (or a closed channel) is returned, disarmed; `None` means sleep.
+    #[inline]
+    fn arm(&self) -> Option<Result<Event, RecvTimeoutError>> {
+        self.wake.armed.store(true, Ordering::Relaxed);
+        // Pairs with the fence in `Wake::notify`: either this `try_recv` sees an event just
+        // queued, or its sender sees the flag and raises the descriptor.
+        fence(Ordering::SeqCst);
+        let queued = match self.events.try_recv() {
+            Ok(event) => Ok(event),
+            Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
+            Err(TryRecvError::Empty) => return None,
+        };
+        self.disarm();
+        Some(queued)
+    }
+
+    /// After the sleep in `poll(2)`: senders stop raising the wake descriptor.
+    #[inline]
+    fn disarm(&self) {
+        self.wake.armed.store(false, Ordering::Relaxed);
     }
 
     /// Stdout is readable, so the reader has bytes to read: the line (or a fault) follows
@@ -294,21 +307,11 @@ impl EventWait {
             return self.events.recv_deadline(until).map(Some);
         };
         loop {
-            self.wake.armed.store(true, Ordering::Relaxed);
-            fence(Ordering::SeqCst);
-            match self.events.try_recv() {
-                Ok(event) => {
-                    self.wake.armed.store(false, Ordering::Relaxed);
-                    return Ok(Some(event));
-                }
-                Err(TryRecvError::Disconnected) => {
-                    self.wake.armed.store(false, Ordering::Relaxed);
-                    return Err(RecvTimeoutError::Disconnected);
-                }
-                Err(TryRecvError::Empty) => {}
+            if let Some(queued) = self.arm() {
+                return queued.map(Some);
             }
             let ready = source.wait_on(stdout, until);
-            self.wake.armed.store(false, Ordering::Relaxed);
+            self.disarm();
             match ready {
                 readiness::Ready::Stdout => return Ok(None),
                 readiness::Ready::Woken => continue,
