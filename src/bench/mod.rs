@@ -127,11 +127,14 @@ fn thread_kind(comm: &str) -> String {
 }
 
 /// Runs `warmup` unmeasured then `n` measured sequential calls; stops at the first failure.
-pub fn measure<E>(
+///
+/// A sample runs from just before the call to holding its decoded reply (what `call` returns);
+/// the reply is dropped after the clock stops, as the side-by-side harness's clients do.
+pub fn measure<T, E>(
     name: &str,
     n: usize,
     warmup: usize,
-    mut call: impl FnMut() -> Result<(), E>,
+    mut call: impl FnMut() -> Result<T, E>,
 ) -> Result<BenchSummary, E> {
     for _ in 0..warmup {
         call()?;
@@ -140,8 +143,9 @@ pub fn measure<E>(
     let started = Instant::now();
     for _ in 0..n {
         let t0 = Instant::now();
-        call()?;
+        let reply = call()?;
         samples.push(t0.elapsed());
+        drop(reply);
     }
     let wall = started.elapsed();
     Ok(summarize(name, &mut samples, wall))

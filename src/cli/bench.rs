@@ -12,7 +12,7 @@ use webcodex_plugin_host::env::{
     load_runner_config, prepare_environment, resolve_executable, PluginsConfig, ProviderConfig,
     RunnerConfig, DEFAULT_MAX_PROVIDERS, DEFAULT_REQUEST_TIMEOUT,
 };
-use webcodex_plugin_host::gateway::{Caller, Gateway};
+use webcodex_plugin_host::gateway::{Caller, Gateway, ToolOutput};
 use webcodex_plugin_host::provider::{LaunchSpec, Provider, ProviderSpec};
 
 use super::bench_host::{self, runtime_error, start_host_with};
@@ -190,10 +190,11 @@ fn warm(
         let binding = described.output["binding"].clone();
         calls.push(json!({"action": "call", "binding": binding, "arguments": arguments}));
     }
+    // The reply is returned, so that it is dropped after the sample's clock stops.
     let call_once = |params: &Value| {
         let out = gateway.plugin_tool(&caller, params);
         if out.success {
-            Ok(())
+            Ok(out)
         } else {
             Err(output_error(&out.output))
         }
@@ -219,7 +220,7 @@ fn concurrent(
     args: &BenchArgs,
     n: usize,
     calls: &[Value],
-    call_once: &(dyn Fn(&Value) -> Result<(), String> + Sync),
+    call_once: &(dyn Fn(&Value) -> Result<ToolOutput, String> + Sync),
 ) -> Result<BenchSummary, String> {
     let barrier = std::sync::Barrier::new(calls.len());
     // The clock starts when the first thread leaves the barrier: warm-up is not rated.
@@ -238,8 +239,9 @@ fn concurrent(
                     let mut samples = Vec::with_capacity(n);
                     for _ in 0..n {
                         let t0 = Instant::now();
-                        call_once(params)?;
+                        let reply = call_once(params)?;
                         samples.push(t0.elapsed());
+                        drop(reply);
                     }
                     Ok(samples)
                 })
