@@ -437,8 +437,18 @@ fn read_shared(
     let mut buffer = String::new();
     let mut sleep = ReaderSleep::Armed;
     loop {
-        port.reader_sleep(sleep);
-        let mut state = port.lock();
+        let woken = port.reader_sleep(sleep);
+        let mut state = if woken {
+            port.lock()
+        } else {
+            // A periodic look while requests read stdout: if one holds it now, requests are
+            // still coming, so look again next period rather than wait for it (waiting would
+            // make the request wake this thread as it ends).
+            match port.try_lock() {
+                Some(state) => state,
+                None => continue,
+            }
+        };
         loop {
             let Some(reader) = state.lines() else {
                 // A request ended reading after a fault (and reported it).

@@ -182,8 +182,8 @@ mod linux {
 
         /// The reader thread's sleep: blocks in `epoll_wait` until stdout is readable (while
         /// armed) or the wake descriptor is raised, and for at most [`REARM_AFTER`] when
-        /// `Watching`. Drains the wake descriptor.
-        pub(crate) fn reader_sleep(&self, sleep: ReaderSleep) {
+        /// `Watching`. Drains the wake descriptor. False when the period passed with neither.
+        pub(crate) fn reader_sleep(&self, sleep: ReaderSleep) -> bool {
             let timeout = match sleep {
                 ReaderSleep::Armed => -1,
                 ReaderSleep::Watching => REARM_AFTER.as_millis() as libc::c_int,
@@ -204,11 +204,17 @@ mod linux {
                 // SAFETY: a non-blocking read of 8 bytes from an eventfd we own resets it.
                 let _ = unsafe { libc::read(self.wake.as_raw_fd(), sink.as_mut_ptr().cast(), 8) };
             }
+            n > 0
         }
 
         /// The shared state, for the reader thread (blocks while a request holds it).
         pub(crate) fn lock(&self) -> MutexGuard<'_, PortState> {
             self.state.lock()
+        }
+
+        /// The shared state, unless a request holds it.
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, PortState>> {
+            self.state.try_lock()
         }
 
         /// The reader's next sleep, decided after it has read what there was (`last`: how it
