@@ -15,6 +15,7 @@ mod tool;
 
 pub use crate::diagnostic::{Diagnostic, DiagnosticCode, DIAGNOSTIC_FIELDS};
 pub use frozen::{admit_tools_list, FrozenCatalog, MAX_TOOLS};
+pub(crate) use result::validate_tool_result_bounded;
 pub use result::{validate_tool_result, ResultFault, ToolResult};
 pub use schema::{Schema, SchemaFault, SchemaMismatch};
 pub use tool::{Tool, ToolHints};

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use super::Schema;
 use crate::error::ErrorCode;
-use crate::frame::check_json_bounds_sized;
+use crate::frame::{check_json_bounds_sized, BoundsVerdict};
 
 /// Most content items in one result.
 const MAX_CONTENT_ITEMS: usize = 32;
@@ -96,8 +96,19 @@ pub fn validate_tool_result(
     result: Value,
     output_schema: Option<&Schema>,
 ) -> Result<ToolResult, ResultFault> {
-    // One walk: JSON bounds and the 512 KiB size bound.
-    if check_json_bounds_sized(&result, MAX_RESULT_BYTES).is_err() {
+    validate_tool_result_bounded(result, None, output_schema)
+}
+
+/// [`validate_tool_result`] with the result's JSON bounds verdict when it is already known
+/// (checked while the response was parsed); `None` walks the result.
+pub(crate) fn validate_tool_result_bounded(
+    result: Value,
+    bounds: Option<BoundsVerdict>,
+    output_schema: Option<&Schema>,
+) -> Result<ToolResult, ResultFault> {
+    // JSON bounds and the 512 KiB size bound.
+    let bounds = bounds.unwrap_or_else(|| check_json_bounds_sized(&result, MAX_RESULT_BYTES));
+    if !matches!(bounds, Ok(bytes) if bytes <= MAX_RESULT_BYTES) {
         return Err(ResultFault::Invalid);
     }
     let Value::Object(mut map) = result else {
@@ -132,7 +143,10 @@ pub fn validate_tool_result(
                 .map_err(|_| ResultFault::OutputSchemaViolation)?,
         }
     }
-    map.entry("isError").or_insert(Value::Bool(false));
+    if !map.contains_key("isError") {
+        // `entry` would allocate the key even when it is present (the common case).
+        map.insert("isError".to_string(), Value::Bool(false));
+    }
     Ok(ToolResult(map))
 }
 

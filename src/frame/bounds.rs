@@ -107,7 +107,7 @@ impl Walk {
 
 /// Length of `s` as a JSON string literal written by serde_json: quotes, two-character escapes
 /// for `"` `\` `\b` `\f` `\n` `\r` `\t`, and six characters (`\u00XX`) for other control bytes.
-fn escaped_len(s: &str) -> usize {
+pub(super) fn escaped_len(s: &str) -> usize {
     if is_plain(s.as_bytes()) {
         return s.len() + 2;
     }
@@ -126,7 +126,7 @@ fn escaped_len(s: &str) -> usize {
 /// is written as is between quotes and holds no control character. Eight bytes per step (the
 /// common case of the walk: short ASCII keys and values); anything else takes the byte-wise
 /// paths.
-fn is_plain(bytes: &[u8]) -> bool {
+pub(super) fn is_plain(bytes: &[u8]) -> bool {
     let mut words = bytes.chunks_exact(8);
     let plain = words.all(|word| is_plain_word(word.try_into().expect("eight bytes")));
     let rest = words.remainder();
@@ -155,7 +155,7 @@ fn is_plain_word(word: [u8; 8]) -> bool {
 }
 
 /// Length of a number as serde_json writes it (integers by their digits; floats formatted).
-fn number_len(n: &serde_json::Number) -> usize {
+pub(super) fn number_len(n: &serde_json::Number) -> usize {
     fn digits(mut v: u64) -> usize {
         let mut d = 1;
         while v >= 10 {

@@ -14,6 +14,7 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use super::bounded::{BoundedSeed, BoundsVerdict, Tally};
 use super::text::{line_text, ReadFault};
 use crate::error::ErrorCode;
 
@@ -134,6 +135,8 @@ enum Decoded {
     Response {
         id: u64,
         body: Result<Envelope, EnvelopeFault>,
+        /// The result's JSON bounds, checked while it was parsed (`None`: not found then).
+        result_bounds: Option<BoundsVerdict>,
     },
 }
 
@@ -190,11 +193,25 @@ impl ResponseLine {
 /// [`EnvelopeFault::UnknownId`]), then the result/error checks — the same faults in the same
 /// order as the `Value`-based test oracle `validate_response` on the line's `Value`.
 pub fn validate_raw(raw: RawEnvelope, expected_id: u64) -> Result<Envelope, EnvelopeFault> {
+    validate_raw_bounded(raw, expected_id).map(|(envelope, _)| envelope)
+}
+
+/// [`validate_raw`], and the JSON bounds verdict of the result, found while it was parsed
+/// (`None` when it could not be told then, or there is no result): what
+/// `check_json_bounds_sized(result, usize::MAX)` would say, without walking it again.
+pub(crate) fn validate_raw_bounded(
+    raw: RawEnvelope,
+    expected_id: u64,
+) -> Result<(Envelope, Option<BoundsVerdict>), EnvelopeFault> {
     match raw.0 {
         Decoded::Fault(fault) => Err(fault),
         Decoded::Response { id, .. } if id < expected_id => Err(EnvelopeFault::DuplicateId),
         Decoded::Response { id, .. } if id > expected_id => Err(EnvelopeFault::UnknownId),
-        Decoded::Response { body, .. } => body,
+        Decoded::Response {
+            body,
+            result_bounds,
+            ..
+        } => body.map(|envelope| (envelope, result_bounds)),
     }
 }
 
@@ -214,7 +231,11 @@ impl RawEnvelope {
             (None, Some(Value::Object(error))) => rpc_error(error),
             _ => Err(EnvelopeFault::Protocol),
         };
-        RawEnvelope(Decoded::Response { id, body })
+        RawEnvelope(Decoded::Response {
+            id,
+            body,
+            result_bounds: members.result_bounds,
+        })
     }
 }
 
@@ -230,6 +251,8 @@ struct Members {
     id: Option<Probe>,
     /// The last `result` (`null` included).
     result: Option<Value>,
+    /// Its JSON bounds, checked while it was parsed.
+    result_bounds: Option<BoundsVerdict>,
     /// The last `error`.
     error: Option<Value>,
 }
@@ -289,8 +312,13 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
                     map.next_value::<Probe>()?;
                     members.method = true;
                 }
-                // Deserialized as a `Value` directly (not as `Option<Value>`): `null` is present.
-                Key::Result => members.result = Some(map.next_value()?),
+                // A `Value` (not an `Option<Value>`): `null` is present. Its bounds are checked
+                // while it is parsed, so a tool result needs no second walk.
+                Key::Result => {
+                    let mut tally = Tally::default();
+                    members.result = Some(map.next_value_seed(BoundedSeed::root(&mut tally))?);
+                    members.result_bounds = tally.verdict();
+                }
                 Key::Error => members.error = Some(map.next_value()?),
                 Key::Other => {
                     map.next_value::<Probe>()?;

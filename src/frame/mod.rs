@@ -8,6 +8,7 @@
 //! [`LineReader::read_response`] or [`decode_response`], then [`validate_raw`] — which decodes a
 //! line straight into a [`RawEnvelope`], without building a `Value` for the envelope.
 
+mod bounded;
 mod bounds;
 mod encode;
 mod envelope;
@@ -15,11 +16,13 @@ mod lines;
 mod reader;
 mod text;
 
+pub(crate) use bounded::BoundsVerdict;
 pub use bounds::{
     check_json_bounds, check_json_bounds_sized, JsonBoundsError, MAX_DEPTH, MAX_KEY_BYTES,
     MAX_NODES, MAX_STRING_BYTES,
 };
 pub use encode::{RequestEncoder, PROTOCOL_VERSION};
+pub(crate) use envelope::validate_raw_bounded;
 #[cfg(any(test, feature = "internals"))]
 #[doc(hidden)]
 pub use envelope::validate_response;

@@ -256,9 +256,12 @@ impl Provider {
             spin,
             |encoder, out| encoder.tools_call(tool.name(), arguments, out),
         )?;
+        let bounds = session.take_result_bounds();
         drop(guard);
         let result = into_result(envelope)?;
-        crate::catalog::validate_tool_result(result, tool.output_schema()).map_err(|fault| {
+        let checked =
+            crate::catalog::validate_tool_result_bounded(result, bounds, tool.output_schema());
+        checked.map_err(|fault| {
             self.connection.process.retire();
             let message = match fault.code() {
                 ErrorCode::OutputSchemaViolation => {

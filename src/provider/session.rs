@@ -16,7 +16,9 @@ use super::port::Held;
 use super::process::PluginProcess;
 use super::stdout_buffer::has_pending;
 use crate::error::{Dispatch, Error, ErrorCode};
-use crate::frame::{validate_raw, Envelope, RequestEncoder, ResponseLine, MAX_LINE_BYTES};
+use crate::frame::{
+    validate_raw_bounded, BoundsVerdict, Envelope, RequestEncoder, ResponseLine, MAX_LINE_BYTES,
+};
 
 /// After the plugin exits, how long a response already in the pipe may still take to arrive.
 const EXIT_GRACE: Duration = Duration::from_millis(200);
@@ -52,6 +54,8 @@ pub(crate) struct Session {
     /// The text buffer the next response line is read into when the caller reads stdout itself
     /// (a decoded line's buffer comes back here).
     spare: String,
+    /// The JSON bounds of the last response's result, checked while it was parsed.
+    result_bounds: Option<BoundsVerdict>,
 }
 
 /// Where the coordinator takes the events of one request from.
@@ -70,7 +74,14 @@ impl Session {
             channels,
             seq: 0,
             spare: String::new(),
+            result_bounds: None,
         }
+    }
+
+    /// The JSON bounds verdict of the last response's result, found while it was parsed
+    /// (`None` when only a walk over the result can tell).
+    pub(crate) fn take_result_bounds(&mut self) -> Option<BoundsVerdict> {
+        self.result_bounds.take()
     }
 
     /// Sends one request built by `encode` and waits for its response envelope until
@@ -146,6 +157,11 @@ impl Session {
     /// started) and retires `process`.
     #[inline]
     fn ensure_nothing_queued(&self, process: &PluginProcess) -> Result<(), Error> {
+        if self.channels.events.is_empty() {
+            // The connection keeps a sender (`stop()`'s) as long as this session, so an empty
+            // channel is never a disconnected one here.
+            return Ok(());
+        }
         match self.channels.events.try_recv() {
             Ok(Event::Message(line)) => {
                 let (code, message) = self.unasked(line);
@@ -322,8 +338,11 @@ impl Session {
                 Ok(Event::Message(line)) => {
                     let decoded = line.decode();
                     self.recycle(line);
-                    return match decoded.map(|raw| validate_raw(raw, id)) {
-                        Ok(Ok(envelope)) => Ok(envelope),
+                    return match decoded.map(|raw| validate_raw_bounded(raw, id)) {
+                        Ok(Ok((envelope, bounds))) => {
+                            self.result_bounds = bounds;
+                            Ok(envelope)
+                        }
                         Ok(Err(fault)) => fail(
                             process,
                             fault.code(),

@@ -209,6 +209,13 @@ impl EventWait {
         self.events.try_recv()
     }
 
+    /// True when no event is queued: two loads, where a failed `try_recv` costs more than a
+    /// hundred instructions (the check that runs before every request).
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
     /// Plain blocking wait for the next event until `until`.
     #[inline]
     pub(crate) fn recv_deadline(&self, until: Instant) -> Result<Event, RecvTimeoutError> {
