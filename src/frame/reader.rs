@@ -34,6 +34,11 @@ impl<R: BufRead> LineReader<R> {
         }
     }
 
+    /// The underlying reader, mutably (its buffered bytes must stay as they are).
+    pub(crate) fn get_mut(&mut self) -> &mut R {
+        &mut self.inner
+    }
+
     /// The wrapped reader (e.g. to see whether more bytes are already buffered).
     pub fn get_ref(&self) -> &R {
         &self.inner

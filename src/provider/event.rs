@@ -1,8 +1,13 @@
 //! What the provider's threads tell its coordinator: one typed message per happening, sent
 //! over the bounded event channel (see `io` for the threads, `wait` for how the caller waits).
 
+use std::time::Duration;
+
 use crate::error::ErrorCode;
 use crate::frame::ResponseLine;
+
+/// After the plugin exits, how long a response already in the pipe may still take to arrive.
+pub(crate) const EXIT_GRACE: Duration = Duration::from_millis(200);
 
 /// Something the coordinator must hear about.
 #[derive(Debug)]

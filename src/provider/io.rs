@@ -260,6 +260,10 @@ pub(crate) fn start(
         WaitMode::Direct => Some(Arc::new(StdoutPort::new(stdout.clone(), STDOUT_BUFFER)?)),
         WaitMode::Block | WaitMode::Readiness(_) => None,
     };
+    #[cfg(target_os = "linux")]
+    if let Some(kicker) = port.as_ref().and_then(|port| port.kicker()) {
+        event_tx.set_kicker(kicker);
+    }
     let read: Box<dyn FnOnce() + Send> = match &port {
         Some(port) => {
             let port = port.clone();
@@ -274,6 +278,7 @@ pub(crate) fn start(
     let watch = ExitWatch {
         process: process.clone(),
         events: event_tx.clone(),
+        port: port.clone(),
     };
     match exit_pidfd(process.pid()) {
         Some(pidfd) => threads.spawn(
@@ -437,16 +442,12 @@ fn read_shared(
     let mut buffer = String::new();
     let mut sleep = ReaderSleep::Armed;
     loop {
-        let woken = port.reader_sleep(sleep);
-        let mut state = if woken {
-            port.lock()
-        } else {
-            // A periodic look while requests read stdout: if one holds it now, requests are
-            // still coming, so look again next period rather than wait for it (waiting would
-            // make the request wake this thread as it ends).
-            match port.try_lock() {
-                Some(state) => state,
-                None => continue,
+        port.reader_sleep(sleep);
+        let mut state = match port.try_lock_for_look(sleep) {
+            Ok(state) => state,
+            Err(next) => {
+                sleep = next;
+                continue;
             }
         };
         loop {
@@ -507,6 +508,8 @@ fn read_shared(
 struct ExitWatch {
     process: Arc<PluginProcess>,
     events: EventSender,
+    /// stdout's hand-over, whose blocking reader must hear of the exit.
+    port: Option<Arc<StdoutPort>>,
 }
 
 impl ExitWatch {
@@ -515,6 +518,10 @@ impl ExitWatch {
         // leader is reaped right here, so it never lingers as a zombie until shutdown.
         self.process.retire_and_reap_exited();
         let _ = self.events.send(Event::Exited);
+        #[cfg(target_os = "linux")]
+        if let Some(port) = &self.port {
+            port.plugin_exited();
+        }
     }
 }
 

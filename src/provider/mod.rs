@@ -28,6 +28,8 @@
 
 mod event;
 mod io;
+#[cfg(target_os = "linux")]
+mod kick;
 mod port;
 mod process;
 mod session;

@@ -45,9 +45,13 @@ mod linux {
     use crossbeam_channel::RecvTimeoutError;
     use parking_lot::{Mutex, MutexGuard};
 
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
     use super::super::event::Event;
+    use super::super::kick::Kicker;
     use super::super::stdout_buffer::{stdout_lines, StdoutLines};
-    use super::super::wait::{readiness, EventWait};
+    use super::super::wait::{blocking_read_enabled, readiness, EventWait};
 
     const STDOUT_TOKEN: u64 = 0;
     const WAKE_TOKEN: u64 = 1;
@@ -63,6 +67,9 @@ mod linux {
         Armed,
         /// stdout is disarmed (requests read it): look again after [`REARM_AFTER`].
         Watching,
+        /// A request holds stdout: sleep until it ends (it raises the wake descriptor), or
+        /// until it is due to be kicked (a blocking read past its deadline).
+        RequestHeld,
     }
 
     /// What the reader thread and the requests share, behind the port's mutex.
@@ -82,6 +89,9 @@ mod linux {
         requests: u64,
         requests_seen: u64,
     }
+
+    /// The reader waits for the running request to end (it then raises the wake descriptor).
+    const WAITS_FOR_END: u8 = 1;
 
     impl PortState {
         /// The line reader; `None` once reading has ended.
@@ -111,6 +121,11 @@ mod linux {
         epoll: OwnedFd,
         /// An eventfd that wakes the reader thread to end.
         wake: OwnedFd,
+        /// Wakes a caller that sleeps in a blocking read of stdout (`super::super::kick`);
+        /// `None` where requests sleep in `poll(2)` instead.
+        kicker: Option<Arc<Kicker>>,
+        /// [`WAITS_FOR_END`] while the reader sleeps until the running request ends.
+        reader_waits: std::sync::atomic::AtomicU8,
     }
 
     impl StdoutPort {
@@ -122,6 +137,7 @@ mod linux {
             let epoll = owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
             let wake = owned(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
             let lines = stdout_lines(stdout, buffer);
+            let kicker = blocking_read_enabled().then(|| Kicker::open(fd)).flatten();
             let port = StdoutPort {
                 state: Mutex::new(PortState {
                     lines: Some(lines),
@@ -134,6 +150,8 @@ mod linux {
                 stdout: fd,
                 epoll,
                 wake,
+                kicker,
+                reader_waits: std::sync::atomic::AtomicU8::new(0),
             };
             port.control(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, STDOUT_TOKEN)?;
             let wake_fd = port.wake.as_raw_fd();
@@ -163,6 +181,13 @@ mod linux {
                     .ok()?;
                 state.armed = false;
             }
+            if state.reader_sleeps_armed && !state.armed {
+                // stdout is disarmed under a reader that sleeps without timeout: wake it, so it
+                // watches (kicks this request at its deadline, re-arms stdout once requests
+                // stop).
+                state.reader_sleeps_armed = false;
+                self.raise_wake();
+            }
             state.requests = state.requests.wrapping_add(1);
             Some(Held { port: self, state })
         }
@@ -182,12 +207,28 @@ mod linux {
 
         /// The reader thread's sleep: blocks in `epoll_wait` until stdout is readable (while
         /// armed) or the wake descriptor is raised, and for at most [`REARM_AFTER`] when
-        /// `Watching`. Drains the wake descriptor. False when the period passed with neither.
-        pub(crate) fn reader_sleep(&self, sleep: ReaderSleep) -> bool {
-            let timeout = match sleep {
-                ReaderSleep::Armed => -1,
-                ReaderSleep::Watching => REARM_AFTER.as_millis() as libc::c_int,
+        /// `Watching`, or until a request sleeping in a blocking read is due to be kicked
+        /// (which it then is). Drains the wake descriptor.
+        pub(crate) fn reader_sleep(&self, sleep: ReaderSleep) {
+            const PERIOD: libc::c_int = REARM_AFTER.as_millis() as libc::c_int;
+            let due = self.kicker.as_ref().and_then(|k| k.kick_if_due());
+            let due = due.map(|left| {
+                let millis = left.as_millis().saturating_add(1);
+                libc::c_int::try_from(millis).unwrap_or(libc::c_int::MAX)
+            });
+            let timeout = match (sleep, due) {
+                (ReaderSleep::Armed, None) => -1,
+                (ReaderSleep::Watching, None) => PERIOD,
+                // Until the request ends; with blocking reads, within a period while it may
+                // not sleep yet (its deadline is not known), or just after its kick.
+                (ReaderSleep::RequestHeld, None) if self.kicker.is_none() => -1,
+                (ReaderSleep::RequestHeld, None) => PERIOD,
+                (ReaderSleep::Armed | ReaderSleep::RequestHeld, Some(due)) => due,
+                (ReaderSleep::Watching, Some(due)) => due.min(PERIOD),
             };
+            if let Some(kicker) = &self.kicker {
+                kicker.set_watch(timeout);
+            }
             let mut ready = [libc::epoll_event { events: 0, u64: 0 }; 2];
             let n = loop {
                 // SAFETY: a valid epoll descriptor and a buffer of two events; the timeout is
@@ -204,7 +245,22 @@ mod linux {
                 // SAFETY: a non-blocking read of 8 bytes from an eventfd we own resets it.
                 let _ = unsafe { libc::read(self.wake.as_raw_fd(), sink.as_mut_ptr().cast(), 8) };
             }
-            n > 0
+            if let Some(kicker) = &self.kicker {
+                kicker.kick_if_due();
+            }
+        }
+
+        /// The kicker of a caller that sleeps in a blocking read, if requests read that way.
+        pub(crate) fn kicker(&self) -> Option<Arc<Kicker>> {
+            self.kicker.clone()
+        }
+
+        /// The plugin exited: a request still sleeping in a blocking read after the exit
+        /// grace is kicked (this waits for that moment only if a request sleeps now).
+        pub(crate) fn plugin_exited(&self) {
+            if let Some(kicker) = &self.kicker {
+                kicker.exited();
+            }
         }
 
         /// The shared state, for the reader thread (blocks while a request holds it).
@@ -212,9 +268,31 @@ mod linux {
             self.state.lock()
         }
 
-        /// The shared state, unless a request holds it.
-        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, PortState>> {
-            self.state.try_lock()
+        /// The shared state for the reader's look, unless a request holds it; then the
+        /// reader's next sleep (`last`: how it slept before). A reader that finds a request
+        /// running asks to be woken when it ends and sleeps until then (no look while the
+        /// plugin computes); one that finds a request again right after that (requests come
+        /// back to back) looks again next period instead, so the requests do not wake it one by
+        /// one.
+        pub(crate) fn try_lock_for_look(
+            &self,
+            last: ReaderSleep,
+        ) -> Result<MutexGuard<'_, PortState>, ReaderSleep> {
+            if let Some(state) = self.state.try_lock() {
+                return Ok(state);
+            }
+            if last == ReaderSleep::RequestHeld {
+                return Err(ReaderSleep::Watching);
+            }
+            self.reader_waits.store(WAITS_FOR_END, Ordering::SeqCst);
+            // The request may have ended just before the flag was up: look now.
+            match self.state.try_lock() {
+                Some(state) => {
+                    self.reader_waits.store(0, Ordering::SeqCst);
+                    Ok(state)
+                }
+                None => Err(ReaderSleep::RequestHeld),
+            }
         }
 
         /// The reader's next sleep, decided after it has read what there was (`last`: how it
@@ -267,7 +345,24 @@ mod linux {
         state: MutexGuard<'a, PortState>,
     }
 
-    impl Held<'_> {
+    impl<'a> Held<'a> {
+        /// The kicker when this request sleeps in a blocking read (else it sleeps in
+        /// `poll(2)`, [`Held::wait`]).
+        #[inline]
+        pub(crate) fn kicker(&self) -> Option<&'a Kicker> {
+            self.port.kicker.as_deref()
+        }
+
+        /// Before a blocking read until `until`: registers with `kicker` (then the caller must
+        /// check the event channel), and wakes the reader thread if it would look too late to
+        /// kick this request at its deadline.
+        #[inline]
+        pub(crate) fn sleep_in_read(&self, kicker: &Kicker, until: Instant) {
+            if kicker.sleep(until) {
+                self.port.raise_wake();
+            }
+        }
+
         /// The line reader; `None` after [`Held::end`].
         #[inline]
         pub(crate) fn lines(&mut self) -> Option<&mut StdoutLines> {
@@ -294,10 +389,7 @@ mod linux {
 
     impl Drop for Held<'_> {
         fn drop(&mut self) {
-            // This request disarmed stdout under a reader that sleeps without timeout: wake it,
-            // so it watches (and re-arms stdout once requests stop).
-            if self.state.reader_sleeps_armed && !self.state.armed {
-                self.state.reader_sleeps_armed = false;
+            if self.port.reader_waits.swap(0, Ordering::SeqCst) == WAITS_FOR_END {
                 self.port.raise_wake();
             }
         }

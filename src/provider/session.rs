@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{RecvTimeoutError, SendTimeoutError, TryRecvError};
 use serde_json::Value;
 
+use super::event::EXIT_GRACE;
 use super::io::{write_nonblocking, Channels, Event, WriteJob, WriteOutcome, RECYCLED_LINE_MAX};
 use super::port::Held;
 use super::process::PluginProcess;
@@ -20,8 +21,6 @@ use crate::frame::{
     validate_raw_bounded, BoundsVerdict, Envelope, RequestEncoder, ResponseLine, MAX_LINE_BYTES,
 };
 
-/// After the plugin exits, how long a response already in the pipe may still take to arrive.
-const EXIT_GRACE: Duration = Duration::from_millis(200);
 /// How long an unasked message already buffered by the reader may take to be handed over.
 const PENDING_GRACE: Duration = Duration::from_millis(100);
 
@@ -449,6 +448,10 @@ impl Session {
         held: &mut Held<'_>,
         until: Instant,
     ) -> Result<Event, RecvTimeoutError> {
+        #[cfg(target_os = "linux")]
+        if let Some(kicker) = held.kicker() {
+            return self.read_event_blocking(held, kicker, until);
+        }
         // Nothing buffered: the response cannot be there before stdout is readable, so sleep
         // first rather than try a read that would fail.
         let mut readable = held.lines().is_some_and(|lines| has_pending(lines));
@@ -476,6 +479,67 @@ impl Session {
             match held.wait(&self.channels.events, until)? {
                 Some(event) => return Ok(event),
                 None => readable = true,
+            }
+        }
+    }
+
+    /// [`Session::read_event`] sleeping in a blocking read of stdout (`super::kick`): the next
+    /// response line, or an event that ended the sleep (the sender kicked it), or the timeout
+    /// (the reader thread kicked it at `until`). A kicked read ends reading: the kick's byte
+    /// may be in what was read or still in the pipe, and the request fails and retires the
+    /// connection whatever it was.
+    #[cfg(target_os = "linux")]
+    fn read_event_blocking(
+        &mut self,
+        held: &mut Held<'_>,
+        kicker: &super::kick::Kicker,
+        until: Instant,
+    ) -> Result<Event, RecvTimeoutError> {
+        if held.lines().is_none() {
+            // Reading ended after a fault or a kick: only the other threads' events are left.
+            return self.channels.events.recv_deadline(until);
+        }
+        if Instant::now() >= until {
+            return Err(RecvTimeoutError::Timeout);
+        }
+        held.sleep_in_read(kicker, until);
+        let spare = &mut self.spare;
+        let read = match self.channels.events.is_empty() {
+            true => held.lines().map(|lines| {
+                lines.get_mut().read_from(Some(kicker.blocking_fd()));
+                let read = lines.read_response_line_into(spare);
+                lines.get_mut().read_from(None);
+                read
+            }),
+            // An event came first (the plugin's exit, a write failure, `stop()`).
+            false => None,
+        };
+        if !kicker.wake_up() {
+            if let Some(Ok(line)) = read {
+                self.recycle(line);
+            }
+            held.end();
+            return match self.channels.events.try_recv() {
+                Ok(event) => Ok(event),
+                Err(_) => Err(RecvTimeoutError::Timeout),
+            };
+        }
+        match read {
+            None => self
+                .channels
+                .events
+                .try_recv()
+                .map_err(|_| RecvTimeoutError::Disconnected),
+            Some(Ok(line)) => Ok(Event::Message(line)),
+            Some(Err(fault)) => {
+                held.end();
+                // What ended stdout may have been announced first (`stop()` queues Stopping
+                // before it kills the group): that event explains it best.
+                Ok(self
+                    .channels
+                    .events
+                    .try_recv()
+                    .unwrap_or(Event::ReadFault(fault.code())))
             }
         }
     }

@@ -42,8 +42,8 @@ pub(crate) use unix::StdoutBuffer;
 
 #[cfg(unix)]
 mod unix {
-    use std::io::{self, BufRead, Read};
-    use std::os::fd::AsRawFd;
+    use std::io::{self, BufRead, ErrorKind, Read};
+    use std::os::fd::{AsRawFd, RawFd};
 
     use super::readiness;
 
@@ -55,6 +55,9 @@ mod unix {
         buffer: Vec<u8>,
         /// How many bytes of `buffer` were consumed.
         start: usize,
+        /// Another descriptor of the same pipe to read from instead of `stdout` (a blocking
+        /// one, while a request sleeps in its read: `super::super::kick`).
+        read_from: Option<RawFd>,
     }
 
     impl StdoutBuffer {
@@ -64,7 +67,13 @@ mod unix {
                 // Only allocated: no page is touched before a read fills it.
                 buffer: Vec::with_capacity(capacity.max(1)),
                 start: 0,
+                read_from: None,
             }
+        }
+
+        /// Reads from `fd` (another description of the same pipe) until set back to `None`.
+        pub(crate) fn read_from(&mut self, fd: Option<RawFd>) {
+            self.read_from = fd;
         }
 
         /// The bytes read and not yet consumed.
@@ -76,14 +85,21 @@ mod unix {
     impl BufRead for StdoutBuffer {
         fn fill_buf(&mut self) -> io::Result<&[u8]> {
             if self.start >= self.buffer.len() {
-                let fd = self.stdout.as_raw_fd();
+                let fd = self.read_from.unwrap_or(self.stdout.as_raw_fd());
                 let capacity = self.buffer.capacity();
-                // SAFETY: `read(2)` writes at most `capacity` bytes into the vector's own
-                // allocation; only the bytes it reports are then taken as the vector's contents.
-                let n = unsafe { libc::read(fd, self.buffer.as_mut_ptr().cast(), capacity) };
-                if n < 0 {
-                    return Err(io::Error::last_os_error());
-                }
+                let n = loop {
+                    // SAFETY: `read(2)` writes at most `capacity` bytes into the vector's own
+                    // allocation; only the bytes it reports are then taken as its contents.
+                    let n = unsafe { libc::read(fd, self.buffer.as_mut_ptr().cast(), capacity) };
+                    if n >= 0 {
+                        break n;
+                    }
+                    let error = io::Error::last_os_error();
+                    // A blocking read interrupted by a signal: read again.
+                    if error.kind() != ErrorKind::Interrupted {
+                        return Err(error);
+                    }
+                };
                 // SAFETY: the first `n` bytes (n ≤ capacity) were just written by `read(2)`.
                 unsafe { self.buffer.set_len(n as usize) };
                 self.start = 0;

@@ -32,10 +32,13 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, TrySendError};
 
 use super::event::Event;
+#[cfg(target_os = "linux")]
+use super::kick::Kicker;
 
 /// The environment variable that picks how the coordinator waits for responses (read once per
 /// process): `direct` (the default on Linux) has the caller read the response from stdout
-/// itself; `block` forces plain blocking on the event channel; `poll` forces the readiness
+/// itself, sleeping in a blocking read where it can; `direct-poll` has it sleep in `poll(2)`
+/// instead; `block` forces plain blocking on the event channel; `poll` forces the readiness
 /// wait even on one usable CPU, and `poll=MICROS` also sets how long it checks for the response
 /// line once stdout is readable (default 20 µs); unset (or anything else) takes `direct` where
 /// it exists, else chooses by the number of usable CPUs. Tests and measurements use it to
@@ -72,6 +75,15 @@ impl WaitMode {
     }
 }
 
+/// Whether a request of the direct read sleeps in a blocking read of stdout where it can (the
+/// default) rather than in `poll(2)` (`WEBCODEX_PLUGIN_RESPONSE_WAIT=direct-poll`).
+#[cfg(target_os = "linux")]
+pub(crate) fn blocking_read_enabled() -> bool {
+    static ENABLED: OnceLock<bool> = OnceLock::new();
+    *ENABLED
+        .get_or_init(|| std::env::var_os(RESPONSE_WAIT_ENV).map_or(true, |v| v != "direct-poll"))
+}
+
 /// The mode of this process: [`RESPONSE_WAIT_ENV`], else the direct read where stdout can be
 /// handed over (Linux), else readiness where `poll(2)` exists and more than one CPU is usable.
 pub(crate) fn wait_mode() -> WaitMode {
@@ -104,11 +116,25 @@ struct Wake {
     armed: AtomicBool,
     /// The wake descriptor; `None` in [`WaitMode::Block`].
     signal: Option<readiness::Signal>,
+    /// Wakes a caller that sleeps in a blocking read of stdout (see `super::kick`).
+    #[cfg(target_os = "linux")]
+    kicker: OnceLock<Arc<Kicker>>,
 }
 
 impl Wake {
-    /// After an event was queued: wakes the coordinator if it sleeps in `poll(2)`.
-    fn notify(&self) {
+    /// After an event was queued (or could not be, the channel being full): wakes the
+    /// coordinator if it sleeps in `poll(2)`, or in a blocking read unless the event is the
+    /// plugin's exit (`exit`: a response may still follow it, see the exit grace of
+    /// `super::kick`).
+    fn notify(&self, exit: bool) {
+        #[cfg(target_os = "linux")]
+        if let Some(kicker) = self.kicker.get() {
+            if !exit {
+                kicker.kick();
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = exit;
         if let Some(signal) = &self.signal {
             // Pairs with the fence in `EventWait::arm`: either the coordinator's `try_recv`
             // sees the event just queued, or this load sees it armed.
@@ -130,25 +156,36 @@ pub(crate) struct EventSender {
 impl EventSender {
     /// Sends `event`, blocking while the channel is full; `Err` once the coordinator is gone.
     pub(crate) fn send(&self, event: Event) -> Result<(), Event> {
+        let exit = matches!(event, Event::Exited);
         self.events.send(event).map_err(|e| e.into_inner())?;
-        self.wake.notify();
+        self.wake.notify(exit);
         Ok(())
+    }
+
+    /// Hands the senders the kicker of a caller that sleeps in a blocking read of stdout.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn set_kicker(&self, kicker: Arc<Kicker>) {
+        let _ = self.wake.kicker.set(kicker);
     }
 
     /// Sends `event` if the channel has room; gives it back when the channel is full or closed.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn send_now(&self, event: Event) -> Result<(), TrySendError<Event>> {
+        let exit = matches!(event, Event::Exited);
         self.events.try_send(event)?;
-        self.wake.notify();
+        self.wake.notify(exit);
         Ok(())
     }
 
     /// Sends `event` if the channel has room (an announcement that may be dropped when the
     /// channel is full: the coordinator has events to read then anyway).
     pub(crate) fn try_send(&self, event: Event) {
+        let exit = matches!(event, Event::Exited);
         match self.events.try_send(event) {
-            Ok(()) => self.wake.notify(),
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {}
+            Ok(()) => self.wake.notify(exit),
+            // Full: the coordinator has events to read; it must not sleep through them.
+            Err(TrySendError::Full(_)) => self.wake.notify(exit),
+            Err(TrySendError::Disconnected(_)) => {}
         }
     }
 }
@@ -187,6 +224,8 @@ pub(crate) fn event_channel(
     let wake = Arc::new(Wake {
         armed: AtomicBool::new(false),
         signal,
+        #[cfg(target_os = "linux")]
+        kicker: OnceLock::new(),
     });
     Ok((
         EventSender {

@@ -64,6 +64,7 @@ pub(crate) fn start(
     let watch = ExitWatch {
         process: process.clone(),
         events: event_tx.clone(),
+        port: None,
     };
     threads.spawn(
         format!("wc-wait-{id}"),

@@ -1,0 +1,232 @@
+//! Waking a caller that sleeps in a blocking `read(2)` on the plugin's stdout (Linux).
+//!
+//! With the direct read (`super::port`) the caller reads the response itself. Where it can, it
+//! sleeps in a plain blocking `read(2)`, as a bare pipe client does, instead of in `poll(2)`
+//! before a non-blocking read: one system call less per call, and the wake-up path of the floor.
+//! It reads a second, blocking open file description of stdout, opened through `/proc/self/fd`
+//! (stdout's own description stays non-blocking for the reader thread).
+//!
+//! A blocking read wakes only for bytes or the end of stdout, so the other reasons to stop
+//! waiting wake it by writing one byte into the pipe ("a kick"): the pipe is opened for writing
+//! through `/proc/self/fd` only for that moment, so the plugin's exit still ends stdout. A kick
+//! always ends the request with a failure that retires the connection, so the byte is never
+//! read as part of a later response:
+//! - an event that ends the request (`stop()`, a write failure): its sender kicks;
+//! - the deadline: the stdout reader thread sleeps until then while the request holds stdout
+//!   (a request whose deadline comes before the reader's next look wakes it first) and kicks;
+//! - the plugin's exit when stdout stays open after it (a grandchild holds it): the thread that
+//!   saw the exit kicks [`EXIT_GRACE`] later if the request still sleeps.
+//!
+//! The caller registers before it reads and checks the event channel after registering; a
+//! sender queues its event before it looks for a sleeper (both with a `SeqCst` fence), so a
+//! request never sleeps through an event.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::event::EXIT_GRACE;
+
+const IDLE: u8 = 0;
+const SLEEPING: u8 = 1;
+const KICKED: u8 = 2;
+/// "No such moment" in the nanosecond fields.
+const NEVER: u64 = u64::MAX;
+
+/// The blocking description of stdout and the state of the caller that sleeps on it.
+#[derive(Debug)]
+pub(crate) struct Kicker {
+    blocking: OwnedFd,
+    state: AtomicU8,
+    /// The sleeping request's deadline, nanoseconds after `epoch`.
+    deadline: AtomicU64,
+    /// When the watchdog (the stdout reader thread) looks next, nanoseconds after `epoch`.
+    watch: AtomicU64,
+    epoch: Instant,
+}
+
+impl Kicker {
+    /// Opens the blocking description of `stdout` (the read end of the plugin's stdout pipe);
+    /// `None` when `/proc` cannot give one (the caller then sleeps in `poll(2)`).
+    pub(crate) fn open(stdout: RawFd) -> Option<Arc<Kicker>> {
+        let fd = open_proc_fd(stdout, libc::O_RDONLY)?;
+        Some(Arc::new(Kicker {
+            blocking: fd,
+            state: AtomicU8::new(IDLE),
+            deadline: AtomicU64::new(NEVER),
+            watch: AtomicU64::new(NEVER),
+            epoch: Instant::now(),
+        }))
+    }
+
+    /// The blocking descriptor the caller reads.
+    pub(crate) fn blocking_fd(&self) -> RawFd {
+        self.blocking.as_raw_fd()
+    }
+
+    /// The caller, just before its blocking read: it sleeps until `until`. The caller must
+    /// check the event channel after this (the fence pairs with the one in [`Kicker::kick`]).
+    /// True when the watchdog looks next after `until`: it must be woken to look earlier.
+    pub(crate) fn sleep(&self, until: Instant) -> bool {
+        let deadline = self.nanos(until);
+        self.deadline.store(deadline, Ordering::Relaxed);
+        self.state.store(SLEEPING, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        self.watch.load(Ordering::SeqCst) > deadline
+    }
+
+    /// The watchdog, before it sleeps: it looks next in `timeout_ms` (negative: never, unless
+    /// woken).
+    pub(crate) fn set_watch(&self, timeout_ms: libc::c_int) {
+        let at = match u64::try_from(timeout_ms) {
+            Ok(ms) => self.nanos(Instant::now() + Duration::from_millis(ms)),
+            Err(_) => NEVER,
+        };
+        self.watch.store(at, Ordering::SeqCst);
+    }
+
+    /// The caller, after its read: `false` when it was kicked (a kick byte is in the pipe or
+    /// was read: the request must fail and retire the connection).
+    pub(crate) fn wake_up(&self) -> bool {
+        self.deadline.store(NEVER, Ordering::Relaxed);
+        match self
+            .state
+            .compare_exchange(SLEEPING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            Ok(_) => true,
+            Err(_) => {
+                self.state.store(IDLE, Ordering::SeqCst);
+                false
+            }
+        }
+    }
+
+    /// After an event was queued: kicks the caller if it sleeps.
+    pub(crate) fn kick(&self) {
+        fence(Ordering::SeqCst);
+        if self
+            .state
+            .compare_exchange(SLEEPING, KICKED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            self.write_kick();
+        }
+    }
+
+    /// The plugin exited (called on the thread that saw it): a caller that sleeps now and
+    /// still does [`EXIT_GRACE`] later is kicked then (its response did not come, and stdout
+    /// did not end: a grandchild holds it). Returns at once when no caller sleeps.
+    pub(crate) fn exited(&self) {
+        if self.state.load(Ordering::SeqCst) == SLEEPING {
+            std::thread::sleep(EXIT_GRACE);
+            self.kick();
+        }
+    }
+
+    /// The watchdog (the stdout reader thread): kicks a sleeping caller whose deadline has
+    /// passed; returns how long until it is due, if a caller sleeps.
+    pub(crate) fn kick_if_due(&self) -> Option<Duration> {
+        if self.state.load(Ordering::SeqCst) != SLEEPING {
+            return None;
+        }
+        let due = self.deadline.load(Ordering::Relaxed);
+        let now = self.nanos(Instant::now());
+        if now >= due {
+            self.kick();
+            return None;
+        }
+        Some(Duration::from_nanos(due - now))
+    }
+
+    fn nanos(&self, at: Instant) -> u64 {
+        let nanos = at.saturating_duration_since(self.epoch).as_nanos();
+        u64::try_from(nanos).unwrap_or(NEVER - 1)
+    }
+
+    /// Writes one byte into the pipe through a write end opened for the moment.
+    fn write_kick(&self) {
+        let Some(writer) =
+            open_proc_fd(self.blocking.as_raw_fd(), libc::O_WRONLY | libc::O_NONBLOCK)
+        else {
+            log::error!(
+                "waking a request that waits for a plugin's response failed: \
+                 it ends when the plugin writes or exits"
+            );
+            return;
+        };
+        // SAFETY: a one-byte write from a valid buffer to a descriptor we own.
+        let _ = unsafe { libc::write(writer.as_raw_fd(), b"\n".as_ptr().cast(), 1) };
+    }
+}
+
+/// Opens `/proc/self/fd/{fd}` with `flags` (close-on-exec): for a pipe, a new open file
+/// description of the same pipe.
+fn open_proc_fd(fd: RawFd, flags: libc::c_int) -> Option<OwnedFd> {
+    let path = CString::new(format!("/proc/self/fd/{fd}")).ok()?;
+    // SAFETY: a NUL-terminated path and plain flags; returns a new descriptor or -1.
+    let opened = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC) };
+    // SAFETY: a descriptor just opened and owned by nobody else.
+    (opened >= 0).then(|| unsafe { OwnedFd::from_raw_fd(opened) })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+
+    use super::*;
+
+    #[test]
+    fn a_kick_wakes_a_blocking_read_and_is_reported_once() {
+        let (reader, mut writer) = os_pipe::pipe().unwrap();
+        let reader = OwnedFd::from(reader);
+        let kicker = Kicker::open(reader.as_raw_fd()).expect("/proc/self/fd");
+        kicker.sleep(Instant::now() + Duration::from_secs(60));
+        let sleeping = kicker.clone();
+        let read = std::thread::spawn(move || {
+            let mut file = std::fs::File::from(sleeping.blocking.try_clone().unwrap());
+            let mut byte = [0u8; 1];
+            file.read_exact(&mut byte).unwrap();
+            (byte, sleeping.wake_up())
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        kicker.kick();
+        let (byte, not_kicked) = read.join().unwrap();
+        assert_eq!(&byte, b"\n");
+        assert!(!not_kicked, "the caller learns it was kicked");
+        // Not sleeping: a kick writes nothing.
+        kicker.kick();
+        writer.write_all(b"x").unwrap();
+        let mut file = std::fs::File::from(kicker.blocking.try_clone().unwrap());
+        let mut byte = [0u8; 1];
+        file.read_exact(&mut byte).unwrap();
+        assert_eq!(&byte, b"x");
+    }
+
+    #[test]
+    fn the_watchdog_kicks_only_after_the_deadline() {
+        let (reader, _writer) = os_pipe::pipe().unwrap();
+        let reader = OwnedFd::from(reader);
+        let kicker = Kicker::open(reader.as_raw_fd()).expect("/proc/self/fd");
+        assert_eq!(kicker.kick_if_due(), None, "nobody sleeps");
+        kicker.sleep(Instant::now() + Duration::from_secs(60));
+        let left = kicker.kick_if_due().expect("a sleeper with a deadline");
+        assert!(left > Duration::from_secs(50));
+        kicker.sleep(Instant::now());
+        assert_eq!(kicker.kick_if_due(), None);
+        assert!(!kicker.wake_up(), "kicked at its deadline");
+    }
+
+    #[test]
+    fn a_caller_that_wakes_first_is_not_kicked() {
+        let (reader, _writer) = os_pipe::pipe().unwrap();
+        let reader = OwnedFd::from(reader);
+        let kicker = Kicker::open(reader.as_raw_fd()).expect("/proc/self/fd");
+        kicker.sleep(Instant::now() + Duration::from_secs(60));
+        assert!(kicker.wake_up());
+        kicker.kick();
+        kicker.sleep(Instant::now() + Duration::from_secs(60));
+        assert!(kicker.wake_up(), "a kick after the wake-up changes nothing");
+    }
+}
