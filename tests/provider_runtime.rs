@@ -290,6 +290,41 @@ fn idle_provider_threads_never_wake_up() {
     );
 }
 
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "reads per-thread context switches from /proc/self/task (Linux only)"
+)]
+fn a_long_call_does_not_wake_the_provider_threads_while_the_plugin_computes() {
+    // No polling loop while the plugin computes: during a call of 1.5 s, the I/O threads are
+    // woken a bounded number of times (the call's start and end), not once per period.
+    let fx = Fixture::new("long-call");
+    let mut spec = fx.spec("normal", NORMAL);
+    spec.id = "long".into();
+    let provider = Provider::start(spec).unwrap();
+    // Calls right before it: the reader is still watching stdout when the long call starts.
+    for i in 0..50 {
+        let text = format!("warm up {i}");
+        provider.call("echo", &json!({ "text": text })).unwrap();
+    }
+    let before: u64 = context_switches_of_threads("long")
+        .iter()
+        .map(|t| t.1)
+        .sum();
+    let result = provider.call("sleep", &json!({"ms": 1500})).unwrap();
+    assert!(!result.is_error());
+    let after: u64 = context_switches_of_threads("long")
+        .iter()
+        .map(|t| t.1)
+        .sum();
+    // A look every 10 ms would be ~150 wake-ups.
+    assert!(
+        after - before <= 10,
+        "the provider's threads woke {} times during one call",
+        after - before
+    );
+}
+
 /// `WEBCODEX_PLUGIN_FORCE_EXIT_WAITER=1` (CI runs the provider tests a second time with it)
 /// replaces the pidfd watch by a waiter thread; without it, Linux watches through a pidfd.
 #[test]
