@@ -509,6 +509,7 @@ struct ExitWatch {
     process: Arc<PluginProcess>,
     events: EventSender,
     /// stdout's hand-over, whose blocking reader must hear of the exit.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     port: Option<Arc<StdoutPort>>,
 }
 

@@ -72,6 +72,7 @@ mod unix {
         }
 
         /// Reads from `fd` (another description of the same pipe) until set back to `None`.
+        #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
         pub(crate) fn read_from(&mut self, fd: Option<RawFd>) {
             self.read_from = fd;
         }
