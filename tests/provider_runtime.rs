@@ -307,21 +307,20 @@ fn a_long_call_does_not_wake_the_provider_threads_while_the_plugin_computes() {
         let text = format!("warm up {i}");
         provider.call("echo", &json!({ "text": text })).unwrap();
     }
-    let before: u64 = context_switches_of_threads("long")
-        .iter()
-        .map(|t| t.1)
-        .sum();
+    let switches = || -> u64 {
+        context_switches_of_threads("long")
+            .iter()
+            .map(|t| t.1)
+            .sum()
+    };
+    let before = switches();
     let result = provider.call("sleep", &json!({"ms": 1500})).unwrap();
     assert!(!result.is_error());
-    let after: u64 = context_switches_of_threads("long")
-        .iter()
-        .map(|t| t.1)
-        .sum();
+    let woke = switches() - before;
     // A look every 10 ms would be ~150 wake-ups.
     assert!(
-        after - before <= 10,
-        "the provider's threads woke {} times during one call",
-        after - before
+        woke <= 10,
+        "the provider's threads woke {woke} times during one call"
     );
 }
 

@@ -132,6 +132,10 @@ impl Kicker {
             return None;
         }
         let due = self.deadline.load(Ordering::Relaxed);
+        if due == NEVER {
+            // Caught in the middle of a wake-up (or a sleep): look again in a moment.
+            return Some(Duration::from_millis(1));
+        }
         let now = self.nanos(Instant::now());
         if now >= due {
             self.kick();

@@ -45,7 +45,8 @@ mod linux {
     use crossbeam_channel::RecvTimeoutError;
     use parking_lot::{Mutex, MutexGuard};
 
-    use std::sync::atomic::Ordering;
+    use std::mem::ManuallyDrop;
+    use std::sync::atomic::{fence, Ordering};
     use std::sync::Arc;
 
     use super::super::event::Event;
@@ -189,7 +190,10 @@ mod linux {
                 self.raise_wake();
             }
             state.requests = state.requests.wrapping_add(1);
-            Some(Held { port: self, state })
+            Some(Held {
+                port: self,
+                state: ManuallyDrop::new(state),
+            })
         }
 
         /// Before a request takes the channel path: makes sure the reader watches stdout.
@@ -211,23 +215,30 @@ mod linux {
         /// (which it then is). Drains the wake descriptor.
         pub(crate) fn reader_sleep(&self, sleep: ReaderSleep) {
             const PERIOD: libc::c_int = REARM_AFTER.as_millis() as libc::c_int;
-            let due = self.kicker.as_ref().and_then(|k| k.kick_if_due());
-            let due = due.map(|left| {
-                let millis = left.as_millis().saturating_add(1);
-                libc::c_int::try_from(millis).unwrap_or(libc::c_int::MAX)
-            });
-            let timeout = match (sleep, due) {
-                (ReaderSleep::Armed, None) => -1,
-                (ReaderSleep::Watching, None) => PERIOD,
-                // Until the request ends; with blocking reads, within a period while it may
-                // not sleep yet (its deadline is not known), or just after its kick.
-                (ReaderSleep::RequestHeld, None) if self.kicker.is_none() => -1,
-                (ReaderSleep::RequestHeld, None) => PERIOD,
-                (ReaderSleep::Armed | ReaderSleep::RequestHeld, Some(due)) => due,
-                (ReaderSleep::Watching, Some(due)) => due.min(PERIOD),
+            let mut timeout = match sleep {
+                // Until stdout is readable, or the running request ends (it raises the wake
+                // descriptor as it lets go of stdout; one that sleeps in a blocking read with
+                // a deadline before this thread's next look raises it too).
+                ReaderSleep::Armed | ReaderSleep::RequestHeld => -1,
+                ReaderSleep::Watching => PERIOD,
             };
             if let Some(kicker) = &self.kicker {
-                kicker.set_watch(timeout);
+                // Publish the next look, then read the sleeping request's deadline (the fence
+                // pairs with the one in `Kicker::sleep`): either this thread sees the deadline,
+                // or the request sees a look too late for it and raises the wake descriptor.
+                loop {
+                    kicker.set_watch(timeout);
+                    fence(Ordering::SeqCst);
+                    let Some(left) = kicker.kick_if_due() else {
+                        break;
+                    };
+                    let millis = left.as_millis().saturating_add(1);
+                    let due = libc::c_int::try_from(millis).unwrap_or(libc::c_int::MAX);
+                    if timeout >= 0 && timeout <= due {
+                        break;
+                    }
+                    timeout = due;
+                }
             }
             let mut ready = [libc::epoll_event { events: 0, u64: 0 }; 2];
             let n = loop {
@@ -342,7 +353,8 @@ mod linux {
     /// Stdout taken over by the caller for one request; handed back on drop.
     pub(crate) struct Held<'a> {
         port: &'a StdoutPort,
-        state: MutexGuard<'a, PortState>,
+        /// Let go of in `drop`, before the reader is woken (it must find stdout free).
+        state: ManuallyDrop<MutexGuard<'a, PortState>>,
     }
 
     impl<'a> Held<'a> {
@@ -389,6 +401,8 @@ mod linux {
 
     impl Drop for Held<'_> {
         fn drop(&mut self) {
+            // SAFETY: the guard is dropped exactly once, here, and not used afterwards.
+            unsafe { ManuallyDrop::drop(&mut self.state) };
             if self.port.reader_waits.swap(0, Ordering::SeqCst) == WAITS_FOR_END {
                 self.port.raise_wake();
             }

@@ -331,7 +331,7 @@ impl Session {
                     Some(until) => self.spin_for_event(until, wait_until),
                     None => self.channels.events.next(wait_until),
                 },
-                Source::Direct(held) => self.read_event(held, wait_until),
+                Source::Direct(held) => self.read_event(held, wait_until, queued.is_none()),
             };
             match event {
                 Ok(Event::Message(line)) => {
@@ -442,16 +442,23 @@ fn fail<T>(
 impl Session {
     /// With stdout taken over: the next response line read from stdout, or an event from the
     /// other threads (exit, a write failure, `stop()`), or the timeout at `until`.
+    ///
+    /// It sleeps in a blocking read where it can and `may_block` (the whole frame was written
+    /// by the caller: no writer job, whose failure or whose untouched frame at the deadline
+    /// would end the request without retiring the connection), else in `poll(2)`.
     #[inline]
     fn read_event(
         &mut self,
         held: &mut Held<'_>,
         until: Instant,
+        may_block: bool,
     ) -> Result<Event, RecvTimeoutError> {
         #[cfg(target_os = "linux")]
-        if let Some(kicker) = held.kicker() {
+        if let Some(kicker) = held.kicker().filter(|_| may_block) {
             return self.read_event_blocking(held, kicker, until);
         }
+        #[cfg(not(target_os = "linux"))]
+        let _ = may_block;
         // Nothing buffered: the response cannot be there before stdout is readable, so sleep
         // first rather than try a read that would fail.
         let mut readable = held.lines().is_some_and(|lines| has_pending(lines));
