@@ -15,7 +15,8 @@
 //! - the deadline: the stdout reader thread sleeps until then while the request holds stdout
 //!   (a request whose deadline comes before the reader's next look wakes it first) and kicks;
 //! - the plugin's exit when stdout stays open after it (a grandchild holds it): the thread that
-//!   saw the exit kicks [`EXIT_GRACE`] later if the request still sleeps.
+//!   saw the exit brings the request's deadline forward to [`EXIT_GRACE`] from then and wakes
+//!   the reader thread, which kicks at that moment if the request still sleeps.
 //!
 //! The caller registers before it reads and checks the event channel after registering; a
 //! sender queues its event before it looks for a sleeper (both with a `SeqCst` fence), so a
@@ -115,14 +116,18 @@ impl Kicker {
         }
     }
 
-    /// The plugin exited (called on the thread that saw it): a caller that sleeps now and
-    /// still does [`EXIT_GRACE`] later is kicked then (its response did not come, and stdout
-    /// did not end: a grandchild holds it). Returns at once when no caller sleeps.
-    pub(crate) fn exited(&self) {
-        if self.state.load(Ordering::SeqCst) == SLEEPING {
-            std::thread::sleep(EXIT_GRACE);
-            self.kick();
+    /// The plugin exited (called after its `Exited` event was queued): a caller that sleeps
+    /// now is due to be kicked [`EXIT_GRACE`] from now at the latest (if its response has not
+    /// come and stdout has not ended by then, a grandchild holds it). True when a caller
+    /// sleeps: the watchdog must then be woken to look at the earlier moment.
+    pub(crate) fn exited(&self) -> bool {
+        fence(Ordering::SeqCst);
+        if self.state.load(Ordering::SeqCst) != SLEEPING {
+            return false;
         }
+        let due = self.nanos(Instant::now() + EXIT_GRACE);
+        self.deadline.fetch_min(due, Ordering::SeqCst);
+        true
     }
 
     /// The watchdog (the stdout reader thread): kicks a sleeping caller whose deadline has

@@ -267,10 +267,10 @@ mod linux {
         }
 
         /// The plugin exited: a request still sleeping in a blocking read after the exit
-        /// grace is kicked (this waits for that moment only if a request sleeps now).
+        /// grace is kicked then by the reader thread, woken here to look at that moment.
         pub(crate) fn plugin_exited(&self) {
-            if let Some(kicker) = &self.kicker {
-                kicker.exited();
+            if self.kicker.as_ref().is_some_and(|kicker| kicker.exited()) {
+                self.raise_wake();
             }
         }
 
