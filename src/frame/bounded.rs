@@ -39,12 +39,17 @@ impl Tally {
         }
     }
 
+    /// A duplicate key replaced a member already counted.
+    pub(super) fn duplicate(&mut self) {
+        self.inexact = true;
+    }
+
     fn fail(&mut self, fault: JsonBoundsError) {
         self.fault.get_or_insert(fault);
     }
 
     /// A value at `depth`: counted as a node, before anything below it.
-    fn enter(&mut self, depth: usize) {
+    pub(super) fn enter(&mut self, depth: usize) {
         if depth > MAX_DEPTH {
             self.fail(JsonBoundsError::TooDeep);
         }
@@ -54,11 +59,11 @@ impl Tally {
         }
     }
 
-    fn add(&mut self, bytes: usize) {
+    pub(super) fn add(&mut self, bytes: usize) {
         self.bytes = self.bytes.saturating_add(bytes);
     }
 
-    fn key(&mut self, key: &str) {
+    pub(super) fn key(&mut self, key: &str) {
         let plain = is_plain(key.as_bytes());
         if key.len() > MAX_KEY_BYTES || (!plain && key.chars().any(char::is_control)) {
             self.fail(JsonBoundsError::InvalidKey);
@@ -70,7 +75,7 @@ impl Tally {
         });
     }
 
-    fn string(&mut self, depth: usize, s: &str) {
+    pub(super) fn string(&mut self, depth: usize, s: &str) {
         self.enter(depth);
         if s.len() > MAX_STRING_BYTES {
             self.fail(JsonBoundsError::StringTooLong);
@@ -79,7 +84,7 @@ impl Tally {
         }
     }
 
-    fn scalar(&mut self, depth: usize, bytes: usize) {
+    pub(super) fn scalar(&mut self, depth: usize, bytes: usize) {
         self.enter(depth);
         self.add(bytes);
     }
@@ -187,7 +192,7 @@ impl<'de> Visitor<'de> for BoundedSeed<'_> {
             self.tally.key(&key);
             let value = access.next_value_seed(self.child())?;
             if map.insert(key, value).is_some() {
-                self.tally.inexact = true;
+                self.tally.duplicate();
             }
         }
         // Braces, and per entry a colon plus a comma between entries.

@@ -15,6 +15,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::bounded::{BoundedSeed, BoundsVerdict, Tally};
+use super::plain::plain_result;
 use super::text::{line_text, ReadFault};
 use crate::error::ErrorCode;
 
@@ -155,6 +156,18 @@ pub fn decode_response(line: &[u8]) -> Result<RawEnvelope, ReadFault> {
 
 /// [`decode_response`] on text that already passed the line checks.
 pub(super) fn decode_response_text(text: &str) -> Result<RawEnvelope, ReadFault> {
+    match plain_result(text) {
+        Some(plain) => Ok(RawEnvelope(Decoded::Response {
+            id: plain.id,
+            body: Ok(Envelope::Result(plain.result)),
+            result_bounds: plain.bounds,
+        })),
+        None => decode_with_serde(text),
+    }
+}
+
+/// [`decode_response_text`] without the fast path: any line.
+fn decode_with_serde(text: &str) -> Result<RawEnvelope, ReadFault> {
     serde_json::from_str(text).map_err(|_| ReadFault::Malformed)
 }
 

@@ -13,6 +13,7 @@ mod bounds;
 mod encode;
 mod envelope;
 mod lines;
+mod plain;
 mod reader;
 mod text;
 
