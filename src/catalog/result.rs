@@ -114,37 +114,31 @@ pub(crate) fn validate_tool_result_bounded(
     let Value::Object(mut map) = result else {
         return Err(ResultFault::Invalid);
     };
-    if map
-        .keys()
-        .any(|k| !matches!(k.as_str(), "content" | "structuredContent" | "isError"))
-    {
-        return Err(ResultFault::Invalid);
+    // One pass over the members: only the three known keys, each of its type.
+    let (mut content_ok, mut is_error, mut structured) = (false, None, None);
+    for (key, value) in &map {
+        match (key.as_str(), value) {
+            ("content", Value::Array(items)) => {
+                content_ok = items.len() <= MAX_CONTENT_ITEMS && items.iter().all(is_text_item);
+            }
+            ("isError", Value::Bool(flag)) => is_error = Some(*flag),
+            ("structuredContent", Value::Object(_)) => structured = Some(value),
+            _ => return Err(ResultFault::Invalid),
+        }
     }
-    let is_error = match map.get("isError") {
-        None => false,
-        Some(Value::Bool(is_error)) => *is_error,
-        Some(_) => return Err(ResultFault::Invalid),
-    };
-    match map.get("content") {
-        Some(Value::Array(items))
-            if items.len() <= MAX_CONTENT_ITEMS && items.iter().all(is_text_item) => {}
-        _ => return Err(ResultFault::Invalid),
-    }
-    let structured = map.get("structuredContent");
-    if !matches!(structured, None | Some(Value::Object(_))) {
+    if !content_ok {
         return Err(ResultFault::Invalid);
     }
     if let Some(schema) = output_schema {
         match structured {
-            None if !is_error => return Err(ResultFault::OutputSchemaViolation),
+            None if is_error != Some(true) => return Err(ResultFault::OutputSchemaViolation),
             None => {}
             Some(value) => schema
                 .check(value)
                 .map_err(|_| ResultFault::OutputSchemaViolation)?,
         }
     }
-    if !map.contains_key("isError") {
-        // `entry` would allocate the key even when it is present (the common case).
+    if is_error.is_none() {
         map.insert("isError".to_string(), Value::Bool(false));
     }
     Ok(ToolResult(map))
