@@ -18,13 +18,16 @@
 //!   saw the exit brings the request's deadline forward to [`EXIT_GRACE`] from then and wakes
 //!   the reader thread, which kicks at that moment if the request still sleeps.
 //!
+//! A kick whose write end cannot be opened (no descriptor free) stays due, and the stdout reader
+//! retries it every [`KICK_RETRY`] until it is written.
+//!
 //! The caller registers before it reads and checks the event channel after registering; a
 //! sender queues its event before it looks for a sleeper (both with a `SeqCst` fence), so a
 //! request never sleeps through an event.
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,6 +38,9 @@ const SLEEPING: u8 = 1;
 const KICKED: u8 = 2;
 /// "No such moment" in the nanosecond fields.
 const NEVER: u64 = u64::MAX;
+/// How soon the watchdog tries again a kick that could not be written (no descriptor free for
+/// its write end).
+const KICK_RETRY: Duration = Duration::from_millis(10);
 
 /// The blocking description of stdout and the state of the caller that sleeps on it.
 #[derive(Debug)]
@@ -45,7 +51,12 @@ pub(crate) struct Kicker {
     deadline: AtomicU64,
     /// When the watchdog (the stdout reader thread) looks next, nanoseconds after `epoch`.
     watch: AtomicU64,
+    /// The caller was kicked but the byte could not be written: the watchdog retries it.
+    kick_unwritten: AtomicBool,
     epoch: Instant,
+    /// Tests: how many of the next kicks fail to open their write end.
+    #[cfg(test)]
+    failing_opens: std::sync::atomic::AtomicU32,
 }
 
 impl Kicker {
@@ -58,7 +69,10 @@ impl Kicker {
             state: AtomicU8::new(IDLE),
             deadline: AtomicU64::new(NEVER),
             watch: AtomicU64::new(NEVER),
+            kick_unwritten: AtomicBool::new(false),
             epoch: Instant::now(),
+            #[cfg(test)]
+            failing_opens: std::sync::atomic::AtomicU32::new(0),
         }))
     }
 
@@ -92,6 +106,7 @@ impl Kicker {
     /// was read: the request must fail and retire the connection).
     pub(crate) fn wake_up(&self) -> bool {
         self.deadline.store(NEVER, Ordering::Relaxed);
+        self.kick_unwritten.store(false, Ordering::SeqCst);
         match self
             .state
             .compare_exchange(SLEEPING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
@@ -104,15 +119,28 @@ impl Kicker {
         }
     }
 
-    /// After an event was queued: kicks the caller if it sleeps.
+    /// After an event was queued: kicks the caller if it sleeps. A kick whose byte cannot be
+    /// written (no descriptor free) is left to the watchdog to retry, at the request's deadline
+    /// at the latest.
     pub(crate) fn kick(&self) {
         fence(Ordering::SeqCst);
         if self
             .state
             .compare_exchange(SLEEPING, KICKED, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
+            .is_err()
         {
-            self.write_kick();
+            return;
+        }
+        // Marked before the attempt, so a watchdog that looks meanwhile retries it: a second
+        // byte is harmless, a kicked request never reads another response.
+        self.kick_unwritten.store(true, Ordering::SeqCst);
+        if self.write_kick() {
+            self.kick_unwritten.store(false, Ordering::SeqCst);
+        } else {
+            log::error!(
+                "waking a request that waits for a plugin's response failed (no file descriptor \
+                 free?): the stdout reader retries it, by the request's deadline at the latest"
+            );
         }
     }
 
@@ -132,9 +160,18 @@ impl Kicker {
 
     /// The watchdog (the stdout reader thread): kicks a sleeping caller whose deadline has
     /// passed; returns how long until it is due, if a caller sleeps.
+    /// A kick that could not be written is tried again (every [`KICK_RETRY`] until it is).
     pub(crate) fn kick_if_due(&self) -> Option<Duration> {
-        if self.state.load(Ordering::SeqCst) != SLEEPING {
-            return None;
+        match self.state.load(Ordering::SeqCst) {
+            SLEEPING => {}
+            KICKED if self.kick_unwritten.load(Ordering::SeqCst) => {
+                if !self.write_kick() {
+                    return Some(KICK_RETRY);
+                }
+                self.kick_unwritten.store(false, Ordering::SeqCst);
+                return None;
+            }
+            _ => return None,
         }
         let due = self.deadline.load(Ordering::Relaxed);
         if due == NEVER {
@@ -144,7 +181,10 @@ impl Kicker {
         let now = self.nanos(Instant::now());
         if now >= due {
             self.kick();
-            return None;
+            return self
+                .kick_unwritten
+                .load(Ordering::SeqCst)
+                .then_some(KICK_RETRY);
         }
         Some(Duration::from_nanos(due - now))
     }
@@ -154,19 +194,26 @@ impl Kicker {
         u64::try_from(nanos).unwrap_or(NEVER - 1)
     }
 
-    /// Writes one byte into the pipe through a write end opened for the moment.
-    fn write_kick(&self) {
+    /// Writes one byte into the pipe through a write end opened for the moment; false when
+    /// the write end cannot be opened. (A full pipe needs no byte: the caller has bytes to
+    /// read.)
+    fn write_kick(&self) -> bool {
+        #[cfg(test)]
+        if self
+            .failing_opens
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return false;
+        }
         let Some(writer) =
             open_proc_fd(self.blocking.as_raw_fd(), libc::O_WRONLY | libc::O_NONBLOCK)
         else {
-            log::error!(
-                "waking a request that waits for a plugin's response failed: \
-                 it ends when the plugin writes or exits"
-            );
-            return;
+            return false;
         };
         // SAFETY: a one-byte write from a valid buffer to a descriptor we own.
         let _ = unsafe { libc::write(writer.as_raw_fd(), b"\n".as_ptr().cast(), 1) };
+        true
     }
 }
 
@@ -225,6 +272,53 @@ mod tests {
         kicker.sleep(Instant::now());
         assert_eq!(kicker.kick_if_due(), None);
         assert!(!kicker.wake_up(), "kicked at its deadline");
+    }
+
+    #[test]
+    fn a_kick_that_cannot_be_written_is_retried_by_the_watchdog() {
+        let (reader, _writer) = os_pipe::pipe().unwrap();
+        let reader = OwnedFd::from(reader);
+        let kicker = Kicker::open(reader.as_raw_fd()).expect("/proc/self/fd");
+        let pending = || {
+            let mut fds = [libc::pollfd {
+                fd: kicker.blocking_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            }];
+            // SAFETY: one valid pollfd; a zero timeout.
+            unsafe { libc::poll(fds.as_mut_ptr(), 1, 0) == 1 }
+        };
+        // An event's kick fails twice (no descriptor free): the watchdog retries it.
+        kicker.failing_opens.store(2, Ordering::SeqCst);
+        kicker.sleep(Instant::now() + Duration::from_secs(60));
+        kicker.kick();
+        assert!(!pending(), "no byte written");
+        assert_eq!(
+            kicker.kick_if_due(),
+            Some(KICK_RETRY),
+            "the retry fails too"
+        );
+        assert!(!pending());
+        assert_eq!(kicker.kick_if_due(), None, "the retry succeeds");
+        assert!(pending(), "the kick's byte is in the pipe");
+        assert!(!kicker.wake_up(), "the caller learns it was kicked");
+        assert_eq!(kicker.kick_if_due(), None, "nothing left to retry");
+
+        // The watchdog's own kick at the deadline fails: it asks to look again soon.
+        let (reader, _writer) = os_pipe::pipe().unwrap();
+        let reader = OwnedFd::from(reader);
+        let kicker = Kicker::open(reader.as_raw_fd()).expect("/proc/self/fd");
+        kicker.failing_opens.store(1, Ordering::SeqCst);
+        kicker.sleep(Instant::now());
+        assert_eq!(kicker.kick_if_due(), Some(KICK_RETRY));
+        assert_eq!(kicker.kick_if_due(), None);
+        assert!(!kicker.wake_up());
+        // A caller that wakes (its response came) ends the retries.
+        kicker.failing_opens.store(1, Ordering::SeqCst);
+        kicker.sleep(Instant::now());
+        assert_eq!(kicker.kick_if_due(), Some(KICK_RETRY));
+        assert!(!kicker.wake_up(), "kicked, even though no byte was written");
+        assert_eq!(kicker.kick_if_due(), None, "no retry after the wake-up");
     }
 
     #[test]
