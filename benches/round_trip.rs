@@ -6,7 +6,9 @@
 //!   envelope → result validation);
 //! - `raw_pipe_floor`: the same child binary, driven by hand like a raw pipe ping-pong: after
 //!   an untimed initialize + tools/list handshake, each iteration writes a pre-serialized
-//!   tools/call line, flushes and `read_line`s the reply, with no JSON work on the host side.
+//!   tools/call line, flushes and `read_line`s the reply, with no JSON work on the host side;
+//! - `raw_pipe_floor_decode`: the same, plus parsing each reply into a `serde_json::Value`: the
+//!   least any client that decodes its reply pays.
 //!
 //! The difference between the two is what the host adds on top of the pipe and the plugin.
 //! Throughput is reported in calls per second. Run with `cargo bench --bench round_trip`.
@@ -141,6 +143,12 @@ fn round_trip(c: &mut Criterion) {
 
     let mut raw = RawPlugin::start();
     group.bench_function("raw_pipe_floor", |b| b.iter(|| raw.send(CALL)));
+    group.bench_function("raw_pipe_floor_decode", |b| {
+        b.iter(|| {
+            raw.send(CALL);
+            serde_json::from_str::<serde_json::Value>(&raw.line).expect("a JSON reply")
+        })
+    });
     drop(raw);
 
     group.finish();
