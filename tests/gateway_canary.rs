@@ -245,11 +245,21 @@ fn the_canary_never_appears_in_any_output() {
         json!({"action":"call","binding":cwd_tool,"arguments":{}}),
     );
     assert!(out.output.to_string().contains(&canary));
+    // The stderr drain thread reads the plugin's stderr beside the call: the line written
+    // before the reply may reach the ring a moment after the reply reaches the caller.
     let provider = gw.runner("clean").unwrap().provider("good").unwrap();
-    assert!(provider
+    let stderr_deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !provider
         .stderr_lines()
         .iter()
-        .any(|l| l.text.contains(&canary)));
+        .any(|l| l.text.contains(&canary))
+    {
+        assert!(
+            std::time::Instant::now() < stderr_deadline,
+            "the canary never reached the provider's stderr ring"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 
     // Last: at EOF the stdio transport begins the hosts' shutdown.
     // The stdio transport's envelopes, including invalid lines.
