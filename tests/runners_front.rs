@@ -257,11 +257,7 @@ fn assert_clean(front: i32, dead_runner_pids: &[&Path]) {
     for pid in groups {
         assert!(common::wait_gone(pid), "plugin {pid} still runs");
     }
-    assert!(
-        common::zombie_children_of_self().is_empty(),
-        "the test left a zombie: {:?}",
-        common::zombie_children_of_self()
-    );
+    common::assert_no_zombie_children_of_self();
 }
 
 /// Everything the front answered, for the leak check at the end.
@@ -620,7 +616,7 @@ fn one_front_many_runners_with_faults() {
     assert!(common::wait_gone(front_pid));
     drop(s1);
     drop(s2);
-    assert!(common::zombie_children_of_self().is_empty());
+    common::assert_no_zombie_children_of_self();
 }
 
 /// `gateway --runners` alone (no local runner): JSON lines on stdio, routed to a remote.

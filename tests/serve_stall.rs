@@ -112,7 +112,7 @@ impl Server {
         let recorded = common::recorded_pids(&self.pids);
         assert!(!recorded.is_empty(), "no fixture process was recorded");
         common::assert_all_gone(&recorded, "fixture process");
-        assert!(common::zombie_children_of_self().is_empty());
+        common::assert_no_zombie_children_of_self();
     }
 
     /// After a stall: every plugin `serve` started still runs as its child, and `serve` has

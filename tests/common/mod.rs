@@ -365,6 +365,23 @@ pub fn zombie_children_of_self() -> Vec<i32> {
     zombie_children_of(std::process::id() as i32)
 }
 
+/// Asserts that the test process keeps no zombie child. Tests of one binary run in parallel:
+/// another test's child may be a zombie for the moment between its exit and that test's wait
+/// (longer on a loaded machine), so a zombie must persist through a bounded settling time to
+/// count. A zombie nobody reaps persists, so this still catches every leak.
+pub fn assert_no_zombie_children_of_self() {
+    let deadline = Instant::now() + GENEROUS;
+    let mut zombies = zombie_children_of_self();
+    while !zombies.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        zombies = zombie_children_of_self();
+    }
+    assert!(
+        zombies.is_empty(),
+        "zombie children of the test: {zombies:?}"
+    );
+}
+
 /// Every zombie whose parent is `parent`.
 pub fn zombie_children_of(parent: i32) -> Vec<i32> {
     proc_table()

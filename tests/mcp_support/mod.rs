@@ -268,16 +268,7 @@ pub fn assert_plugins_gone(pids: &Path) {
             "plugin process {pid} outlived the host"
         );
     }
-    // Tests of this binary run in parallel: another test's server may be a zombie for the
-    // moment between its exit and that test's wait (longer on a loaded machine), so allow a
-    // bounded settling time, and judge one snapshot.
-    let deadline = std::time::Instant::now() + common::GENEROUS;
-    let mut zombies = common::zombie_children_of_self();
-    while !zombies.is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        zombies = common::zombie_children_of_self();
-    }
-    assert!(zombies.is_empty(), "zombie children: {zombies:?}");
+    common::assert_no_zombie_children_of_self();
 }
 
 /// The child processes of `pid` that are zombies, from `/proc`.
