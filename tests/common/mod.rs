@@ -690,12 +690,11 @@ pub struct Run {
 /// Runs `command` to its end with stdin empty, reading stdout and stderr on threads of their
 /// own; waits at most `limit` (a hang kills it and fails the test).
 pub fn run_to_end(mut command: Command, limit: Duration) -> Run {
-    let mut child = command
+    command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
+        .stderr(Stdio::piped());
+    let mut child = spawn_test_process(&mut command);
     let stdout = read_all(child.stdout.take().expect("stdout"));
     let stderr = read_all(child.stderr.take().expect("stderr"));
     let status = wait_bounded(&mut child, limit);
@@ -703,6 +702,28 @@ pub fn run_to_end(mut command: Command, limit: Duration) -> Run {
         code: status.code(),
         stdout: stdout.join().expect("stdout reader"),
         stderr: stderr.join().expect("stderr reader"),
+    }
+}
+
+/// Spawns a process the test itself starts. Under Wine, `CreateProcess` now and then fails
+/// with `ERROR_INTERNAL_ERROR` (1359) before the process exists; that is Wine's fault, not
+/// the behaviour under test, so the test retries it twice. Any other error fails the test.
+fn spawn_test_process(command: &mut Command) -> std::process::Child {
+    const WINE_INTERNAL_ERROR: i32 = 1359;
+    let mut attempts = 0;
+    loop {
+        match command.spawn() {
+            Ok(child) => return child,
+            Err(e)
+                if cfg!(windows)
+                    && e.raw_os_error() == Some(WINE_INTERNAL_ERROR)
+                    && attempts < 2 =>
+            {
+                attempts += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => panic!("spawn {command:?}: {e}"),
+        }
     }
 }
 
