@@ -87,8 +87,10 @@ enum Command {
         /// The tokens file (TOML `[[tokens]]` entries with name, token, scopes).
         #[arg(long)]
         tokens: PathBuf,
-        /// A browser origin allowed on /mcp, e.g. http://localhost:3000 (repeatable). A /mcp
-        /// request whose Origin header is present and not allowed gets 403.
+        /// A browser origin allowed on /mcp and /api/tools/call (CORS), e.g.
+        /// http://localhost:3000 (repeatable; `*` is refused). A /mcp request whose Origin
+        /// header is present and not allowed gets 403; the server's own origin on a loopback
+        /// host (localhost, 127.0.0.1, [::1]) is always allowed.
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origin: Vec<String>,
     },

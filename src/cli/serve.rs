@@ -7,6 +7,7 @@ use super::stop_signal::StopSignal;
 use super::target::Front;
 
 use webcodex_plugin_host::gateway::{Caller, Scopes};
+use webcodex_plugin_host::transport::http::cors::check_allowed_origin;
 use webcodex_plugin_host::transport::http::{HttpServer, Tokens};
 use webcodex_plugin_host::transport::serve_lines;
 
@@ -62,6 +63,12 @@ pub(super) fn on_stdio(
 /// once bound, serves until SIGINT/SIGTERM, then answers in-flight requests, shuts the hosts
 /// down and exits 0.
 pub(super) fn serve(front: &Front, listen: &str, tokens: &Path, origins: Vec<String>) -> i32 {
+    for origin in &origins {
+        if let Err(e) = check_allowed_origin(origin) {
+            eprintln!("error: --allow-origin: {e}");
+            return EXIT_USAGE;
+        }
+    }
     let tokens = match Tokens::load(tokens) {
         Ok(tokens) => tokens,
         Err(e) => {

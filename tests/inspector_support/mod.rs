@@ -90,6 +90,11 @@ pub struct Serve {
 impl Serve {
     /// Starts `serve` on `127.0.0.1:0` with `providers` (TOML blocks) and the test tokens.
     pub fn start(dir: &TempDir, providers: &str) -> Serve {
+        Serve::start_with_args(dir, providers, &[])
+    }
+
+    /// [`Serve::start`] with more command-line arguments (e.g. `--allow-origin O`).
+    pub fn start_with_args(dir: &TempDir, providers: &str, args: &[&str]) -> Serve {
         let config = dir.write(
             "runner.toml",
             &format!("[plugins]\nrequest_timeout_secs = 20\n\n{providers}"),
@@ -102,6 +107,7 @@ impl Serve {
             .arg(&config)
             .args(["--listen", "127.0.0.1:0", "--tokens"])
             .arg(&tokens)
+            .args(args)
             .env("INSPECTOR_CALL_LOG", &call_log)
             .env("INSPECTOR_PIDS", &pids)
             .env("FIXTURE_PIDS", &pids)

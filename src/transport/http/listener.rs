@@ -30,6 +30,8 @@ pub(crate) struct Exchange<'c> {
     /// Set once the response is written; `Some(true)` when the connection stays open.
     responded: Option<bool>,
     stopping: &'c AtomicBool,
+    /// Headers added to the response, whatever answers (e.g. the CORS headers of an origin).
+    extra_headers: Vec<(&'static str, String)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +73,11 @@ impl Exchange<'_> {
         read
     }
 
+    /// Adds `headers` to the response this request gets, whichever route writes it.
+    pub(crate) fn add_response_headers(&mut self, headers: Vec<(&'static str, String)>) {
+        self.extra_headers.extend(headers);
+    }
+
     /// Writes the response (once; later calls are ignored). The connection stays open for the
     /// next request when the client wants that, the server is not stopping, and the body was
     /// read or can be read and dropped.
@@ -88,7 +95,9 @@ impl Exchange<'_> {
         };
         let stopping = self.stopping.load(Ordering::SeqCst);
         let keep_alive = self.head.keep_alive() && !stopping && body_done;
-        let written = self.conn.write_response(status, headers, body, keep_alive);
+        let mut all = headers.to_vec();
+        all.extend(self.extra_headers.iter().map(|(k, v)| (*k, v.as_str())));
+        let written = self.conn.write_response(status, &all, body, keep_alive);
         if let Err(e) = &written {
             log::debug!("http: writing a response failed: {e}");
         }
@@ -314,6 +323,7 @@ impl Connection {
                 body: BodyState::Unread,
                 responded: None,
                 stopping: &self.listener.stopping,
+                extra_headers: Vec::new(),
             };
             let handled = catch_unwind(AssertUnwindSafe(|| handler.handle(&mut exchange)));
             if handled.is_err() {

@@ -27,6 +27,10 @@
 //! 403 for an `Origin` not allowed by `--allow-origin`, 405 for any other method, 413, 503) carry
 //! a JSON-RPC error without an id.
 //!
+//! A browser page on an allowed origin (see [`cors`]) may call both routes: `OPTIONS` (the
+//! CORS preflight) answers 204 with the `Access-Control-*` headers, and every answer to that
+//! origin carries `Access-Control-Allow-Origin`; a preflight from any other origin gets 403.
+//!
 //! # Concurrency
 //! One acceptor (the thread of [`HttpServer::run`]) hands each connection to a thread of its
 //! own (`wc-http-conn`), at most [`MAX_CONNECTIONS`] at once (beyond: 503 `gateway_saturated`
@@ -72,6 +76,8 @@
 mod bodies;
 #[cfg(feature = "http-client")]
 mod client;
+#[cfg(feature = "http-server")]
+pub mod cors;
 #[cfg(feature = "http-server")]
 pub mod inspector;
 #[cfg(feature = "http-server")]

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::bodies::{failure_body, saturated_body, transport_failure, transport_failure_body};
+use super::cors::{check_allowed_origin, OriginVerdict};
 use super::inspector::{self, InspectorRoute, WHOAMI_PATH};
 use super::listener::{Exchange, Handler, Listener};
 use super::tokens::{bearer, Tokens};
@@ -76,15 +77,22 @@ impl HttpServer {
     }
 
     /// [`HttpServer::bind`], allowing these browser origins (e.g. `http://localhost:3000`,
-    /// compared exactly, ASCII case-insensitively) on `/mcp`. A `/mcp` request whose `Origin`
-    /// header is present and not one of them gets 403 (DNS-rebinding protection); a request
-    /// without `Origin` (not from a browser) is not affected.
+    /// compared exactly, ASCII case-insensitively) besides the server's own origin on a
+    /// loopback host. A `/mcp` request whose `Origin` header is present and not allowed gets
+    /// 403 (DNS-rebinding protection); a request without `Origin` (not from a browser) is not
+    /// affected. A page on an allowed origin may call `/mcp` and `/api/tools/call` (CORS: the
+    /// preflight and the answers carry the `Access-Control-*` headers). An origin that
+    /// [`check_allowed_origin`] refuses (e.g. `*`) is an `InvalidInput` error.
     pub fn bind_with_origins(
         addr: impl ToSocketAddrs,
         gateway: Arc<Gateway>,
         tokens: Tokens,
         allowed_origins: Vec<String>,
     ) -> io::Result<HttpServer> {
+        for origin in &allowed_origins {
+            check_allowed_origin(origin)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        }
         Ok(HttpServer {
             listener: Arc::new(Listener::bind(addr)?),
             routes: Arc::new(Routes {
@@ -137,7 +145,14 @@ fn route(shared: &Routes, request: &mut Exchange<'_>) {
             return reject(request, 404, None, &output, &[], "-");
         }
     };
-    if head.method() != "POST" {
+    let origin = OriginVerdict::of(head, &shared.allowed_origins);
+    if head.method() == "OPTIONS" {
+        return answer_options(request, route, &origin);
+    }
+    if let Some(headers) = origin.answer_headers() {
+        request.add_response_headers(headers);
+    }
+    if request.head().method() != "POST" {
         let allow = [("Allow", "POST")];
         return match route {
             Route::ToolsCall => {
@@ -150,8 +165,8 @@ fn route(shared: &Routes, request: &mut Exchange<'_>) {
             }
         };
     }
-    if route == Route::Mcp && !origin_allowed(request, &shared.allowed_origins) {
-        let body = mcp_http::transport_error("this Origin is not allowed");
+    if route == Route::Mcp && origin == OriginVerdict::Refused {
+        let body = mcp_http::transport_error(ORIGIN_REFUSED);
         return send(request, 403, &body, &[], "-");
     }
     let Some((name, scopes)) = authenticate(&shared.tokens, request) else {
@@ -345,12 +360,31 @@ fn answer_mcp(
     })
 }
 
-/// True when the request has no `Origin` header, or one that is allowed.
-fn origin_allowed(request: &Exchange<'_>, allowed: &[String]) -> bool {
-    request
-        .head()
-        .values("Origin")
-        .all(|origin| allowed.iter().any(|a| a.eq_ignore_ascii_case(origin)))
+/// The message of a 403 for an `Origin` that is not allowed.
+const ORIGIN_REFUSED: &str =
+    "this Origin is not allowed; start serve with --allow-origin ORIGIN for a page on ORIGIN";
+
+/// Answers `OPTIONS` on an API route. A CORS preflight from an allowed origin gets 204 with
+/// the CORS headers, one from a refused origin 403 without them; an `OPTIONS` without `Origin`
+/// (not a preflight) gets 204 with `Allow`. No token is needed: a browser sends none here.
+fn answer_options(request: &mut Exchange<'_>, route: Route, origin: &OriginVerdict) {
+    match origin.preflight_headers() {
+        Some(headers) => {
+            request.add_response_headers(headers);
+            send_empty(request, 204, "-");
+        }
+        None if *origin == OriginVerdict::Absent => {
+            log_answer(request, 204, "-");
+            request.respond(204, &[("Allow", "OPTIONS, POST")], b"");
+        }
+        None => {
+            let body = match route {
+                Route::ToolsCall => failure_body(None, &transport_failure(ORIGIN_REFUSED)),
+                Route::Mcp => mcp_http::transport_error(ORIGIN_REFUSED),
+            };
+            send(request, 403, &body, &[], "-");
+        }
+    }
 }
 
 /// Responds with a status and no body (202 for an MCP notification).
