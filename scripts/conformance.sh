@@ -8,7 +8,8 @@
 # does not list (or on an entry there that no longer fails). Needs cargo, npm and python3.
 #
 # Environment: CONFORMANCE_CACHE (default target/conformance) holds Node and the suites between
-# runs; CONFORMANCE_RUNS limits the runs by label (e.g. "0.2-2026-07-28").
+# runs, and the last results (results/LABEL/server-SCENARIO-*/checks.json); CONFORMANCE_RUNS
+# limits the runs by label (e.g. "0.2-2026-07-28").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -116,7 +117,9 @@ RUNS=(
   "0.2-2025-11-25|$SUITE_02|--requirements 2025-11-25"
   "0.2-2026-07-28|$SUITE_02|--requirements 2026-07-28"
 )
-RESULTS="$WORK/results"
+# Kept after the job (the checks.json of every scenario) for a look at what failed.
+RESULTS="$CACHE/results"
+rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
 dirs=()
 for run in "${RUNS[@]}"; do

@@ -90,7 +90,7 @@ enum Command {
         /// A browser origin allowed on /mcp and /api/tools/call (CORS), e.g.
         /// http://localhost:3000 (repeatable; `*` is refused). A /mcp request whose Origin
         /// header is present and not allowed gets 403; the server's own origin on a loopback
-        /// host (localhost, 127.0.0.1, [::1]) is always allowed.
+        /// host (localhost, 127.0.0.1 or IPv6 ::1) is always allowed.
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origin: Vec<String>,
     },
