@@ -527,7 +527,7 @@
       el('code', { class: 'tool-name', text: summary.name }),
       typeof summary.title === 'string' ? el('span', { class: 'tool-title', text: summary.title }) : null,
       badges));
-    // list gives a description only for an untitled tool; describe fills it for every tool.
+    // list gives names and titles only; describe fills the description.
     const description = el('p', { class: 'tool-description', text: str(summary.description) });
     node.appendChild(description);
     const actions = el('div', { class: 'tool-actions' });
