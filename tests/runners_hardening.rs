@@ -12,7 +12,9 @@ mod tempdir;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use common::serve::ServeProcess;
 use serde_json::{json, Value};
@@ -96,6 +98,146 @@ fn post(addr: SocketAddr, params: &Value) -> (u16, Value) {
     (response.status, response.json())
 }
 
+fn code(body: &Value) -> &str {
+    body["output"]["error"]["code"].as_str().unwrap_or("")
+}
+
+fn dispatch(body: &Value) -> &str {
+    body["output"]["dispatch"].as_str().unwrap_or("")
+}
+
+/// What a [`FakeRunner`] does with one request.
+enum Reply {
+    /// Answers with this status and JSON body.
+    Answer(u16, Value),
+    /// Holds the connection, answering nothing, until the runner is dropped.
+    Hang,
+}
+
+/// Decides the reply to one `plugin_tool` request: its `params` and the bearer token it came
+/// with.
+type Handler = dyn Fn(&Value, &str) -> Reply + Send + Sync;
+
+/// A runner that is not a `serve`: a loopback HTTP server in this test process answering each
+/// `POST /api/tools/call` as its handler says (one thread per connection). Dropping it releases
+/// every held connection.
+struct FakeRunner {
+    addr: SocketAddr,
+    received: Arc<AtomicUsize>,
+    released: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl FakeRunner {
+    fn start(handler: impl Fn(&Value, &str) -> Reply + Send + Sync + 'static) -> FakeRunner {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let received = Arc::new(AtomicUsize::new(0));
+        let released = Arc::new((Mutex::new(false), Condvar::new()));
+        let handler: Arc<Handler> = Arc::new(handler);
+        let (count, release) = (received.clone(), released.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let (handler, count, release) = (handler.clone(), count.clone(), release.clone());
+                std::thread::spawn(move || serve_one(stream, &*handler, &count, &release));
+            }
+        });
+        FakeRunner {
+            addr,
+            received,
+            released,
+        }
+    }
+
+    /// How many requests have arrived so far.
+    fn received(&self) -> usize {
+        self.received.load(Ordering::SeqCst)
+    }
+
+    /// Waits (bounded) until `n` requests have arrived.
+    fn wait_received(&self, n: usize) {
+        let deadline = Instant::now() + LIMIT;
+        while self.received() < n {
+            assert!(
+                Instant::now() < deadline,
+                "{} of {n} requests arrived",
+                self.received()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for FakeRunner {
+    fn drop(&mut self) {
+        let (flag, wake) = &*self.released;
+        *flag.lock().unwrap() = true;
+        wake.notify_all();
+    }
+}
+
+fn serve_one(
+    mut stream: TcpStream,
+    handler: &Handler,
+    count: &AtomicUsize,
+    released: &(Mutex<bool>, Condvar),
+) {
+    stream.set_read_timeout(Some(LIMIT)).unwrap();
+    let request = common::http::read_request(&mut stream);
+    let Some((head, body)) = request.split_once("\r\n\r\n") else {
+        return;
+    };
+    let bearer = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("authorization")
+                .then(|| value.trim().trim_start_matches("Bearer ").to_string())
+        })
+        .unwrap_or_default();
+    let params = serde_json::from_str::<Value>(body).unwrap_or_default()["params"].clone();
+    count.fetch_add(1, Ordering::SeqCst);
+    match handler(&params, &bearer) {
+        Reply::Answer(status, body) => {
+            let body = body.to_string();
+            let response = format!(
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+        Reply::Hang => {
+            let (flag, wake) = released;
+            let mut done = flag.lock().unwrap();
+            let deadline = Instant::now() + LIMIT * 10;
+            while !*done && Instant::now() < deadline {
+                done = wake.wait_timeout(done, LIMIT).unwrap().0;
+            }
+        }
+    }
+    let _ = stream.shutdown(Shutdown::Both);
+}
+
+/// A runners file naming `(id, runner)` pairs, each with a token file `ID.tok` holding
+/// `token_of(id)`.
+fn runners_file(dir: &TempDir, runners: &[(&str, SocketAddr)]) -> PathBuf {
+    let mut text = String::new();
+    for (id, addr) in runners {
+        dir.write(&format!("{id}.tok"), &format!("{}\n", token_of(id)));
+        text.push_str(&format!(
+            "[[runners]]\nid = \"{id}\"\nname = \"Runner {id}\"\nurl = \"http://{addr}\"\n\
+             token_file = \"{id}.tok\"\n\n"
+        ));
+    }
+    dir.write("runners.toml", &text)
+}
+
+/// The front's bearer token for runner `id`.
+fn token_of(id: &str) -> String {
+    format!("front-to-{id}-secret-token-{}", std::process::id())
+}
+
 /// A port on loopback that nothing listens on (bound, then released).
 fn closed_port() -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -172,5 +314,105 @@ fn runner_tokens_never_reach_a_local_plugin() {
         &json!({"action": "check", "runner": "local", "plugin": "fx"}),
     );
     assert_eq!(check["output"]["ready"], json!(true), "{check}");
+    stop_front(front, &dir);
+}
+
+/// A runner that never answers holds at most its own cap (16) of the front's slots: 64 requests
+/// to it at once (the front's whole shared in-flight bound) send 16, the other 48 fail at once
+/// with `plugin_runner_saturated` (not started, retry), and `list` on the local runner and on
+/// another runner still answer while the 16 hang.
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs serve processes stopped with SIGTERM; not run under Wine yet (docs/PLATFORMS.md)"
+)]
+fn one_hung_runner_cannot_take_the_fronts_slots() {
+    let dir = TempDir::new("hardening", "hung");
+    let hung = FakeRunner::start(|_, _| Reply::Hang);
+    let other = FakeRunner::start(|_, _| {
+        Reply::Answer(
+            200,
+            json!({"success": true, "output": {"runner": "local", "plugins": []}}),
+        )
+    });
+    let runners = runners_file(&dir, &[("hung", hung.addr), ("other", other.addr)]);
+    let front = start_front(&dir, &runners, &[]);
+
+    let (tx, rx) = mpsc::channel();
+    let workers: Vec<_> = (0..64)
+        .map(|_| {
+            let (tx, addr) = (tx.clone(), front.addr);
+            std::thread::spawn(move || {
+                let _ = tx.send(post(addr, &json!({"action": "list", "runner": "hung"})));
+            })
+        })
+        .collect();
+    let mut refused = Vec::new();
+    let deadline = Instant::now() + LIMIT;
+    while refused.len() < 48 {
+        assert!(
+            hung.received() <= 16,
+            "{} requests reached the hung runner: its cap is 16",
+            hung.received()
+        );
+        assert!(
+            Instant::now() < deadline,
+            "only {} answers came",
+            refused.len()
+        );
+        if let Ok(answer) = rx.recv_timeout(Duration::from_millis(20)) {
+            refused.push(answer);
+        }
+    }
+    for (status, body) in &refused {
+        assert_eq!(*status, 503, "{body}");
+        assert_eq!(code(body), "plugin_runner_saturated", "{body}");
+        assert_eq!(dispatch(body), "not_started", "{body}");
+        assert_eq!(body["output"]["recovery"], json!("retry"), "{body}");
+        let message = body["output"]["error"]["message"].as_str().unwrap();
+        assert!(message.contains("`hung`") && !message.contains(&hung.addr.to_string()));
+    }
+    hung.wait_received(16);
+
+    // The 16 hang; the local runner and the other runner answer at once.
+    let started = Instant::now();
+    let (status, body) = post(front.addr, &json!({"action": "list", "runner": "local"}));
+    assert_eq!(
+        (status, body["success"].clone()),
+        (200, json!(true)),
+        "{body}"
+    );
+    assert_eq!(
+        body["output"]["plugins"][0]["plugin"],
+        json!("fx"),
+        "{body}"
+    );
+    let (status, body) = post(front.addr, &json!({"action": "list", "runner": "other"}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["output"], json!({"runner": "other", "plugins": []}));
+    assert!(
+        started.elapsed() < common::GENEROUS,
+        "list waited behind the hung runner"
+    );
+    // The 17th request to the hung runner, one more beyond its cap: refused, nothing sent.
+    let (status, body) = post(front.addr, &json!({"action": "list", "runner": "hung"}));
+    assert_eq!(
+        (status, code(&body)),
+        (503, "plugin_runner_saturated"),
+        "{body}"
+    );
+    assert_eq!(hung.received(), 16);
+
+    // Released: the 16 end as lost answers (list changes nothing: not started).
+    drop(hung);
+    for _ in 0..16 {
+        let (_, body) = rx.recv_timeout(LIMIT).expect("a held request was answered");
+        assert_eq!(code(&body), "plugin_gateway_timeout", "{body}");
+        assert_eq!(dispatch(&body), "not_started", "{body}");
+    }
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    drop(other);
     stop_front(front, &dir);
 }

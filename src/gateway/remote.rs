@@ -4,6 +4,9 @@
 //!
 //! [`RemoteRunner::forward`] sends one `plugin_tool` request and classifies what came back
 //! (docs/PROTOCOL.md, remote runners):
+//! - the runner already has its cap of requests in flight ([`RemoteRunner::with_max_in_flight`],
+//!   default 16) → `plugin_runner_saturated`, not started, nothing sent: one slow runner holds
+//!   at most its cap of the front's shared slots, never all of them;
 //! - no connection could be made (DNS, refused, TLS handshake), or the circuit is open →
 //!   `plugin_runner_unavailable`, not started;
 //! - the runner refused the gateway's credential (HTTP 401) → `plugin_runner_unavailable`, not
@@ -18,6 +21,7 @@
 //! Nothing is ever retried. Messages name the runner by its id only: never its URL, token,
 //! binding or instance; the link's own detail goes to the log.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -25,6 +29,7 @@ use serde_json::Value;
 use super::breaker::Breaker;
 use super::output::ToolOutput;
 use super::params::ActionKind;
+use super::runners::DEFAULT_RUNNER_IN_FLIGHT;
 use crate::error::{Dispatch, Error, ErrorCode};
 
 /// The runner name a front gateway addresses on a remote `serve`: the runner of its `--config`.
@@ -58,12 +63,24 @@ pub enum LinkFailure {
     Lost(String),
 }
 
-/// One remote runner: its id and display name, its link, and its circuit breaker.
+/// One remote runner: its id and display name, its link, its circuit breaker and its own
+/// in-flight cap.
 pub struct RemoteRunner {
     id: String,
     name: String,
     link: Box<dyn RunnerLink>,
     breaker: Breaker,
+    in_flight: AtomicUsize,
+    max_in_flight: usize,
+}
+
+/// One request in flight to a runner; frees its place when dropped.
+struct InFlight<'r>(&'r AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl std::fmt::Debug for RemoteRunner {
@@ -82,7 +99,26 @@ impl RemoteRunner {
             name: name.to_string(),
             link,
             breaker: Breaker::default(),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: DEFAULT_RUNNER_IN_FLIGHT,
         }
+    }
+
+    /// This runner with its own in-flight cap (at least 1): beyond `max` requests at once,
+    /// the next fails with `plugin_runner_saturated` without being sent.
+    pub fn with_max_in_flight(mut self, max: usize) -> RemoteRunner {
+        self.max_in_flight = max.max(1);
+        self
+    }
+
+    /// Takes a place among this runner's requests in flight; `None` when all are taken.
+    fn enter(&self) -> Option<InFlight<'_>> {
+        self.in_flight
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max_in_flight).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| InFlight(&self.in_flight))
     }
 
     /// The id callers route by.
@@ -98,6 +134,16 @@ impl RemoteRunner {
     /// Sends one `plugin_tool` request for an action of kind `kind`; see the module text for
     /// the classification.
     pub(crate) fn forward(&self, kind: ActionKind, params: &Value) -> Result<LinkAnswer, Error> {
+        let Some(_in_flight) = self.enter() else {
+            return Err(Error::not_started(
+                ErrorCode::RunnerSaturated,
+                format!(
+                    "runner `{}` already has {} requests in flight, its limit; nothing was \
+                     sent, try again when one finishes",
+                    self.id, self.max_in_flight
+                ),
+            ));
+        };
         let Some(permit) = self.breaker.admit(Instant::now()) else {
             return Err(Error::not_started(
                 ErrorCode::RunnerUnavailable,
