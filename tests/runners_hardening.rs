@@ -416,3 +416,208 @@ fn one_hung_runner_cannot_take_the_fronts_slots() {
     drop(other);
     stop_front(front, &dir);
 }
+
+/// What the hostile runner answers to each request it gets (the front's token is `bearer`).
+fn hostile_answer(params: &Value, bearer: &str) -> Reply {
+    let ok = |output: Value| Reply::Answer(200, json!({"success": true, "output": output}));
+    let failed = |output: Value| Reply::Answer(400, json!({"success": false, "output": output}));
+    let plugin = params["plugin"].as_str().unwrap_or("");
+    let tool = params["tool"].as_str().unwrap_or("");
+    let definition = json!({"name": tool, "title": "Shaped", "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object", "properties": {"n": {"type": "number"}},
+                         "required": ["n"]}});
+    match (params["action"].as_str().unwrap_or(""), plugin, tool) {
+        ("list", "", _) => ok(json!({"runner": "local", "leak": "hostile-extra-key",
+            "plugins": [{"plugin": "fx", "name": "Fixture", "status": "ready",
+                         "pid": "hostile-extra-key"}]})),
+        ("list", "wrongkind", _) => ok(json!({"runner": "local", "plugins": [], "failures": []})),
+        ("list", "failing", _) => failed(json!({
+            "error": {"code": "plugin_not_configured",
+                      "message": format!("first\nline {}", "x".repeat(5000)),
+                      "data": {"secret": "hostile-data-field"}, "extra": "hostile-extra-key"},
+            "dispatch": "not_started", "recovery": "format_the_disk",
+            "hint": "hostile-extra-key"})),
+        ("list", "known", _) => failed(json!({
+            "error": {"code": "plugin_tool_unavailable", "message": "no such tool"},
+            "dispatch": "not_started", "recovery": "list"})),
+        ("list", "madeup", _) => failed(json!({
+            "error": {"code": "hostile_made_up_code", "message": "m"},
+            "dispatch": "not_started"})),
+        ("list", "oversize", _) => ok(json!({"plugin": "oversize", "name": "n".repeat(10_000),
+            "status": "ready", "toolCount": 0, "tools": []})),
+        ("list", "echo", _) => failed(json!({
+            "error": {"code": "plugin_rpc_error", "message": format!("your token is {bearer}")},
+            "dispatch": "completed"})),
+        ("describe", "fx", "leaky") => ok(json!({"runner": "local", "plugin": "fx",
+            "pluginName": "Fixture", "binding": "remote-binding-1",
+            "tool": {"name": "leaky", "title": format!("t {bearer}"),
+                     "inputSchema": {"type": "object"}}})),
+        ("describe", "fx", "badtool") => ok(json!({"runner": "local", "plugin": "fx",
+            "pluginName": "Fixture", "binding": "remote-binding-1",
+            "tool": {"name": "badtool", "inputSchema": {"type": "object"},
+                     "hostile": "hostile-extra-key"}})),
+        ("describe", "fx", _) => ok(json!({"runner": "local", "plugin": "fx",
+            "pluginName": "Fixture", "binding": "remote-binding-1", "leak": "hostile-extra-key",
+            "tool": definition})),
+        ("check", _, _) => ok(json!({"runner": "local", "plugins": []})),
+        ("call", _, _) => match params["arguments"]["mode"].as_str().unwrap_or("") {
+            "ok" => ok(json!({"content": [{"type": "text", "text": "1"}],
+                              "structuredContent": {"n": 1}, "isError": false})),
+            "extra" => ok(json!({"content": [], "structuredContent": {"n": 1},
+                                 "isError": false, "leak": "hostile-extra-key"})),
+            "schema" => ok(json!({"content": [], "structuredContent": {"n": "one"}})),
+            "kind" => ok(json!({"runner": "local", "plugins": []})),
+            _ => failed(json!({
+                "error": {"code": "plugin_timeout", "message": "late"},
+                "dispatch": "outcome_unknown", "recovery": "retry"})),
+        },
+        _ => failed(json!({"error": {"code": "invalid_request", "message": "?"},
+                           "dispatch": "not_started"})),
+    }
+}
+
+/// Every answer a front relays from a hostile runner is validated as a local provider's: extra
+/// keys and `data` dropped, an unknown recovery dropped, a message bounded, an unknown code, a
+/// wrong kind or an oversize string refused, a tool definition admitted as a local one and a
+/// call result checked against its output schema; an answer holding the front's own token for
+/// that runner is refused (`plugin_rpc_error`) and the token is never shown.
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs serve processes stopped with SIGTERM; not run under Wine yet (docs/PLATFORMS.md)"
+)]
+fn a_hostile_runners_answers_are_validated_like_a_local_providers() {
+    let dir = TempDir::new("hardening", "hostile");
+    let evil = FakeRunner::start(hostile_answer);
+    let runners = runners_file(&dir, &[("evil", evil.addr)]);
+    let front = start_front(&dir, &runners, &[]);
+    let mut seen = Vec::new();
+    let mut ask = |params: Value| -> (u16, Value) {
+        let (status, body) = post(front.addr, &params);
+        seen.push(body.to_string());
+        (status, body)
+    };
+    let refused_as_lost = |body: &Value, dispatch_state: &str| {
+        assert_eq!(code(body), "plugin_gateway_timeout", "{body}");
+        assert_eq!(dispatch(body), dispatch_state, "{body}");
+    };
+
+    // Success: rebuilt from the known fields, with the front's runner id.
+    let (status, body) = ask(json!({"action": "list", "runner": "evil"}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["output"],
+        json!({"runner": "evil", "plugins": [{"plugin": "fx", "name": "Fixture", "status": "ready"}]})
+    );
+    // Another kind's output (a reload answer to a list), an oversize name: refused.
+    let (_, body) = ask(json!({"action": "list", "runner": "evil", "plugin": "wrongkind"}));
+    refused_as_lost(&body, "not_started");
+    let (_, body) = ask(json!({"action": "list", "runner": "evil", "plugin": "oversize"}));
+    refused_as_lost(&body, "not_started");
+    let (_, body) = ask(json!({"action": "check", "runner": "evil", "plugin": "fx"}));
+    refused_as_lost(&body, "outcome_unknown");
+
+    // Failure objects: rebuilt from code, message, dispatch and a known recovery only.
+    let (status, body) = ask(json!({"action": "list", "runner": "evil", "plugin": "failing"}));
+    assert_eq!(
+        (status, code(&body)),
+        (400, "plugin_not_configured"),
+        "{body}"
+    );
+    let output = body["output"].as_object().unwrap();
+    assert_eq!(
+        output.keys().collect::<Vec<_>>(),
+        ["dispatch", "error"],
+        "{body}"
+    );
+    assert_eq!(dispatch(&body), "not_started");
+    let error = body["output"]["error"].as_object().unwrap();
+    assert_eq!(error.keys().collect::<Vec<_>>(), ["code", "message"]);
+    let message = error["message"].as_str().unwrap();
+    assert!(message.starts_with("first line xxx"), "{message}");
+    assert!(message.len() <= 1024, "{} bytes", message.len());
+    let (_, body) = ask(json!({"action": "list", "runner": "evil", "plugin": "known"}));
+    assert_eq!(
+        body["output"],
+        json!({"error": {"code": "plugin_tool_unavailable", "message": "no such tool"},
+               "dispatch": "not_started", "recovery": "list"})
+    );
+    let (_, body) = ask(json!({"action": "list", "runner": "evil", "plugin": "madeup"}));
+    refused_as_lost(&body, "not_started");
+
+    // The front's own token in an answer: refused, never shown.
+    let (_, body) = ask(json!({"action": "list", "runner": "evil", "plugin": "echo"}));
+    assert_eq!(code(&body), "plugin_rpc_error", "{body}");
+    assert_eq!(dispatch(&body), "completed", "{body}");
+    let (_, body) = ask(
+        json!({"action": "describe", "runner": "evil", "plugin": "fx",
+                               "tool": "leaky"}),
+    );
+    assert_eq!(code(&body), "plugin_rpc_error", "{body}");
+
+    // describe: the definition is admitted like a local one (an unknown key refuses it); the
+    // binding is the front's; extra keys are dropped.
+    let (_, body) = ask(
+        json!({"action": "describe", "runner": "evil", "plugin": "fx",
+                               "tool": "badtool"}),
+    );
+    refused_as_lost(&body, "not_started");
+    let (status, body) = ask(
+        json!({"action": "describe", "runner": "evil", "plugin": "fx",
+                                    "tool": "shaped"}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let output = body["output"].as_object().unwrap();
+    assert_eq!(
+        output.keys().collect::<Vec<_>>(),
+        ["binding", "plugin", "pluginName", "runner", "tool"],
+        "{body}"
+    );
+    assert_eq!(output["tool"]["title"], json!("Shaped"));
+    let binding = output["binding"].as_str().unwrap().to_string();
+    assert!(binding.starts_with("wc_pbind_"), "{binding}");
+
+    // call: the result is checked as a local provider's, against the described output schema.
+    let mut call = |mode: &str| {
+        ask(json!({"action": "call", "binding": binding, "arguments": {"mode": mode}})).1
+    };
+    let body = call("ok");
+    assert_eq!(
+        body["output"],
+        json!({"content": [{"type": "text", "text": "1"}], "structuredContent": {"n": 1},
+               "isError": false})
+    );
+    for (mode, want) in [
+        ("extra", "plugin_result_invalid"),
+        ("kind", "plugin_result_invalid"),
+        ("schema", "plugin_output_schema_violation"),
+    ] {
+        let body = call(mode);
+        assert_eq!(code(&body), want, "{mode}: {body}");
+        assert_eq!(dispatch(&body), "completed", "{mode}: {body}");
+    }
+    // An outcome_unknown failure never says retry, whatever the runner wrote.
+    let body = call("lost");
+    assert_eq!(
+        body["output"],
+        json!({"error": {"code": "plugin_timeout", "message": "late"},
+               "dispatch": "outcome_unknown", "recovery": "do_not_retry"})
+    );
+
+    // Nothing of what the front must drop reached the caller.
+    let everything = seen.join("\n");
+    for banned in [
+        token_of("evil").as_str(),
+        "hostile-extra-key",
+        "hostile-data-field",
+        "format_the_disk",
+        "hostile_made_up_code",
+        "remote-binding-1",
+    ] {
+        assert!(!everything.contains(banned), "the front relayed {banned:?}");
+    }
+    let stderr = front.stop_within(LIMIT);
+    assert!(!stderr.contains(&token_of("evil")), "a token in the log");
+    drop(evil);
+    common::assert_no_zombie_children_of_self();
+}

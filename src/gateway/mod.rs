@@ -32,6 +32,7 @@ mod failure;
 mod output;
 mod params;
 mod recording;
+mod relay;
 mod remote;
 mod runners;
 mod scope;
@@ -46,6 +47,7 @@ pub use output::{ToolOutput, MAX_DETAIL_BYTES};
 pub use params::Action;
 pub use params::{ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
 pub use recording::{RecordingEvent, RecordingHook};
+pub use relay::MAX_RELAYED_MESSAGE_BYTES;
 pub use remote::{LinkAnswer, LinkFailure, RemoteRunner, RunnerLink, REMOTE_RUNNER};
 pub use runners::{
     load_runners, parse_runners, valid_id, RunnerEntry, RunnersError, TokenSource,

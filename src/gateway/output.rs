@@ -45,6 +45,15 @@ impl ToolOutput {
         }
     }
 
+    /// A failure object relayed from a remote runner, already rebuilt (see `relay`).
+    pub(crate) fn relayed_failure(code: ErrorCode, output: Value) -> ToolOutput {
+        ToolOutput {
+            success: false,
+            output,
+            code: Some(code),
+        }
+    }
+
     /// An output received from another process (a `serve` endpoint): the code is read from
     /// the failure object, and is `None` when it is not one of this runtime's codes.
     #[cfg(feature = "http-client")]

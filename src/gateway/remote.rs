@@ -72,6 +72,8 @@ pub struct RemoteRunner {
     breaker: Breaker,
     in_flight: AtomicUsize,
     max_in_flight: usize,
+    /// The credential the link presents, never to be seen in an answer.
+    secret: Option<String>,
 }
 
 /// One request in flight to a runner; frees its place when dropped.
@@ -101,7 +103,15 @@ impl RemoteRunner {
             breaker: Breaker::default(),
             in_flight: AtomicUsize::new(0),
             max_in_flight: DEFAULT_RUNNER_IN_FLIGHT,
+            secret: None,
         }
+    }
+
+    /// This runner with the credential its link presents: an answer that contains it anywhere
+    /// is refused (`plugin_rpc_error`), so the front never shows its own token to a caller.
+    pub fn with_link_secret(mut self, secret: &str) -> RemoteRunner {
+        self.secret = (!secret.is_empty()).then(|| secret.to_string());
+        self
     }
 
     /// This runner with its own in-flight cap (at least 1): beyond `max` requests at once,
@@ -157,6 +167,25 @@ impl RemoteRunner {
         match self.link.send(params) {
             Ok(answer) => {
                 permit.answered();
+                if let Some(secret) = &self.secret {
+                    if super::relay::contains_secret(&answer.output.output, secret) {
+                        log::warn!(
+                            "runner `{}` answered `{}` with this gateway's own credential in \
+                             the answer; the answer was refused",
+                            self.id,
+                            kind.as_str()
+                        );
+                        return Err(Error::new(
+                            ErrorCode::RpcError,
+                            Dispatch::Completed,
+                            format!(
+                                "runner `{}` answered with something this gateway may not show \
+                                 (its own credential); the answer was refused",
+                                self.id
+                            ),
+                        ));
+                    }
+                }
                 Ok(answer)
             }
             Err(LinkFailure::Refused) => {
