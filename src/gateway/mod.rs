@@ -19,9 +19,10 @@
 //! machine's `serve`, listed in a runners file ([`load_runners`]) and reached through a
 //! [`RunnerLink`] (the HTTP one is `transport::http::remote_runner`). For a remote runner the
 //! gateway forwards the action, mints its own binding for a remote `describe` (the remote's
-//! binding never reaches the caller), classifies failures across the hop
-//! (`plugin_runner_unavailable`, `plugin_gateway_timeout`) and keeps a circuit breaker per
-//! runner (docs/PROTOCOL.md, several runners).
+//! binding never reaches the caller), validates and rebuilds every answer as strictly as a
+//! local provider's (`relay`), classifies failures across the hop (`plugin_runner_unavailable`,
+//! `plugin_gateway_timeout`, `plugin_runner_saturated`) and keeps a circuit breaker and an
+//! in-flight cap per runner (docs/PROTOCOL.md, several runners).
 //!
 //! The gateway knows nothing of transports: the front ends that carry `plugin_tool` requests
 //! (stdio JSON lines, HTTP) live in [`crate::transport`].

@@ -641,6 +641,38 @@ mod tests {
     }
 
     #[test]
+    fn check_and_catalog_outputs() {
+        let ready = json!({"runner": "local", "plugin": "fx", "ready": true, "phase": "ready",
+            "toolCount": 1, "tools": [{"name": "echo"}],
+            "catalogDigest": format!("sha256:{}", "a".repeat(64))});
+        let out = success(Expect::Check { plugin: "fx" }, &ready, "edge").unwrap();
+        assert_eq!(out["runner"], json!("edge"));
+        assert_eq!(out["catalogDigest"], ready["catalogDigest"]);
+        let not_ready = json!({"runner": "local", "plugin": "fx", "ready": false,
+            "phase": "tools_list", "toolCount": 0, "tools": [], "code": "plugin_tools_list_invalid",
+            "detail": "bad\ttool", "diagnostic": {"code": "invalid_tool_name", "field": "name"}});
+        let out = success(Expect::Check { plugin: "fx" }, &not_ready, "edge").unwrap();
+        assert_eq!(out["detail"], json!("bad tool"));
+        assert_eq!(
+            out["diagnostic"],
+            json!({"code": "invalid_tool_name", "field": "name"})
+        );
+        let mut lying = not_ready.clone();
+        lying["diagnostic"]["field"] = json!("command");
+        assert!(success(Expect::Check { plugin: "fx" }, &lying, "edge").is_none());
+        let catalog = json!({"tools": [{"plugin": "fx", "name": "F", "tool": "echo",
+            "description": "d", "annotations": {"readOnlyHint": true}}],
+            "totalCount": 1, "catalogRevision": "wc_plugcat_abc", "runner": "local"});
+        assert_eq!(
+            success(Expect::Catalog, &catalog, "edge").unwrap()["runner"],
+            json!("edge")
+        );
+        let mut bad = catalog.clone();
+        bad["tools"][0]["annotations"] = json!({"command": "rm -rf"});
+        assert!(success(Expect::Catalog, &bad, "edge").is_none());
+    }
+
+    #[test]
     fn secrets_are_found_in_strings_and_keys() {
         let secret = "tok-123";
         assert!(contains_secret(

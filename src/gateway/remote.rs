@@ -15,8 +15,10 @@
 //!   timeout, not a `plugin_tool` response) → `plugin_gateway_timeout`: outcome unknown for
 //!   `call`, `check` and `reload`; not started for the read-only `list`, `describe` and
 //!   `catalog`, which change nothing (docs/DECISIONS.md, gateway);
-//! - any `plugin_tool` answer, a failure object included, is the runner's own and is returned
-//!   as it came.
+//! - an answer that contains the link's own credential anywhere → `plugin_rpc_error`,
+//!   completed: it is refused whole, so the token is never shown;
+//! - any other `plugin_tool` answer is returned, to be validated and rebuilt by the gateway
+//!   (`relay`) before the caller sees any of it.
 //!
 //! Nothing is ever retried. Messages name the runner by its id only: never its URL, token,
 //! binding or instance; the link's own detail goes to the log.
