@@ -391,7 +391,7 @@ fn one_hung_runner_cannot_take_the_fronts_slots() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["output"], json!({"runner": "other", "plugins": []}));
     assert!(
-        started.elapsed() < common::GENEROUS,
+        started.elapsed() < common::GENEROUS * 2,
         "list waited behind the hung runner"
     );
     // The 17th request to the hung runner, one more beyond its cap: refused, nothing sent.
