@@ -274,6 +274,87 @@ fn changes_nothing(kind: ActionKind) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::mpsc;
+    use std::sync::Mutex;
+
+    /// A link whose answers wait until the test releases them, one per message.
+    struct Held {
+        entered: mpsc::Sender<()>,
+        release: Mutex<mpsc::Receiver<()>>,
+        echo: Option<String>,
+    }
+
+    impl RunnerLink for Held {
+        fn send(&self, _: &Value) -> Result<LinkAnswer, LinkFailure> {
+            let _ = self.entered.send(());
+            let _ = self.release.lock().unwrap().recv();
+            let text = self.echo.clone().unwrap_or_default();
+            Ok(LinkAnswer {
+                output: ToolOutput::ok(serde_json::json!({"runner": "local", "note": text})),
+                instance: None,
+            })
+        }
+    }
+
+    #[test]
+    fn the_in_flight_cap_refuses_without_sending_and_frees_its_places() {
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        let link = Held {
+            entered: entered_tx,
+            release: Mutex::new(release_rx),
+            echo: None,
+        };
+        let runner = std::sync::Arc::new(
+            RemoteRunner::new("edge", "Edge", Box::new(link)).with_max_in_flight(2),
+        );
+        let params = serde_json::json!({"action": "list", "runner": "local"});
+        let held: Vec<_> = (0..2)
+            .map(|_| {
+                let (runner, params) = (runner.clone(), params.clone());
+                std::thread::spawn(move || runner.forward(ActionKind::List, &params).is_ok())
+            })
+            .collect();
+        for _ in 0..2 {
+            entered.recv().unwrap();
+        }
+        let e = runner.forward(ActionKind::List, &params).unwrap_err();
+        assert_eq!(
+            (e.code(), e.dispatch()),
+            (ErrorCode::RunnerSaturated, Dispatch::NotStarted)
+        );
+        assert!(entered.try_recv().is_err(), "a saturated request was sent");
+        release.send(()).unwrap();
+        release.send(()).unwrap();
+        for h in held {
+            assert!(h.join().unwrap());
+        }
+        // Both places are free again.
+        release.send(()).unwrap();
+        assert!(runner.forward(ActionKind::List, &params).is_ok());
+    }
+
+    #[test]
+    fn an_answer_holding_the_link_secret_is_refused() {
+        let (entered_tx, _entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        let link = Held {
+            entered: entered_tx,
+            release: Mutex::new(release_rx),
+            echo: Some("see s3cret-link-token here".into()),
+        };
+        let runner =
+            RemoteRunner::new("edge", "Edge", Box::new(link)).with_link_secret("s3cret-link-token");
+        release.send(()).unwrap();
+        let e = runner
+            .forward(ActionKind::List, &serde_json::json!({}))
+            .unwrap_err();
+        assert_eq!(
+            (e.code(), e.dispatch()),
+            (ErrorCode::RpcError, Dispatch::Completed)
+        );
+        assert!(!e.message().contains("s3cret"), "{}", e.message());
+    }
 
     #[test]
     fn classification_across_the_hop() {
