@@ -210,6 +210,8 @@ error_codes! {
     GatewayTimeout => "plugin_gateway_timeout",
     /// Too many gateway requests in flight.
     GatewaySaturated => "gateway_saturated",
+    /// Too many requests in flight to one remote runner (its own cap): nothing was sent.
+    RunnerSaturated => "plugin_runner_saturated",
     /// A transport request line is not a valid request.
     InvalidRequest => "invalid_request",
     /// The gateway itself failed (no randomness for a binding, a panicked request handler).

@@ -1419,16 +1419,14 @@ fn human_list_describe_and_check_speak_plainly() {
     let out = run(&["list", "--config", config, "--plugin", "notes"]);
     out.assert_code(0);
     assert!(out.stdout.contains("\n1 tool:\n"), "{}", out.stdout);
+    // list entries are names and titles only: the description is for describe.
     assert!(
-        out.stdout.contains("  wipe — Deletes every note.…"),
-        "a tool without a title shows its description: {}",
+        out.stdout.contains("\n  wipe") && !out.stdout.contains("Deletes every note"),
+        "{}",
         out.stdout
     );
     let out = run(&["list", "--config", config, "--plugin", "notes", "--json"]);
-    assert_eq!(
-        out.json()["tools"],
-        json!([{"name": "wipe", "description": "Deletes every note.\nNo undo."}])
-    );
+    assert_eq!(out.json()["tools"], json!([{"name": "wipe"}]));
 
     let out = run(&["check", "--config", config, "--plugin", "notes"]);
     out.assert_code(0);

@@ -412,7 +412,7 @@ fn one_front_many_runners_with_faults() {
     );
     assert_eq!(body["output"]["runner"], json!("r2"), "{body}");
     assert_eq!(body["output"]["ready"], json!(true), "{body}");
-    // A remote failure object passes through unchanged.
+    // A well-formed remote failure object comes back as the runner wrote it (rebuilt field by field).
     let body = seen.front(
         &front,
         VIEWER,

@@ -198,7 +198,7 @@ fn admit_tool<'v>(value: &'v Value, seen: &mut HashSet<&'v str>) -> Result<Tool,
 }
 
 /// `^[A-Za-z0-9_.-]{1,128}$`.
-fn valid_tool_name(name: &str) -> bool {
+pub(crate) fn valid_tool_name(name: &str) -> bool {
     (1..=MAX_NAME_BYTES).contains(&name.len())
         && name
             .bytes()

@@ -14,6 +14,7 @@ mod schema;
 mod tool;
 
 pub use crate::diagnostic::{Diagnostic, DiagnosticCode, DIAGNOSTIC_FIELDS};
+pub(crate) use frozen::valid_tool_name;
 pub use frozen::{admit_tools_list, FrozenCatalog, MAX_TOOLS};
 pub(crate) use result::validate_tool_result_bounded;
 pub use result::{validate_tool_result, ResultFault, ToolResult};

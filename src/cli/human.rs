@@ -84,27 +84,11 @@ pub(super) fn count(n: &Value, noun: &str) -> String {
     }
 }
 
-/// Longest description shown on a one-line tool entry.
-const LINE_DESCRIPTION_CHARS: usize = 100;
-
-/// The first line of `text`, cut to `max` characters with an ellipsis.
-fn first_line(text: &str, max: usize) -> String {
-    let line = text.lines().next().unwrap_or("");
-    let mut out: String = line.chars().take(max).collect();
-    if line.chars().count() > max || text.lines().nth(1).is_some() {
-        out.push('…');
-    }
-    out
-}
-
 fn tool_lines(tools: &Value, out: &mut String) {
     for tool in tools.as_array().map(Vec::as_slice).unwrap_or(&[]) {
         let _ = write!(out, "\n  {}", clean(field(tool, "name"), false));
         if let Some(title) = tool.get("title").and_then(Value::as_str) {
             let _ = write!(out, " — {}", clean(title, false));
-        } else if let Some(description) = tool.get("description").and_then(Value::as_str) {
-            let line = first_line(description, LINE_DESCRIPTION_CHARS);
-            let _ = write!(out, " — {}", clean(&line, false));
         }
     }
 }
@@ -298,13 +282,13 @@ mod tests {
     }
 
     #[test]
-    fn list_shows_the_description_of_a_tool_without_title() {
+    fn list_shows_names_and_titles() {
         let out = provider_detail(
             &json!({"plugin":"p","status":"ready","name":"P","toolCount":2,
-            "tools":[{"name":"a","title":"A"},{"name":"b","description":"Does b.\nMore."}]}),
+            "tools":[{"name":"a","title":"A"},{"name":"b"}]}),
         );
         assert!(out.contains("\n  a — A"), "{out}");
-        assert!(out.contains("\n  b — Does b.…"), "{out}");
+        assert!(out.ends_with("\n  b"), "{out}");
         assert!(out.contains("2 tools:"), "{out}");
     }
 

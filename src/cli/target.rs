@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use webcodex_plugin_host::gateway::{load_runners, Caller, Gateway, RunnersError, ToolOutput};
+use webcodex_plugin_host::gateway::{
+    load_runners, Caller, Gateway, RunnersError, TokenSource, ToolOutput,
+};
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 use webcodex_plugin_host::provider::StderrLine;
 use webcodex_plugin_host::transport::http::{
@@ -306,17 +308,28 @@ impl Front {
     /// then starts the local host; any problem is reported on stderr with exit code 2.
     pub(super) fn start(&self) -> Result<Arc<Gateway>, i32> {
         let mut remotes = Vec::new();
+        // Every runner token variable is filtered from the local plugins' environment.
+        let mut secret_variables = Vec::new();
         if let Some(path) = &self.runners {
             let problem = |e: RunnersError| {
                 eprintln!("error: --runners {}: {e}", path.display());
                 EXIT_USAGE
             };
             for entry in load_runners(path, self.config.is_some()).map_err(problem)? {
+                if let TokenSource::Env(name) = &entry.token {
+                    secret_variables.push(name.clone());
+                }
                 remotes.push(Arc::new(remote_runner(&entry).map_err(problem)?));
             }
         }
         let gateway = match &self.config {
-            Some(config) => start(config)?,
+            Some(config) => host_gateway(Host::start(
+                ConfigSource::File(config.to_path_buf()),
+                HostOptions {
+                    secret_variables,
+                    ..HostOptions::default()
+                },
+            ))?,
             None => Arc::new(Gateway::new([])),
         };
         for remote in remotes {

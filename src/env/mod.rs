@@ -6,6 +6,7 @@
 
 mod config;
 mod resolve;
+mod secrets;
 mod snapshot;
 
 pub use config::{
@@ -13,5 +14,6 @@ pub use config::{
     RunnerConfig, ShellConfig, DEFAULT_MAX_PROVIDERS, DEFAULT_REQUEST_TIMEOUT,
 };
 pub use resolve::resolve_executable;
+pub use secrets::{is_sensitive_variable, SecretNames, MAX_SECRET_NAMES};
 pub(crate) use snapshot::prepare_candidate_environment;
-pub use snapshot::{is_sensitive_variable, prepare_environment, EnvSnapshot, INIT_SCRIPT_LIMIT};
+pub use snapshot::{prepare_environment, EnvSnapshot, INIT_SCRIPT_LIMIT};

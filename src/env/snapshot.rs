@@ -27,6 +27,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 #[cfg(unix)]
 use parking_lot::Mutex;
 
+use super::secrets::SecretNames;
 use super::{ProfileConfig, ProviderConfig, ShellConfig};
 use crate::error::{Dispatch, Error, ErrorCode, Phase, Result};
 use crate::spawn::{AdmissionCancel, Cancellable};
@@ -42,14 +43,6 @@ const STDERR_LIMIT: usize = 64 * 1024;
 /// hold it open).
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
-const SENSITIVE: &[&str] = &[
-    "WEBCODEX_TOKEN",
-    "WEBCODEX_PAT",
-    "WEBCODEX_AGENT_TOKEN",
-    "WEBCODEX_USER_TOKEN",
-    "AUTHORIZATION",
-];
-
 /// An exact environment: the plugin gets these variables and no others.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct EnvSnapshot {
@@ -63,9 +56,17 @@ impl EnvSnapshot {
     /// On Windows names are compared without regard to ASCII case (`Path` and `PATH` are one
     /// variable: the last spelling and value given win) and sorted by their upper case.
     pub fn from_vars(vars: impl IntoIterator<Item = (OsString, OsString)>) -> EnvSnapshot {
+        EnvSnapshot::from_vars_without(vars, &SecretNames::default())
+    }
+
+    /// [`EnvSnapshot::from_vars`] that also removes the extra names of `secrets`.
+    pub fn from_vars_without(
+        vars: impl IntoIterator<Item = (OsString, OsString)>,
+        secrets: &SecretNames,
+    ) -> EnvSnapshot {
         let map: BTreeMap<OsString, (OsString, OsString)> = vars
             .into_iter()
-            .filter(|(k, _)| !is_sensitive_variable(k))
+            .filter(|(k, _)| !secrets.contains(k))
             .map(|(k, v)| (name_key(&k).into_owned(), (k, v)))
             .collect();
         EnvSnapshot {
@@ -102,15 +103,6 @@ fn name_key(name: &OsStr) -> Cow<'_, OsStr> {
     Cow::Owned(name.to_ascii_uppercase())
 }
 
-/// True for the variables that are always removed (`WEBCODEX_TOKEN`, `WEBCODEX_PAT`,
-/// `WEBCODEX_AGENT_TOKEN`, `WEBCODEX_USER_TOKEN`, `AUTHORIZATION`), compared ASCII
-/// case-insensitively on every platform (`webcodex_pat` or `Authorization` is removed too).
-pub fn is_sensitive_variable(name: &OsStr) -> bool {
-    // A name that is not UTF-8 cannot equal an ASCII name in any case.
-    name.to_str()
-        .is_some_and(|name| SENSITIVE.iter().any(|s| s.eq_ignore_ascii_case(name)))
-}
-
 /// Prepares the environment for `provider` from the host's own environment (`base`).
 ///
 /// Profile: the provider's, else `shell.default_profile`, else none. Then PATH gets
@@ -128,19 +120,22 @@ pub fn prepare_environment(
         provider,
         base,
         INIT_SCRIPT_LIMIT,
+        &SecretNames::default(),
         &AdmissionCancel::new(),
     )
 }
 
-/// [`prepare_environment`] for a candidate: cancelling `cancel` kills a running init_script's
-/// process group at once (the preparation then fails).
+/// [`prepare_environment`] for a candidate: the extra names of `secrets` are removed too, and
+/// cancelling `cancel` kills a running init_script's process group at once (the preparation
+/// then fails).
 pub(crate) fn prepare_candidate_environment(
     shell: &ShellConfig,
     provider: &ProviderConfig,
     base: impl IntoIterator<Item = (OsString, OsString)>,
+    secrets: &SecretNames,
     cancel: &AdmissionCancel,
 ) -> Result<EnvSnapshot> {
-    prepare_with_limit(shell, provider, base, INIT_SCRIPT_LIMIT, cancel)
+    prepare_with_limit(shell, provider, base, INIT_SCRIPT_LIMIT, secrets, cancel)
 }
 
 fn failed(message: impl Into<String>) -> Error {
@@ -157,6 +152,7 @@ fn prepare_with_limit(
     provider: &ProviderConfig,
     base: impl IntoIterator<Item = (OsString, OsString)>,
     limit: Duration,
+    secrets: &SecretNames,
     cancel: &AdmissionCancel,
 ) -> Result<EnvSnapshot> {
     let profile = match provider.profile.as_ref().or(shell.default_profile.as_ref()) {
@@ -178,12 +174,12 @@ fn prepare_with_limit(
             .chain(profile.iter().flat_map(|(_, p)| p.env.iter()))
             .map(|(k, v)| (OsString::from(k), OsString::from(v))),
     );
-    let built = EnvSnapshot::from_vars(vars);
+    let built = EnvSnapshot::from_vars_without(vars, secrets);
 
     match profile {
         Some((name, p)) if p.init_script.is_some() => {
             let vars = run_init_script(name, p, &built, provider.cwd.as_deref(), limit, cancel)?;
-            Ok(EnvSnapshot::from_vars(vars))
+            Ok(EnvSnapshot::from_vars_without(vars, secrets))
         }
         _ => Ok(built),
     }

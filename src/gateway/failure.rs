@@ -7,7 +7,7 @@
 //! | recovery | when | what to do |
 //! |---|---|---|
 //! | `do_not_retry` | every `outcome_unknown` failure | the effect may have happened: never repeat the call blindly |
-//! | `retry` | `plugin_provider_busy`, `plugin_timeout` (not started), `gateway_saturated`, `plugin_check_busy`, `plugin_reload_busy`, `plugin_runner_unavailable`, `plugin_gateway_timeout` (not started: a read-only action) | the same request may be sent again later |
+//! | `retry` | `plugin_provider_busy`, `plugin_timeout` (not started), `gateway_saturated`, `plugin_runner_saturated`, `plugin_check_busy`, `plugin_reload_busy`, `plugin_runner_unavailable`, `plugin_gateway_timeout` (not started: a read-only action) | the same request may be sent again later |
 //! | `describe_again` | `describe_required`, `plugin_schema_changed` | describe the tool again and call with the new binding |
 //! | `list_and_describe` | `plugin_replaced`, `stale_plugin_provider` | list the runner, then describe the tool again |
 //! | `reload` | `plugin_provider_unavailable`, and any not-started failure that retired the provider | reload the runner (`plugin:manage`) |
@@ -67,6 +67,7 @@ impl Recovery {
         let by_code = match error.code() {
             ErrorCode::ProviderBusy
             | ErrorCode::GatewaySaturated
+            | ErrorCode::RunnerSaturated
             | ErrorCode::Internal
             | ErrorCode::CheckBusy
             | ErrorCode::ReloadBusy
@@ -132,6 +133,7 @@ mod tests {
             (ErrorCode::ProviderBusy, "retry"),
             (ErrorCode::Timeout, "retry"),
             (ErrorCode::GatewaySaturated, "retry"),
+            (ErrorCode::RunnerSaturated, "retry"),
             (ErrorCode::CheckBusy, "retry"),
             (ErrorCode::ReloadBusy, "retry"),
             (ErrorCode::RunnerUnavailable, "retry"),

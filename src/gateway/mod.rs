@@ -19,9 +19,10 @@
 //! machine's `serve`, listed in a runners file ([`load_runners`]) and reached through a
 //! [`RunnerLink`] (the HTTP one is `transport::http::remote_runner`). For a remote runner the
 //! gateway forwards the action, mints its own binding for a remote `describe` (the remote's
-//! binding never reaches the caller), classifies failures across the hop
-//! (`plugin_runner_unavailable`, `plugin_gateway_timeout`) and keeps a circuit breaker per
-//! runner (docs/PROTOCOL.md, several runners).
+//! binding never reaches the caller), validates and rebuilds every answer as strictly as a
+//! local provider's (`relay`), classifies failures across the hop (`plugin_runner_unavailable`,
+//! `plugin_gateway_timeout`, `plugin_runner_saturated`) and keeps a circuit breaker and an
+//! in-flight cap per runner (docs/PROTOCOL.md, several runners).
 //!
 //! The gateway knows nothing of transports: the front ends that carry `plugin_tool` requests
 //! (stdio JSON lines, HTTP) live in [`crate::transport`].
@@ -32,6 +33,7 @@ mod failure;
 mod output;
 mod params;
 mod recording;
+mod relay;
 mod remote;
 mod runners;
 mod scope;
@@ -46,10 +48,12 @@ pub use output::{ToolOutput, MAX_DETAIL_BYTES};
 pub use params::Action;
 pub use params::{ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
 pub use recording::{RecordingEvent, RecordingHook};
+pub use relay::MAX_RELAYED_MESSAGE_BYTES;
 pub use remote::{LinkAnswer, LinkFailure, RemoteRunner, RunnerLink, REMOTE_RUNNER};
 pub use runners::{
-    load_runners, parse_runners, valid_id, RunnerEntry, RunnersError, TokenSource, LOCAL_RUNNER,
-    MAX_RUNNERS, MAX_RUNNER_ID_BYTES, MAX_RUNNER_NAME_BYTES,
+    load_runners, parse_runners, valid_id, RunnerEntry, RunnersError, TokenSource,
+    DEFAULT_RUNNER_IN_FLIGHT, LOCAL_RUNNER, MAX_RUNNERS, MAX_RUNNER_ID_BYTES, MAX_RUNNER_IN_FLIGHT,
+    MAX_RUNNER_NAME_BYTES,
 };
 pub use scope::{Caller, Scope, ScopeParseError, Scopes};
 pub use service::{Gateway, LocalOutput};

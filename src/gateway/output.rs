@@ -45,6 +45,15 @@ impl ToolOutput {
         }
     }
 
+    /// A failure object relayed from a remote runner, already rebuilt (see `relay`).
+    pub(crate) fn relayed_failure(code: ErrorCode, output: Value) -> ToolOutput {
+        ToolOutput {
+            success: false,
+            output,
+            code: Some(code),
+        }
+    }
+
     /// An output received from another process (a `serve` endpoint): the code is read from
     /// the failure object, and is `None` when it is not one of this runtime's codes.
     #[cfg(feature = "http-client")]
@@ -109,33 +118,23 @@ fn summaries(entries: &[ProviderEntry]) -> Vec<Value> {
         .collect()
 }
 
-/// `list(runner, plugin)`: the summary plus `toolCount` and `tools:[{name,title?,description?}]`
-/// (`description` only for a tool without a title, cut to 512 bytes, so every entry carries a
-/// label). A failed or retired provider lists no tools, since none of them can be called.
+/// `list(runner, plugin)`: the summary plus `toolCount` and `tools:[{name,title?}]`: names and
+/// titles only (a description belongs to `describe` and the project catalog). A failed or
+/// retired provider lists no tools, since none of them can be called.
 pub(crate) fn provider_detail(entry: &ProviderEntry) -> Value {
     let mut map = provider_summary(entry);
     let tools: Vec<Value> = match entry.provider() {
-        Some(p) if !p.is_retired() => p.catalog().tools().iter().map(tool_summary).collect(),
+        Some(p) if !p.is_retired() => p
+            .catalog()
+            .tools()
+            .iter()
+            .map(|t| name_title(t.name(), t.title()))
+            .collect(),
         _ => Vec::new(),
     };
     map.insert("toolCount".into(), tools.len().into());
     map.insert("tools".into(), tools.into());
     Value::Object(map)
-}
-
-/// Longest description a `list` entry carries (cut on a char boundary).
-const LIST_DESCRIPTION_BYTES: usize = 512;
-
-fn tool_summary(tool: &Tool) -> Value {
-    let mut summary = name_title(tool.name(), tool.title());
-    if let (None, Some(description)) = (tool.title(), tool.description()) {
-        let mut end = description.len().min(LIST_DESCRIPTION_BYTES);
-        while !description.is_char_boundary(end) {
-            end -= 1;
-        }
-        summary["description"] = description[..end].into();
-    }
-    summary
 }
 
 fn name_title(name: &str, title: Option<&str>) -> Value {

@@ -4,6 +4,9 @@
 //!
 //! [`RemoteRunner::forward`] sends one `plugin_tool` request and classifies what came back
 //! (docs/PROTOCOL.md, remote runners):
+//! - the runner already has its cap of requests in flight ([`RemoteRunner::with_max_in_flight`],
+//!   default 16) → `plugin_runner_saturated`, not started, nothing sent: one slow runner holds
+//!   at most its cap of the front's shared slots, never all of them;
 //! - no connection could be made (DNS, refused, TLS handshake), or the circuit is open →
 //!   `plugin_runner_unavailable`, not started;
 //! - the runner refused the gateway's credential (HTTP 401) → `plugin_runner_unavailable`, not
@@ -12,12 +15,15 @@
 //!   timeout, not a `plugin_tool` response) → `plugin_gateway_timeout`: outcome unknown for
 //!   `call`, `check` and `reload`; not started for the read-only `list`, `describe` and
 //!   `catalog`, which change nothing (docs/DECISIONS.md, gateway);
-//! - any `plugin_tool` answer, a failure object included, is the runner's own and is returned
-//!   as it came.
+//! - an answer that contains the link's own credential anywhere → `plugin_rpc_error`,
+//!   completed: it is refused whole, so the token is never shown;
+//! - any other `plugin_tool` answer is returned, to be validated and rebuilt by the gateway
+//!   (`relay`) before the caller sees any of it.
 //!
 //! Nothing is ever retried. Messages name the runner by its id only: never its URL, token,
 //! binding or instance; the link's own detail goes to the log.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -25,6 +31,7 @@ use serde_json::Value;
 use super::breaker::Breaker;
 use super::output::ToolOutput;
 use super::params::ActionKind;
+use super::runners::DEFAULT_RUNNER_IN_FLIGHT;
 use crate::error::{Dispatch, Error, ErrorCode};
 
 /// The runner name a front gateway addresses on a remote `serve`: the runner of its `--config`.
@@ -58,12 +65,26 @@ pub enum LinkFailure {
     Lost(String),
 }
 
-/// One remote runner: its id and display name, its link, and its circuit breaker.
+/// One remote runner: its id and display name, its link, its circuit breaker and its own
+/// in-flight cap.
 pub struct RemoteRunner {
     id: String,
     name: String,
     link: Box<dyn RunnerLink>,
     breaker: Breaker,
+    in_flight: AtomicUsize,
+    max_in_flight: usize,
+    /// The credential the link presents, never to be seen in an answer.
+    secret: Option<String>,
+}
+
+/// One request in flight to a runner; frees its place when dropped.
+struct InFlight<'r>(&'r AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl std::fmt::Debug for RemoteRunner {
@@ -82,7 +103,34 @@ impl RemoteRunner {
             name: name.to_string(),
             link,
             breaker: Breaker::default(),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: DEFAULT_RUNNER_IN_FLIGHT,
+            secret: None,
         }
+    }
+
+    /// This runner with the credential its link presents: an answer that contains it anywhere
+    /// is refused (`plugin_rpc_error`), so the front never shows its own token to a caller.
+    pub fn with_link_secret(mut self, secret: &str) -> RemoteRunner {
+        self.secret = (!secret.is_empty()).then(|| secret.to_string());
+        self
+    }
+
+    /// This runner with its own in-flight cap (at least 1): beyond `max` requests at once,
+    /// the next fails with `plugin_runner_saturated` without being sent.
+    pub fn with_max_in_flight(mut self, max: usize) -> RemoteRunner {
+        self.max_in_flight = max.max(1);
+        self
+    }
+
+    /// Takes a place among this runner's requests in flight; `None` when all are taken.
+    fn enter(&self) -> Option<InFlight<'_>> {
+        self.in_flight
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max_in_flight).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| InFlight(&self.in_flight))
     }
 
     /// The id callers route by.
@@ -98,6 +146,16 @@ impl RemoteRunner {
     /// Sends one `plugin_tool` request for an action of kind `kind`; see the module text for
     /// the classification.
     pub(crate) fn forward(&self, kind: ActionKind, params: &Value) -> Result<LinkAnswer, Error> {
+        let Some(_in_flight) = self.enter() else {
+            return Err(Error::not_started(
+                ErrorCode::RunnerSaturated,
+                format!(
+                    "runner `{}` already has {} requests in flight, its limit; nothing was \
+                     sent, try again when one finishes",
+                    self.id, self.max_in_flight
+                ),
+            ));
+        };
         let Some(permit) = self.breaker.admit(Instant::now()) else {
             return Err(Error::not_started(
                 ErrorCode::RunnerUnavailable,
@@ -111,6 +169,25 @@ impl RemoteRunner {
         match self.link.send(params) {
             Ok(answer) => {
                 permit.answered();
+                if let Some(secret) = &self.secret {
+                    if super::relay::contains_secret(&answer.output.output, secret) {
+                        log::warn!(
+                            "runner `{}` answered `{}` with this gateway's own credential in \
+                             the answer; the answer was refused",
+                            self.id,
+                            kind.as_str()
+                        );
+                        return Err(Error::new(
+                            ErrorCode::RpcError,
+                            Dispatch::Completed,
+                            format!(
+                                "runner `{}` answered with something this gateway may not show \
+                                 (its own credential); the answer was refused",
+                                self.id
+                            ),
+                        ));
+                    }
+                }
                 Ok(answer)
             }
             Err(LinkFailure::Refused) => {
@@ -197,6 +274,87 @@ fn changes_nothing(kind: ActionKind) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::mpsc;
+    use std::sync::Mutex;
+
+    /// A link whose answers wait until the test releases them, one per message.
+    struct Held {
+        entered: mpsc::Sender<()>,
+        release: Mutex<mpsc::Receiver<()>>,
+        echo: Option<String>,
+    }
+
+    impl RunnerLink for Held {
+        fn send(&self, _: &Value) -> Result<LinkAnswer, LinkFailure> {
+            let _ = self.entered.send(());
+            let _ = self.release.lock().unwrap().recv();
+            let text = self.echo.clone().unwrap_or_default();
+            Ok(LinkAnswer {
+                output: ToolOutput::ok(serde_json::json!({"runner": "local", "note": text})),
+                instance: None,
+            })
+        }
+    }
+
+    #[test]
+    fn the_in_flight_cap_refuses_without_sending_and_frees_its_places() {
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        let link = Held {
+            entered: entered_tx,
+            release: Mutex::new(release_rx),
+            echo: None,
+        };
+        let runner = std::sync::Arc::new(
+            RemoteRunner::new("edge", "Edge", Box::new(link)).with_max_in_flight(2),
+        );
+        let params = serde_json::json!({"action": "list", "runner": "local"});
+        let held: Vec<_> = (0..2)
+            .map(|_| {
+                let (runner, params) = (runner.clone(), params.clone());
+                std::thread::spawn(move || runner.forward(ActionKind::List, &params).is_ok())
+            })
+            .collect();
+        for _ in 0..2 {
+            entered.recv().unwrap();
+        }
+        let e = runner.forward(ActionKind::List, &params).unwrap_err();
+        assert_eq!(
+            (e.code(), e.dispatch()),
+            (ErrorCode::RunnerSaturated, Dispatch::NotStarted)
+        );
+        assert!(entered.try_recv().is_err(), "a saturated request was sent");
+        release.send(()).unwrap();
+        release.send(()).unwrap();
+        for h in held {
+            assert!(h.join().unwrap());
+        }
+        // Both places are free again.
+        release.send(()).unwrap();
+        assert!(runner.forward(ActionKind::List, &params).is_ok());
+    }
+
+    #[test]
+    fn an_answer_holding_the_link_secret_is_refused() {
+        let (entered_tx, _entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        let link = Held {
+            entered: entered_tx,
+            release: Mutex::new(release_rx),
+            echo: Some("see s3cret-link-token here".into()),
+        };
+        let runner =
+            RemoteRunner::new("edge", "Edge", Box::new(link)).with_link_secret("s3cret-link-token");
+        release.send(()).unwrap();
+        let e = runner
+            .forward(ActionKind::List, &serde_json::json!({}))
+            .unwrap_err();
+        assert_eq!(
+            (e.code(), e.dispatch()),
+            (ErrorCode::RpcError, Dispatch::Completed)
+        );
+        assert!(!e.message().contains("s3cret"), "{}", e.message());
+    }
 
     #[test]
     fn classification_across_the_hop() {

@@ -7,6 +7,7 @@
 //! url = "https://edge-1.example:8787" # the runner's `webcodex-plugin serve`
 //! token_file = "tokens/edge-1.token" # or: token_env = "EDGE_1_TOKEN" (exactly one of the two)
 //! ca_file = "ca.pem"                 # optional: trust this CA (PEM) instead of the built-in roots
+//! max_in_flight = 16                 # optional: its own in-flight cap (1..=64, default 16)
 //! ```
 //!
 //! Validation is strict: an unknown key, a missing or mistyped key, a bad or duplicate id, the id
@@ -27,6 +28,12 @@ pub const MAX_RUNNER_ID_BYTES: usize = 64;
 pub const MAX_RUNNER_NAME_BYTES: usize = 128;
 /// The most runners a runners file may list.
 pub const MAX_RUNNERS: usize = 64;
+/// A remote runner's own in-flight cap when its entry gives none: beyond it a request fails
+/// at once with `plugin_runner_saturated`, so one slow runner cannot hold every slot of the
+/// front.
+pub const DEFAULT_RUNNER_IN_FLIGHT: usize = 16;
+/// The largest `max_in_flight` an entry may give (the front's own in-flight bound).
+pub const MAX_RUNNER_IN_FLIGHT: usize = 64;
 
 /// Where a runner's bearer token comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +59,9 @@ pub struct RunnerEntry {
     pub token: TokenSource,
     /// A PEM file of CA certificates to trust instead of the built-in roots.
     pub ca_file: Option<PathBuf>,
+    /// The most requests in flight to this runner at once (`max_in_flight`, default
+    /// [`DEFAULT_RUNNER_IN_FLIGHT`]).
+    pub max_in_flight: usize,
 }
 
 /// A runners file that could not be read or is invalid. Its message never contains a token.
@@ -158,7 +168,15 @@ pub fn parse_runners(
     Ok(entries)
 }
 
-const KEYS: [&str; 6] = ["id", "name", "url", "token_file", "token_env", "ca_file"];
+const KEYS: [&str; 7] = [
+    "id",
+    "name",
+    "url",
+    "token_file",
+    "token_env",
+    "ca_file",
+    "max_in_flight",
+];
 
 fn parse_entry(index: usize, item: &toml::Value, base: &Path) -> Result<RunnerEntry, RunnersError> {
     let at = |key: &str, problem: &str| RunnersError(format!("runners[{index}].{key}: {problem}"));
@@ -248,12 +266,25 @@ fn parse_entry(index: usize, item: &toml::Value, base: &Path) -> Result<RunnerEn
         Some(file) => Some(path(file)),
         None => None,
     };
+    let max_in_flight = match table.get("max_in_flight") {
+        None => DEFAULT_RUNNER_IN_FLIGHT,
+        Some(toml::Value::Integer(n)) if (1..=MAX_RUNNER_IN_FLIGHT as i64).contains(n) => {
+            *n as usize
+        }
+        Some(_) => {
+            return Err(at(
+                "max_in_flight",
+                "must be a whole number from 1 to 64 (requests in flight to this runner)",
+            ))
+        }
+    };
     Ok(RunnerEntry {
         id: id.to_string(),
         name: name.to_string(),
         url: url.to_string(),
         token,
         ca_file,
+        max_in_flight,
     })
 }
 
@@ -349,7 +380,7 @@ mod tests {
     fn a_valid_file() {
         let text = format!(
             "{ONE}\n[[runners]]\nid = \"b_2.x\"\nname = \"B\"\nurl = \"https://b.example/p\"\n\
-             token_env = \"B_TOKEN\"\nca_file = \"/abs/ca.pem\"\n"
+             token_env = \"B_TOKEN\"\nca_file = \"/abs/ca.pem\"\nmax_in_flight = 2\n"
         );
         let entries = parse(&text).unwrap();
         assert_eq!(entries.len(), 2);
@@ -362,6 +393,8 @@ mod tests {
         assert_eq!(entries[0].ca_file, None);
         assert_eq!(entries[1].token, TokenSource::Env("B_TOKEN".into()));
         assert_eq!(entries[1].ca_file, Some(PathBuf::from("/abs/ca.pem")));
+        assert_eq!(entries[0].max_in_flight, DEFAULT_RUNNER_IN_FLIGHT);
+        assert_eq!(entries[1].max_in_flight, 2);
     }
 
     #[test]
@@ -392,6 +425,7 @@ mod tests {
             url: "http://h:1".into(),
             token: TokenSource::Env("WC_RUNNERS_UNIT_SURELY_UNSET".into()),
             ca_file: None,
+            max_in_flight: DEFAULT_RUNNER_IN_FLIGHT,
         };
         let e = entry.token().unwrap_err().to_string();
         assert!(e.contains("WC_RUNNERS_UNIT_SURELY_UNSET"), "{e}");
@@ -437,6 +471,12 @@ mod tests {
                 "exactly one of token_file and token_env",
             ),
             (format!("{ONE}tokn = 1\n"), "unknown key `tokn`"),
+            (
+                format!("{ONE}max_in_flight = 0\n"),
+                "runners[0].max_in_flight: must be a whole number from 1 to 64",
+            ),
+            (format!("{ONE}max_in_flight = 65\n"), "max_in_flight"),
+            (format!("{ONE}max_in_flight = \"4\"\n"), "max_in_flight"),
             (
                 format!("{ONE}token_env = \"\"\n").replace("token_file = \"edge.tok\"\n", ""),
                 "token_env",

@@ -14,10 +14,11 @@ use super::output::{self, ToolOutput};
 use super::params::ActionKind;
 use super::params::ActionRef;
 use super::recording::{RecordingEvent, RecordingHook};
+use super::relay::{self, Expect};
 use super::remote::{RemoteRunner, REMOTE_RUNNER};
 use super::runners::LOCAL_RUNNER;
 use super::scope::Caller;
-use crate::catalog::ToolResult;
+use crate::catalog::{validate_tool_result, Tool, ToolResult};
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::host::{Host, InstanceCall, DEFAULT_PROJECT_CATALOG_BYTES};
 use crate::provider::StderrLine;
@@ -58,7 +59,7 @@ enum Bound {
     /// A tool of a host in this process.
     Local(BindingTarget),
     /// A tool described on a remote runner: the remote's own binding, never shown to a caller.
-    Remote(RemoteBinding),
+    Remote(Box<RemoteBinding>),
 }
 
 struct RemoteBinding {
@@ -68,7 +69,9 @@ struct RemoteBinding {
     /// The remote runner instance that minted it, when the runner names its instance.
     instance: Option<String>,
     plugin: String,
-    tool: String,
+    /// The tool as the remote described it, admitted like a local one: a call result is
+    /// checked against its output schema.
+    tool: Tool,
 }
 
 impl Bound {
@@ -76,7 +79,11 @@ impl Bound {
     fn names(&self) -> (String, String, String) {
         match self {
             Bound::Local(t) => (t.runner.clone(), t.plugin.clone(), t.tool.clone()),
-            Bound::Remote(t) => (t.runner.id().to_string(), t.plugin.clone(), t.tool.clone()),
+            Bound::Remote(t) => (
+                t.runner.id().to_string(),
+                t.plugin.clone(),
+                t.tool.name().to_string(),
+            ),
         }
     }
 }
@@ -517,35 +524,40 @@ impl Gateway {
         }
         let answer = remote.forward(kind, &params)?;
         if !answer.output.success {
-            return Err(Failure::Remote(answer.output));
-        }
-        let mut output = answer.output.output;
-        let Some(map) = output.as_object_mut() else {
-            return Err(remote.unusable_answer(kind).into());
-        };
-        if map.contains_key("runner") {
-            map.insert("runner".into(), runner.into());
-        }
-        if kind == ActionKind::Describe {
-            let (Some(Value::String(binding)), Some(Value::String(plugin)), Some(tool)) = (
-                map.get("binding"),
-                map.get("plugin"),
-                map.get("tool")
-                    .and_then(|t| t.get("name"))
-                    .and_then(Value::as_str),
-            ) else {
-                return Err(remote.unusable_answer(kind).into());
+            return match relay::failure(&answer.output.output) {
+                Some(failure) => Err(Failure::Remote(failure)),
+                None => Err(remote.unusable_answer(kind).into()),
             };
-            let front = self.mint(Bound::Remote(RemoteBinding {
-                runner: remote.clone(),
-                binding: binding.clone(),
-                instance: answer.instance,
-                plugin: plugin.clone(),
-                tool: tool.to_string(),
-            }))?;
-            map.insert("binding".into(), front.into());
         }
-        Ok(output)
+        let expect = match action {
+            ActionRef::List { plugin: None, .. } => Expect::Providers,
+            ActionRef::List {
+                plugin: Some(plugin),
+                ..
+            } => Expect::ProviderDetail { plugin },
+            ActionRef::Describe { plugin, tool, .. } => {
+                let Some(described) = relay::describe(&answer.output.output, plugin, tool, runner)
+                else {
+                    return Err(remote.unusable_answer(kind).into());
+                };
+                let front = self.mint(Bound::Remote(Box::new(RemoteBinding {
+                    runner: remote.clone(),
+                    binding: described.binding,
+                    instance: answer.instance,
+                    plugin: plugin.to_string(),
+                    tool: described.tool,
+                })))?;
+                let mut output = described.output;
+                output.insert("binding".into(), front.into());
+                return Ok(Value::Object(output));
+            }
+            ActionRef::Check { plugin, .. } => Expect::Check { plugin },
+            ActionRef::Reload { .. } => Expect::Reload,
+            ActionRef::Catalog { .. } => Expect::Catalog,
+            ActionRef::Call { .. } => unreachable!("calls are routed by their binding"),
+        };
+        relay::success(expect, &answer.output.output, runner)
+            .ok_or_else(|| remote.unusable_answer(kind).into())
     }
 
     /// A call through a front binding: forwarded once with the remote's binding. A remote that
@@ -570,13 +582,37 @@ impl Gateway {
         }
         let answer = target.runner.forward(ActionKind::Call, &params)?;
         if answer.output.success {
-            return Ok(answer.output.output);
+            // Checked as a local provider's result is: the contract, then the output schema.
+            return validate_tool_result(answer.output.output, target.tool.output_schema())
+                .map(ToolResult::into_json)
+                .map_err(|fault| {
+                    log::warn!(
+                        "runner `{}` answered a call of `{}` with a result that breaks the \
+                         contract ({})",
+                        target.runner.id(),
+                        target.tool.name(),
+                        fault.code()
+                    );
+                    Error::new(
+                        fault.code(),
+                        Dispatch::Completed,
+                        format!(
+                            "runner `{}` answered the call with a tool result that breaks the \
+                             tool result contract or the tool's output schema; it was refused",
+                            target.runner.id()
+                        ),
+                    )
+                    .into()
+                });
         }
+        let Some(failure) = relay::failure(&answer.output.output) else {
+            return Err(target.runner.unusable_answer(ActionKind::Call).into());
+        };
         let restarted = target.instance.is_some() && answer.instance != target.instance;
-        if restarted && answer.output.code() == Some(ErrorCode::DescribeRequired) {
+        if restarted && failure.code() == Some(ErrorCode::DescribeRequired) {
             return Err(replaced().into());
         }
-        Err(Failure::Remote(answer.output))
+        Err(Failure::Remote(failure))
     }
 }
 

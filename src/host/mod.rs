@@ -27,7 +27,7 @@ pub use set::{ProviderEntry, ProviderSet, ProviderState};
 use crate::catalog::{Diagnostic, Tool, ToolResult};
 use crate::env::{
     load_runner_config, prepare_candidate_environment, resolve_executable, ProviderConfig,
-    RunnerConfig, DEFAULT_MAX_PROVIDERS,
+    RunnerConfig, SecretNames, DEFAULT_MAX_PROVIDERS,
 };
 use crate::error::{Error, ErrorCode, Phase};
 use crate::provider::{
@@ -55,6 +55,10 @@ pub struct HostOptions {
     /// Opt-in active wait for each response before the calling thread blocks (see
     /// [`Provider::set_response_spin`]); zero (the default) always blocks at once.
     pub response_spin: Duration,
+    /// Variable names removed from every plugin's environment besides the fixed sensitive ones,
+    /// compared ASCII case-insensitively (a front passes the `token_env` names of its runners
+    /// file, so no runner token reaches a local plugin).
+    pub secret_variables: Vec<String>,
 }
 
 impl Default for HostOptions {
@@ -63,6 +67,7 @@ impl Default for HostOptions {
             max_providers: DEFAULT_MAX_PROVIDERS,
             base_env: None,
             response_spin: Duration::ZERO,
+            secret_variables: Vec::new(),
         }
     }
 }
@@ -474,7 +479,8 @@ fn prepare(
         Some(vars) => vars.clone(),
         None => std::env::vars_os().collect(),
     };
-    let env = prepare_candidate_environment(&config.shell, cfg, base, cancel)?;
+    let secrets = SecretNames::with_extra(&options.secret_variables);
+    let env = prepare_candidate_environment(&config.shell, cfg, base, &secrets, cancel)?;
     let program = resolve_executable(&cfg.command, &env, cfg.cwd.as_deref())?;
     let spec = ProviderSpec {
         id: cfg.id.clone(),

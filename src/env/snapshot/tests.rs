@@ -1,4 +1,5 @@
 use super::*;
+use crate::env::is_sensitive_variable;
 
 fn os(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
     pairs
@@ -293,6 +294,7 @@ fn init_script_timeout_kills_and_fails() {
         &provider(Some("node")),
         base(),
         Duration::from_secs(1),
+        &SecretNames::default(),
         &AdmissionCancel::new(),
     )
     .unwrap_err();
@@ -469,6 +471,7 @@ fn cmd_init_script_timeout_kills_its_job_and_fails() {
         &provider(Some("c")),
         windows_base(),
         Duration::from_secs(1),
+        &SecretNames::default(),
         &AdmissionCancel::new(),
     )
     .unwrap_err();

@@ -48,5 +48,7 @@ pub fn remote_runner(entry: &RunnerEntry) -> Result<RemoteRunner, RunnersError> 
     };
     let client = HttpClient::new(&entry.url, &token, options)
         .map_err(|m| RunnersError::new(format!("runner `{}`: {m}", entry.id)))?;
-    Ok(RemoteRunner::new(&entry.id, &entry.name, Box::new(client)))
+    Ok(RemoteRunner::new(&entry.id, &entry.name, Box::new(client))
+        .with_max_in_flight(entry.max_in_flight)
+        .with_link_secret(&token))
 }

@@ -302,7 +302,9 @@ fn status_for(output: &ToolOutput) -> u16 {
     }
     match output.code() {
         Some(ErrorCode::InsufficientScope) => 403,
-        Some(ErrorCode::GatewaySaturated | ErrorCode::RunnerUnavailable) => 503,
+        Some(
+            ErrorCode::GatewaySaturated | ErrorCode::RunnerSaturated | ErrorCode::RunnerUnavailable,
+        ) => 503,
         Some(ErrorCode::GatewayTimeout) => 504,
         Some(ErrorCode::Internal) => 500,
         _ => 400,

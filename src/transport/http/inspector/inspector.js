@@ -68,6 +68,7 @@
     plugin_runner_unavailable: 'The remote runner could not be reached; nothing was sent. Try again later.',
     plugin_gateway_timeout: 'The remote runner did not answer in time; the request may have reached it.',
     gateway_saturated: 'The gateway is handling as many requests as it allows. Try again shortly.',
+    plugin_runner_saturated: 'The remote runner is handling as many requests as the front allows it; nothing was sent. Try again shortly.',
     invalid_request: 'The request was not well formed.',
     gateway_internal_error: 'The gateway failed while handling this request (a bug in the gateway).',
     unauthorized: 'The token was not accepted. Paste a valid token.',
@@ -527,7 +528,7 @@
       el('code', { class: 'tool-name', text: summary.name }),
       typeof summary.title === 'string' ? el('span', { class: 'tool-title', text: summary.title }) : null,
       badges));
-    // list gives a description only for an untitled tool; describe fills it for every tool.
+    // list gives names and titles only; describe fills the description.
     const description = el('p', { class: 'tool-description', text: str(summary.description) });
     node.appendChild(description);
     const actions = el('div', { class: 'tool-actions' });

@@ -1,0 +1,686 @@
+//! What a front gateway lets through of a remote runner's answer (docs/PROTOCOL.md §9.8,
+//! relayed answers): every answer is validated as strictly as a local provider's, and rebuilt
+//! from the fields its kind knows, before any of it reaches the caller.
+//!
+//! - **A success output** must be the output of the action asked (`list(runner)`,
+//!   `list(runner, plugin)`, `describe`, `check`, `reload`, `catalog`): every field it needs
+//!   present with its type and bounds (ids, names, titles, codes, counts), the plugin and tool
+//!   the ones asked, and no key of another kind's output (that is another kind's answer). A key
+//!   no output has is dropped. A `describe`'s tool definition is admitted exactly as a local
+//!   tools/list entry is (Schema Profile v1), so the front can check the call result against
+//!   its output schema; a `call` result goes through the local tools/call result validation.
+//! - **A failure object** is rebuilt from `error.code` (one of this runtime's codes),
+//!   `error.message` (control characters replaced, cut to [`MAX_RELAYED_MESSAGE_BYTES`]),
+//!   `dispatch` and `recovery` (kept only when it is one of the fixed list, and always
+//!   `do_not_retry` for an `outcome_unknown` failure); `data` and every other key are dropped.
+//!
+//! Anything else is not an answer this front can relay: the caller gets the hop's
+//! classification (docs/PROTOCOL.md §9.8), never a piece of it.
+
+use serde_json::{Map, Value};
+
+use super::failure::Recovery;
+use super::output::{self, ToolOutput};
+use super::runners::valid_id;
+use crate::catalog::{admit_tools_list, valid_tool_name, Tool, DIAGNOSTIC_FIELDS, MAX_TOOLS};
+use crate::diagnostic::DiagnosticCode;
+use crate::error::{Dispatch, ErrorCode, Phase};
+
+/// The longest failure message relayed, in bytes (cut on a character boundary).
+pub const MAX_RELAYED_MESSAGE_BYTES: usize = 1024;
+/// The most providers a relayed list or reload may name.
+const MAX_PROVIDERS: usize = 256;
+/// The most entries a relayed project catalog may hold.
+const MAX_CATALOG_ENTRIES: usize = 4096;
+/// The longest provider display name, tool title and catalog revision, in bytes.
+const MAX_NAME_BYTES: usize = 128;
+/// The longest description of a catalog entry, in bytes.
+const MAX_CATALOG_DESCRIPTION_BYTES: usize = 512;
+/// The longest binding a runner may mint, in bytes.
+const MAX_BINDING_BYTES: usize = 128;
+
+/// The output an action expects, with what it asked for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Expect<'a> {
+    /// `list(runner)`.
+    Providers,
+    /// `list(runner, plugin)`.
+    ProviderDetail { plugin: &'a str },
+    /// `describe(runner, plugin, tool)` (see [`describe`]).
+    Describe,
+    /// `check(runner, plugin)`.
+    Check { plugin: &'a str },
+    /// `reload(runner)`.
+    Reload,
+    /// `catalog(runner, project)`.
+    Catalog,
+}
+
+/// A relayed `describe`: the rebuilt output (its `binding` still the runner's), the runner's
+/// binding and the admitted tool.
+pub(crate) struct Described {
+    pub(crate) output: Map<String, Value>,
+    pub(crate) binding: String,
+    pub(crate) tool: Tool,
+}
+
+/// Every top-level key of every `plugin_tool` output kind; a key of this list that the expected
+/// kind does not have means the answer is of another kind.
+const OUTPUT_KEYS: &[&str] = &[
+    "runners",
+    "runner",
+    "plugins",
+    "plugin",
+    "name",
+    "status",
+    "errorCode",
+    "toolCount",
+    "tools",
+    "pluginName",
+    "tool",
+    "binding",
+    "ready",
+    "phase",
+    "catalogDigest",
+    "code",
+    "detail",
+    "diagnostic",
+    "failures",
+    "totalCount",
+    "catalogRevision",
+    "content",
+    "structuredContent",
+    "isError",
+    "error",
+    "dispatch",
+    "recovery",
+];
+
+impl Expect<'_> {
+    /// The top-level keys of this kind's output.
+    fn keys(self) -> &'static [&'static str] {
+        match self {
+            Expect::Providers => &["runner", "plugins"],
+            Expect::ProviderDetail { .. } => &[
+                "plugin",
+                "name",
+                "status",
+                "errorCode",
+                "toolCount",
+                "tools",
+            ],
+            Expect::Describe => &["runner", "plugin", "pluginName", "tool", "binding"],
+            Expect::Check { .. } => &[
+                "runner",
+                "plugin",
+                "ready",
+                "phase",
+                "toolCount",
+                "tools",
+                "catalogDigest",
+                "code",
+                "detail",
+                "diagnostic",
+            ],
+            Expect::Reload => &["runner", "plugins", "failures"],
+            Expect::Catalog => &["runner", "tools", "totalCount", "catalogRevision"],
+        }
+    }
+}
+
+/// A relayed success output of the kind `expect`, rebuilt with `runner` as its runner id;
+/// `None` when it is not such an output. Not for `describe` (see [`describe`]).
+pub(crate) fn success(expect: Expect<'_>, output: &Value, runner: &str) -> Option<Value> {
+    let map = of_kind(expect, output)?;
+    let rebuilt = match expect {
+        Expect::Providers => {
+            let mut out = Map::new();
+            out.insert("runner".into(), runner.into());
+            out.insert("plugins".into(), summaries(map.get("plugins")?)?);
+            out
+        }
+        Expect::ProviderDetail { plugin } => {
+            let mut out = summary(map)?;
+            if out.get("plugin")?.as_str() != Some(plugin) {
+                return None;
+            }
+            let tools = tool_entries(map)?;
+            if out.get("status")?.as_str() != Some("ready") && !tools.is_empty() {
+                return None;
+            }
+            out.insert("toolCount".into(), tools.len().into());
+            out.insert("tools".into(), tools.into());
+            out
+        }
+        Expect::Check { plugin } => check(map, plugin, runner)?,
+        Expect::Reload => {
+            let mut out = Map::new();
+            out.insert("runner".into(), runner.into());
+            out.insert("plugins".into(), summaries(map.get("plugins")?)?);
+            let failures = array(map.get("failures")?, MAX_PROVIDERS)?
+                .iter()
+                .map(|f| {
+                    let f = f.as_object()?;
+                    let mut entry = Map::new();
+                    entry.insert("plugin".into(), provider_id(f.get("plugin")?)?.into());
+                    entry.insert("code".into(), error_code(f.get("code")?)?.as_str().into());
+                    Some(Value::Object(entry))
+                })
+                .collect::<Option<Vec<Value>>>()?;
+            out.insert("failures".into(), failures.into());
+            out
+        }
+        Expect::Catalog => catalog(map, runner)?,
+        Expect::Describe => return None,
+    };
+    Some(Value::Object(rebuilt))
+}
+
+/// A relayed `describe` output for `plugin`'s `tool`, rebuilt with `runner`; `None` when it is
+/// not one (its tool definition is admitted as a local tools/list entry is).
+pub(crate) fn describe(
+    output: &Value,
+    plugin: &str,
+    tool: &str,
+    runner: &str,
+) -> Option<Described> {
+    let map = of_kind(Expect::Describe, output)?;
+    if provider_id(map.get("plugin")?)? != plugin {
+        return None;
+    }
+    let name = display_name(map.get("pluginName")?)?;
+    let definition = map.get("tool")?;
+    let catalog = admit_tools_list(&serde_json::json!({ "tools": [definition] })).ok()?;
+    let admitted = catalog.tools().first()?.clone();
+    if admitted.name() != tool {
+        return None;
+    }
+    let binding = match map.get("binding")? {
+        Value::String(b)
+            if (1..=MAX_BINDING_BYTES).contains(&b.len())
+                && b.bytes().all(|c| c.is_ascii_graphic()) =>
+        {
+            b.clone()
+        }
+        _ => return None,
+    };
+    let mut out = Map::new();
+    out.insert("runner".into(), runner.into());
+    out.insert("plugin".into(), plugin.into());
+    out.insert("pluginName".into(), name.into());
+    out.insert("tool".into(), admitted.definition().clone());
+    out.insert("binding".into(), binding.clone().into());
+    Some(Described {
+        output: out,
+        binding,
+        tool: admitted,
+    })
+}
+
+/// A relayed failure object, rebuilt from its known fields; `None` when it is not one (no
+/// known code, no message, no dispatch state).
+pub(crate) fn failure(output: &Value) -> Option<ToolOutput> {
+    let map = output.as_object()?;
+    let error = map.get("error")?.as_object()?;
+    let code = error_code(error.get("code")?)?;
+    let message = match error.get("message")? {
+        Value::String(m) => clean(m, MAX_RELAYED_MESSAGE_BYTES),
+        _ => return None,
+    };
+    let dispatch = match map.get("dispatch")?.as_str()? {
+        "not_started" => Dispatch::NotStarted,
+        "outcome_unknown" => Dispatch::OutcomeUnknown,
+        "completed" => Dispatch::Completed,
+        _ => return None,
+    };
+    let recovery = match dispatch {
+        Dispatch::OutcomeUnknown => Some(Recovery::DoNotRetry.as_str()),
+        _ => map
+            .get("recovery")
+            .and_then(Value::as_str)
+            .and_then(|r| RECOVERIES.iter().find(|known| known.as_str() == r))
+            .map(|r| r.as_str()),
+    };
+    let mut rebuilt = serde_json::json!({
+        "error": {"code": code.as_str(), "message": message},
+        "dispatch": dispatch.as_str(),
+    });
+    if let Some(recovery) = recovery {
+        rebuilt["recovery"] = recovery.into();
+    }
+    Some(ToolOutput::relayed_failure(code, rebuilt))
+}
+
+/// The fixed recovery list.
+const RECOVERIES: [Recovery; 8] = [
+    Recovery::Retry,
+    Recovery::DescribeAgain,
+    Recovery::ListAndDescribe,
+    Recovery::Reload,
+    Recovery::FixArguments,
+    Recovery::FixRequest,
+    Recovery::List,
+    Recovery::DoNotRetry,
+];
+
+/// True when `secret` occurs in any string or key of `value`.
+pub(crate) fn contains_secret(value: &Value, secret: &str) -> bool {
+    if secret.is_empty() {
+        return false;
+    }
+    match value {
+        Value::String(s) => s.contains(secret),
+        Value::Array(items) => items.iter().any(|v| contains_secret(v, secret)),
+        Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| k.contains(secret) || contains_secret(v, secret)),
+        _ => false,
+    }
+}
+
+/// The object of `output` when it is of kind `expect`: an object with no key of another kind.
+fn of_kind<'v>(expect: Expect<'_>, output: &'v Value) -> Option<&'v Map<String, Value>> {
+    let map = output.as_object()?;
+    let own = expect.keys();
+    let foreign = map
+        .keys()
+        .any(|k| OUTPUT_KEYS.contains(&k.as_str()) && !own.contains(&k.as_str()));
+    (!foreign).then_some(map)
+}
+
+/// `list(runner)` and `reload` providers: each `{plugin, name, status, errorCode?}`.
+fn summaries(value: &Value) -> Option<Value> {
+    let list = array(value, MAX_PROVIDERS)?
+        .iter()
+        .map(|entry| summary(entry.as_object()?).map(Value::Object))
+        .collect::<Option<Vec<Value>>>()?;
+    Some(list.into())
+}
+
+/// One provider summary `{plugin, name, status, errorCode?}` (`errorCode` exactly when failed).
+fn summary(map: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let mut out = Map::new();
+    out.insert("plugin".into(), provider_id(map.get("plugin")?)?.into());
+    out.insert("name".into(), display_name(map.get("name")?)?.into());
+    match (map.get("status")?.as_str()?, map.get("errorCode")) {
+        ("ready", None) => {
+            out.insert("status".into(), "ready".into());
+        }
+        ("failed", Some(code)) => {
+            out.insert("status".into(), "failed".into());
+            out.insert("errorCode".into(), error_code(code)?.as_str().into());
+        }
+        _ => return None,
+    }
+    Some(out)
+}
+
+/// `toolCount` and `tools:[{name, title?}]` of a list or check output; the count must match.
+fn tool_entries(map: &Map<String, Value>) -> Option<Vec<Value>> {
+    let tools = array(map.get("tools")?, MAX_TOOLS)?
+        .iter()
+        .map(|t| {
+            let t = t.as_object()?;
+            let mut entry = Map::new();
+            entry.insert("name".into(), tool_name(t.get("name")?)?.into());
+            if let Some(title) = t.get("title") {
+                entry.insert("title".into(), title_text(title)?.into());
+            }
+            Some(Value::Object(entry))
+        })
+        .collect::<Option<Vec<Value>>>()?;
+    (map.get("toolCount")?.as_u64()? == tools.len() as u64).then_some(tools)
+}
+
+fn check(map: &Map<String, Value>, plugin: &str, runner: &str) -> Option<Map<String, Value>> {
+    if provider_id(map.get("plugin")?)? != plugin {
+        return None;
+    }
+    let ready = map.get("ready")?.as_bool()?;
+    let phase = map.get("phase")?.as_str()?;
+    let phase = PHASES.iter().find(|p| p.as_str() == phase)?;
+    let tools = tool_entries(map)?;
+    let mut out = Map::new();
+    out.insert("runner".into(), runner.into());
+    out.insert("plugin".into(), plugin.into());
+    out.insert("ready".into(), ready.into());
+    out.insert("phase".into(), phase.as_str().into());
+    if ready {
+        if *phase != Phase::Ready
+            || ["code", "detail", "diagnostic"]
+                .iter()
+                .any(|k| map.contains_key(*k))
+        {
+            return None;
+        }
+        out.insert("toolCount".into(), tools.len().into());
+        out.insert("tools".into(), tools.into());
+        if let Some(digest) = map.get("catalogDigest") {
+            let digest = digest.as_str()?;
+            let hex = digest.strip_prefix("sha256:")?;
+            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return None;
+            }
+            out.insert("catalogDigest".into(), digest.into());
+        }
+    } else {
+        if !tools.is_empty() || map.contains_key("catalogDigest") {
+            return None;
+        }
+        out.insert("toolCount".into(), 0.into());
+        out.insert("tools".into(), Vec::<Value>::new().into());
+        out.insert("code".into(), error_code(map.get("code")?)?.as_str().into());
+        out.insert(
+            "detail".into(),
+            output::detail(map.get("detail")?.as_str()?).into(),
+        );
+        if let Some(diagnostic) = map.get("diagnostic") {
+            out.insert("diagnostic".into(), check_diagnostic(diagnostic)?);
+        }
+    }
+    Some(out)
+}
+
+/// A check diagnostic `{code, tool?, field?}`.
+fn check_diagnostic(value: &Value) -> Option<Value> {
+    let map = value.as_object()?;
+    let code = map.get("code")?.as_str()?;
+    let code = DIAGNOSTIC_CODES.iter().find(|c| c.as_str() == code)?;
+    let mut out = Map::new();
+    out.insert("code".into(), code.as_str().into());
+    if let Some(tool) = map.get("tool") {
+        out.insert("tool".into(), tool_name(tool)?.into());
+    }
+    if let Some(field) = map.get("field") {
+        let field = field.as_str()?;
+        out.insert(
+            "field".into(),
+            (*DIAGNOSTIC_FIELDS.iter().find(|f| **f == field)?).into(),
+        );
+    }
+    Some(Value::Object(out))
+}
+
+fn catalog(map: &Map<String, Value>, runner: &str) -> Option<Map<String, Value>> {
+    let tools = array(map.get("tools")?, MAX_CATALOG_ENTRIES)?
+        .iter()
+        .map(|t| {
+            let t = t.as_object()?;
+            let mut entry = Map::new();
+            entry.insert("plugin".into(), provider_id(t.get("plugin")?)?.into());
+            entry.insert("name".into(), display_name(t.get("name")?)?.into());
+            entry.insert("tool".into(), tool_name(t.get("tool")?)?.into());
+            if let Some(title) = t.get("title") {
+                entry.insert("title".into(), title_text(title)?.into());
+            }
+            if let Some(description) = t.get("description") {
+                let d = description.as_str()?;
+                if d.len() > MAX_CATALOG_DESCRIPTION_BYTES || !plain_text(d) {
+                    return None;
+                }
+                entry.insert("description".into(), d.into());
+            }
+            if let Some(annotations) = t.get("annotations") {
+                let hints = annotations.as_object()?;
+                let known = [
+                    "readOnlyHint",
+                    "destructiveHint",
+                    "idempotentHint",
+                    "openWorldHint",
+                ];
+                if hints.is_empty()
+                    || !hints
+                        .iter()
+                        .all(|(k, v)| known.contains(&k.as_str()) && v.is_boolean())
+                {
+                    return None;
+                }
+                entry.insert("annotations".into(), annotations.clone());
+            }
+            Some(Value::Object(entry))
+        })
+        .collect::<Option<Vec<Value>>>()?;
+    let total = map.get("totalCount")?.as_u64()?;
+    if total < tools.len() as u64 {
+        return None;
+    }
+    let revision = match map.get("catalogRevision")? {
+        Value::String(r)
+            if (1..=MAX_NAME_BYTES).contains(&r.len())
+                && r.bytes().all(|b| b.is_ascii_graphic()) =>
+        {
+            r.clone()
+        }
+        _ => return None,
+    };
+    let mut out = Map::new();
+    out.insert("tools".into(), tools.into());
+    out.insert("totalCount".into(), total.into());
+    out.insert("catalogRevision".into(), revision.into());
+    out.insert("runner".into(), runner.into());
+    Some(out)
+}
+
+fn array(value: &Value, max: usize) -> Option<&Vec<Value>> {
+    value.as_array().filter(|a| a.len() <= max)
+}
+
+fn provider_id(value: &Value) -> Option<&str> {
+    value.as_str().filter(|id| valid_id(id))
+}
+
+fn tool_name(value: &Value) -> Option<&str> {
+    value.as_str().filter(|n| valid_tool_name(n))
+}
+
+/// A display name: 1..=128 bytes without control characters.
+fn display_name(value: &Value) -> Option<&str> {
+    value
+        .as_str()
+        .filter(|n| (1..=MAX_NAME_BYTES).contains(&n.len()) && !n.chars().any(char::is_control))
+}
+
+/// A tool title: 1..=128 bytes without control characters other than `\n`, `\r`, `\t`.
+fn title_text(value: &Value) -> Option<&str> {
+    value
+        .as_str()
+        .filter(|t| (1..=MAX_NAME_BYTES).contains(&t.len()) && plain_text(t))
+}
+
+fn plain_text(text: &str) -> bool {
+    !text
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+}
+
+fn error_code(value: &Value) -> Option<ErrorCode> {
+    value.as_str().and_then(ErrorCode::parse)
+}
+
+/// `text` with control characters replaced by spaces, cut to `max` bytes on a char boundary.
+fn clean(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max));
+    for c in text.chars() {
+        let c = if c.is_control() { ' ' } else { c };
+        if out.len() + c.len_utf8() > max {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+const PHASES: [Phase; 9] = [
+    Phase::Config,
+    Phase::Environment,
+    Phase::Executable,
+    Phase::Spawn,
+    Phase::Stdio,
+    Phase::Initialize,
+    Phase::ToolsList,
+    Phase::Validation,
+    Phase::Ready,
+];
+
+const DIAGNOSTIC_CODES: [DiagnosticCode; 12] = [
+    DiagnosticCode::ToolsListResultMalformed,
+    DiagnosticCode::ToolCountExceeded,
+    DiagnosticCode::ToolDefinitionInvalid,
+    DiagnosticCode::InvalidToolName,
+    DiagnosticCode::DuplicateToolName,
+    DiagnosticCode::InvalidToolTitle,
+    DiagnosticCode::InvalidToolDescription,
+    DiagnosticCode::InputSchemaInvalid,
+    DiagnosticCode::OutputSchemaInvalid,
+    DiagnosticCode::SchemaKeywordUnsupported,
+    DiagnosticCode::AnnotationsInvalid,
+    DiagnosticCode::SchemaBoundsExceeded,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_failure_keeps_only_its_known_fields() {
+        let relayed = failure(&json!({
+            "error": {"code": "plugin_not_configured", "message": "a\nb", "data": {"x": 1}},
+            "dispatch": "not_started", "recovery": "format_disk", "extra": true,
+        }))
+        .unwrap();
+        assert_eq!(
+            relayed.output,
+            json!({"error": {"code": "plugin_not_configured", "message": "a b"},
+                   "dispatch": "not_started"})
+        );
+        assert_eq!(relayed.code(), Some(ErrorCode::NotConfigured));
+        // outcome_unknown is always do_not_retry, whatever the runner says.
+        let relayed = failure(&json!({
+            "error": {"code": "plugin_timeout", "message": "m"},
+            "dispatch": "outcome_unknown", "recovery": "retry",
+        }))
+        .unwrap();
+        assert_eq!(relayed.output["recovery"], json!("do_not_retry"));
+        let long = failure(
+            &json!({"error": {"code": "plugin_timeout", "message": "é".repeat(900)},
+                                   "dispatch": "completed"}),
+        )
+        .unwrap();
+        let message = long.output["error"]["message"].as_str().unwrap();
+        assert!(message.len() <= MAX_RELAYED_MESSAGE_BYTES && message.len() > 1000);
+        for bad in [
+            json!({"error": {"code": "made_up", "message": "m"}, "dispatch": "completed"}),
+            json!({"error": {"code": "plugin_timeout"}, "dispatch": "completed"}),
+            json!({"error": {"code": "plugin_timeout", "message": "m"}, "dispatch": "later"}),
+            json!({"error": "plugin_timeout", "dispatch": "completed"}),
+            json!([]),
+        ] {
+            assert!(failure(&bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_success_must_be_the_kind_asked() {
+        let providers = json!({"runner": "local", "plugins": [
+            {"plugin": "fx", "name": "Fixture", "status": "ready", "extra": 1},
+            {"plugin": "dead", "name": "Dead", "status": "failed", "errorCode": "plugin_eof"},
+        ], "unknown": "dropped"});
+        assert_eq!(
+            success(Expect::Providers, &providers, "edge").unwrap(),
+            json!({"runner": "edge", "plugins": [
+                {"plugin": "fx", "name": "Fixture", "status": "ready"},
+                {"plugin": "dead", "name": "Dead", "status": "failed", "errorCode": "plugin_eof"},
+            ]})
+        );
+        // A reload answer to a list: another kind.
+        let mut reload = providers.clone();
+        reload["failures"] = json!([]);
+        assert!(success(Expect::Providers, &reload, "edge").is_none());
+        assert!(success(Expect::Reload, &reload, "edge").is_some());
+        // Bounds and vocabulary.
+        for bad in [
+            json!({"runner": "local", "plugins": [{"plugin": "FX", "name": "n", "status": "ready"}]}),
+            json!({"runner": "local", "plugins": [{"plugin": "fx", "name": "n".repeat(129), "status": "ready"}]}),
+            json!({"runner": "local", "plugins": [{"plugin": "fx", "name": "n", "status": "failed", "errorCode": "x"}]}),
+            json!({"runner": "local", "plugins": [{"plugin": "fx", "name": "n", "status": "odd"}]}),
+            json!({"runner": "local"}),
+        ] {
+            assert!(success(Expect::Providers, &bad, "edge").is_none(), "{bad}");
+        }
+        let detail = json!({"plugin": "fx", "name": "F", "status": "ready", "toolCount": 1,
+                            "tools": [{"name": "echo", "title": "Echo", "description": "d"}]});
+        assert_eq!(
+            success(Expect::ProviderDetail { plugin: "fx" }, &detail, "edge").unwrap()["tools"],
+            json!([{"name": "echo", "title": "Echo"}])
+        );
+        assert!(success(Expect::ProviderDetail { plugin: "other" }, &detail, "edge").is_none());
+        let mut miscounted = detail.clone();
+        miscounted["toolCount"] = json!(2);
+        assert!(success(Expect::ProviderDetail { plugin: "fx" }, &miscounted, "edge").is_none());
+    }
+
+    #[test]
+    fn a_describe_admits_its_tool_like_a_local_one() {
+        let answer = |tool: Value| {
+            json!({"runner": "local", "plugin": "fx", "pluginName": "F", "tool": tool,
+                   "binding": "wc_pbind_remote", "leak": "dropped"})
+        };
+        let good = answer(json!({"name": "echo", "inputSchema": {"type": "object"}}));
+        let described = describe(&good, "fx", "echo", "edge").unwrap();
+        assert_eq!(described.binding, "wc_pbind_remote");
+        assert!(!described.output.contains_key("leak"));
+        assert_eq!(described.output["runner"], json!("edge"));
+        for bad in [
+            answer(json!({"name": "echo", "inputSchema": {"type": "object"}, "x": 1})),
+            answer(json!({"name": "echo", "inputSchema": {"type": "object", "oneOf": []}})),
+            answer(json!({"name": "other", "inputSchema": {"type": "object"}})),
+        ] {
+            assert!(describe(&bad, "fx", "echo", "edge").is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn check_and_catalog_outputs() {
+        let ready = json!({"runner": "local", "plugin": "fx", "ready": true, "phase": "ready",
+            "toolCount": 1, "tools": [{"name": "echo"}],
+            "catalogDigest": format!("sha256:{}", "a".repeat(64))});
+        let out = success(Expect::Check { plugin: "fx" }, &ready, "edge").unwrap();
+        assert_eq!(out["runner"], json!("edge"));
+        assert_eq!(out["catalogDigest"], ready["catalogDigest"]);
+        let not_ready = json!({"runner": "local", "plugin": "fx", "ready": false,
+            "phase": "tools_list", "toolCount": 0, "tools": [], "code": "plugin_tools_list_invalid",
+            "detail": "bad\ttool", "diagnostic": {"code": "invalid_tool_name", "field": "name"}});
+        let out = success(Expect::Check { plugin: "fx" }, &not_ready, "edge").unwrap();
+        assert_eq!(out["detail"], json!("bad tool"));
+        assert_eq!(
+            out["diagnostic"],
+            json!({"code": "invalid_tool_name", "field": "name"})
+        );
+        let mut lying = not_ready.clone();
+        lying["diagnostic"]["field"] = json!("command");
+        assert!(success(Expect::Check { plugin: "fx" }, &lying, "edge").is_none());
+        let catalog = json!({"tools": [{"plugin": "fx", "name": "F", "tool": "echo",
+            "description": "d", "annotations": {"readOnlyHint": true}}],
+            "totalCount": 1, "catalogRevision": "wc_plugcat_abc", "runner": "local"});
+        assert_eq!(
+            success(Expect::Catalog, &catalog, "edge").unwrap()["runner"],
+            json!("edge")
+        );
+        let mut bad = catalog.clone();
+        bad["tools"][0]["annotations"] = json!({"command": "rm -rf"});
+        assert!(success(Expect::Catalog, &bad, "edge").is_none());
+    }
+
+    #[test]
+    fn secrets_are_found_in_strings_and_keys() {
+        let secret = "tok-123";
+        assert!(contains_secret(
+            &json!({"a": ["x", {"b": "..tok-123.."}]}),
+            secret
+        ));
+        assert!(contains_secret(&json!({"tok-123": 1}), secret));
+        assert!(!contains_secret(&json!({"a": "tok-12"}), secret));
+        assert!(!contains_secret(&json!({"a": ""}), ""));
+    }
+}
