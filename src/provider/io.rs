@@ -629,5 +629,12 @@ fn drain_stderr(
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(_) => stderr_open = false,
         }
+        if !stderr_open {
+            // Reached once: a closed stderr is never read again (the loop continues above).
+            let due = ring.lock().close();
+            if let Some((retirement, lines)) = due {
+                retirement.log(&lines);
+            }
+        }
     }
 }

@@ -2,6 +2,8 @@
 
 use std::collections::VecDeque;
 
+use super::fault_log::Retirement;
+
 /// Most lines kept.
 pub const STDERR_MAX_LINES: usize = 64;
 /// Longest kept line, in bytes; longer lines are cut and marked truncated.
@@ -25,7 +27,14 @@ pub struct StderrRing {
     total: usize,
     current: String,
     current_truncated: bool,
+    /// True once the plugin's stderr reached EOF (or failed): no more lines will come.
+    closed: bool,
+    /// A retirement to log once stderr has closed.
+    pending: Option<Retirement>,
 }
+
+/// A retirement to log now, with the ring's lines at that moment.
+pub(crate) type DueReport = (Retirement, Vec<StderrLine>);
 
 impl StderrRing {
     /// An empty ring.
@@ -95,6 +104,27 @@ impl StderrRing {
                 None => break,
             }
         }
+    }
+
+    /// Hands over a retirement to log once stderr has closed: returned at once (with the lines)
+    /// when it already has, else kept until [`StderrRing::close`] (the first one wins).
+    pub(crate) fn report_when_closed(&mut self, retirement: Retirement) -> Option<DueReport> {
+        if self.closed {
+            return Some((retirement, self.lines()));
+        }
+        self.pending.get_or_insert(retirement);
+        None
+    }
+
+    /// Marks stderr closed; returns the retirement waiting for that, if any, with the lines.
+    pub(crate) fn close(&mut self) -> Option<DueReport> {
+        self.closed = true;
+        self.take_pending()
+    }
+
+    /// The retirement still waiting (stderr never closed), with the lines, if any.
+    pub(crate) fn take_pending(&mut self) -> Option<DueReport> {
+        self.pending.take().map(|r| (r, self.lines()))
     }
 
     /// The kept lines, oldest first, plus the unfinished last line if any; the unfinished line

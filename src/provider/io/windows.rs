@@ -123,15 +123,19 @@ fn write_loop(
     }
 }
 
-/// Drains stderr into the ring until EOF.
+/// Drains stderr into the ring until EOF, then logs a retirement that waited for it.
 fn drain_stderr(mut stderr: ChildStderr, ring: Arc<Mutex<StderrRing>>) {
     let mut buffer = [0u8; 4096];
     loop {
         match stderr.read(&mut buffer) {
-            Ok(0) => return,
+            Ok(0) => break,
             Ok(n) => ring.lock().push_bytes(&buffer[..n]),
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return,
+            Err(_) => break,
         }
+    }
+    let due = ring.lock().close();
+    if let Some((retirement, lines)) = due {
+        retirement.log(&lines);
     }
 }
