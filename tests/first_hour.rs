@@ -82,3 +82,53 @@ fn init_next_steps_run_as_printed() {
         }
     }
 }
+
+/// A runner.toml of fixture providers `(id, mode)`.
+fn fixture_config(dir: &TempDir, providers: &[(&str, &str)]) -> std::path::PathBuf {
+    let command = toml::Value::String(s(&common::fixture_path()).to_string()).to_string();
+    let text: String = providers
+        .iter()
+        .map(|(id, mode)| {
+            format!(
+                "[[plugins.providers]]\nid = \"{id}\"\nname = \"{id}\"\ncommand = {command}\nargs = [\"{mode}\"]\n\n"
+            )
+        })
+        .collect();
+    dir.write("runner.toml", &text)
+}
+
+#[test]
+fn check_without_plugin_checks_every_configured_provider() {
+    let dir = TempDir::new("first-hour", "check-all");
+    let config = fixture_config(&dir, &[("good", "normal"), ("bad", "bad-tools")]);
+    let human = run_in(&dir, &["check", "--config", s(&config)]);
+    assert_eq!(human.code, Some(2), "one is not ready: {human:?}");
+    let good = human
+        .stdout
+        .find("good: ready, 20 tools")
+        .expect("good's result");
+    let bad = human
+        .stdout
+        .find("bad: not ready (phase validation): plugin_tools_list_invalid")
+        .unwrap_or_else(|| panic!("bad's result: {}", human.stdout));
+    assert!(good < bad, "config order: {}", human.stdout);
+
+    let json = run_in(&dir, &["check", "--config", s(&config), "--json"]);
+    assert_eq!(json.code, Some(2), "{json:?}");
+    let reports: Vec<serde_json::Value> = json
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one canonical check object per line"))
+        .collect();
+    let summary: Vec<(&str, bool)> = reports
+        .iter()
+        .map(|r| (r["plugin"].as_str().unwrap(), r["ready"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(summary, [("good", true), ("bad", false)]);
+
+    let config = fixture_config(&dir, &[("one", "normal"), ("two", "normal")]);
+    let all_ready = run_in(&dir, &["check", "--config", s(&config)]);
+    assert_eq!(all_ready.code, Some(0), "{all_ready:?}");
+    assert!(all_ready.stdout.contains("one: ready"), "{all_ready:?}");
+    assert!(all_ready.stdout.contains("two: ready"), "{all_ready:?}");
+}
