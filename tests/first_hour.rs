@@ -132,3 +132,48 @@ fn check_without_plugin_checks_every_configured_provider() {
     assert!(all_ready.stdout.contains("one: ready"), "{all_ready:?}");
     assert!(all_ready.stdout.contains("two: ready"), "{all_ready:?}");
 }
+
+#[test]
+fn describe_warns_about_a_tool_without_hints_and_json_stays_canonical() {
+    let dir = TempDir::new("first-hour", "describe-hints");
+    let config = fixture_config(&dir, &[("fx", "normal")]);
+    let describe = |tool: &str, json: bool| {
+        let mut args = vec![
+            "describe",
+            "--config",
+            s(&config),
+            "--plugin",
+            "fx",
+            "--tool",
+            tool,
+        ];
+        if json {
+            args.push("--json");
+        }
+        let out = run_in(&dir, &args);
+        assert_eq!(out.code, Some(0), "{out:?}");
+        out.stdout
+    };
+    // `add` has no annotations at all; `echo` says readOnlyHint: true.
+    let add = describe("add", false);
+    assert!(
+        add.lines().any(|l| l.starts_with("warning: no hints:")),
+        "{add}"
+    );
+    let echo = describe("echo", false);
+    assert!(!echo.contains("warning"), "{echo}");
+
+    let json = describe("add", true);
+    assert_eq!(json.lines().count(), 1, "{json}");
+    assert!(!json.contains("warning"), "{json}");
+    let value: serde_json::Value = serde_json::from_str(&json).expect("canonical JSON");
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["binding", "plugin", "pluginName", "runner", "tool"]);
+    assert!(value["tool"].get("annotations").is_none(), "{value}");
+}
