@@ -177,3 +177,75 @@ fn describe_warns_about_a_tool_without_hints_and_json_stays_canonical() {
     assert_eq!(keys, ["binding", "plugin", "pluginName", "runner", "tool"]);
     assert!(value["tool"].get("annotations").is_none(), "{value}");
 }
+
+/// `serve` in front of a remote runner that cannot be reached answers 503
+/// `plugin_runner_unavailable`, and the README's status list says so.
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs serve processes stopped with SIGTERM; not run under Wine yet (docs/PLATFORMS.md)"
+)]
+fn serve_answers_503_for_an_unreachable_runner_as_the_readme_lists() {
+    let dir = TempDir::new("first-hour", "unreachable");
+    // A loopback port with nothing listening on it.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
+    dir.write("far.tok", "far-runner-token-0123456789\n");
+    let runners = dir.write(
+        "runners.toml",
+        &format!(
+            "[[runners]]\nid = \"far\"\nname = \"Far\"\nurl = \"http://{closed}\"\ntoken_file = \"far.tok\"\n"
+        ),
+    );
+    let tokens = common::serve::write_tokens_file(&dir);
+    let mut command = common::cli_command(BIN);
+    command
+        .args(["serve", "--runners", s(&runners), "--listen", "127.0.0.1:0"])
+        .args(["--tokens", s(&tokens)]);
+    for key in common::PROXY_VARIABLES {
+        command.env_remove(key);
+    }
+    let serve = common::serve::ServeProcess::start(command);
+    let body = serde_json::json!({"tool":"plugin_tool","params":{"action":"list","runner":"far"}})
+        .to_string();
+    let (status, answer) = post(&serve.addr.to_string(), &body);
+    serve.stop();
+    assert_eq!(status, 503, "{answer}");
+    let answer: serde_json::Value = serde_json::from_str(&answer).expect("JSON");
+    assert_eq!(
+        answer["output"]["error"]["code"], "plugin_runner_unavailable",
+        "{answer}"
+    );
+
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let list = readme
+        .split("\n\n")
+        .find(|p| p.contains("POST /api/tools/call") && p.contains("with status 200"))
+        .expect("the README's HTTP status list");
+    let at_503 = list.find("503").unwrap_or_else(|| panic!("no 503: {list}"));
+    assert!(
+        list[at_503..].contains("plugin_runner_unavailable"),
+        "the status list must name 503 plugin_runner_unavailable: {list}"
+    );
+}
+
+/// One raw HTTP/1.1 POST of `body` to `/api/tools/call` with the all-scopes token: (status, body).
+fn post(addr: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(LIMIT)).expect("read timeout");
+    write!(
+        stream,
+        "POST /api/tools/call HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+         Authorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        common::serve::TOKEN_ALL,
+        body.len()
+    )
+    .expect("send");
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    let response = common::http::parse_response(&raw);
+    (response.status, response.text())
+}
