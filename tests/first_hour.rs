@@ -249,3 +249,35 @@ fn post(addr: &str, body: &str) -> (u16, String) {
     let response = common::http::parse_response(&raw);
     (response.status, response.text())
 }
+
+/// `demo` prints, after each describe, the binding it got, and every call it makes uses a
+/// binding printed before it.
+#[test]
+fn demo_shows_the_binding_of_each_tool_it_calls() {
+    let dir = TempDir::new("first-hour", "demo");
+    let demo = run_in(&dir, &["demo"]);
+    assert_eq!(demo.code, Some(0), "{demo:?}");
+    let mut printed = Vec::new();
+    let mut calls = 0;
+    for line in demo.stdout.lines() {
+        if let Some(binding) = line.strip_prefix("binding: ") {
+            assert!(binding.starts_with("wc_pbind_"), "{line}");
+            printed.push(binding.to_string());
+        }
+        let Some(params) = line.strip_prefix("plugin_tool ") else {
+            continue;
+        };
+        let params: serde_json::Value = serde_json::from_str(params).expect("params JSON");
+        if params["action"] == "call" {
+            calls += 1;
+            let binding = params["binding"].as_str().expect("a binding");
+            assert!(
+                printed.iter().any(|b| b == binding),
+                "the call {params} uses a binding no describe step printed:\n{}",
+                demo.stdout
+            );
+        }
+    }
+    assert!(calls >= 2, "{}", demo.stdout);
+    assert!(printed.len() >= 2, "{}", demo.stdout);
+}
