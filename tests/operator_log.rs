@@ -58,6 +58,12 @@ fn assert_warned(stderr: &str, needle: &str) {
 }
 
 fn assert_both_warned(stderr: &str) {
+    // One line per death: the crash mid-call is not also logged as an idle exit.
+    assert_eq!(
+        stderr.matches("plugin provider \"crashy\" retired").count(),
+        1,
+        "{stderr}"
+    );
     assert_warned(
         stderr,
         "plugin provider \"crashy\" retired: phase call, code plugin_eof;",
@@ -127,6 +133,45 @@ impl Drop for LineProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+#[test]
+fn gateway_logs_a_plugin_that_exits_while_idle() {
+    let dir = TempDir::new("oplog", "idle");
+    let fixture = common::fixture_path();
+    let command = toml::Value::String(fixture.to_str().expect("UTF-8 path").into()).to_string();
+    let config = dir.write(
+        "runner.toml",
+        &format!(
+            "[shell]\nenv = {{ FIXTURE_STDERR = \"{} says \\u001b[31mred\" }}\n\n\
+             [[plugins.providers]]\nid = \"quitter\"\nname = \"Quitter\"\ncommand = {command}\n\
+             args = [\"exit-after-handshake\"]\n",
+            marker()
+        ),
+    );
+    let mut gateway = LineProcess::start(cli(&["gateway"], &config));
+    // The plugin exits by itself about 100 ms after its handshake; wait (bounded) until the
+    // host has retired it, so the shutdown at EOF is not what ends it.
+    let deadline = std::time::Instant::now() + LIMIT;
+    let mut id = 0;
+    loop {
+        id += 1;
+        let listed = gateway.ask(json!({"id":id,"tool":"plugin_tool","params":
+            {"action":"list","runner":"local","plugin":"quitter"}}));
+        if listed["output"]["errorCode"] == "plugin_provider_unavailable" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never retired: {listed}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stderr = gateway.finish();
+    assert_warned(
+        &stderr,
+        "plugin provider \"quitter\" retired: phase idle, code plugin_eof;",
+    );
 }
 
 fn cli(args: &[&str], config: &Path) -> Command {

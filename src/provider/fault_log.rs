@@ -8,9 +8,13 @@
 //! may see the fault a moment before the stderr thread has stored them. See
 //! [`super::StderrRing::report_when_closed`].
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+
 use crate::error::{Error, ErrorCode};
 
-use super::stderr_ring::StderrLine;
+use super::stderr_ring::{StderrLine, StderrRing};
 
 /// How many of the last stderr lines a fault log line carries.
 pub const FAULT_LOG_STDERR_LINES: usize = 5;
@@ -33,6 +37,65 @@ impl Retirement {
             self.code.as_str(),
             stderr_tail(lines)
         );
+    }
+}
+
+/// Logs `retirement` once the plugin's stderr has closed, or at once when it already has.
+pub(crate) fn report(ring: &Mutex<StderrRing>, retirement: Retirement) {
+    let due = ring.lock().report_when_closed(retirement);
+    if let Some((retirement, lines)) = due {
+        retirement.log(&lines);
+    }
+}
+
+/// Whether a plugin that exits on its own does so while idle: admitted (armed) and no call in
+/// flight. Such an exit is logged as a retirement in phase `idle`; an exit during admission or
+/// a call is logged by that request's own failure, one the host caused is not logged.
+#[derive(Debug)]
+pub(crate) struct IdleWatch {
+    id: String,
+    armed: AtomicBool,
+    calls: AtomicUsize,
+}
+
+/// Marks one call in flight on an [`IdleWatch`] until dropped.
+pub(crate) struct InCall<'a>(&'a IdleWatch);
+
+impl Drop for InCall<'_> {
+    fn drop(&mut self) {
+        self.0.calls.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl IdleWatch {
+    /// A watch for provider `id`, not armed until admission succeeded.
+    pub(crate) fn new(id: &str) -> IdleWatch {
+        IdleWatch {
+            id: id.to_string(),
+            armed: AtomicBool::new(false),
+            calls: AtomicUsize::new(0),
+        }
+    }
+
+    /// The provider was admitted: from now on an exit with no call in flight is an idle death.
+    pub(crate) fn arm(&self) {
+        self.armed.store(true, Ordering::Release);
+    }
+
+    /// Marks a call in flight until the guard is dropped.
+    pub(crate) fn in_call(&self) -> InCall<'_> {
+        self.calls.fetch_add(1, Ordering::AcqRel);
+        InCall(self)
+    }
+
+    /// The retirement to log for an exit the host did not cause, when the plugin was idle.
+    pub(crate) fn idle_exit(&self) -> Option<Retirement> {
+        let idle = self.armed.load(Ordering::Acquire) && self.calls.load(Ordering::Acquire) == 0;
+        idle.then(|| Retirement {
+            id: self.id.clone(),
+            phase: "idle",
+            code: ErrorCode::Eof,
+        })
     }
 }
 

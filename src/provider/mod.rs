@@ -59,7 +59,7 @@ pub use wait::RESPONSE_WAIT_ENV;
 use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
 use crate::frame::{check_json_bounds, check_json_bounds_sized, JsonBoundsError, PROTOCOL_VERSION};
-use fault_log::Retirement;
+use fault_log::{IdleWatch, Retirement};
 use io::{Event, IoThreads};
 use process::PluginProcess;
 use session::{into_result, RequestKind, Session};
@@ -128,6 +128,8 @@ pub struct Provider {
 struct Connection {
     process: Arc<PluginProcess>,
     ring: Arc<Mutex<StderrRing>>,
+    /// Tells the exit watch whether the plugin is admitted and idle (an exit then is logged).
+    idle: Arc<IdleWatch>,
     session: Mutex<Option<Session>>,
     /// Opt-in active wait for responses, in nanoseconds (0 = always block).
     spin_nanos: AtomicU64,
@@ -169,6 +171,7 @@ impl Provider {
             return Err(stopping().in_phase(Phase::Spawn));
         }
         let catalog = connection.admit(spec.timeout)?;
+        connection.idle.arm();
         Ok(Provider {
             id: spec.id,
             name: spec.name,
@@ -239,7 +242,9 @@ impl Provider {
         arguments: &Value,
         timeout: Duration,
     ) -> Result<ToolResult, Error> {
+        let in_call = self.connection.idle.in_call();
         let result = self.call_once(tool, observation, arguments, timeout);
+        drop(in_call);
         if let Err(error) = &result {
             if error.is_fatal() {
                 self.connection.report_retirement(&self.id, error.code());
@@ -438,14 +443,23 @@ impl Connection {
             return Err(stdio_failed(&process));
         };
         let ring = Arc::new(Mutex::new(StderrRing::new()));
-        let (channels, stop, threads) =
-            match io::start(id, &process, stdin, stdout, stderr, ring.clone()) {
-                Ok(started) => started,
-                Err(_) => return Err(stdio_failed(&process)),
-            };
+        let idle = Arc::new(IdleWatch::new(id));
+        let (channels, stop, threads) = match io::start(
+            id,
+            &process,
+            stdin,
+            stdout,
+            stderr,
+            ring.clone(),
+            idle.clone(),
+        ) {
+            Ok(started) => started,
+            Err(_) => return Err(stdio_failed(&process)),
+        };
         Ok(Connection {
             process,
             ring,
+            idle,
             session: Mutex::new(Some(Session::new(channels))),
             spin_nanos: AtomicU64::new(0),
             stop,
@@ -461,10 +475,7 @@ impl Connection {
             phase: "call",
             code,
         };
-        let due = self.ring.lock().report_when_closed(retirement);
-        if let Some((retirement, lines)) = due {
-            retirement.log(&lines);
-        }
+        fault_log::report(&self.ring, retirement);
     }
 
     /// initialize → tools/list → validate → freeze, each request with its own budget.
