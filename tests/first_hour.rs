@@ -281,3 +281,42 @@ fn demo_shows_the_binding_of_each_tool_it_calls() {
     assert!(calls >= 2, "{}", demo.stdout);
     assert!(printed.len() >= 2, "{}", demo.stdout);
 }
+
+/// `check --server-url` without `--plugin` checks every provider the server lists.
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs serve processes stopped with SIGTERM; not run under Wine yet (docs/PLATFORMS.md)"
+)]
+fn check_without_plugin_in_client_mode_checks_every_listed_provider() {
+    let dir = TempDir::new("first-hour", "check-all-remote");
+    let config = fixture_config(&dir, &[("good", "normal"), ("bad", "bad-tools")]);
+    let tokens = common::serve::write_tokens_file(&dir);
+    let token = dir.write("all.tok", &format!("{}\n", common::serve::TOKEN_ALL));
+    let mut command = common::cli_command(BIN);
+    command
+        .args(["serve", "--config", s(&config), "--listen", "127.0.0.1:0"])
+        .args(["--tokens", s(&tokens)]);
+    let serve = common::serve::ServeProcess::start(command);
+    let mut client = common::cli_command(BIN);
+    client
+        .args([
+            "check",
+            "--server-url",
+            &serve.url(),
+            "--token-file",
+            s(&token),
+        ])
+        .current_dir(&dir);
+    for key in common::PROXY_VARIABLES {
+        client.env_remove(key);
+    }
+    let out = common::run_to_end(client, LIMIT);
+    serve.stop();
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(out.stdout.contains("good: ready, 20 tools"), "{out:?}");
+    assert!(
+        out.stdout.contains("bad: not ready (phase validation)"),
+        "{out:?}"
+    );
+}
