@@ -256,7 +256,18 @@ fn serve_logs_providers_at_start_and_a_crash_mid_call_at_warn() {
     assert_eq!(status, 400, "{called}");
     assert!(called.contains("plugin_eof"), "{called}");
     assert!(!called.contains(&marker()), "{called}");
+    // A check candidate that fails is logged at info (a bad plugin is a successful check).
+    let (status, checked) = post(json!({"action":"check","runner":"local","plugin":"broken"}));
+    assert_eq!(status, 200, "{checked}");
+    assert!(!checked.contains(&marker()), "{checked}");
     let stderr = serve.stop();
+    let tail = format!("\"{} says ?[31mred\"", marker());
+    assert!(
+        stderr.lines().any(|l| l.contains("INFO")
+            && l.contains("plugin check candidate \"broken\" failed admission: phase initialize")
+            && l.contains(&tail)),
+        "no info line for the failed check candidate in:\n{stderr}"
+    );
     assert_both_warned(&stderr);
     for needle in [
         "plugin provider \"crashy\": ready, 20 tools",

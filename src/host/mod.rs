@@ -252,6 +252,11 @@ impl Host {
             }
             Err(error) => {
                 let stderr = ring.map(|r| r.lock().lines()).unwrap_or_default();
+                if !cancel.is_cancelled() {
+                    // Info, not warn: a bad plugin is a successful check, and the local CLI
+                    // prints the candidate's stderr itself.
+                    log_admission_failure(log::Level::Info, true, plugin, &error, &stderr);
+                }
                 CheckReport::failed(plugin, error, stderr)
             }
         };
@@ -476,7 +481,7 @@ fn prepare_logged(
     if let Err(error) = &result {
         if !cancel.is_cancelled() {
             let lines = ring.map(|r| r.lock().lines()).unwrap_or_default();
-            log_admission_failure(&cfg.id, error, &lines);
+            log_admission_failure(log::Level::Warn, false, &cfg.id, error, &lines);
         }
     }
     result

@@ -99,11 +99,20 @@ impl IdleWatch {
     }
 }
 
-/// Logs a failed admission of provider `id` at warn with the tail of its stderr `lines`.
-pub(crate) fn log_admission_failure(id: &str, error: &Error, lines: &[StderrLine]) {
+/// Logs a failed admission of provider `id` at `level` with the tail of its stderr `lines`
+/// (`check` names the candidate of a check).
+pub(crate) fn log_admission_failure(
+    level: log::Level,
+    check: bool,
+    id: &str,
+    error: &Error,
+    lines: &[StderrLine],
+) {
     let phase = error.phase().map_or("spawn", |p| p.as_str());
-    log::warn!(
-        "plugin provider {id:?} failed admission: phase {phase}, code {}; stderr tail: {}",
+    let what = if check { "check candidate" } else { "provider" };
+    log::log!(
+        level,
+        "plugin {what} {id:?} failed admission: phase {phase}, code {}; stderr tail: {}",
         error.code().as_str(),
         stderr_tail(lines)
     );
