@@ -172,6 +172,31 @@ fn start_of_last_lines(bytes: &[u8], keep: usize) -> Option<usize> {
 mod tests {
     use super::*;
 
+    fn retirement(phase: &'static str) -> Retirement {
+        Retirement {
+            id: "p".into(),
+            phase,
+            code: crate::error::ErrorCode::Eof,
+        }
+    }
+
+    #[test]
+    fn a_retirement_waits_for_stderr_to_close_and_the_first_one_wins() {
+        let mut ring = StderrRing::new();
+        assert!(ring.report_when_closed(retirement("call")).is_none());
+        assert!(ring.report_when_closed(retirement("idle")).is_none());
+        ring.push_bytes(b"last words\n");
+        let (due, lines) = ring.close().expect("due once stderr closed");
+        assert_eq!(due.phase, "call");
+        assert_eq!(lines[0].text, "last words");
+        assert!(ring.take_pending().is_none());
+        // After close, a report is due at once.
+        let (due, _) = ring
+            .report_when_closed(retirement("call"))
+            .expect("due at once");
+        assert_eq!(due.phase, "call");
+    }
+
     #[test]
     fn bytes_are_mapped_to_printable_ascii() {
         let mut ring = StderrRing::new();
