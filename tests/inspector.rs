@@ -493,6 +493,33 @@ fn try_it_validates_before_sending_then_calls_and_confirms_destructive_tools() {
     serve.stop();
 }
 
+/// A field's help counts in the singular for one: `minLength: 1` reads "at least 1 character".
+#[test]
+#[ignore = "needs chromium and chromedriver"]
+fn field_help_says_at_least_1_character() {
+    let _one = one_browser();
+    let dir = TempDir::new("inspector", "plural");
+    let serve = demo_serve(&dir);
+    let browser = Browser::start();
+    browser.connect(&serve.url(), ALL);
+    let greet = "li.tool[data-tool=\"greet\"]";
+    browser.click(&browser.find(&format!("{greet} .try-button")));
+    let form = browser.find(&format!("{greet} form.try-form"));
+    let help = browser
+        .exec(
+            "return Array.from(arguments[0].querySelectorAll('.help')).map((e) => e.textContent);",
+            vec![Browser::arg(&form)],
+        )
+        .to_string();
+    // `name` has minLength 1 and maxLength 12.
+    assert!(
+        help.contains("string, at least 1 character, at most 12 characters"),
+        "{help}"
+    );
+    assert!(!help.contains(" 1 characters"), "{help}");
+    drop(serve);
+}
+
 #[test]
 #[ignore = "needs chromium and chromedriver"]
 fn check_shows_the_suggestion_and_reload_confirms_then_reports_failures() {

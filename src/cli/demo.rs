@@ -40,6 +40,16 @@ pub(super) fn example_runner() -> Result<RunnerConfig, String> {
     })
 }
 
+/// The binding a describe step returned, printed so the call that uses it can be followed.
+fn binding_of(described: &Value) -> String {
+    let binding = described["binding"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    println!("binding: {binding}");
+    binding
+}
+
 pub(super) fn run() -> i32 {
     let config = match example_runner() {
         Ok(config) => config,
@@ -87,30 +97,21 @@ pub(super) fn run() -> i32 {
         json!({"action": "list", "runner": "local", "plugin": EXAMPLE_ID}),
         human::provider_detail,
     );
-    let described = step(
+    let binding = binding_of(&step(
         "describe: the full definition of `echo`, and a fresh binding",
         json!({"action": "describe", "runner": "local", "plugin": EXAMPLE_ID, "tool": "echo"}),
         human::describe,
-    );
-    let binding = described["binding"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    println!("binding: {binding}");
+    ));
     step(
         "call: echo through the binding",
         json!({"action": "call", "binding": binding, "arguments": {"text": "hello from the demo"}}),
         human::call,
     );
-    let described = step(
-        "describe: `add`",
+    let binding = binding_of(&step(
+        "describe: `add`, and a fresh binding",
         json!({"action": "describe", "runner": "local", "plugin": EXAMPLE_ID, "tool": "add"}),
         human::describe,
-    );
-    let binding = described["binding"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    ));
     step(
         "call: add 2 + 5",
         json!({"action": "call", "binding": binding, "arguments": {"a": 2, "b": 5}}),

@@ -102,8 +102,14 @@ pub(super) fn provider_detail(output: &Value) -> String {
 }
 
 /// The four interpreted hints, as `describe` shows them; a destructive tool gets a warning
-/// line of its own.
+/// line of its own, and so does a tool without the hints that would say it is safe (the
+/// inspector's rule, as MCP clients read hints: neither `readOnlyHint: true` nor
+/// `destructiveHint: false` means it may be destructive).
 fn annotation_lines(annotations: &Value, out: &mut String) {
+    let hint = |key: &str| annotations.get(key).and_then(Value::as_bool);
+    if hint("readOnlyHint") != Some(true) && hint("destructiveHint").is_none() {
+        out.push_str(NO_HINTS_WARNING);
+    }
     let Some(map) = annotations.as_object() else {
         return;
     };
@@ -139,6 +145,10 @@ fn annotation_lines(annotations: &Value, out: &mut String) {
         out.push_str("\nread-only: the tool says it changes nothing");
     }
 }
+
+/// The warning line of a tool that does not say it is read-only or non-destructive.
+const NO_HINTS_WARNING: &str = "\nwarning: no hints: the tool does not say it is read-only \
+     (readOnlyHint) or non-destructive (destructiveHint), so it may change or delete data";
 
 /// `describe`.
 pub(super) fn describe(output: &Value) -> String {
@@ -312,6 +322,35 @@ mod tests {
             "{out}"
         );
         assert!(!out.contains("DESTRUCTIVE"), "{out}");
+        assert!(!out.contains("no hints"), "{out}");
+    }
+
+    #[test]
+    fn describe_warns_about_a_tool_without_hints() {
+        let bare = |annotations: Option<Value>| {
+            let mut tool = json!({"name":"t","inputSchema":{"type":"object"}});
+            if let Some(a) = annotations {
+                tool["annotations"] = a;
+            }
+            describe(&json!({"plugin":"p","tool":tool}))
+        };
+        for warned in [
+            None,
+            Some(json!({})),
+            Some(json!({"idempotentHint":true})),
+            Some(json!({"readOnlyHint":false})),
+        ] {
+            let out = bare(warned.clone());
+            assert!(out.contains("\nwarning: no hints"), "{warned:?}: {out}");
+        }
+        for quiet in [
+            json!({"readOnlyHint":true}),
+            json!({"destructiveHint":false}),
+            json!({"destructiveHint":true}),
+        ] {
+            let out = bare(Some(quiet.clone()));
+            assert!(!out.contains("no hints"), "{quiet}: {out}");
+        }
     }
 
     #[test]

@@ -45,16 +45,26 @@ pub(super) fn report(lang: Lang, scaffold: &Scaffold) -> String {
         step += 1;
     }
     out.push_str(&format!(
-        "\n{step}. add this provider block to your runner.toml:\n\n{}",
+        "\n{step}. add this provider block to runner.toml (in the directory you run the check from):\n\n{}",
         scaffold.provider_block
     ));
     step += 1;
     out.push_str(&format!(
         "\n{step}. check it (a ready plugin lists its tools and its catalog digest):\n\n    \
-         webcodex-plugin check --config runner.toml --plugin {}",
+         {} check --config runner.toml --plugin {}",
+        shell_quote(&this_binary()),
         scaffold.id
     ));
     out
+}
+
+/// The path of the running binary, so the printed check runs as printed after `cargo run` too
+/// (where `webcodex-plugin` is not on PATH); the bare name when the path is unknown.
+fn this_binary() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|path| path.to_str().map(str::to_string))
+        .unwrap_or_else(|| "webcodex-plugin".to_string())
 }
 
 /// `text` as one POSIX shell word: unchanged when it is plainly safe, else single-quoted.

@@ -136,13 +136,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Admit one provider as a disposable candidate and report what a plugin author should fix.
+    /// Admit a provider (or, without --plugin, each configured one in turn) as a disposable
+    /// candidate and report what a plugin author should fix.
     Check {
         #[command(flatten)]
         source: target::Source,
-        /// The provider id.
+        /// The provider id; without it every configured provider is checked.
         #[arg(long)]
-        plugin: String,
+        plugin: Option<String>,
         /// Print the canonical output object.
         #[arg(long)]
         json: bool,
@@ -246,7 +247,10 @@ pub fn run() -> i32 {
             source,
             plugin,
             json,
-        } => with(source, |s| oneshot::check(s, &plugin, json)),
+        } => with(source, |s| match plugin {
+            Some(plugin) => oneshot::check(s, &plugin, json),
+            None => oneshot::check_all(s, json),
+        }),
         Command::Reload { source, json } => with(source, |s| oneshot::reload(s, json)),
         Command::Catalog {
             source,

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use serde_json::{json, Value};
+use webcodex_plugin_host::env::{load_runner_config, DEFAULT_MAX_PROVIDERS};
 use webcodex_plugin_host::gateway::{ToolOutput, LOCAL_RUNNER};
 
 use super::human;
@@ -15,12 +16,12 @@ use super::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 const RUNNER: &str = LOCAL_RUNNER;
 
 /// Starts the target (as `startup` says), sends the requests of `requests`, closes the target
-/// and returns the last answer.
-fn session(
+/// and returns what they returned (usually the last answer).
+fn session<T>(
     source: Resolved,
     startup: Startup,
-    requests: impl FnOnce(&Target) -> Result<Answer, i32>,
-) -> Result<Answer, i32> {
+    requests: impl FnOnce(&Target) -> Result<T, i32>,
+) -> Result<T, i32> {
     let target = source.open(startup)?;
     let answer = requests(&target);
     target.close();
@@ -103,8 +104,80 @@ pub(super) fn call(source: Resolved, plugin: &str, tool: &str, arguments: &str, 
 }
 
 pub(super) fn check(source: Resolved, plugin: &str, json: bool) -> i32 {
+    match session(source, Startup::ConfigOnly, |t| {
+        Ok(check_one(t, plugin, json))
+    }) {
+        Ok(code) | Err(code) => code,
+    }
+}
+
+/// `check` without `--plugin`: every configured provider in turn (config order; `list` of a
+/// `--server-url` target for its ids), each result printed as by `check --plugin` (with
+/// `--json`, one canonical check object per line). Exit 1 when any check failed as an action,
+/// else 2 when any provider is not ready (or none is configured), else 0.
+pub(super) fn check_all(source: Resolved, json: bool) -> i32 {
+    let local_config = match &source {
+        Resolved::Config(path) => Some(path.clone()),
+        Resolved::Server(_) => None,
+    };
+    let outcome = session(source, Startup::ConfigOnly, |target| {
+        let ids = match &local_config {
+            Some(path) => configured_ids(path)?,
+            None => listed_ids(target)?,
+        };
+        if ids.is_empty() {
+            eprintln!("error: no provider is configured; add a [[plugins.providers]] block");
+            return Err(EXIT_USAGE);
+        }
+        let codes: Vec<i32> = ids.iter().map(|id| check_one(target, id, json)).collect();
+        Ok(worst(&codes))
+    });
+    match outcome {
+        Ok(code) | Err(code) => code,
+    }
+}
+
+/// The exit code of several checks: a failed action beats a not-ready report beats success.
+fn worst(codes: &[i32]) -> i32 {
+    if codes.contains(&EXIT_FAILURE) {
+        EXIT_FAILURE
+    } else if codes.iter().any(|&c| c != EXIT_OK) {
+        EXIT_USAGE
+    } else {
+        EXIT_OK
+    }
+}
+
+/// The provider ids of a runner.toml, in order (already validated when the host was opened).
+fn configured_ids(path: &Path) -> Result<Vec<String>, i32> {
+    match load_runner_config(path, DEFAULT_MAX_PROVIDERS) {
+        Ok(config) => Ok(config.plugins.providers.into_iter().map(|p| p.id).collect()),
+        Err(e) => {
+            eprintln!("error: {}: {}", e.code(), e.message());
+            Err(EXIT_USAGE)
+        }
+    }
+}
+
+/// The provider ids a remote runner lists.
+fn listed_ids(target: &Target) -> Result<Vec<String>, i32> {
+    let answer = send(target, json!({"action": "list", "runner": RUNNER}))?;
+    if !answer.output.success {
+        return Err(finish(&answer.output, false, human::providers));
+    }
+    Ok(answer.output.output["plugins"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+        .iter()
+        .filter_map(|p| p["plugin"].as_str().map(str::to_string))
+        .collect())
+}
+
+/// One check of `plugin` on an open target: prints it and returns its exit code.
+fn check_one(target: &Target, plugin: &str, json: bool) -> i32 {
     let params = json!({"action": "check", "runner": RUNNER, "plugin": plugin});
-    let answer = match session(source, Startup::ConfigOnly, |t| send(t, params)) {
+    let answer = match send(target, params) {
         Ok(answer) => answer,
         Err(code) => return code,
     };

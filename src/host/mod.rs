@@ -31,7 +31,8 @@ use crate::env::{
 };
 use crate::error::{Error, ErrorCode, Phase};
 use crate::provider::{
-    AdmissionCancel, LaunchSpec, Provider, ProviderSpec, StderrLine, StderrRing,
+    log_admission_failure, AdmissionCancel, LaunchSpec, Provider, ProviderSpec, StderrLine,
+    StderrRing,
 };
 
 /// Where a host reads its runner configuration (again at every check and reload).
@@ -143,6 +144,7 @@ impl Host {
         let config = read_config(&source, &options)?;
         let results = prepare_all(&config, &options, &AdmissionCancel::new());
         let set = ProviderSet::from_results(&config, results);
+        set.log_started();
         Ok(Host::with_set(source, options, set))
     }
 
@@ -255,6 +257,11 @@ impl Host {
             }
             Err(error) => {
                 let stderr = ring.map(|r| r.lock().lines()).unwrap_or_default();
+                if !cancel.is_cancelled() {
+                    // Info, not warn: a bad plugin is a successful check, and the local CLI
+                    // prints the candidate's stderr itself.
+                    log_admission_failure(log::Level::Info, true, plugin, &error, &stderr);
+                }
                 CheckReport::failed(plugin, error, stderr)
             }
         };
@@ -319,6 +326,7 @@ impl Host {
             });
         }
         let new_set = Arc::new(ProviderSet::from_results(&config, results));
+        new_set.log_started();
         let old = {
             let mut committed = self.committed.write();
             if self.stopping.load(Ordering::Acquire) {
@@ -443,9 +451,7 @@ fn prepare_all(
             .map(|cfg| {
                 std::thread::Builder::new()
                     .name(format!("wc-start-{}", cfg.id))
-                    .spawn_scoped(scope, move || {
-                        prepare(config, cfg, options, cancel, &mut |_| {})
-                    })
+                    .spawn_scoped(scope, move || prepare_logged(config, cfg, options, cancel))
             })
             .collect();
         handles
@@ -465,6 +471,25 @@ fn prepare_all(
             })
             .collect()
     })
+}
+
+/// [`prepare`] for a startup or reload candidate: a failed admission is logged at warn for
+/// the operator (id, phase, code, stderr tail), unless the host is stopping.
+fn prepare_logged(
+    config: &RunnerConfig,
+    cfg: &ProviderConfig,
+    options: &HostOptions,
+    cancel: &AdmissionCancel,
+) -> Result<Provider, Error> {
+    let mut ring: Option<Arc<Mutex<StderrRing>>> = None;
+    let result = prepare(config, cfg, options, cancel, &mut |r| ring = Some(r));
+    if let Err(error) = &result {
+        if !cancel.is_cancelled() {
+            let lines = ring.map(|r| r.lock().lines()).unwrap_or_default();
+            log_admission_failure(log::Level::Warn, false, &cfg.id, error, &lines);
+        }
+    }
+    result
 }
 
 /// environment → executable → spawn → initialize → tools/list → validate → freeze.

@@ -92,6 +92,24 @@ impl ProviderSet {
         ProviderSet::default()
     }
 
+    /// Logs one info line per provider (id, status, tool count or code) for the operator.
+    pub(crate) fn log_started(&self) {
+        for entry in &self.entries {
+            match &entry.state {
+                ProviderState::Ready(p) => log::info!(
+                    "plugin provider {:?}: ready, {} tools",
+                    entry.id,
+                    p.catalog().tools().len()
+                ),
+                ProviderState::Failed(e) => log::info!(
+                    "plugin provider {:?}: failed, code {}, 0 tools",
+                    entry.id,
+                    e.code().as_str()
+                ),
+            }
+        }
+    }
+
     /// Every entry, in configuration order.
     pub fn entries(&self) -> &[ProviderEntry] {
         &self.entries

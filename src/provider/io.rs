@@ -54,11 +54,12 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 
 pub(crate) use super::event::Event;
+#[cfg(unix)]
+use super::fault_log::{self, IdleWatch};
 #[cfg(target_os = "linux")]
 use super::port::ReaderSleep;
 use super::port::StdoutPort;
 use super::process::PluginProcess;
-#[cfg(unix)]
 use super::stderr_ring::StderrRing;
 use super::stdout_buffer::stdout_lines;
 #[cfg(unix)]
@@ -237,6 +238,7 @@ pub(crate) fn start(
     stdout: ChildStdout,
     stderr: ChildStderr,
     ring: Arc<Mutex<StderrRing>>,
+    idle: Arc<IdleWatch>,
 ) -> std::io::Result<(Channels, EventSender, IoThreads)> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
     let stdout = readiness::Stdout::new(stdout);
@@ -278,6 +280,8 @@ pub(crate) fn start(
     let watch = ExitWatch {
         process: process.clone(),
         events: event_tx.clone(),
+        idle,
+        ring: ring.clone(),
         port: port.clone(),
     };
     match exit_pidfd(process.pid()) {
@@ -508,6 +512,9 @@ fn read_shared(
 struct ExitWatch {
     process: Arc<PluginProcess>,
     events: EventSender,
+    /// Tells whether an exit the host did not cause came while the plugin was idle (logged).
+    idle: Arc<IdleWatch>,
+    ring: Arc<Mutex<StderrRing>>,
     /// stdout's hand-over, whose blocking reader must hear of the exit.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     port: Option<Arc<StdoutPort>>,
@@ -517,7 +524,11 @@ impl ExitWatch {
     fn exited(self) {
         // The plugin is gone: the instance is dead, and so is anything it left in its group. The
         // leader is reaped right here, so it never lingers as a zombie until shutdown.
+        let unasked = !self.process.is_retired();
         self.process.retire_and_reap_exited();
+        if let Some(retirement) = self.idle.idle_exit().filter(|_| unasked) {
+            fault_log::report(&self.ring, retirement);
+        }
         let _ = self.events.send(Event::Exited);
         #[cfg(target_os = "linux")]
         if let Some(port) = &self.port {
@@ -628,6 +639,13 @@ fn drain_stderr(
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(_) => stderr_open = false,
+        }
+        if !stderr_open {
+            // Reached once: a closed stderr is never read again (the loop continues above).
+            let due = ring.lock().close();
+            if let Some((retirement, lines)) = due {
+                retirement.log(&lines);
+            }
         }
     }
 }

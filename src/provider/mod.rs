@@ -27,6 +27,7 @@
 //! for the group to empty; zombies reparented to init are reaped by init.
 
 mod event;
+mod fault_log;
 mod io;
 #[cfg(target_os = "linux")]
 mod kick;
@@ -46,6 +47,8 @@ use serde_json::Value;
 
 pub use crate::spawn::AdmissionCancel;
 use crate::spawn::Cancellable;
+pub(crate) use fault_log::log_admission_failure;
+pub use fault_log::FAULT_LOG_STDERR_LINES;
 pub use io::FORCE_EXIT_WAITER_ENV;
 pub use process::LaunchSpec;
 pub use stderr_ring::{
@@ -56,6 +59,7 @@ pub use wait::RESPONSE_WAIT_ENV;
 use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
 use crate::frame::{check_json_bounds, check_json_bounds_sized, JsonBoundsError, PROTOCOL_VERSION};
+use fault_log::{IdleWatch, Retirement};
 use io::{Event, IoThreads};
 use process::PluginProcess;
 use session::{into_result, RequestKind, Session};
@@ -124,6 +128,8 @@ pub struct Provider {
 struct Connection {
     process: Arc<PluginProcess>,
     ring: Arc<Mutex<StderrRing>>,
+    /// Tells the exit watch whether the plugin is admitted and idle (an exit then is logged).
+    idle: Arc<IdleWatch>,
     session: Mutex<Option<Session>>,
     /// Opt-in active wait for responses, in nanoseconds (0 = always block).
     spin_nanos: AtomicU64,
@@ -165,6 +171,7 @@ impl Provider {
             return Err(stopping().in_phase(Phase::Spawn));
         }
         let catalog = connection.admit(spec.timeout)?;
+        connection.idle.arm();
         Ok(Provider {
             id: spec.id,
             name: spec.name,
@@ -226,8 +233,27 @@ impl Provider {
     /// (when given), with an explicit total `timeout`.
     ///
     /// Before the budget starts: retired check, catalog lookup, observation comparison,
-    /// argument validation and the busy try-lock, all `not_started`.
+    /// argument validation and the busy try-lock, all `not_started`. A failure that retires the
+    /// instance is logged at warn (id, phase `call`, code, stderr tail) for the operator.
     pub fn call_checked(
+        &self,
+        tool: &str,
+        observation: Option<&str>,
+        arguments: &Value,
+        timeout: Duration,
+    ) -> Result<ToolResult, Error> {
+        let in_call = self.connection.idle.in_call();
+        let result = self.call_once(tool, observation, arguments, timeout);
+        drop(in_call);
+        if let Err(error) = &result {
+            if error.is_fatal() {
+                self.connection.report_retirement(&self.id, error.code());
+            }
+        }
+        result
+    }
+
+    fn call_once(
         &self,
         tool: &str,
         observation: Option<&str>,
@@ -417,19 +443,39 @@ impl Connection {
             return Err(stdio_failed(&process));
         };
         let ring = Arc::new(Mutex::new(StderrRing::new()));
-        let (channels, stop, threads) =
-            match io::start(id, &process, stdin, stdout, stderr, ring.clone()) {
-                Ok(started) => started,
-                Err(_) => return Err(stdio_failed(&process)),
-            };
+        let idle = Arc::new(IdleWatch::new(id));
+        let (channels, stop, threads) = match io::start(
+            id,
+            &process,
+            stdin,
+            stdout,
+            stderr,
+            ring.clone(),
+            idle.clone(),
+        ) {
+            Ok(started) => started,
+            Err(_) => return Err(stdio_failed(&process)),
+        };
         Ok(Connection {
             process,
             ring,
+            idle,
             session: Mutex::new(Some(Session::new(channels))),
             spin_nanos: AtomicU64::new(0),
             stop,
             threads: Some(threads),
         })
+    }
+
+    /// Logs that a call retired this instance, once the plugin's stderr has closed (so the
+    /// lines it wrote as it died are in the tail) or at once when it already has.
+    fn report_retirement(&self, id: &str, code: ErrorCode) {
+        let retirement = Retirement {
+            id: id.to_string(),
+            phase: "call",
+            code,
+        };
+        fault_log::report(&self.ring, retirement);
     }
 
     /// initialize → tools/list → validate → freeze, each request with its own budget.
@@ -530,5 +576,10 @@ impl Drop for Connection {
             threads.join_until(deadline);
         }
         self.process.reap(deadline);
+        // stderr never closed (a grandchild that left the group may hold it): log what there is.
+        let due = self.ring.lock().take_pending();
+        if let Some((retirement, lines)) = due {
+            retirement.log(&lines);
+        }
     }
 }

@@ -2,6 +2,8 @@
 
 use std::collections::VecDeque;
 
+use super::fault_log::Retirement;
+
 /// Most lines kept.
 pub const STDERR_MAX_LINES: usize = 64;
 /// Longest kept line, in bytes; longer lines are cut and marked truncated.
@@ -25,7 +27,14 @@ pub struct StderrRing {
     total: usize,
     current: String,
     current_truncated: bool,
+    /// True once the plugin's stderr reached EOF (or failed): no more lines will come.
+    closed: bool,
+    /// A retirement to log once stderr has closed.
+    pending: Option<Retirement>,
 }
+
+/// A retirement to log now, with the ring's lines at that moment.
+pub(crate) type DueReport = (Retirement, Vec<StderrLine>);
 
 impl StderrRing {
     /// An empty ring.
@@ -97,6 +106,27 @@ impl StderrRing {
         }
     }
 
+    /// Hands over a retirement to log once stderr has closed: returned at once (with the lines)
+    /// when it already has, else kept until [`StderrRing::close`] (the first one wins).
+    pub(crate) fn report_when_closed(&mut self, retirement: Retirement) -> Option<DueReport> {
+        if self.closed {
+            return Some((retirement, self.lines()));
+        }
+        self.pending.get_or_insert(retirement);
+        None
+    }
+
+    /// Marks stderr closed; returns the retirement waiting for that, if any, with the lines.
+    pub(crate) fn close(&mut self) -> Option<DueReport> {
+        self.closed = true;
+        self.take_pending()
+    }
+
+    /// The retirement still waiting (stderr never closed), with the lines, if any.
+    pub(crate) fn take_pending(&mut self) -> Option<DueReport> {
+        self.pending.take().map(|r| (r, self.lines()))
+    }
+
     /// The kept lines, oldest first, plus the unfinished last line if any; the unfinished line
     /// counts against the same bounds (older lines make room for it).
     pub fn lines(&self) -> Vec<StderrLine> {
@@ -141,6 +171,31 @@ fn start_of_last_lines(bytes: &[u8], keep: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn retirement(phase: &'static str) -> Retirement {
+        Retirement {
+            id: "p".into(),
+            phase,
+            code: crate::error::ErrorCode::Eof,
+        }
+    }
+
+    #[test]
+    fn a_retirement_waits_for_stderr_to_close_and_the_first_one_wins() {
+        let mut ring = StderrRing::new();
+        assert!(ring.report_when_closed(retirement("call")).is_none());
+        assert!(ring.report_when_closed(retirement("idle")).is_none());
+        ring.push_bytes(b"last words\n");
+        let (due, lines) = ring.close().expect("due once stderr closed");
+        assert_eq!(due.phase, "call");
+        assert_eq!(lines[0].text, "last words");
+        assert!(ring.take_pending().is_none());
+        // After close, a report is due at once.
+        let (due, _) = ring
+            .report_when_closed(retirement("call"))
+            .expect("due at once");
+        assert_eq!(due.phase, "call");
+    }
 
     #[test]
     fn bytes_are_mapped_to_printable_ascii() {

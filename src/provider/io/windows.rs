@@ -20,6 +20,7 @@ use super::{
     read_loop, spare_line_channel, Channels, Event, ExitWatch, IoThreads, ThreadSet, WriteGate,
     WriteJob, WriteOutcome, EVENT_CAPACITY, READER_STACK, SMALL_STACK,
 };
+use crate::provider::fault_log::IdleWatch;
 use crate::provider::process::PluginProcess;
 use crate::provider::stderr_ring::StderrRing;
 use crate::provider::wait::{event_channel, readiness, wait_mode, EventSender};
@@ -33,6 +34,7 @@ pub(crate) fn start(
     stdout: ChildStdout,
     stderr: ChildStderr,
     ring: Arc<Mutex<StderrRing>>,
+    idle: Arc<IdleWatch>,
 ) -> std::io::Result<(Channels, EventSender, IoThreads)> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
     // No readiness wait on Windows: `wait_mode` always picks plain blocking there.
@@ -56,16 +58,18 @@ pub(crate) fn start(
         READER_STACK,
         Box::new(move || read_loop(stdout, events, pending, spare_rx)),
     )?;
+    let watch = ExitWatch {
+        process: process.clone(),
+        events: event_tx.clone(),
+        idle,
+        ring: ring.clone(),
+        port: None,
+    };
     threads.spawn(
         format!("wc-stderr-{id}"),
         SMALL_STACK,
         Box::new(move || drain_stderr(stderr, ring)),
     )?;
-    let watch = ExitWatch {
-        process: process.clone(),
-        events: event_tx.clone(),
-        port: None,
-    };
     threads.spawn(
         format!("wc-wait-{id}"),
         SMALL_STACK,
@@ -123,15 +127,19 @@ fn write_loop(
     }
 }
 
-/// Drains stderr into the ring until EOF.
+/// Drains stderr into the ring until EOF, then logs a retirement that waited for it.
 fn drain_stderr(mut stderr: ChildStderr, ring: Arc<Mutex<StderrRing>>) {
     let mut buffer = [0u8; 4096];
     loop {
         match stderr.read(&mut buffer) {
-            Ok(0) => return,
+            Ok(0) => break,
             Ok(n) => ring.lock().push_bytes(&buffer[..n]),
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return,
+            Err(_) => break,
         }
+    }
+    let due = ring.lock().close();
+    if let Some((retirement, lines)) = due {
+        retirement.log(&lines);
     }
 }

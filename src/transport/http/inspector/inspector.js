@@ -636,7 +636,7 @@
     const r = result.output;
     if (r.ready === true) {
       area.replaceChildren(el('div', { class: 'panel success check-report', attrs: { 'data-ready': 'true', role: 'status' } },
-        el('p', {}, el('strong', { text: 'Check: ready. ' }), (typeof r.toolCount === 'number' ? r.toolCount : 0) + ' tools admitted.'),
+        el('p', {}, el('strong', { text: 'Check: ready. ' }), counted(typeof r.toolCount === 'number' ? r.toolCount : 0, 'tool') + ' admitted.'),
         typeof r.catalogDigest === 'string' ? el('p', {}, 'Catalog digest: ', el('code', { class: 'catalog-digest', text: r.catalogDigest })) : null));
       return;
     }
@@ -761,7 +761,7 @@
     const total = typeof totalKey === 'number' ? totalKey : tools.length;
     const revision = typeof c.catalogRevision === 'string' ? c.catalogRevision : c.catalog_revision;
     const panel = el('div', { class: 'panel catalog-report' },
-      el('p', {}, tools.length + ' of ' + total + ' tools', typeof revision === 'string' ? ' \u2014 revision ' : '',
+      el('p', {}, tools.length + ' of ' + counted(total, 'tool'), typeof revision === 'string' ? ' \u2014 revision ' : '',
         typeof revision === 'string' ? el('code', { class: 'catalog-revision', text: revision }) : null));
     if (tools.length === 0) {
       panel.appendChild(el('p', { text: 'No ready provider works in this project root (a provider\u2019s cwd must be this path).' }));
@@ -795,13 +795,18 @@
     return isObject(schema) && typeof schema.type === 'string' ? schema.type : 'object';
   }
 
+  // "1 character", "0 characters", "12 characters": the noun agrees with the number.
+  function counted(n, noun) {
+    return n + ' ' + (n === 1 ? noun : noun + 's');
+  }
+
   function describeType(schema) {
     const t = typeOf(schema);
     const parts = [t];
-    if (t === 'string' && typeof schema.minLength === 'number') parts.push('at least ' + schema.minLength + ' characters');
-    if (t === 'string' && typeof schema.maxLength === 'number') parts.push('at most ' + schema.maxLength + ' characters');
-    if (t === 'array' && typeof schema.minItems === 'number') parts.push('at least ' + schema.minItems + ' items');
-    if (t === 'array' && typeof schema.maxItems === 'number') parts.push('at most ' + schema.maxItems + ' items');
+    if (t === 'string' && typeof schema.minLength === 'number') parts.push('at least ' + counted(schema.minLength, 'character'));
+    if (t === 'string' && typeof schema.maxLength === 'number') parts.push('at most ' + counted(schema.maxLength, 'character'));
+    if (t === 'array' && typeof schema.minItems === 'number') parts.push('at least ' + counted(schema.minItems, 'item'));
+    if (t === 'array' && typeof schema.maxItems === 'number') parts.push('at most ' + counted(schema.maxItems, 'item'));
     return parts.join(', ');
   }
 
@@ -840,12 +845,12 @@
     }
     if (typeof value === 'string') {
       const n = unicodeLength(value);
-      if (typeof schema.minLength === 'number' && n < schema.minLength) return 'must be at least ' + schema.minLength + ' characters (has ' + n + ')';
-      if (typeof schema.maxLength === 'number' && n > schema.maxLength) return 'must be at most ' + schema.maxLength + ' characters (has ' + n + ')';
+      if (typeof schema.minLength === 'number' && n < schema.minLength) return 'must be at least ' + counted(schema.minLength, 'character') + ' (has ' + n + ')';
+      if (typeof schema.maxLength === 'number' && n > schema.maxLength) return 'must be at most ' + counted(schema.maxLength, 'character') + ' (has ' + n + ')';
     }
     if (Array.isArray(value)) {
-      if (typeof schema.minItems === 'number' && value.length < schema.minItems) return 'needs at least ' + schema.minItems + ' items';
-      if (typeof schema.maxItems === 'number' && value.length > schema.maxItems) return 'allows at most ' + schema.maxItems + ' items';
+      if (typeof schema.minItems === 'number' && value.length < schema.minItems) return 'needs at least ' + counted(schema.minItems, 'item');
+      if (typeof schema.maxItems === 'number' && value.length > schema.maxItems) return 'allows at most ' + counted(schema.maxItems, 'item');
     }
     return '';
   }
