@@ -47,7 +47,7 @@ fn printed_commands(stdout: &str) -> Vec<String> {
 }
 
 #[test]
-#[cfg(unix)]
+#[cfg_attr(windows, ignore = "needs python3 (Wine has none)")]
 fn init_next_steps_run_as_printed() {
     let dir = TempDir::new("first-hour", "init");
     let target = dir.path("my plugin");
