@@ -8,6 +8,7 @@ mod human;
 mod init;
 mod mcp;
 mod oneshot;
+pub(crate) mod redact;
 mod serve;
 mod stop_signal;
 mod target;

@@ -87,7 +87,8 @@ mod wire;
 
 #[cfg(feature = "http-client")]
 pub use client::{
-    ClientError, ClientOptions, HttpClient, ProxyChoice, Received, CONNECT_TIMEOUT, READ_TIMEOUT,
+    ClientError, ClientOptions, HttpClient, ProxyChoice, Received, SetupError, SetupPart,
+    CONNECT_TIMEOUT, FAILURE_STATUSES, READ_TIMEOUT,
 };
 #[cfg(feature = "http-server")]
 pub use listener::MAX_CONNECTIONS;
