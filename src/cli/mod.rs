@@ -12,6 +12,7 @@ pub(crate) mod redact;
 mod serve;
 mod stop_signal;
 mod target;
+mod token;
 
 use std::path::PathBuf;
 
@@ -178,6 +179,12 @@ enum Command {
         #[arg(long, default_value = "python", value_parser = ["ts", "python", "rust"])]
         lang: String,
     },
+    /// Make credentials: `token new` prints a fresh token in a `[[tokens]]` entry for `serve
+    /// --tokens`.
+    Token {
+        #[command(subcommand)]
+        command: token::TokenCommand,
+    },
     /// The built-in example plugin (speaks webcodex-plugin-v1 on stdin/stdout).
     #[command(hide = true)]
     ExamplePlugin,
@@ -255,6 +262,7 @@ pub fn run() -> i32 {
         Command::Bench(args) => bench::run(args),
         Command::Init { dir, id, lang } => init::run(&dir, id.as_deref(), &lang),
         Command::Completions { shell } => completions(shell),
+        Command::Token { command } => token::run(command),
         Command::ExamplePlugin => match webcodex_plugin_host::sdk::example_plugin().serve_stdio() {
             Ok(()) => EXIT_OK,
             Err(e) => {

@@ -101,7 +101,9 @@ pub use server::fuzz_answer_body;
 #[cfg(feature = "http-server")]
 pub use server::{HttpServer, HttpStopper, UNAUTHORIZED};
 #[cfg(feature = "http-server")]
-pub use tokens::{Tokens, TokensError, MIN_TOKEN_BYTES};
+pub use tokens::{
+    readable_by_everyone, Tokens, TokensError, MAX_TOKEN_NAME_BYTES, MIN_TOKEN_BYTES,
+};
 #[cfg(all(feature = "http-server", feature = "fuzzing"))]
 #[doc(hidden)]
 pub use wire::{fuzz_read_requests, BodyError, FuzzRequest};
