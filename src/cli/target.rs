@@ -162,7 +162,7 @@ impl Source {
                 let option = match e.part {
                     SetupPart::Proxy if proxy_flag => "--proxy",
                     // The message names the variable.
-                    SetupPart::Proxy => "the proxy environment",
+                    SetupPart::Proxy => return usage(e.message),
                     SetupPart::CaFile => "--ca-cert",
                     SetupPart::Token => credential.source.as_str(),
                     _ => "--server-url",
