@@ -201,6 +201,34 @@ fn socks_proxies_carry_the_request() {
         socks.clear_log();
     }
     assert_eq!(server.log_lines().len(), 5);
+    // https through socks5h: the proxy resolves the name, TLS runs end to end through it.
+    let pki = client_support::TestPki::new();
+    let tls = client_support::Origin::start(client_support::Reply::Answer, Some(pki.server));
+    let ca = client_support::write(&dir, "ca.pem", &pki.ca_pem);
+    let https = format!("https://localhost:{}", tls.addr.port());
+    let r = client_support::run(
+        &[
+            "list",
+            "--json",
+            "--server-url",
+            &https,
+            "--token",
+            TOKEN,
+            "--ca-cert",
+            &ca,
+        ],
+        &[("HTTPS_PROXY", &socks5h)],
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stdout.contains("canned"), "{r:?}");
+    assert_eq!(
+        socks.log_lines(),
+        [format!(
+            "socks5 relay CONNECT localhost:{}",
+            tls.addr.port()
+        )]
+    );
+    socks.clear_log();
     // A scheme no proxy speaks is refused at start, before anything is sent.
     let r = list(&["--proxy", "ftp://127.0.0.1:1"], &[]);
     assert_eq!(r.code, Some(2), "{r:?}");
@@ -398,4 +426,5 @@ fn a_front_whose_proxy_refuses_the_tunnel_finds_the_runner_unavailable() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
     assert!(runner.log_lines().is_empty(), "nothing reached the runner");
+    common::assert_no_zombie_children_of_self();
 }
