@@ -203,6 +203,12 @@ fn no_error_about_a_tokens_or_runners_file_quotes_a_value_from_it() {
         format!("[[runners]]\nid = \"edge\"\nname = \"E\"\nurl = \"http://u:{secret}@127.0.0.1:9\"\ntoken_env = \"WC_TEST_TOKEN\"\n"),
         format!("[[runners]]\nid = \"edge\"\nname = \"E\"\nurl = \"{secret}\"\ntoken_env = \"X\"\n"),
         format!("[[runners]]\nid = \"edge\"\nname = \"E\"\nurl = \"http://127.0.0.1:9\"\ntoken_env = {secret}\n"),
+        // The token where a variable name or a path goes.
+        format!("[[runners]]\nid = \"edge\"\nname = \"E\"\nurl = \"http://127.0.0.1:9\"\ntoken_env = \"{secret}\"\n"),
+        format!("[[runners]]\nid = \"edge\"\nname = \"E\"\nurl = \"http://127.0.0.1:9\"\ntoken_file = \"{secret}\"\n"),
+        format!("[[runners]]\nid = \"edge\"\nname = \"E\"\nurl = \"http://127.0.0.1:9\"\ntoken_env = \"WC_TEST_TOKEN\"\nca_file = \"{secret}\"\n"),
+        // A control character in a name (it would reach the log).
+        "[[runners]]\nid = \"edge\"\nname = \"E\\u001b[2J\"\nurl = \"http://127.0.0.1:9\"\ntoken_env = \"WC_TEST_TOKEN\"\n".to_string(),
     ];
     let tokens = common::serve::write_tokens_file(&dir);
     for (i, text) in runners_files.iter().enumerate() {
