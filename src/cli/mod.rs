@@ -86,7 +86,8 @@ enum Command {
         /// The address to listen on, e.g. 127.0.0.1:8787 (port 0 picks a free port).
         #[arg(long)]
         listen: String,
-        /// The tokens file (TOML `[[tokens]]` entries with name, token, scopes).
+        /// The tokens file (TOML `[[tokens]]` entries with name, token, scopes; `token new`
+        /// prints one).
         #[arg(long)]
         tokens: PathBuf,
         /// A browser origin allowed on /mcp, e.g. http://localhost:3000 (repeatable). A /mcp
