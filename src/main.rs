@@ -15,7 +15,9 @@ fn main() {
 }
 
 /// The logger, minus the HTTP client's trace records: ureq logs the request bytes at trace
-/// level, `Authorization` header included, and a token is never logged.
+/// level, `Authorization` header included, and a token is never logged. A record that holds a
+/// token this process presents to a server (a hostile server may echo it, e.g. in a header
+/// that ureq logs at debug level) is written with the token replaced.
 struct NoWireTrace(env_logger::Logger);
 
 impl NoWireTrace {
@@ -30,8 +32,24 @@ impl log::Log for NoWireTrace {
     }
 
     fn log(&self, record: &log::Record<'_>) {
-        if !Self::wire(record.metadata()) {
-            self.0.log(record);
+        if Self::wire(record.metadata()) {
+            return;
+        }
+        if !cli::redact::any() {
+            return self.0.log(record);
+        }
+        let text = record.args().to_string();
+        match cli::redact::scrub(&text) {
+            std::borrow::Cow::Borrowed(_) => self.0.log(record),
+            std::borrow::Cow::Owned(clean) => self.0.log(
+                &log::Record::builder()
+                    .metadata(record.metadata().clone())
+                    .args(format_args!("{clean}"))
+                    .module_path(record.module_path())
+                    .file(record.file())
+                    .line(record.line())
+                    .build(),
+            ),
         }
     }
 

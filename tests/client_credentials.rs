@@ -304,3 +304,89 @@ fn trace_logging_shows_no_request_bytes() {
     );
     assert_eq!(origin.seen().len(), 1);
 }
+
+#[test]
+fn the_env_file_follows_dotenv_rules() {
+    let dir = client_support::temp_dir("dotenv");
+    let origin = Origin::start(Reply::Answer, None);
+    let base = Sources {
+        dir: &dir,
+        flag: false,
+        file: false,
+        env_file: None,
+        env: vec![],
+    };
+    let cases = [
+        // An inline comment after an unquoted value is not part of it.
+        "WEBCODEX_TOKEN=tok-envfile-token-2222 # the CI token\n",
+        "WEBCODEX_TOKEN=tok-envfile-token-2222\t# tab, then a comment\n",
+        "  export WEBCODEX_TOKEN='tok-envfile-token-2222'  # quoted, exported\n",
+        "# comment\n\nWEBCODEX_TOKEN = \"tok-envfile-token-2222\"\r\nX=1\n",
+        // A later line overrides an earlier one; `#` inside quotes is kept.
+        "WEBCODEX_TOKEN=first-one-0000000000\nWEBCODEX_TOKEN=\"tok-envfile-token-2222\"\n",
+    ];
+    for text in cases {
+        let (r, token) = Sources {
+            env_file: Some(text),
+            ..base.clone_shape()
+        }
+        .received(&origin);
+        assert_eq!(r.code, Some(0), "{text:?}: {r:?}");
+        assert_eq!(token.as_deref(), Some(ENV_FILE_TOKEN), "{text:?}: {r:?}");
+    }
+    let (r, token) = Sources {
+        env_file: Some("WEBCODEX_PAT='tok#with-a-hash-0000'\n"),
+        ..base.clone_shape()
+    }
+    .received(&origin);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(token.as_deref(), Some("tok#with-a-hash-0000"), "{r:?}");
+}
+
+#[test]
+fn every_message_about_the_env_file_names_it_and_quotes_nothing_from_it() {
+    let dir = client_support::temp_dir("dotenv-errors");
+    let origin = Origin::start(Reply::Answer, None);
+    let url = origin.url("http");
+    let secret = "tok-envfile-looks-secret-7777";
+    let cases = [
+        // An unterminated quote: the parser's message would quote the line.
+        format!("WEBCODEX_TOKEN=\"{secret}\n"),
+        // A value that is not a token (a space in it).
+        format!("WEBCODEX_TOKEN=\"{secret} two\"\n"),
+        format!("WEBCODEX_PAT='{secret}\ttab'\n"),
+        // Neither variable (and a token-looking value of another one).
+        format!("OTHER={secret}\n"),
+    ];
+    for (i, text) in cases.iter().enumerate() {
+        let path = write(&dir, &format!("bad-{i}.env"), text);
+        let r = run(
+            &["list", "--server-url", &url, "--env-file", &path],
+            &[("WEBCODEX_TOKEN", ENV_TOKEN)],
+        );
+        assert_eq!(r.code, Some(2), "{text:?}: {r:?}");
+        assert!(
+            r.stderr.contains(&format!("--env-file {path}")),
+            "{text:?}: the message names the option: {r:?}"
+        );
+        assert!(!r.stderr.contains("--server-url:"), "{text:?}: {r:?}");
+        assert!(
+            !r.stderr.contains(secret) && !r.stdout.contains(secret),
+            "{text:?}: a value was quoted: {r:?}"
+        );
+    }
+    let absent = dir.join("absent.env");
+    let r = run(
+        &[
+            "list",
+            "--server-url",
+            &url,
+            "--env-file",
+            absent.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("--env-file"), "{r:?}");
+    assert!(origin.seen().is_empty(), "nothing was sent");
+}

@@ -31,7 +31,12 @@ fuzz_target!(|data: &[u8]| {
                 let (found, _) = tokens
                     .authenticate(token)
                     .expect("every listed token authenticates");
-                assert_eq!(found, name);
+                // Names are kept with control characters (and `\`) escaped, for log lines.
+                if name.contains(|c: char| c.is_control() || c == '\\') {
+                    assert!(!found.contains(char::is_control), "{found:?}");
+                } else {
+                    assert_eq!(found, name);
+                }
             }
             assert!(
                 tokens.authenticate("").is_none(),

@@ -8,9 +8,11 @@ mod human;
 mod init;
 mod mcp;
 mod oneshot;
+pub(crate) mod redact;
 mod serve;
 mod stop_signal;
 mod target;
+mod token;
 
 use std::path::PathBuf;
 
@@ -84,7 +86,8 @@ enum Command {
         /// The address to listen on, e.g. 127.0.0.1:8787 (port 0 picks a free port).
         #[arg(long)]
         listen: String,
-        /// The tokens file (TOML `[[tokens]]` entries with name, token, scopes).
+        /// The tokens file (TOML `[[tokens]]` entries with name, token, scopes; `token new`
+        /// prints one).
         #[arg(long)]
         tokens: PathBuf,
         /// A browser origin allowed on /mcp and /api/tools/call (CORS), e.g.
@@ -180,6 +183,12 @@ enum Command {
         #[arg(long, default_value = "python", value_parser = ["ts", "python", "rust"])]
         lang: String,
     },
+    /// Make credentials: `token new` prints a fresh token in a `[[tokens]]` entry for `serve
+    /// --tokens`.
+    Token {
+        #[command(subcommand)]
+        command: token::TokenCommand,
+    },
     /// The built-in example plugin (speaks webcodex-plugin-v1 on stdin/stdout).
     #[command(hide = true)]
     ExamplePlugin,
@@ -260,6 +269,7 @@ pub fn run() -> i32 {
         Command::Bench(args) => bench::run(args),
         Command::Init { dir, id, lang } => init::run(&dir, id.as_deref(), &lang),
         Command::Completions { shell } => completions(shell),
+        Command::Token { command } => token::run(command),
         Command::ExamplePlugin => match webcodex_plugin_host::sdk::example_plugin().serve_stdio() {
             Ok(()) => EXIT_OK,
             Err(e) => {

@@ -8,7 +8,7 @@ use super::target::Front;
 
 use webcodex_plugin_host::gateway::{Caller, Scopes};
 use webcodex_plugin_host::transport::http::cors::check_allowed_origin;
-use webcodex_plugin_host::transport::http::{HttpServer, Tokens};
+use webcodex_plugin_host::transport::http::{readable_by_everyone, HttpServer, Tokens};
 use webcodex_plugin_host::transport::serve_lines;
 
 use super::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
@@ -69,13 +69,23 @@ pub(super) fn serve(front: &Front, listen: &str, tokens: &Path, origins: Vec<Str
             return EXIT_USAGE;
         }
     }
-    let tokens = match Tokens::load(tokens) {
+    let tokens_path = tokens;
+    let tokens = match Tokens::load(tokens_path) {
         Ok(tokens) => tokens,
         Err(e) => {
-            eprintln!("error: --tokens {}: {e}", tokens.display());
+            eprintln!("error: --tokens {}: {e}", tokens_path.display());
             return EXIT_USAGE;
         }
     };
+    if readable_by_everyone(tokens_path) {
+        // A warning, not a refusal: mounted secrets (Kubernetes, Docker) are often 0644/0444
+        // in a container where no other user exists (docs/DECISIONS.md, HTTP transport).
+        eprintln!(
+            "warning: --tokens {}: every user of this machine may read it; restrict it \
+             (chmod 600) unless no other user can reach it",
+            tokens_path.display()
+        );
+    }
     if std::net::ToSocketAddrs::to_socket_addrs(listen).is_err() {
         eprintln!("error: --listen {listen:?} is not an address such as 127.0.0.1:8787");
         return EXIT_USAGE;

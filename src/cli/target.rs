@@ -13,7 +13,7 @@ use webcodex_plugin_host::gateway::{
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 use webcodex_plugin_host::provider::StderrLine;
 use webcodex_plugin_host::transport::http::{
-    remote_runner, ClientError, ClientOptions, HttpClient, ProxyChoice, CONNECT_TIMEOUT,
+    remote_runner, ClientError, ClientOptions, HttpClient, ProxyChoice, SetupPart, CONNECT_TIMEOUT,
     READ_TIMEOUT,
 };
 
@@ -40,13 +40,15 @@ pub(super) struct Source {
     /// A file holding the bearer token for --server-url, alone on one line.
     #[arg(long, requires = "server_url", value_name = "FILE")]
     token_file: Option<PathBuf>,
-    /// A dotenv-style file (KEY=VALUE lines) whose WEBCODEX_TOKEN, else WEBCODEX_PAT, is the token.
+    /// A dotenv file (KEY=VALUE lines, # comments, quotes, export) whose WEBCODEX_TOKEN, else
+    /// WEBCODEX_PAT, is the token. Nothing in it enters the environment.
     #[arg(long, requires = "server_url", value_name = "FILE")]
     env_file: Option<PathBuf>,
     /// PEM file of the CA certificate(s) to trust for https, instead of the built-in roots.
     #[arg(long, requires = "server_url", value_name = "FILE")]
     ca_cert: Option<PathBuf>,
-    /// Send requests through this HTTP proxy (http://HOST:PORT), whatever the environment says.
+    /// Send requests through this proxy (http://, https://, socks4://, socks5:// or
+    /// socks5h://HOST:PORT), whatever the environment says.
     #[arg(long, requires = "server_url", value_name = "URL")]
     proxy: Option<String>,
     /// Ignore HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY (connect directly unless --proxy).
@@ -120,13 +122,20 @@ impl Source {
         let Some(url) = self.server_url.as_deref() else {
             return Err(usage("give --config F, or --server-url URL".into()));
         };
-        let token = credential(
+        let credential = credential(
             self.token.as_deref(),
             self.token_file.as_deref(),
             self.env_file.as_deref(),
             &|name| std::env::var(name).ok(),
         )
         .map_err(usage)?;
+        if !credential.token.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(usage(format!(
+                "{}: the token must be one line of printable ASCII without spaces",
+                credential.source
+            )));
+        }
+        super::redact::register(&credential.token);
         let ca_pem = match &self.ca_cert {
             None => None,
             Some(path) => Some(
@@ -137,6 +146,7 @@ impl Source {
         if self.connect_timeout == 0 || self.read_timeout == 0 {
             return Err(usage("the timeouts must be at least 1 second".into()));
         }
+        let proxy_flag = self.proxy.is_some();
         let proxy = match (self.proxy, self.no_system_proxy) {
             (Some(url), _) => ProxyChoice::Url(url),
             (None, true) => ProxyChoice::Direct,
@@ -148,51 +158,88 @@ impl Source {
             connect_timeout: Duration::from_secs(self.connect_timeout),
             read_timeout: Duration::from_secs(self.read_timeout),
         };
-        HttpClient::new(url, &token, options)
+        HttpClient::new(url, &credential.token, options)
             .map(Resolved::Server)
-            .map_err(|message| usage(format!("--server-url: {message}")))
+            .map_err(|e| {
+                let option = match e.part {
+                    SetupPart::Proxy if proxy_flag => "--proxy",
+                    // The message names the variable.
+                    SetupPart::Proxy => return usage(e.message),
+                    SetupPart::CaFile => "--ca-cert",
+                    SetupPart::Token => credential.source.as_str(),
+                    _ => "--server-url",
+                };
+                usage(format!("{option}: {e}"))
+            })
     }
 }
 
 /// The names a credential is looked up under, in order, in an env file and in the environment.
 const TOKEN_VARIABLES: [&str; 2] = ["WEBCODEX_TOKEN", "WEBCODEX_PAT"];
 
+/// A token and the source it came from, as a message names it (`--token`, `--token-file F`,
+/// `--env-file F`, or the variable).
+struct Credential {
+    token: String,
+    source: String,
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential")
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The bearer token, first found wins: `--token`, `--token-file`, `--env-file`
 /// (`WEBCODEX_TOKEN`, then `WEBCODEX_PAT`), the environment (the same two). The error (a usage
-/// error) never holds a token.
+/// error) names the source and never holds a value.
 fn credential(
     token: Option<&str>,
     token_file: Option<&Path>,
     env_file: Option<&Path>,
     var: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, String> {
+) -> Result<Credential, String> {
     if let Some(token) = token {
-        return Ok(token.trim().to_string());
+        return Ok(Credential {
+            token: token.trim().to_string(),
+            source: "--token".into(),
+        });
     }
     if let Some(path) = token_file {
-        return read_token(path).map_err(|m| format!("--token-file {}: {m}", path.display()));
+        let source = format!("--token-file {}", path.display());
+        return match read_token(path) {
+            Ok(token) => Ok(Credential { token, source }),
+            Err(m) => Err(format!("{source}: {m}")),
+        };
     }
     if let Some(path) = env_file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("--env-file {}: cannot read it: {e}", path.display()))?;
-        let values = dotenv_values(&text);
+        let source = format!("--env-file {}", path.display());
+        let values = dotenv_values(path).map_err(|m| format!("{source}: {m}"))?;
         let found = TOKEN_VARIABLES.iter().find_map(|name| {
             values
                 .iter()
-                .find(|(key, value)| key == name && !value.is_empty())
-                .map(|(_, value)| value.clone())
+                .find(|(key, value)| key == name && !value.trim().is_empty())
+                .map(|(_, value)| value.trim().to_string())
         });
-        return found.ok_or_else(|| {
-            format!(
-                "--env-file {}: it sets neither WEBCODEX_TOKEN nor WEBCODEX_PAT",
-                path.display()
-            )
-        });
+        return match found {
+            Some(token) => Ok(Credential { token, source }),
+            None => Err(format!(
+                "{source}: it sets neither WEBCODEX_TOKEN nor WEBCODEX_PAT"
+            )),
+        };
     }
     TOKEN_VARIABLES
         .iter()
-        .find_map(|name| var(name).filter(|v| !v.trim().is_empty()))
-        .map(|v| v.trim().to_string())
+        .find_map(|name| {
+            var(name)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| Credential {
+                    token: v.trim().to_string(),
+                    source: format!("the environment's {name}"),
+                })
+        })
         .ok_or_else(|| {
             "--server-url needs a credential: --token, --token-file F, --env-file F, \
              or WEBCODEX_TOKEN / WEBCODEX_PAT in the environment"
@@ -200,33 +247,27 @@ fn credential(
         })
 }
 
-/// The `KEY=VALUE` pairs of a dotenv-style text: blank lines and `#` comments skipped, an
-/// optional `export ` prefix, values optionally in single or double quotes (no escapes, no
-/// interpolation). A later line overrides an earlier one.
-fn dotenv_values(text: &str) -> Vec<(String, String)> {
+/// The `KEY=VALUE` pairs of a dotenv file, read by `dotenvy` (blank lines and `#` comments
+/// skipped, an inline ` # comment` after an unquoted value dropped, `export ` prefixes, single
+/// and double quotes, `$NAME` expanded outside single quotes) into a list: the process
+/// environment is never changed. A later line overrides an earlier one. The error says what
+/// is wrong, never quoting a line.
+fn dotenv_values(path: &Path) -> Result<Vec<(String, String)>, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
     let mut values: Vec<(String, String)> = Vec::new();
-    for line in text.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        let value = value.trim();
-        let value = [('"', '"'), ('\'', '\'')]
-            .iter()
-            .find_map(|(open, close)| {
-                value
-                    .strip_prefix(*open)
-                    .and_then(|v| v.strip_suffix(*close))
-            })
-            .unwrap_or(value);
-        let key = key.trim().to_string();
+    for item in dotenvy::Iter::new(file) {
+        let (key, value) = item.map_err(|e| match e {
+            dotenvy::Error::LineParse(_, _) => {
+                "a line is not KEY=VALUE in dotenv syntax (check its quotes)".to_string()
+            }
+            dotenvy::Error::Io(e) => format!("cannot read it: {e}"),
+            _ => "it cannot be read as a dotenv file".to_string(),
+        })?;
+        let key = key.trim_start_matches('\u{feff}').to_string();
         values.retain(|(k, _)| *k != key);
-        values.push((key, value.to_string()));
+        values.push((key, value));
     }
-    values
+    Ok(values)
 }
 
 impl Resolved {
@@ -319,6 +360,10 @@ impl Front {
                 if let TokenSource::Env(name) = &entry.token {
                     secret_variables.push(name.clone());
                 }
+                // So no log line can show it, even one that quotes what the runner sent.
+                if let Ok(token) = entry.token() {
+                    super::redact::register(&token);
+                }
                 remotes.push(Arc::new(remote_runner(&entry).map_err(problem)?));
             }
         }
@@ -384,23 +429,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dotenv_lines() {
-        let values = dotenv_values(
-            "# c\n\nexport WEBCODEX_PAT='p a t'\nWEBCODEX_TOKEN = \"tok\"\nX=1\nX=2\nnoequals\n",
-        );
-        let get = |k: &str| values.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-        assert_eq!(get("WEBCODEX_PAT"), Some("p a t"));
-        assert_eq!(get("WEBCODEX_TOKEN"), Some("tok"));
-        assert_eq!(get("X"), Some("2"));
-        assert_eq!(get("noequals"), None);
-    }
-
-    #[test]
     fn no_credential_is_a_usage_message_without_secrets() {
         let none = |_: &str| None;
         let e = credential(None, None, None, &none).unwrap_err();
         assert!(e.contains("WEBCODEX_TOKEN"), "{e}");
         let pat = |n: &str| (n == "WEBCODEX_PAT").then(|| "pat-value".to_string());
-        assert_eq!(credential(None, None, None, &pat).unwrap(), "pat-value");
+        let found = credential(None, None, None, &pat).unwrap();
+        assert_eq!(found.token, "pat-value");
+        assert_eq!(found.source, "the environment's WEBCODEX_PAT");
     }
 }

@@ -290,40 +290,44 @@ fn parse_entry(index: usize, item: &toml::Value, base: &Path) -> Result<RunnerEn
 
 impl RunnerEntry {
     /// Reads this runner's token from its file or variable. The error names the source, never
-    /// a value.
+    /// a value: not the file's path (a token pasted as `token_file` would be echoed), and the
+    /// variable only when it has the shape of a variable name ([`variable_shaped`]).
     pub fn token(&self) -> Result<String, RunnersError> {
         let problem = |m: &str| RunnersError(format!("runner `{}`: {m}", self.id));
-        let token = match &self.token {
-            TokenSource::File(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| {
-                    problem(&format!("cannot read token_file {}: {e}", path.display()))
-                })?;
-                let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-                match (lines.next(), lines.next()) {
-                    (Some(token), None) => token.to_string(),
-                    (None, _) => {
-                        return Err(problem(&format!(
-                            "token_file {} is empty; put the token alone on one line",
-                            path.display()
-                        )))
-                    }
-                    (Some(_), Some(_)) => {
-                        return Err(problem(&format!(
-                            "token_file {} has more than one line; put the token alone on one line",
-                            path.display()
-                        )))
+        let token =
+            match &self.token {
+                TokenSource::File(path) => {
+                    let text = std::fs::read_to_string(path)
+                        .map_err(|e| problem(&format!("cannot read token_file: {e}")))?;
+                    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+                    match (lines.next(), lines.next()) {
+                        (Some(token), None) => token.to_string(),
+                        (None, _) => {
+                            return Err(problem(
+                                "token_file is empty; put the token alone on one line",
+                            ))
+                        }
+                        (Some(_), Some(_)) => return Err(problem(
+                            "token_file has more than one line; put the token alone on one line",
+                        )),
                     }
                 }
-            }
-            TokenSource::Env(name) => match std::env::var(name) {
-                Ok(value) if !value.trim().is_empty() => value.trim().to_string(),
-                _ => {
-                    return Err(problem(&format!(
-                        "token_env: the environment variable {name} is not set (or empty)"
-                    )))
+                TokenSource::Env(name) => {
+                    match std::env::var(name) {
+                        Ok(value) if !value.trim().is_empty() => value.trim().to_string(),
+                        _ if variable_shaped(name) => {
+                            return Err(problem(&format!(
+                                "token_env: the environment variable {name} is not set (or empty)"
+                            )))
+                        }
+                        _ => return Err(problem(
+                            "token_env: the environment variable it names is not set (or empty); \
+                         token_env takes the name of a variable (e.g. EDGE_1_TOKEN), never a \
+                         token",
+                        )),
+                    }
                 }
-            },
-        };
+            };
         if !token.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(problem(
                 "the token must be one line of printable ASCII without spaces",
@@ -340,6 +344,16 @@ pub fn valid_id(id: &str) -> bool {
         && id
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_.-".contains(&b))
+}
+
+/// True for a conventional environment variable name (`^[A-Z_][A-Z0-9_]{0,63}$`), which a
+/// message may name; anything else given as `token_env` might be a misplaced token.
+fn variable_shaped(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// A key from the file made safe to echo: control characters replaced, at most 64 bytes.

@@ -36,7 +36,9 @@ pub enum ProxyChoice {
     System,
     /// No proxy, whatever the environment says.
     Direct,
-    /// This proxy URL (`http://HOST:PORT`), for every request; the environment is not read.
+    /// This proxy URL, for every request; the environment is not read. The schemes:
+    /// `http://`, `https://` (a `CONNECT` tunnel), `socks4://`, `socks4a://`, `socks5://` (the
+    /// client resolves the host) and `socks5h://` (the proxy resolves it); `socks://` is SOCKS5.
     Url(String),
 }
 
@@ -125,29 +127,76 @@ impl std::fmt::Display for ClientError {
 
 impl std::error::Error for ClientError {}
 
+/// The part of a client's setup that [`HttpClient::new`] refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SetupPart {
+    /// The server URL.
+    Url,
+    /// The token.
+    Token,
+    /// The proxy: [`ProxyChoice::Url`], or a variable of the environment.
+    Proxy,
+    /// The CA certificates ([`ClientOptions::ca_pem`]).
+    CaFile,
+}
+
+/// Why [`HttpClient::new`] refused its arguments. The message never quotes the token or a
+/// proxy URL (which may hold a password).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupError {
+    /// What is wrong.
+    pub part: SetupPart,
+    /// What to fix.
+    pub message: String,
+}
+
+impl SetupError {
+    fn new(part: SetupPart, message: impl Into<String>) -> SetupError {
+        SetupError {
+            part,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SetupError {}
+
 impl HttpClient {
     /// A client of `url` (`http[s]://HOST[:PORT][/PREFIX]`; the request goes to
     /// `PREFIX/api/tools/call`) presenting `token`.
-    pub fn new(url: &str, token: &str, options: ClientOptions) -> Result<HttpClient, String> {
+    pub fn new(url: &str, token: &str, options: ClientOptions) -> Result<HttpClient, SetupError> {
+        let url_error = |m: &str| SetupError::new(SetupPart::Url, m);
         let (https, rest) = if let Some(rest) = url.strip_prefix("https://") {
             (true, rest)
         } else if let Some(rest) = url.strip_prefix("http://") {
             (false, rest)
         } else {
-            return Err("the server URL must start with http:// or https://".into());
+            return Err(url_error(
+                "the server URL must start with http:// or https://",
+            ));
         };
         let (authority, prefix) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, ""),
         };
         if authority.is_empty() || authority.contains('@') {
-            return Err("the server URL needs a host (and no user info)".into());
+            return Err(url_error("the server URL needs a host (and no user info)"));
         }
         if prefix.contains(['?', '#']) || !prefix.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err("the server URL path must be a plain path".into());
+            return Err(url_error("the server URL path must be a plain path"));
         }
         if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err("the token must be one line of printable ASCII without spaces".into());
+            return Err(SetupError::new(
+                SetupPart::Token,
+                "the token must be one line of printable ASCII without spaces",
+            ));
         }
         let scheme = if https { "https" } else { "http" };
         let full = format!(
@@ -156,19 +205,23 @@ impl HttpClient {
         );
         let uri: ureq::http::Uri = full
             .parse()
-            .map_err(|_| "the server URL is not a valid URL".to_string())?;
+            .map_err(|_| url_error("the server URL is not a valid URL"))?;
         let host = uri.host().unwrap_or_default().to_string();
         let authority = uri.authority().map(|a| a.to_string()).unwrap_or_default();
         let roots = match &options.ca_pem {
             None => RootCerts::WebPki,
-            Some(pem) => RootCerts::new_with_certs(&ca_certificates(pem)?),
+            Some(pem) => RootCerts::new_with_certs(
+                &ca_certificates(pem).map_err(|m| SetupError::new(SetupPart::CaFile, m))?,
+            ),
         };
         let proxy = match &options.proxy {
             ProxyChoice::Direct => None,
             ProxyChoice::Url(p) => Some(
-                Proxy::new(p).map_err(|_| "the proxy URL is not a valid proxy URL".to_string())?,
+                proxy_from_url(p)
+                    .map_err(|why| SetupError::new(SetupPart::Proxy, format!("the proxy {why}")))?,
             ),
-            ProxyChoice::System => system_proxy(https, &host, &|name| std::env::var(name).ok())?,
+            ProxyChoice::System => system_proxy(https, &host, &|name| std::env::var(name).ok())
+                .map_err(|m| SetupError::new(SetupPart::Proxy, m))?,
         };
         Ok(HttpClient {
             url: full,
@@ -194,17 +247,45 @@ impl HttpClient {
 
     /// [`HttpClient::plugin_tool`] with what else the answer said: its HTTP status and the
     /// server's runner instance (the `Webcodex-Runner-Instance` header, when sent).
+    ///
+    /// An answer is taken only with the status it must have: 200 with a success, one of
+    /// [`FAILURE_STATUSES`] with a failure object. Anything else (a redirect, which is never
+    /// followed; a 2xx other than 200; any other status, whatever its body says) may come from
+    /// something between the client and the server, so it is [`ClientError::Lost`]: the
+    /// request may have been handled and the outcome is unknown. Every string of the answer,
+    /// and every message, has the client's own token replaced by `[redacted]`, so a server that
+    /// echoes the `Authorization` header makes the client print no token.
     pub fn exchange(&self, params: &Value) -> Result<Received, ClientError> {
+        let redact = Redactor(&self.token);
         let (status, instance, body) = self.post(&json!({"tool": TOOL_NAME, "params": params}))?;
+        let expected = match status {
+            200 => Some(true),
+            s if FAILURE_STATUSES.contains(&s) => Some(false),
+            _ => None,
+        };
+        let Some(expected) = expected else {
+            return Err(ClientError::Lost(unexpected_status(status)));
+        };
         let value: Value = serde_json::from_slice(&body).map_err(|_| {
             ClientError::BadResponse(format!("the server answered {status} without a JSON body"))
         })?;
         match (value.get("success"), value.get("output")) {
-            (Some(Value::Bool(success)), Some(output)) if output.is_object() => Ok(Received {
-                status,
-                runner_instance: instance,
-                output: ToolOutput::received(*success, output.clone()),
-            }),
+            (Some(Value::Bool(success)), Some(output)) if output.is_object() => {
+                if *success != expected {
+                    return Err(ClientError::Lost(format!(
+                        "the server answered {status} with a {} body, which that status never \
+                         carries",
+                        if *success { "success" } else { "failure" }
+                    )));
+                }
+                let mut output = output.clone();
+                redact.value(&mut output);
+                Ok(Received {
+                    status,
+                    runner_instance: instance.map(|i| redact.text(&i)),
+                    output: ToolOutput::received(*success, output),
+                })
+            }
             _ => Err(ClientError::BadResponse(format!(
                 "the server answered {status} without a plugin_tool response"
             ))),
@@ -236,6 +317,7 @@ impl HttpClient {
             .build();
         let connector = RecordingConnector {
             inner: DefaultConnector::new(),
+            server: self.authority.clone(),
             connected: Arc::clone(&connected),
         };
         let agent = Agent::with_parts(config, connector, DefaultResolver::default());
@@ -266,6 +348,16 @@ impl HttpClient {
     /// Sorts a ureq error: before a connection was made nothing was sent; after, the request
     /// may have reached the server.
     fn classify(&self, e: ureq::Error, connected: bool) -> ClientError {
+        match self.sort(e, connected) {
+            ClientError::Connect(m) => ClientError::Connect(Redactor(&self.token).text(&m)),
+            ClientError::Untrusted(m) => ClientError::Untrusted(Redactor(&self.token).text(&m)),
+            ClientError::Lost(m) => ClientError::Lost(Redactor(&self.token).text(&m)),
+            ClientError::BadResponse(m) => ClientError::BadResponse(Redactor(&self.token).text(&m)),
+        }
+    }
+
+    /// [`HttpClient::classify`] before the token is taken out of the message.
+    fn sort(&self, e: ureq::Error, connected: bool) -> ClientError {
         let target = if self.uses_proxy() {
             format!("{} (through the proxy)", self.authority)
         } else {
@@ -274,6 +366,10 @@ impl HttpClient {
         match e {
             ureq::Error::BodyExceedsLimit(_) => {
                 ClientError::BadResponse("the response body is larger than 1 MiB".into())
+            }
+            // The proxy answered the CONNECT with another status: nothing reached the server.
+            ureq::Error::ConnectProxyFailed(why) => {
+                ClientError::Connect(format!("the proxy refused the tunnel to {target}: {why}"))
             }
             ureq::Error::Protocol(p) => {
                 ClientError::BadResponse(format!("the server's response is not HTTP/1.x: {p}"))
@@ -326,9 +422,78 @@ fn system_proxy(
     if no_proxy.is_some_and(|list| bypasses(&list, host)) {
         return Ok(None);
     }
-    Proxy::new(url.trim())
+    proxy_from_url(url.trim())
         .map(Some)
-        .map_err(|_| format!("{name} is not a valid proxy URL"))
+        .map_err(|why| format!("the proxy of {name} {why}"))
+}
+
+/// The proxy schemes ureq speaks (with its `socks-proxy` feature): `CONNECT` tunnels and
+/// SOCKS.
+const PROXY_SCHEMES: [&str; 7] = [
+    "http", "https", "socks4", "socks4a", "socks5", "socks5h", "socks",
+];
+
+/// A proxy from its URL. The scheme is checked first (ureq takes a URL without one as
+/// `http://`); the message never quotes the URL, which may hold a password.
+fn proxy_from_url(url: &str) -> Result<Proxy, String> {
+    if let Some((scheme, _)) = url.split_once("://") {
+        if !PROXY_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) {
+            return Err(format!(
+                "has a scheme that is not supported (use one of {}://)",
+                PROXY_SCHEMES.join("://, ")
+            ));
+        }
+    }
+    Proxy::new(url).map_err(|_| {
+        "is not a valid proxy URL (e.g. http://HOST:PORT or socks5h://HOST:PORT)".to_string()
+    })
+}
+
+/// The statuses `serve` answers with a failure object (docs/PROTOCOL.md, HTTP): a failed
+/// action, `unauthorized`, `insufficient_scope`, a bad route, method or body, a late or
+/// oversized head, `gateway_internal_error`, a saturated gateway or unavailable runner, and a
+/// front's timed-out hop.
+pub const FAILURE_STATUSES: [u16; 11] = [400, 401, 403, 404, 405, 408, 413, 431, 500, 503, 504];
+
+/// Why an answer with `status` is not taken.
+fn unexpected_status(status: u16) -> String {
+    match status {
+        300..=399 => format!(
+            "the server answered with a redirect ({status}), which the client does not follow"
+        ),
+        _ => format!("the server answered {status}, which is not a plugin_tool status"),
+    }
+}
+
+/// Takes the client's own token out of what a server sent.
+struct Redactor<'a>(&'a str);
+
+impl Redactor<'_> {
+    /// What replaces the token.
+    const MARK: &'static str = "[redacted]";
+
+    /// `text` with every occurrence of the token replaced.
+    fn text(&self, text: &str) -> String {
+        text.replace(self.0, Self::MARK)
+    }
+
+    /// Every string and key of `value` with the token replaced.
+    fn value(&self, value: &mut Value) {
+        match value {
+            Value::String(s) if s.contains(self.0) => *s = self.text(s),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.value(v)),
+            Value::Object(map) => {
+                if map.keys().any(|k| k.contains(self.0)) {
+                    *map = std::mem::take(map)
+                        .into_iter()
+                        .map(|(k, v)| (self.text(&k), v))
+                        .collect();
+                }
+                map.values_mut().for_each(|v| self.value(v));
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Whether `host` matches a `NO_PROXY` list: `*`, or an entry equal to the host or to one of its
@@ -367,11 +532,15 @@ fn untrusted(e: &ureq::Error) -> Option<String> {
     matches!(tls, rustls::Error::InvalidCertificate(_)).then(|| tls.to_string())
 }
 
-/// ureq's default connector chain (proxy, TCP, TLS) that records when a connection is ready:
-/// until then nothing of the request was sent.
+/// ureq's default connector chain (proxy, TCP, TLS) that records when the connection to the
+/// server is ready: until then nothing of the request was sent. ureq runs the same chain for
+/// the connection to an HTTP proxy before it asks for the `CONNECT` tunnel; that one (to
+/// another authority) does not count, so a proxy that refuses the tunnel sent nothing.
 #[derive(Debug)]
 struct RecordingConnector {
     inner: DefaultConnector,
+    /// The server's `host:port` as the request URI names it.
+    server: String,
     connected: Arc<AtomicBool>,
 }
 
@@ -384,7 +553,8 @@ impl Connector<()> for RecordingConnector {
         chained: Option<()>,
     ) -> Result<Option<Self::Out>, ureq::Error> {
         let out = self.inner.connect(details, chained)?;
-        if out.is_some() {
+        let to_server = details.uri.authority().map(|a| a.as_str()) == Some(self.server.as_str());
+        if out.is_some() && to_server {
             self.connected.store(true, Ordering::SeqCst);
         }
         Ok(out)
@@ -397,7 +567,7 @@ mod tests {
 
     const SECRET: &str = "0123456789abcdef-secret";
 
-    fn client(url: &str) -> Result<HttpClient, String> {
+    fn client(url: &str) -> Result<HttpClient, SetupError> {
         let options = ClientOptions {
             proxy: ProxyChoice::Direct,
             ..ClientOptions::default()
@@ -457,6 +627,38 @@ mod tests {
         );
         assert!(bypasses("*", "anything"));
         assert!(system_proxy(false, "h", &env(&[])).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_token_is_taken_out_of_strings_and_keys() {
+        let redact = Redactor(SECRET);
+        let mut value = json!({
+            "a": format!("x {SECRET} y {SECRET}"),
+            SECRET: [format!("Bearer {SECRET}"), 1, null],
+            "nested": {"k": {"deep": SECRET}},
+        });
+        redact.value(&mut value);
+        let text = value.to_string();
+        assert!(!text.contains(SECRET), "{text}");
+        assert_eq!(value["a"], "x [redacted] y [redacted]");
+        assert_eq!(value["[redacted]"][0], "Bearer [redacted]");
+        assert_eq!(value["nested"]["k"]["deep"], "[redacted]");
+    }
+
+    #[test]
+    fn proxy_schemes_are_checked_before_ureq_sees_them() {
+        for ok in [
+            "http://p:1",
+            "https://p:1",
+            "socks4://p:1",
+            "socks5://p:1",
+            "socks5h://p:1",
+        ] {
+            assert!(proxy_from_url(ok).is_ok(), "{ok}");
+        }
+        let e = proxy_from_url("ftp://user:pw@p:1").unwrap_err();
+        assert!(e.contains("socks5h://") && !e.contains("pw"), "{e}");
+        assert!(unexpected_status(302).contains("redirect"));
     }
 
     #[test]

@@ -93,7 +93,8 @@ mod wire;
 
 #[cfg(feature = "http-client")]
 pub use client::{
-    ClientError, ClientOptions, HttpClient, ProxyChoice, Received, CONNECT_TIMEOUT, READ_TIMEOUT,
+    ClientError, ClientOptions, HttpClient, ProxyChoice, Received, SetupError, SetupPart,
+    CONNECT_TIMEOUT, FAILURE_STATUSES, READ_TIMEOUT,
 };
 #[cfg(feature = "http-server")]
 pub use listener::MAX_CONNECTIONS;
@@ -106,7 +107,9 @@ pub use server::fuzz_answer_body;
 #[cfg(feature = "http-server")]
 pub use server::{HttpServer, HttpStopper, UNAUTHORIZED};
 #[cfg(feature = "http-server")]
-pub use tokens::{Tokens, TokensError, MIN_TOKEN_BYTES};
+pub use tokens::{
+    readable_by_everyone, Tokens, TokensError, MAX_TOKEN_NAME_BYTES, MIN_TOKEN_BYTES,
+};
 #[cfg(all(feature = "http-server", feature = "fuzzing"))]
 #[doc(hidden)]
 pub use wire::{fuzz_read_requests, BodyError, FuzzRequest};

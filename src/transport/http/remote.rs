@@ -33,12 +33,9 @@ pub fn remote_runner(entry: &RunnerEntry) -> Result<RemoteRunner, RunnersError> 
     let token = entry.token()?;
     let ca_pem = match &entry.ca_file {
         None => None,
+        // Not the path: a value from the runners file is never quoted.
         Some(path) => Some(std::fs::read(path).map_err(|e| {
-            RunnersError::new(format!(
-                "runner `{}`: cannot read ca_file {}: {e}",
-                entry.id,
-                path.display()
-            ))
+            RunnersError::new(format!("runner `{}`: cannot read ca_file: {e}", entry.id))
         })?),
     };
     let options = ClientOptions {

@@ -10,6 +10,13 @@ use crate::gateway::{Scope, Scopes};
 /// The shortest token a tokens file may hold, in bytes.
 pub const MIN_TOKEN_BYTES: usize = 16;
 
+/// The longest token name, in bytes.
+pub const MAX_TOKEN_NAME_BYTES: usize = 128;
+
+/// Tokens printed in this project's documentation as examples: a file that holds one was
+/// copied, not made, and anyone who read the docs knows it.
+const EXAMPLE_TOKENS: [&str; 2] = ["long-random-secret-at-least-16-bytes", "long-random-secret"];
+
 /// The bearer tokens of an HTTP server, loaded from a TOML tokens file:
 ///
 /// ```toml
@@ -19,11 +26,14 @@ pub const MIN_TOKEN_BYTES: usize = 16;
 /// scopes = ["plugin:inspect", "plugin:invoke"]
 /// ```
 ///
-/// Validation is strict: an unknown key anywhere, a missing or empty `name`, a `token` that is
-/// shorter than 16 bytes (`MIN_TOKEN_BYTES`) or holds spaces or non-printable bytes, an unknown or
+/// Validation is strict: an unknown key anywhere, a missing or empty `name` (or one over
+/// [`MAX_TOKEN_NAME_BYTES`]), a `token` that is shorter than 16 bytes (`MIN_TOKEN_BYTES`), holds
+/// spaces or non-printable bytes or is an example token from the documentation, an unknown or
 /// missing scope, a duplicate name or token, or a file without any entry is an error naming the
-/// entry (`tokens[INDEX]`, from 0) and the key. No error message contains a token value; a TOML
-/// syntax error gives only its line and column.
+/// entry (`tokens[INDEX]`, from 0) and the key. No error message quotes anything from the file
+/// (a key, a scope or a name may be a misplaced token); a TOML syntax error gives only its line
+/// and column. A name is kept with its control characters escaped (`\u{1b}`), so the log
+/// lines that show it hold none. `webcodex-plugin token new` prints a fresh entry.
 #[derive(Clone)]
 pub struct Tokens {
     entries: Vec<TokenEntry>,
@@ -98,10 +108,12 @@ impl Tokens {
                         "`tokens` must be an array of tables ([[tokens]])".into(),
                     ))
                 }
-                (other, _) => {
-                    return Err(TokensError(format!(
-                        "unknown top-level key `{other}` (only [[tokens]] entries are allowed)"
-                    )))
+                _ => {
+                    return Err(TokensError(
+                        "the tokens file has a top-level key other than `tokens` (only \
+                         [[tokens]] entries are allowed)"
+                            .into(),
+                    ))
                 }
             }
         }
@@ -165,13 +177,21 @@ fn parse_entry(index: usize, item: &toml::Value) -> Result<TokenEntry, TokensErr
     };
     for key in table.keys() {
         if !matches!(key.as_str(), "name" | "token" | "scopes") {
-            return Err(err(key, "unknown key (expected name, token, scopes)"));
+            return Err(TokensError(format!(
+                "tokens[{index}]: has a key other than name, token and scopes; remove it"
+            )));
         }
     }
     let name = match table.get("name") {
         None => return Err(err("name", "missing")),
         Some(toml::Value::String(s)) if s.trim().is_empty() => return Err(err("name", "empty")),
-        Some(toml::Value::String(s)) => s.clone(),
+        Some(toml::Value::String(s)) if s.len() > MAX_TOKEN_NAME_BYTES => {
+            return Err(err(
+                "name",
+                &format!("longer than {MAX_TOKEN_NAME_BYTES} bytes"),
+            ))
+        }
+        Some(toml::Value::String(s)) => escape_controls(s),
         Some(_) => return Err(err("name", "must be a string")),
     };
     let token = match table.get("token") {
@@ -194,6 +214,13 @@ fn parse_entry(index: usize, item: &toml::Value) -> Result<TokenEntry, TokensErr
             "must be printable ASCII without spaces (it is sent in an HTTP header)",
         ));
     }
+    if EXAMPLE_TOKENS.contains(&token.as_str()) {
+        return Err(err(
+            "token",
+            "is the example token from the documentation; make a fresh one with \
+             `webcodex-plugin token new`",
+        ));
+    }
     let scopes = match table.get("scopes") {
         None => return Err(err("scopes", "missing")),
         Some(toml::Value::Array(items)) => items,
@@ -209,7 +236,7 @@ fn parse_entry(index: usize, item: &toml::Value) -> Result<TokenEntry, TokensErr
                 let known: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
                 err(
                     &format!("scopes[{i}]"),
-                    &format!("unknown scope `{s}` (known: {})", known.join(", ")),
+                    &format!("not a known scope (known: {})", known.join(", ")),
                 )
             })?,
             _ => return Err(err(&format!("scopes[{i}]"), "must be a string")),
@@ -221,6 +248,35 @@ fn parse_entry(index: usize, item: &toml::Value) -> Result<TokenEntry, TokensErr
         digest: digest(token.as_bytes()),
         scopes: set,
     })
+}
+
+/// `name` with each control character written as a `\u{…}` escape (and `\` as `\\`, so
+/// the escaped form names one original only).
+fn escape_controls(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// True when the file at `path` may be read by every user of the machine (Unix: mode has
+/// `o+r`); always false elsewhere. `serve` warns about such a tokens file at start.
+pub fn readable_by_everyone(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o004 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
 }
 
 /// The token of an `Authorization: Bearer TOKEN` value (scheme case-insensitive).
@@ -274,14 +330,14 @@ mod tests {
             (entry("[[tokens]]\nname = \"b\"\ntoken = \"\"\nscopes = [\"plugin:inspect\"]\n"), "tokens[1].token: empty"),
             (entry("[[tokens]]\nname = \"b\"\ntoken = \"short-secret\"\nscopes = [\"plugin:inspect\"]\n"), "tokens[1].token: shorter than 16 bytes"),
             (entry("[[tokens]]\nname = \"b\"\ntoken = \"has a space in it!!\"\nscopes = [\"plugin:inspect\"]\n"), "tokens[1].token: must be printable"),
-            (entry("colour = \"red\"\n"), "tokens[0].colour: unknown key"),
-            (entry("[[tokens]]\nname = \"b\"\ntoken = \"{SECRET}x\"\nscopes = [\"plugin:admin\"]\n".replace("{SECRET}", SECRET).as_str()), "tokens[1].scopes[0]: unknown scope `plugin:admin`"),
+            (entry("colour = \"red\"\n"), "tokens[0]: has a key other than"),
+            (entry("[[tokens]]\nname = \"b\"\ntoken = \"{SECRET}x\"\nscopes = [\"plugin:admin\"]\n".replace("{SECRET}", SECRET).as_str()), "tokens[1].scopes[0]: not a known scope"),
             (entry("[[tokens]]\nname = \"b\"\ntoken = \"{SECRET}\"\nscopes = [\"plugin:invoke\"]\n".replace("{SECRET}", SECRET).as_str()), "tokens[1].token: duplicates the token of tokens[0]"),
             (entry("[[tokens]]\nname = \"a\"\ntoken = \"{SECRET}x\"\nscopes = [\"plugin:invoke\"]\n".replace("{SECRET}", SECRET).as_str()), "tokens[1].name: duplicates"),
             (entry("[[tokens]]\nname = \"b\"\ntoken = \"{SECRET}x\"\nscopes = []\n".replace("{SECRET}", SECRET).as_str()), "tokens[1].scopes: empty"),
             (entry("[[tokens]]\nname = \"b\"\nscopes = [\"plugin:invoke\"]\n"), "tokens[1].token: missing"),
             (entry("[[tokens]]\ntoken = 1234\nname = \"b\"\nscopes = [\"plugin:invoke\"]\n"), "tokens[1].token: must be a string"),
-            (entry("other = 1\n").replace("[[tokens]]\n", "other = 1\n[[tokens]]\n").replace("other = 1\n\n", ""), "unknown top-level key `other`"),
+            (entry("other = 1\n").replace("[[tokens]]\n", "other = 1\n[[tokens]]\n").replace("other = 1\n\n", ""), "a top-level key other than `tokens`"),
             ("".to_string(), "no [[tokens]] entry"),
             (format!("[[tokens]]\nname = \"a\"\ntoken = \"{SECRET}\nscopes = []\n"), "not valid TOML (line 3"),
         ];
@@ -291,6 +347,17 @@ mod tests {
             assert!(!err.contains(SECRET), "{err:?} leaks the token");
             assert!(!err.contains("short-secret"), "{err:?} leaks the token");
         }
+    }
+
+    #[test]
+    fn names_are_kept_with_control_characters_escaped() {
+        let t = tokens(&format!(
+            "[[tokens]]\nname = \"ci\\u001b[31m\\nX\\\\\"\ntoken = \"{SECRET}\"\nscopes = [\"plugin:inspect\"]\n"
+        ))
+        .unwrap();
+        let (name, _) = t.authenticate(SECRET).unwrap();
+        assert_eq!(name, "ci\\u{1b}[31m\\u{a}X\\\\");
+        assert!(!name.chars().any(char::is_control));
     }
 
     #[test]
