@@ -352,3 +352,148 @@ fn scopes_hold_over_mcp_exactly_as_over_the_http_api() {
 
     server.stop_and_assert_plugins_gone();
 }
+
+/// One keep-alive HTTP/1.1 connection read the way a proxy reads it: a response to `HEAD`
+/// ends with its head, whatever its `Content-Length` says.
+struct KeepAlive {
+    stream: std::net::TcpStream,
+    buffered: Vec<u8>,
+}
+
+/// A response read from a [`KeepAlive`] connection: status, headers (lower-case), body.
+type Answer = (u16, Vec<(String, String)>, Vec<u8>);
+
+impl KeepAlive {
+    fn connect(addr: &str) -> KeepAlive {
+        let stream = std::net::TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(RESPONSE_LIMIT))
+            .expect("read timeout");
+        KeepAlive {
+            stream,
+            buffered: Vec::new(),
+        }
+    }
+
+    fn fill(&mut self) {
+        use std::io::Read;
+        let mut chunk = [0u8; 4096];
+        let n = self.stream.read(&mut chunk).expect("read a response");
+        assert!(n > 0, "the server closed the keep-alive connection");
+        self.buffered.extend_from_slice(&chunk[..n]);
+    }
+
+    /// Sends `method path` (with `headers` and `body`) and reads exactly one response.
+    fn exchange(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Answer {
+        use std::io::Write;
+        let mut request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        if body.is_empty() {
+            request = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+        }
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        self.stream.write_all(request.as_bytes()).expect("send");
+        let end = loop {
+            if let Some(end) = self.buffered.windows(4).position(|w| w == b"\r\n\r\n") {
+                break end;
+            }
+            self.fill();
+        };
+        let head = String::from_utf8_lossy(&self.buffered[..end]).into_owned();
+        self.buffered.drain(..end + 4);
+        let mut lines = head.split("\r\n");
+        let status_line = lines.next().unwrap_or_default();
+        assert!(
+            status_line.starts_with("HTTP/1.1 "),
+            "the response does not start with a status line (bytes left over from the \
+             previous answer?): {head:?}"
+        );
+        let status = status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        if method == "HEAD" {
+            return (status, headers, Vec::new());
+        }
+        let length: usize = header(&headers, "content-length")
+            .and_then(|v| v.parse().ok())
+            .expect("a Content-Length");
+        while self.buffered.len() < length {
+            self.fill();
+        }
+        let body = self.buffered.drain(..length).collect();
+        (status, headers, body)
+    }
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
+)]
+fn head_answers_carry_no_body_on_a_keep_alive_connection() {
+    let dir = TempDir::new("http-head");
+    let config = dir.config(&[("alpha", "normal")]);
+    let server = ServeProcess::start(&dir, &config, &[]);
+    let auth = bearer(TOKEN_INSPECT);
+    let mut conn = KeepAlive::connect(server.addr());
+    // Every kind of route: MCP (405), the HTTP API (405), an inspector page (200), no route (404).
+    for path in [
+        "/mcp",
+        "/api/tools/call",
+        "/",
+        "/inspector.js",
+        "/no/such/path",
+    ] {
+        let (get_status, get_headers, get_body) =
+            conn.exchange("GET", path, &[("Authorization", &auth)], "");
+        let (status, headers, _) = conn.exchange("HEAD", path, &[("Authorization", &auth)], "");
+        assert_eq!(status, get_status, "HEAD {path}");
+        assert_eq!(
+            header(&headers, "content-length"),
+            Some(get_body.len().to_string().as_str()),
+            "HEAD {path}: the Content-Length GET would send"
+        );
+        assert_eq!(
+            header(&headers, "content-type"),
+            header(&get_headers, "content-type"),
+            "HEAD {path}"
+        );
+        assert_eq!(
+            header(&headers, "allow"),
+            header(&get_headers, "allow"),
+            "HEAD {path}"
+        );
+        assert_eq!(
+            header(&headers, "connection"),
+            Some("keep-alive"),
+            "HEAD {path}"
+        );
+    }
+    // The connection is still framed right: a request after the HEAD answers parses.
+    conn.exchange("HEAD", "/mcp", &[("Authorization", &auth)], "");
+    let list = json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}).to_string();
+    let (status, _, body) = conn.exchange("POST", "/mcp", &[("Authorization", &auth)], &list);
+    assert_eq!(status, 200);
+    let body: Value = serde_json::from_slice(&body).expect("a JSON body");
+    assert_eq!(body["result"]["tools"][0]["name"], "plugin_tool");
+    drop(conn);
+    server.stop_and_assert_plugins_gone();
+}

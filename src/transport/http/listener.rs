@@ -73,7 +73,8 @@ impl Exchange<'_> {
 
     /// Writes the response (once; later calls are ignored). The connection stays open for the
     /// next request when the client wants that, the server is not stopping, and the body was
-    /// read or can be read and dropped.
+    /// read or can be read and dropped. The answer to `HEAD` has the same head (its
+    /// `Content-Length` is that of `body`) and no body.
     pub(crate) fn respond(&mut self, status: u16, headers: &[(&str, &str)], body: &[u8]) {
         if self.responded.is_some() {
             return;
@@ -88,7 +89,10 @@ impl Exchange<'_> {
         };
         let stopping = self.stopping.load(Ordering::SeqCst);
         let keep_alive = self.head.keep_alive() && !stopping && body_done;
-        let written = self.conn.write_response(status, headers, body, keep_alive);
+        let send_body = self.head.method() != "HEAD";
+        let written = self
+            .conn
+            .write_answer(status, headers, body, keep_alive, send_body);
         if let Err(e) = &written {
             log::debug!("http: writing a response failed: {e}");
         }

@@ -241,7 +241,9 @@ fn reject_unauthorized(request: &mut Exchange<'_>, id: Option<&Value>) {
 /// The inspector's routes (see [`super::inspector`]): the page and its assets without
 /// authentication (they carry no data), the scopes of a token with it. GET only, no body.
 fn serve_inspector(shared: &Routes, request: &mut Exchange<'_>, page: InspectorRoute) {
-    if request.head().method() != "GET" || request.head().has_body() {
+    // `HEAD` is answered as `GET`, without the body (see `Exchange::respond`).
+    let method = request.head().method();
+    if !matches!(method, "GET" | "HEAD") || request.head().has_body() {
         let output = transport_failure("the inspector answers only GET without a body");
         return reject(request, 405, None, &output, &[("Allow", "GET")], "-");
     }
