@@ -437,3 +437,50 @@ fn the_library_and_binary_depend_on_no_async_runtime() {
         );
     }
 }
+
+/// A `check` and a `call` whose lines were read just before stdin's EOF are both answered
+/// normally (never `plugin_manager_stopping`), then the server exits 0 with no plugin left.
+#[test]
+fn requests_read_just_before_eof_are_served_then_the_server_exits() {
+    let dir = TempDir::new("eof-served");
+    let config = dir.config(&[("a", "normal")]);
+    let mut mcp = McpProcess::start(&dir, &config, None);
+    mcp.initialize("2025-06-18");
+    let described = mcp.tool(
+        json!("d"),
+        json!({"action":"describe","runner":"local","plugin":"a","tool":"sleep"}),
+    );
+    let binding = described["structuredContent"]["binding"].clone();
+    mcp.request(
+        json!("check"),
+        "tools/call",
+        json!({"name":"plugin_tool","arguments":{"action":"check","runner":"local","plugin":"a"}}),
+    );
+    mcp.request(
+        json!("call"),
+        "tools/call",
+        json!({"name":"plugin_tool","arguments":{"action":"call","binding":binding,
+               "arguments":{"ms":50}}}),
+    );
+    let pids = mcp.pids.clone();
+    let host_pid = mcp.pid();
+    // `finish` closes stdin at once, right after the two lines.
+    let (code, rest, stderr) = mcp.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(rest.len(), 2, "{rest:?}");
+    let answer = |id: &str| {
+        rest.iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no answer {id}: {rest:?}"))["result"]
+            .clone()
+    };
+    let check = answer("check");
+    assert_eq!(check["isError"], false, "{check}");
+    assert_eq!(check["structuredContent"]["ready"], true, "{check}");
+    assert_eq!(
+        answer("call"),
+        json!({"content":[{"type":"text","text":"slept"}],"isError":false})
+    );
+    assert_plugins_gone(&pids);
+    assert!(zombie_children_of(host_pid).is_empty());
+}

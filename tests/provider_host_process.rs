@@ -226,6 +226,49 @@ fn stdin_eof_during_a_reload_kills_the_candidates_and_exits_promptly() {
     }
 }
 
+/// A `check` and a `call` whose lines were read just before stdin's EOF are both answered
+/// normally (never `plugin_manager_stopping`); then the gateway exits 0 with no plugin left.
+#[test]
+fn requests_read_just_before_stdin_eof_are_served() {
+    let fx = Fixture::new("gw-eof-served");
+    let dir = fx.pids_path().parent().unwrap().to_path_buf();
+    let (pids, log) = (dir.join("pids"), dir.join("log"));
+    let config = write_config(
+        &dir,
+        &(side_files_toml(&pids, &log) + &provider_toml("a", "normal", 10)),
+    );
+    let mut gw = Gateway::start(&config);
+    let described = gw.request(
+        1,
+        json!({"action": "describe", "runner": "local", "plugin": "a", "tool": "sleep"}),
+    );
+    let binding = described["output"]["binding"].clone();
+    gw.send(
+        2,
+        json!({"action": "check", "runner": "local", "plugin": "a"}),
+    );
+    gw.send(
+        3,
+        json!({"action": "call", "binding": binding, "arguments": {"ms": 50}}),
+    );
+    // EOF right after the two lines.
+    drop(gw.stdin.take());
+    let status = common::wait_bounded(&mut gw.child, LIMIT);
+    assert_eq!(status.code(), Some(0));
+    let check = gw.response(2);
+    assert_eq!(check["success"], true, "{check}");
+    assert_eq!(check["output"]["ready"], true, "{check}");
+    let call = gw.response(3);
+    assert_eq!(call["success"], true, "{call}");
+    assert_eq!(call["output"]["isError"], false, "{call}");
+    let plugins = recorded_plugin_pids(&pids);
+    assert_eq!(plugins.len(), 2, "the provider and the check's candidate");
+    for pid in plugins {
+        assert!(common::wait_gone(pid), "plugin {pid} outlived the gateway");
+    }
+    common::assert_no_zombie_children_of_self();
+}
+
 /// SIGKILL of the host: plugins that do not read stdin (one parked after its handshake, one
 /// stuck in initialize) die with it, through the parent-death signal.
 #[cfg(target_os = "linux")]

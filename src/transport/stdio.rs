@@ -23,10 +23,11 @@
 //! (a bug), it is still answered: `gateway_internal_error` with dispatch `outcome_unknown`.
 //!
 //! # End of input
-//! On EOF the transport stops accepting, begins the hosts' shutdown (a running check or reload
-//! has its candidates killed at once and never commits; see
-//! [`Gateway::begin_shutdown`](crate::gateway::Gateway::begin_shutdown)), waits for every
-//! in-flight request (each is bounded by its deadline) and returns `Ok`; the caller then shuts
+//! On EOF the transport stops accepting and serves every request already read: each is answered
+//! normally (a `check` included), bounded by its deadline. Only a running reload is cut short (its
+//! candidates are killed at once and it never commits; see
+//! [`Gateway::close_reloads`](crate::gateway::Gateway::close_reloads)). Once every in-flight
+//! request was answered it begins the hosts' shutdown and returns `Ok`; the caller then shuts
 //! the hosts down. If writing a response fails, reading stops as at EOF and the write error is returned after the wait.
 
 use std::io::{self, BufRead, Write};
@@ -69,9 +70,11 @@ pub fn serve_lines(
             Err(e) => break Err(e),
         }
     };
-    // No request follows: a reload must not hold the exit behind its candidates' handshakes.
-    dispatcher.gateway().begin_shutdown();
+    // No request follows: every request already read is served (a check included), but a
+    // reload must not hold the exit behind its candidates' handshakes.
+    dispatcher.gateway().close_reloads();
     dispatcher.wait_idle();
+    dispatcher.gateway().begin_shutdown();
     read_result?;
     match responder.take_error() {
         Some(e) => Err(e),

@@ -6,10 +6,11 @@
 //! which it is answered with an `isError` result carrying `gateway_saturated`), so responses may
 //! come out of order. `notifications/cancelled` drops the response of a call in flight but never
 //! interrupts it. A line over 1 MiB is answered with -32600 (`id: null`) and skipped; reading
-//! goes on. A blank line is ignored. On EOF the transport stops reading, begins the hosts'
-//! shutdown (a running check or reload has its candidates killed at once and never commits, as
-//! on the JSON-lines gateway), waits for the calls in flight (each bounded by its deadline),
-//! writes their responses and returns.
+//! goes on. A blank line is ignored. On EOF the transport stops reading and serves every request
+//! already read, as the JSON-lines gateway does: the calls in flight (a `check` included) run to
+//! their normal answers, each bounded by its deadline; only a running reload is cut short (its
+//! candidates are killed at once and it never commits). Then it begins the hosts' shutdown and
+//! returns.
 
 use std::io::{self, BufRead, Write};
 use std::sync::Arc;
@@ -56,9 +57,11 @@ pub fn serve_stdio(
             Err(e) => break Err(e),
         }
     };
-    // No request follows: a reload must not hold the exit behind its candidates' handshakes.
-    dispatcher.gateway().begin_shutdown();
+    // No request follows: every request already read is served (a check included), but a
+    // reload must not hold the exit behind its candidates' handshakes.
+    dispatcher.gateway().close_reloads();
     dispatcher.wait_idle();
+    dispatcher.gateway().begin_shutdown();
     read_result?;
     match writer.take_error() {
         Some(e) => Err(e),
