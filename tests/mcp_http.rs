@@ -497,3 +497,49 @@ fn head_answers_carry_no_body_on_a_keep_alive_connection() {
     drop(conn);
     server.stop_and_assert_plugins_gone();
 }
+
+/// Under 2026-07-28 (its `_meta`, or only its `MCP-Protocol-Version` header) the methods that
+/// revision removed are unknown: 404 with -32601. The handshake era keeps them (200).
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
+)]
+fn methods_removed_by_the_stateless_revision_are_404_in_its_era() {
+    let dir = TempDir::new("http-removed");
+    let config = dir.config(&[("alpha", "normal")]);
+    let server = ServeProcess::start(&dir, &config, &[]);
+    for method in ["initialize", "ping", "logging/setLevel"] {
+        let params = json!({"protocolVersion": STATELESS, "capabilities": {},
+                            "clientInfo": {"name": "t", "version": "0"}, "level": "info"});
+        let mut with_meta = params.clone();
+        with_meta["_meta"] = meta();
+        for (label, params) in [("_meta", with_meta), ("header only", params)] {
+            let body = json!({"jsonrpc":"2.0","id":7,"method":method,"params":params});
+            let (status, _, answer) = post(
+                &server,
+                Some(TOKEN_INSPECT),
+                &stateless_headers(method, None),
+                &body,
+            );
+            assert_eq!(status, 404, "{method} ({label}): {answer}");
+            assert_eq!(answer["error"]["code"], -32601, "{method} ({label})");
+            assert_eq!(answer["id"], 7, "{method} ({label})");
+        }
+    }
+    // The handshake era keeps initialize and ping.
+    let body = json!({"jsonrpc":"2.0","id":8,"method":"ping"});
+    let (status, _, answer) = post(&server, Some(TOKEN_INSPECT), &[], &body);
+    assert_eq!((status, answer["result"].clone()), (200, json!({})));
+    let body = json!({"jsonrpc":"2.0","id":9,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}});
+    let (status, _, answer) = post(
+        &server,
+        Some(TOKEN_INSPECT),
+        &[("MCP-Protocol-Version", "2025-11-25")],
+        &body,
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["protocolVersion"], "2025-11-25");
+    server.stop_and_assert_plugins_gone();
+}

@@ -484,3 +484,31 @@ fn requests_read_just_before_eof_are_served_then_the_server_exits() {
     assert_plugins_gone(&pids);
     assert!(zombie_children_of(host_pid).is_empty());
 }
+
+/// The methods 2026-07-28 removed (`initialize`, `ping`, `logging/setLevel`) are unknown in a
+/// request of that era (-32601); the handshake era keeps `initialize` and `ping`.
+#[test]
+fn methods_removed_by_the_stateless_revision_are_unknown_in_its_era() {
+    let dir = TempDir::new("stateless-removed");
+    let config = dir.config(&[("alpha", "normal")]);
+    let mut mcp = McpProcess::start(&dir, &config, None);
+    for (i, method) in ["initialize", "ping", "logging/setLevel"]
+        .iter()
+        .enumerate()
+    {
+        let params = json!({"_meta": meta(), "protocolVersion": STATELESS, "capabilities": {},
+                            "clientInfo": {"name": "t", "version": "0"}, "level": "info"});
+        let r = mcp.call(json!(i), method, params);
+        assert_eq!(error_code(&r), -32601, "{method}: {r}");
+    }
+    // The stateless initialize negotiated nothing: a handshake-era request still needs one.
+    let r = mcp.call(json!("early"), "tools/list", json!({}));
+    assert_eq!(error_code(&r), -32600, "{r}");
+    let r = mcp.call(json!("p"), "ping", json!({}));
+    assert_eq!(r["result"], json!({}));
+    let init = mcp.initialize("2025-11-25");
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    let (code, rest, _) = mcp.finish();
+    assert_eq!(code, Some(0));
+    assert!(rest.is_empty(), "{rest:?}");
+}

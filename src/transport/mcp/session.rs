@@ -191,11 +191,18 @@ impl McpSession {
         method: &str,
         params: Map<String, Value>,
     ) -> Result<Step, (RpcError, u16)> {
+        let meta = params.get("_meta").and_then(Value::as_object);
+        let requested = meta.and_then(|m| m.get(META_PROTOCOL_VERSION));
+        let stateless_era = requested
+            .and_then(Value::as_str)
+            .is_some_and(version::is_stateless);
+        if stateless_era && version::removed_in_stateless(method) {
+            return Err(method_not_found(404));
+        }
         if method == "initialize" {
             return Ok(Step::Reply(self.initialize(id, &params)));
         }
-        let meta = params.get("_meta").and_then(Value::as_object);
-        if let Some(requested) = meta.and_then(|m| m.get(META_PROTOCOL_VERSION)) {
+        if let Some(requested) = requested {
             check_stateless_meta(requested, meta)?;
             return stateless(id, method, params);
         }
@@ -312,10 +319,6 @@ fn stateless(
             cacheable(json!({"tools": [tool_spec()]})),
         ))),
         "tools/call" => tool_call(id, params, true),
-        "ping" => Ok(Step::Reply(Reply::ok(
-            id,
-            json!({"resultType": "complete"}),
-        ))),
         _ => Err(method_not_found(404)),
     }
 }
@@ -503,6 +506,26 @@ mod tests {
         );
         assert_eq!(error_code(&r), METHOD_NOT_FOUND);
         assert_eq!(r.http_status, 404);
+    }
+
+    #[test]
+    fn methods_the_stateless_revision_removed_are_unknown_in_its_era() {
+        let mut s = McpSession::new(Transport::Stdio);
+        for method in version::REMOVED_IN_STATELESS {
+            let r = reply(
+                &mut s,
+                json!({"jsonrpc":"2.0","id":1,"method":method,"params":{"_meta":meta()}}),
+            );
+            assert_eq!(error_code(&r), METHOD_NOT_FOUND, "{method}");
+            assert_eq!(r.http_status, 404, "{method}");
+        }
+        assert!(
+            !s.initialized(),
+            "a stateless initialize negotiates nothing"
+        );
+        // The handshake era keeps initialize and ping.
+        let r = reply(&mut s, json!({"jsonrpc":"2.0","id":2,"method":"ping"}));
+        assert_eq!(r.message["result"], json!({}));
     }
 
     #[test]

@@ -26,6 +26,14 @@ pub fn negotiate_handshake(requested: Option<&str>) -> &'static str {
         .unwrap_or(HANDSHAKE_VERSIONS[0])
 }
 
+/// The methods the stateless revision removed: unknown (-32601) in a request of that era.
+pub const REMOVED_IN_STATELESS: [&str; 3] = ["initialize", "ping", "logging/setLevel"];
+
+/// True when `method` does not exist in the stateless era (see [`REMOVED_IN_STATELESS`]).
+pub fn removed_in_stateless(method: &str) -> bool {
+    REMOVED_IN_STATELESS.contains(&method)
+}
+
 /// True when `version` is served statelessly.
 pub fn is_stateless(version: &str) -> bool {
     STATELESS_VERSIONS.contains(&version)
@@ -61,5 +69,7 @@ mod tests {
         );
         assert!(is_stateless("2026-07-28"));
         assert!(!is_stateless("2025-11-25"));
+        assert!(removed_in_stateless("ping") && removed_in_stateless("initialize"));
+        assert!(!removed_in_stateless("tools/list"));
     }
 }
