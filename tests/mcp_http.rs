@@ -119,8 +119,14 @@ fn authentication_origin_methods_and_notifications() {
         assert_eq!((status, body), (202, Value::Null), "{message}");
     }
 
-    // A batch and a body that is not JSON → 400; a body over 1 MiB → 413.
-    let (status, _, body) = post(&server, Some(TOKEN_INSPECT), &[], &json!([list]));
+    // A batch under a version other than 2025-03-26 and a body that is not JSON → 400; a body
+    // over 1 MiB → 413. (Without the version header a batch is served: see the batch test.)
+    let (status, _, body) = post(
+        &server,
+        Some(TOKEN_INSPECT),
+        &[("MCP-Protocol-Version", "2025-06-18")],
+        &json!([list]),
+    );
     assert_eq!(
         (status, body["error"]["code"].clone()),
         (400, json!(-32600))
@@ -542,4 +548,151 @@ fn methods_removed_by_the_stateless_revision_are_404_in_its_era() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["result"]["protocolVersion"], "2025-11-25");
     server.stop_and_assert_plugins_gone();
+}
+
+/// `POST /mcp` and `POST /api/tools/call` echo every id byte for byte: results, errors, calls
+/// and the 401 of the HTTP API.
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
+)]
+fn ids_come_back_byte_for_byte_over_http() {
+    const IDS: [&str; 7] = [
+        "18446744073709551616",
+        "1e2",
+        "-0",
+        "1.50",
+        "-1.5E-3",
+        r#""caf\u00e9 \"id\"""#,
+        "123456789012345678901234567890",
+    ];
+    let dir = TempDir::new("http-raw-ids");
+    let config = dir.config(&[("alpha", "normal")]);
+    let server = ServeProcess::start(&dir, &config, &[]);
+    let auth = bearer(TOKEN_INSPECT);
+    let with_auth = [("Authorization", auth.as_str())];
+    for id in IDS {
+        for (headers, body) in [
+            (
+                with_auth.to_vec(),
+                format!(r#"{{"jsonrpc":"2.0","id": {id},"method":"tools/list"}}"#),
+            ),
+            (
+                with_auth.to_vec(),
+                format!(r#"{{"jsonrpc":"2.0","id": {id},"method":"nope"}}"#),
+            ),
+            (
+                with_auth.to_vec(),
+                format!(
+                    r#"{{"jsonrpc":"2.0","id": {id},"method":"tools/call","params":{{"name":"plugin_tool","arguments":{{"action":"list"}}}}}}"#
+                ),
+            ),
+            (
+                vec![
+                    ("Authorization", auth.as_str()),
+                    ("MCP-Protocol-Version", STATELESS),
+                    ("Mcp-Method", "tools/call"),
+                    ("Mcp-Name", "plugin_tool"),
+                ],
+                format!(
+                    r#"{{"jsonrpc":"2.0","id": {id},"method":"tools/call","params":{{"name":"plugin_tool","arguments":{{"action":"list"}},"_meta":{}}}}}"#,
+                    meta()
+                ),
+            ),
+        ] {
+            let (status, _, text) = http(server.addr(), "POST", "/mcp", &headers, &body);
+            assert!(echoes(&text, id), "{status} {body} -> {text}");
+        }
+        let prefix = format!(r#"{{"id":{id},"#);
+        let body = format!(r#"{{"id": {id}, "tool":"plugin_tool","params":{{"action":"list"}}}}"#);
+        let (status, _, text) = http(server.addr(), "POST", "/api/tools/call", &with_auth, &body);
+        assert_eq!(status, 200);
+        assert!(text.starts_with(&prefix), "{body} -> {text}");
+        let body = format!(r#"{{"id": {id}, "tool":"plugin_tool","params":{{"action":"nope"}}}}"#);
+        let (status, _, text) = http(server.addr(), "POST", "/api/tools/call", &with_auth, &body);
+        assert_eq!(status, 400);
+        assert!(text.starts_with(&prefix), "{body} -> {text}");
+        let (status, _, text) = http(server.addr(), "POST", "/api/tools/call", &[], &body);
+        assert_eq!(status, 401);
+        assert!(text.starts_with(&prefix), "401: {body} -> {text}");
+    }
+    server.stop_and_assert_plugins_gone();
+}
+
+/// True when the JSON `text` carries the member `"id":ID` exactly as written.
+fn echoes(text: &str, id: &str) -> bool {
+    text.contains(&format!("\"id\":{id},")) || text.contains(&format!("\"id\":{id}}}"))
+}
+
+/// `POST /mcp` serves a batch when `MCP-Protocol-Version` is absent (a 2025-03-26 client sends
+/// none) or names 2025-03-26: one array of answers (200), or 202 without a body for only
+/// notifications; an empty array and a batch under any other version are 400 (-32600). The
+/// calls of a batch run concurrently.
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs python3 and stops serve with a console control event (docs/PLATFORMS.md)"
+)]
+fn batches_are_served_under_2025_03_26_only() {
+    let dir = TempDir::new("http-batch");
+    let config = dir.rendezvous_config();
+    let server = ServeProcess::start(&dir, &config, &[]);
+    let batch = json!([
+        {"jsonrpc":"2.0","id":1,"method":"tools/list"},
+        {"jsonrpc":"2.0","method":"notifications/initialized"},
+        tool_request(json!("c"), json!({"action":"list"})),
+        {"jsonrpc":"2.0","id":2,"method":"nope"}
+    ]);
+    for headers in [vec![], vec![("MCP-Protocol-Version", "2025-03-26")]] {
+        let (status, _, answers) = post(&server, Some(TOKEN_INVOKE), &headers, &batch);
+        assert_eq!(status, 200, "{headers:?}: {answers}");
+        let ids: Vec<Value> = answers
+            .as_array()
+            .expect("one array")
+            .iter()
+            .map(|a| a["id"].clone())
+            .collect();
+        assert_eq!(ids, [json!(1), json!("c"), json!(2)], "{headers:?}");
+        assert_eq!(answers[1]["result"]["isError"], false);
+        assert_eq!(answers[2]["error"]["code"], -32601);
+    }
+    for version in ["2024-11-05", "2025-06-18", "2025-11-25"] {
+        let headers = [("MCP-Protocol-Version", version)];
+        let (status, _, answer) = post(&server, Some(TOKEN_INVOKE), &headers, &batch);
+        assert_eq!(
+            (status, answer["error"]["code"].clone()),
+            (400, json!(-32600)),
+            "{version}"
+        );
+    }
+    let (status, _, answer) = post(&server, Some(TOKEN_INVOKE), &[], &json!([]));
+    assert_eq!(
+        (status, answer["error"]["code"].clone()),
+        (400, json!(-32600))
+    );
+    let notifications = json!([{"jsonrpc":"2.0","method":"notifications/initialized"}]);
+    let (status, _, answer) = post(&server, Some(TOKEN_INVOKE), &[], &notifications);
+    assert_eq!((status, answer), (202, Value::Null));
+
+    // Two calls that can only finish together: both meet.
+    let mut calls = Vec::new();
+    for plugin in ["a", "b"] {
+        let describe = tool_request(
+            json!(0),
+            json!({"action":"describe","runner":"local","plugin":plugin,"tool":"meet"}),
+        );
+        let (_, _, described) = post(&server, Some(TOKEN_INVOKE), &[], &describe);
+        let binding = described["result"]["structuredContent"]["binding"].clone();
+        calls.push(tool_request(
+            json!(plugin),
+            json!({"action":"call","binding":binding,"arguments":{}}),
+        ));
+    }
+    let (status, _, answers) = post(&server, Some(TOKEN_INVOKE), &[], &Value::Array(calls));
+    assert_eq!(status, 200);
+    let met = json!({"content":[{"type":"text","text":"met"}],"isError":false});
+    assert_eq!(answers[0]["result"], met, "{answers}");
+    assert_eq!(answers[1]["result"], met, "{answers}");
+    server.stop();
 }

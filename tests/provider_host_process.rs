@@ -269,6 +269,78 @@ fn requests_read_just_before_stdin_eof_are_served() {
     common::assert_no_zombie_children_of_self();
 }
 
+/// The ids the probes sent: each must come back exactly as written, never re-spelled by a
+/// number round trip (`1.8446744073709552e19`, `100.0`, `0.0`, `1.5`).
+const RAW_IDS: [&str; 8] = [
+    "18446744073709551616",
+    "1e2",
+    "-0",
+    "1.50",
+    "-7",
+    "-1.5E-3",
+    r#""caf\u00e9 \"id\"""#,
+    "123456789012345678901234567890",
+];
+
+/// Writes `lines` to a `gateway`/`mcp` process, closes its stdin and returns its stdout lines
+/// (it exits 0 once every request was answered).
+fn run_raw(subcommand: &str, config: &Path, lines: &[String]) -> Vec<String> {
+    let mut child = common::cli_command(BIN)
+        .arg(subcommand)
+        .arg("--config")
+        .arg(config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the front");
+    let stdout = common::read_all(child.stdout.take().expect("stdout"));
+    let mut stdin = child.stdin.take().expect("stdin");
+    for line in lines {
+        writeln!(stdin, "{line}").expect("write a line");
+    }
+    drop(stdin);
+    let status = common::wait_bounded(&mut child, LIMIT);
+    assert_eq!(status.code(), Some(0));
+    stdout
+        .join()
+        .expect("stdout")
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The stdio gateway echoes every id byte for byte: on a success, a failure and a rejected line.
+#[test]
+fn ids_come_back_byte_for_byte_on_the_stdio_gateway() {
+    let fx = Fixture::new("gw-raw-ids");
+    let dir = fx.pids_path().parent().unwrap().to_path_buf();
+    let config = write_config(&dir, &provider_toml("a", "normal", 10));
+    let mut lines = Vec::new();
+    for id in RAW_IDS.iter().chain(&["[1, 2.0]", r#"{"k": 1.0}"#]) {
+        lines.push(format!(
+            r#"{{"id": {id}, "tool": "plugin_tool", "params": {{"action": "list"}}}}"#
+        ));
+        lines.push(format!(
+            r#"{{"id": {id}, "tool": "plugin_tool", "params": {{"action": "nope"}}}}"#
+        ));
+        lines.push(format!(
+            r#"{{"id": {id}, "tool": "other", "params": {{}}}}"#
+        ));
+    }
+    let out = run_raw("gateway", &config, &lines);
+    assert_eq!(out.len(), lines.len(), "{out:#?}");
+    for id in RAW_IDS.iter().chain(&["[1, 2.0]", r#"{"k": 1.0}"#]) {
+        let prefix = format!(r#"{{"id":{id},"#);
+        let echoed: Vec<&String> = out.iter().filter(|l| l.starts_with(&prefix)).collect();
+        assert_eq!(echoed.len(), 3, "id {id}: {out:#?}");
+        assert!(
+            echoed.iter().any(|l| l.contains(r#""success":true"#)),
+            "{id}"
+        );
+    }
+}
+
 /// SIGKILL of the host: plugins that do not read stdin (one parked after its handshake, one
 /// stuck in initialize) die with it, through the parent-death signal.
 #[cfg(target_os = "linux")]

@@ -33,9 +33,8 @@
 use std::io::{self, BufRead, Write};
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use super::dispatcher::{invalid_request, saturated, Dispatcher, WORKER_STACK};
+use super::id::RequestId;
 use super::line_writer::LineWriter;
 use super::request::{parse_request, response_body, Framing};
 use crate::frame::{read_line, Line};
@@ -61,7 +60,7 @@ pub fn serve_lines(
         match read_line(&mut input, &mut line) {
             Ok(Line::Eof) => break Ok(()),
             Ok(Line::TooLarge) => responder.send(
-                Value::Null,
+                RequestId::null(),
                 invalid_request("the request line is longer than 1 MiB; it was skipped"),
             ),
             Ok(Line::Complete) => {
@@ -86,12 +85,12 @@ fn handle_line(line: &[u8], dispatcher: &Dispatcher, caller: Caller, responder: 
     let request = match parse_request(line, Framing::Line) {
         Ok(request) => request,
         Err(rejection) => {
-            let id = rejection.id.unwrap_or(Value::Null);
+            let id = rejection.id.unwrap_or_else(RequestId::null);
             responder.send(id, invalid_request(rejection.message));
             return;
         }
     };
-    let id = request.id.unwrap_or(Value::Null);
+    let id = request.id.unwrap_or_else(RequestId::null);
     let Some(slot) = dispatcher.try_admit() else {
         responder.send(id, saturated());
         return;
@@ -120,7 +119,7 @@ impl Responder {
         Responder(LineWriter::new(out))
     }
 
-    fn send(&self, id: Value, output: ToolOutput) {
+    fn send(&self, id: RequestId, output: ToolOutput) {
         self.0.send(&response_body(Some(id), output));
     }
 

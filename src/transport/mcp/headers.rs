@@ -10,7 +10,8 @@
 use serde_json::Value;
 
 use super::jsonrpc::{
-    Incoming, RpcError, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
+    Incoming, RequestId, RpcError, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST,
+    METHOD_NOT_FOUND,
 };
 use super::session::{Reply, META_PROTOCOL_VERSION};
 use super::version;
@@ -79,7 +80,7 @@ pub fn check(message: &Incoming, headers: &RoutingHeaders) -> Result<(), Reply> 
     Ok(())
 }
 
-fn mismatch(id: &Value, header: &str, field: &str) -> Reply {
+fn mismatch(id: &RequestId, header: &str, field: &str) -> Reply {
     bad(
         id,
         HEADER_MISMATCH,
@@ -87,7 +88,7 @@ fn mismatch(id: &Value, header: &str, field: &str) -> Reply {
     )
 }
 
-fn bad(id: &Value, code: i64, message: String) -> Reply {
+fn bad(id: &RequestId, code: i64, message: String) -> Reply {
     Reply {
         message: RpcError::new(code, message).response(id),
         http_status: 400,
@@ -160,7 +161,7 @@ mod tests {
     fn code(result: Result<(), Reply>) -> i64 {
         let reply = result.unwrap_err();
         assert_eq!(reply.http_status, 400);
-        reply.message["error"]["code"].as_i64().unwrap()
+        reply.message.to_value()["error"]["code"].as_i64().unwrap()
     }
 
     #[test]

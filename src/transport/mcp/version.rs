@@ -34,6 +34,14 @@ pub fn removed_in_stateless(method: &str) -> bool {
     REMOVED_IN_STATELESS.contains(&method)
 }
 
+/// The one revision that requires JSON-RPC batches (2025-06-18 removed them).
+pub const BATCH_VERSION: &str = "2025-03-26";
+
+/// True when a batch (a JSON array) is served under `version` (only [`BATCH_VERSION`]).
+pub fn serves_batches(version: &str) -> bool {
+    version == BATCH_VERSION
+}
+
 /// True when `version` is served statelessly.
 pub fn is_stateless(version: &str) -> bool {
     STATELESS_VERSIONS.contains(&version)
