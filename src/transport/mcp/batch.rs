@@ -9,6 +9,10 @@
 //! the admitted calls concurrently, one worker thread each, and gathers the answers.
 
 use super::jsonrpc::{Outgoing, Response};
+
+/// The most members a batch may have; a longer one is -32600 as a whole (its answer array
+/// would otherwise grow with the count of tiny members a 1 MiB message can hold).
+pub const MAX_BATCH_MEMBERS: usize = 256;
 use super::{Step, Ticket, ToolCall};
 use crate::gateway::Caller;
 use crate::transport::{saturated, Dispatcher, Slot, WORKER_STACK};
@@ -49,8 +53,9 @@ impl Member {
         }
     }
 
-    /// The answer this member gets when its call cannot run at all (no worker thread).
-    fn fallback(&self) -> Option<Response> {
+    /// The answer this member gets without running a call: its own answer, or for a call
+    /// `gateway_saturated` (not started; no worker thread could be started).
+    fn answer_without_running(&self) -> Option<Response> {
         match self {
             Member::Answer(response) => Some(response.clone()),
             Member::Call { call, .. } => {
@@ -67,9 +72,19 @@ fn gather(answers: Vec<Option<Response>>) -> Option<Outgoing> {
     (!answers.is_empty()).then_some(Outgoing::Batch(answers))
 }
 
-/// The answers the members would get should no call run (a worker could not be started).
-pub(crate) fn fallback(members: &[Member]) -> Option<Outgoing> {
-    gather(members.iter().map(Member::fallback).collect())
+/// The batch's answer without running any call (see [`Member`]'s own answers): the whole
+/// answer when no member is a call, the fallback when no worker thread could be started.
+pub(crate) fn answer_without_running(members: &[Member]) -> Option<Outgoing> {
+    gather(members.iter().map(Member::answer_without_running).collect())
+}
+
+/// The -32600 message for a batch that is refused as a whole (empty or too long), if it is.
+pub(crate) fn refusal(members: usize) -> Option<&'static str> {
+    match members {
+        0 => Some("the batch is empty"),
+        n if n > MAX_BATCH_MEMBERS => Some("a batch has at most 256 members; split it"),
+        _ => None,
+    }
 }
 
 /// True when some member is a call to run.

@@ -79,8 +79,8 @@ pub fn answer(
                        JSON-RPC message per body";
         return HttpAnswer::one(400, transport_error(message));
     }
-    if members.is_empty() {
-        return HttpAnswer::one(400, transport_error("the batch is empty"));
+    if let Some(message) = batch::refusal(members.len()) {
+        return HttpAnswer::one(400, transport_error(message));
     }
     drop(slot);
     let members: Vec<Member> = members
@@ -282,6 +282,12 @@ mod tests {
             );
             assert_eq!(answer["id"], Value::Null);
         }
+        let too_long = format!("[{}]", vec!["1"; batch::MAX_BATCH_MEMBERS + 1].join(","));
+        let (status, answer) = post(too_long.as_bytes(), &RoutingHeaders::default());
+        assert_eq!(
+            (status, answer["error"]["code"].clone()),
+            (400, json!(-32600))
+        );
         let only_notifications = br#"[{"jsonrpc":"2.0","method":"notifications/initialized"}]"#;
         assert_eq!(
             post(only_notifications, &RoutingHeaders::default()),

@@ -149,8 +149,8 @@ fn start_batch(
              initialize); send one JSON-RPC message per line",
         );
     }
-    if members.is_empty() {
-        return refuse("the batch is empty");
+    if let Some(message) = batch::refusal(members.len()) {
+        return refuse(message);
     }
     let members: Vec<Member> = members
         .iter()
@@ -169,13 +169,13 @@ fn start_batch(
         )
         .collect();
     if !batch::has_calls(&members) {
-        if let Some(answer) = batch::fallback(&members) {
+        if let Some(answer) = batch::answer_without_running(&members) {
             streams.writer.send(&answer);
         }
         return;
     }
     // Should no thread start, every call is answered `gateway_saturated` (not started).
-    let fallback = batch::fallback(&members);
+    let fallback = batch::answer_without_running(&members);
     let (dispatcher, writer) = (streams.dispatcher.clone(), streams.writer.clone());
     let spawned = std::thread::Builder::new()
         .name("wc-mcp-batch".into())
