@@ -5,8 +5,9 @@
 //! a `tools/call` runs on a worker thread of its own (at most `MAX_IN_FLIGHT` at once, beyond
 //! which it is answered with an `isError` result carrying `gateway_saturated`), so responses may
 //! come out of order. `notifications/cancelled` drops the response of a call in flight but never
-//! interrupts it. A line over 1 MiB is answered with -32600 (`id: null`) and skipped; reading
-//! goes on. A blank line is ignored. On EOF the transport stops reading and serves every request
+//! interrupts it. A batch (a JSON array) is served once `initialize` negotiated 2025-03-26
+//! (see [`super::batch`]), else it is -32600. A line over 1 MiB is answered with -32600
+//! (`id: null`) and skipped; reading goes on. A blank line is ignored. On EOF the transport stops reading and serves every request
 //! already read, as the JSON-lines gateway does: the calls in flight (a `check` included) run to
 //! their normal answers, each bounded by its deadline; only a running reload is cut short (its
 //! candidates are killed at once and it never commits). Then it begins the hosts' shutdown and
