@@ -272,6 +272,29 @@ fn check_and_reload_share_one_gate() {
     }
 }
 
+/// After `close_reloads` (a stdio front's input ended) checks and calls are served normally and
+/// only a reload is refused; the committed provider is untouched.
+#[test]
+fn close_reloads_refuses_only_reloads() {
+    let dir = temp_dir("close-reloads");
+    let pids = dir.join("pids");
+    let host = start(&write_config(
+        &dir,
+        &(pids_toml(&pids) + &provider_toml("alpha", "normal")),
+    ));
+    let provider = host.provider("alpha").unwrap();
+    host.close_reloads();
+    assert_eq!(host.reload().unwrap_err().code(), ErrorCode::HostStopping);
+    let report = host.check("alpha").expect("a check is still served");
+    assert!(report.ready, "{report:?}");
+    assert!(host
+        .call("alpha", "echo", &serde_json::json!({"text": "hi"}))
+        .is_ok());
+    assert!(!provider.is_retired());
+    host.shutdown();
+    assert_recorded_plugins_cleaned_up(&pids);
+}
+
 #[test]
 fn shutdown_stops_providers_and_refuses_reload() {
     let dir = temp_dir("shutdown");

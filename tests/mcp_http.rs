@@ -119,8 +119,14 @@ fn authentication_origin_methods_and_notifications() {
         assert_eq!((status, body), (202, Value::Null), "{message}");
     }
 
-    // A batch and a body that is not JSON → 400; a body over 1 MiB → 413.
-    let (status, _, body) = post(&server, Some(TOKEN_INSPECT), &[], &json!([list]));
+    // A batch under a version other than 2025-03-26 and a body that is not JSON → 400; a body
+    // over 1 MiB → 413. (Without the version header a batch is served: see the batch test.)
+    let (status, _, body) = post(
+        &server,
+        Some(TOKEN_INSPECT),
+        &[("MCP-Protocol-Version", "2025-06-18")],
+        &json!([list]),
+    );
     assert_eq!(
         (status, body["error"]["code"].clone()),
         (400, json!(-32600))
@@ -351,4 +357,342 @@ fn scopes_hold_over_mcp_exactly_as_over_the_http_api() {
     assert_eq!(body["result"]["tools"][0]["name"], "plugin_tool");
 
     server.stop_and_assert_plugins_gone();
+}
+
+/// One keep-alive HTTP/1.1 connection read the way a proxy reads it: a response to `HEAD`
+/// ends with its head, whatever its `Content-Length` says.
+struct KeepAlive {
+    stream: std::net::TcpStream,
+    buffered: Vec<u8>,
+}
+
+/// A response read from a [`KeepAlive`] connection: status, headers (lower-case), body.
+type Answer = (u16, Vec<(String, String)>, Vec<u8>);
+
+impl KeepAlive {
+    fn connect(addr: &str) -> KeepAlive {
+        let stream = std::net::TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(RESPONSE_LIMIT))
+            .expect("read timeout");
+        KeepAlive {
+            stream,
+            buffered: Vec::new(),
+        }
+    }
+
+    fn fill(&mut self) {
+        use std::io::Read;
+        let mut chunk = [0u8; 4096];
+        let n = self.stream.read(&mut chunk).expect("read a response");
+        assert!(n > 0, "the server closed the keep-alive connection");
+        self.buffered.extend_from_slice(&chunk[..n]);
+    }
+
+    /// Sends `method path` (with `headers` and `body`) and reads exactly one response.
+    fn exchange(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Answer {
+        use std::io::Write;
+        let mut request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        if body.is_empty() {
+            request = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+        }
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        self.stream.write_all(request.as_bytes()).expect("send");
+        let end = loop {
+            if let Some(end) = self.buffered.windows(4).position(|w| w == b"\r\n\r\n") {
+                break end;
+            }
+            self.fill();
+        };
+        let head = String::from_utf8_lossy(&self.buffered[..end]).into_owned();
+        self.buffered.drain(..end + 4);
+        let mut lines = head.split("\r\n");
+        let status_line = lines.next().unwrap_or_default();
+        assert!(
+            status_line.starts_with("HTTP/1.1 "),
+            "the response does not start with a status line (bytes left over from the \
+             previous answer?): {head:?}"
+        );
+        let status = status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        if method == "HEAD" {
+            return (status, headers, Vec::new());
+        }
+        let length: usize = header(&headers, "content-length")
+            .and_then(|v| v.parse().ok())
+            .expect("a Content-Length");
+        while self.buffered.len() < length {
+            self.fill();
+        }
+        let body = self.buffered.drain(..length).collect();
+        (status, headers, body)
+    }
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
+)]
+fn head_answers_carry_no_body_on_a_keep_alive_connection() {
+    let dir = TempDir::new("http-head");
+    let config = dir.config(&[("alpha", "normal")]);
+    let server = ServeProcess::start(&dir, &config, &[]);
+    let auth = bearer(TOKEN_INSPECT);
+    let mut conn = KeepAlive::connect(server.addr());
+    // Every kind of route: MCP (405), the HTTP API (405), an inspector page (200), no route (404).
+    for path in [
+        "/mcp",
+        "/api/tools/call",
+        "/",
+        "/inspector.js",
+        "/no/such/path",
+    ] {
+        let (get_status, get_headers, get_body) =
+            conn.exchange("GET", path, &[("Authorization", &auth)], "");
+        let (status, headers, _) = conn.exchange("HEAD", path, &[("Authorization", &auth)], "");
+        assert_eq!(status, get_status, "HEAD {path}");
+        assert_eq!(
+            header(&headers, "content-length"),
+            Some(get_body.len().to_string().as_str()),
+            "HEAD {path}: the Content-Length GET would send"
+        );
+        assert_eq!(
+            header(&headers, "content-type"),
+            header(&get_headers, "content-type"),
+            "HEAD {path}"
+        );
+        assert_eq!(
+            header(&headers, "allow"),
+            header(&get_headers, "allow"),
+            "HEAD {path}"
+        );
+        assert_eq!(
+            header(&headers, "connection"),
+            Some("keep-alive"),
+            "HEAD {path}"
+        );
+    }
+    // The connection is still framed right: a request after the HEAD answers parses.
+    conn.exchange("HEAD", "/mcp", &[("Authorization", &auth)], "");
+    let list = json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}).to_string();
+    let (status, _, body) = conn.exchange("POST", "/mcp", &[("Authorization", &auth)], &list);
+    assert_eq!(status, 200);
+    let body: Value = serde_json::from_slice(&body).expect("a JSON body");
+    assert_eq!(body["result"]["tools"][0]["name"], "plugin_tool");
+    drop(conn);
+    server.stop_and_assert_plugins_gone();
+}
+
+/// Under 2026-07-28 (its `_meta`, or only its `MCP-Protocol-Version` header) the methods that
+/// revision removed are unknown: 404 with -32601. The handshake era keeps them (200).
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
+)]
+fn methods_removed_by_the_stateless_revision_are_404_in_its_era() {
+    let dir = TempDir::new("http-removed");
+    let config = dir.config(&[("alpha", "normal")]);
+    let server = ServeProcess::start(&dir, &config, &[]);
+    for method in ["initialize", "ping", "logging/setLevel"] {
+        let params = json!({"protocolVersion": STATELESS, "capabilities": {},
+                            "clientInfo": {"name": "t", "version": "0"}, "level": "info"});
+        let mut with_meta = params.clone();
+        with_meta["_meta"] = meta();
+        for (label, params) in [("_meta", with_meta), ("header only", params)] {
+            let body = json!({"jsonrpc":"2.0","id":7,"method":method,"params":params});
+            let (status, _, answer) = post(
+                &server,
+                Some(TOKEN_INSPECT),
+                &stateless_headers(method, None),
+                &body,
+            );
+            assert_eq!(status, 404, "{method} ({label}): {answer}");
+            assert_eq!(answer["error"]["code"], -32601, "{method} ({label})");
+            assert_eq!(answer["id"], 7, "{method} ({label})");
+        }
+    }
+    // The handshake era keeps initialize and ping.
+    let body = json!({"jsonrpc":"2.0","id":8,"method":"ping"});
+    let (status, _, answer) = post(&server, Some(TOKEN_INSPECT), &[], &body);
+    assert_eq!((status, answer["result"].clone()), (200, json!({})));
+    let body = json!({"jsonrpc":"2.0","id":9,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}});
+    let (status, _, answer) = post(
+        &server,
+        Some(TOKEN_INSPECT),
+        &[("MCP-Protocol-Version", "2025-11-25")],
+        &body,
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["protocolVersion"], "2025-11-25");
+    server.stop_and_assert_plugins_gone();
+}
+
+/// `POST /mcp` and `POST /api/tools/call` echo every id byte for byte: results, errors, calls
+/// and the 401 of the HTTP API.
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
+)]
+fn ids_come_back_byte_for_byte_over_http() {
+    const IDS: [&str; 7] = [
+        "18446744073709551616",
+        "1e2",
+        "-0",
+        "1.50",
+        "-1.5E-3",
+        r#""caf\u00e9 \"id\"""#,
+        "123456789012345678901234567890",
+    ];
+    let dir = TempDir::new("http-raw-ids");
+    let config = dir.config(&[("alpha", "normal")]);
+    let server = ServeProcess::start(&dir, &config, &[]);
+    let auth = bearer(TOKEN_INSPECT);
+    let with_auth = [("Authorization", auth.as_str())];
+    for id in IDS {
+        for (headers, body) in [
+            (
+                with_auth.to_vec(),
+                format!(r#"{{"jsonrpc":"2.0","id": {id},"method":"tools/list"}}"#),
+            ),
+            (
+                with_auth.to_vec(),
+                format!(r#"{{"jsonrpc":"2.0","id": {id},"method":"nope"}}"#),
+            ),
+            (
+                with_auth.to_vec(),
+                format!(
+                    r#"{{"jsonrpc":"2.0","id": {id},"method":"tools/call","params":{{"name":"plugin_tool","arguments":{{"action":"list"}}}}}}"#
+                ),
+            ),
+            (
+                vec![
+                    ("Authorization", auth.as_str()),
+                    ("MCP-Protocol-Version", STATELESS),
+                    ("Mcp-Method", "tools/call"),
+                    ("Mcp-Name", "plugin_tool"),
+                ],
+                format!(
+                    r#"{{"jsonrpc":"2.0","id": {id},"method":"tools/call","params":{{"name":"plugin_tool","arguments":{{"action":"list"}},"_meta":{}}}}}"#,
+                    meta()
+                ),
+            ),
+        ] {
+            let (status, _, text) = http(server.addr(), "POST", "/mcp", &headers, &body);
+            assert!(echoes(&text, id), "{status} {body} -> {text}");
+        }
+        let prefix = format!(r#"{{"id":{id},"#);
+        let body = format!(r#"{{"id": {id}, "tool":"plugin_tool","params":{{"action":"list"}}}}"#);
+        let (status, _, text) = http(server.addr(), "POST", "/api/tools/call", &with_auth, &body);
+        assert_eq!(status, 200);
+        assert!(text.starts_with(&prefix), "{body} -> {text}");
+        let body = format!(r#"{{"id": {id}, "tool":"plugin_tool","params":{{"action":"nope"}}}}"#);
+        let (status, _, text) = http(server.addr(), "POST", "/api/tools/call", &with_auth, &body);
+        assert_eq!(status, 400);
+        assert!(text.starts_with(&prefix), "{body} -> {text}");
+        let (status, _, text) = http(server.addr(), "POST", "/api/tools/call", &[], &body);
+        assert_eq!(status, 401);
+        assert!(text.starts_with(&prefix), "401: {body} -> {text}");
+    }
+    server.stop_and_assert_plugins_gone();
+}
+
+/// True when the JSON `text` carries the member `"id":ID` exactly as written.
+fn echoes(text: &str, id: &str) -> bool {
+    text.contains(&format!("\"id\":{id},")) || text.contains(&format!("\"id\":{id}}}"))
+}
+
+/// `POST /mcp` serves a batch when `MCP-Protocol-Version` is absent (a 2025-03-26 client sends
+/// none) or names 2025-03-26: one array of answers (200), or 202 without a body for only
+/// notifications; an empty array and a batch under any other version are 400 (-32600). The
+/// calls of a batch run concurrently.
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs python3 and stops serve with a console control event (docs/PLATFORMS.md)"
+)]
+fn batches_are_served_under_2025_03_26_only() {
+    let dir = TempDir::new("http-batch");
+    let config = dir.rendezvous_config();
+    let server = ServeProcess::start(&dir, &config, &[]);
+    let batch = json!([
+        {"jsonrpc":"2.0","id":1,"method":"tools/list"},
+        {"jsonrpc":"2.0","method":"notifications/initialized"},
+        tool_request(json!("c"), json!({"action":"list"})),
+        {"jsonrpc":"2.0","id":2,"method":"nope"}
+    ]);
+    for headers in [vec![], vec![("MCP-Protocol-Version", "2025-03-26")]] {
+        let (status, _, answers) = post(&server, Some(TOKEN_INVOKE), &headers, &batch);
+        assert_eq!(status, 200, "{headers:?}: {answers}");
+        let ids: Vec<Value> = answers
+            .as_array()
+            .expect("one array")
+            .iter()
+            .map(|a| a["id"].clone())
+            .collect();
+        assert_eq!(ids, [json!(1), json!("c"), json!(2)], "{headers:?}");
+        assert_eq!(answers[1]["result"]["isError"], false);
+        assert_eq!(answers[2]["error"]["code"], -32601);
+    }
+    for version in ["2024-11-05", "2025-06-18", "2025-11-25"] {
+        let headers = [("MCP-Protocol-Version", version)];
+        let (status, _, answer) = post(&server, Some(TOKEN_INVOKE), &headers, &batch);
+        assert_eq!(
+            (status, answer["error"]["code"].clone()),
+            (400, json!(-32600)),
+            "{version}"
+        );
+    }
+    let (status, _, answer) = post(&server, Some(TOKEN_INVOKE), &[], &json!([]));
+    assert_eq!(
+        (status, answer["error"]["code"].clone()),
+        (400, json!(-32600))
+    );
+    let notifications = json!([{"jsonrpc":"2.0","method":"notifications/initialized"}]);
+    let (status, _, answer) = post(&server, Some(TOKEN_INVOKE), &[], &notifications);
+    assert_eq!((status, answer), (202, Value::Null));
+
+    // Two calls that can only finish together: both meet.
+    let mut calls = Vec::new();
+    for plugin in ["a", "b"] {
+        let describe = tool_request(
+            json!(0),
+            json!({"action":"describe","runner":"local","plugin":plugin,"tool":"meet"}),
+        );
+        let (_, _, described) = post(&server, Some(TOKEN_INVOKE), &[], &describe);
+        let binding = described["result"]["structuredContent"]["binding"].clone();
+        calls.push(tool_request(
+            json!(plugin),
+            json!({"action":"call","binding":binding,"arguments":{}}),
+        ));
+    }
+    let (status, _, answers) = post(&server, Some(TOKEN_INVOKE), &[], &Value::Array(calls));
+    assert_eq!(status, 200);
+    let met = json!({"content":[{"type":"text","text":"met"}],"isError":false});
+    assert_eq!(answers[0]["result"], met, "{answers}");
+    assert_eq!(answers[1]["result"], met, "{answers}");
+    server.stop();
 }

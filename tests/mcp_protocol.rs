@@ -65,14 +65,10 @@ fn handshake_era_requests_and_errors() {
     );
     assert_eq!(error_code(&r), -32602);
 
-    // A batch, invalid JSON, a request with a null id.
+    // A batch (served: this session negotiated 2025-03-26), invalid JSON, a null id.
     mcp.send(json!([{"jsonrpc":"2.0","id":7,"method":"ping"}]));
     let r = mcp.next();
-    assert_eq!(
-        (error_code(&r), r["id"].clone()),
-        (-32600, Value::Null),
-        "{r}"
-    );
+    assert_eq!(r, json!([{"jsonrpc":"2.0","id":7,"result":{}}]));
     mcp.send_raw(b"{not json");
     let r = mcp.next();
     assert_eq!(
@@ -436,4 +432,257 @@ fn the_library_and_binary_depend_on_no_async_runtime() {
             "the normal dependency graph contains {runtime}:\n{tree}"
         );
     }
+}
+
+/// A `check` and a `call` whose lines were read just before stdin's EOF are both answered
+/// normally (never `plugin_manager_stopping`), then the server exits 0 with no plugin left.
+#[test]
+fn requests_read_just_before_eof_are_served_then_the_server_exits() {
+    let dir = TempDir::new("eof-served");
+    let config = dir.config(&[("a", "normal")]);
+    let mut mcp = McpProcess::start(&dir, &config, None);
+    mcp.initialize("2025-06-18");
+    let described = mcp.tool(
+        json!("d"),
+        json!({"action":"describe","runner":"local","plugin":"a","tool":"sleep"}),
+    );
+    let binding = described["structuredContent"]["binding"].clone();
+    mcp.request(
+        json!("check"),
+        "tools/call",
+        json!({"name":"plugin_tool","arguments":{"action":"check","runner":"local","plugin":"a"}}),
+    );
+    mcp.request(
+        json!("call"),
+        "tools/call",
+        json!({"name":"plugin_tool","arguments":{"action":"call","binding":binding,
+               "arguments":{"ms":50}}}),
+    );
+    let pids = mcp.pids.clone();
+    let host_pid = mcp.pid();
+    // `finish` closes stdin at once, right after the two lines.
+    let (code, rest, stderr) = mcp.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(rest.len(), 2, "{rest:?}");
+    let answer = |id: &str| {
+        rest.iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no answer {id}: {rest:?}"))["result"]
+            .clone()
+    };
+    let check = answer("check");
+    assert_eq!(check["isError"], false, "{check}");
+    assert_eq!(check["structuredContent"]["ready"], true, "{check}");
+    assert_eq!(
+        answer("call"),
+        json!({"content":[{"type":"text","text":"slept"}],"isError":false})
+    );
+    assert_plugins_gone(&pids);
+    assert!(zombie_children_of(host_pid).is_empty());
+}
+
+/// The methods 2026-07-28 removed (`initialize`, `ping`, `logging/setLevel`) are unknown in a
+/// request of that era (-32601); the handshake era keeps `initialize` and `ping`.
+#[test]
+fn methods_removed_by_the_stateless_revision_are_unknown_in_its_era() {
+    let dir = TempDir::new("stateless-removed");
+    let config = dir.config(&[("alpha", "normal")]);
+    let mut mcp = McpProcess::start(&dir, &config, None);
+    for (i, method) in ["initialize", "ping", "logging/setLevel"]
+        .iter()
+        .enumerate()
+    {
+        let params = json!({"_meta": meta(), "protocolVersion": STATELESS, "capabilities": {},
+                            "clientInfo": {"name": "t", "version": "0"}, "level": "info"});
+        let r = mcp.call(json!(i), method, params);
+        assert_eq!(error_code(&r), -32601, "{method}: {r}");
+    }
+    // The stateless initialize negotiated nothing: a handshake-era request still needs one.
+    let r = mcp.call(json!("early"), "tools/list", json!({}));
+    assert_eq!(error_code(&r), -32600, "{r}");
+    let r = mcp.call(json!("p"), "ping", json!({}));
+    assert_eq!(r["result"], json!({}));
+    let init = mcp.initialize("2025-11-25");
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    let (code, rest, _) = mcp.finish();
+    assert_eq!(code, Some(0));
+    assert!(rest.is_empty(), "{rest:?}");
+}
+
+/// `mcp` echoes every id byte for byte: answers of the reading thread, `tools/call` answers of
+/// a worker, errors, and before and after `initialize`.
+#[test]
+fn ids_come_back_byte_for_byte_over_mcp_stdio() {
+    const IDS: [&str; 7] = [
+        "18446744073709551616",
+        "1e2",
+        "-0",
+        "1.50",
+        "-1.5E-3",
+        r#""caf\u00e9 \"id\"""#,
+        "123456789012345678901234567890",
+    ];
+    let dir = TempDir::new("raw-ids");
+    let config = dir.config(&[("alpha", "normal")]);
+    let mut lines = Vec::new();
+    for id in IDS {
+        // Before initialize: -32600 with the id.
+        lines.push(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#
+        ));
+    }
+    lines.push(
+        r#"{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#
+            .to_string(),
+    );
+    for id in IDS {
+        lines.push(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
+        lines.push(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"nope"}}"#));
+    }
+    for id in IDS {
+        // One call per id at a time (an id in flight may not be reused).
+        lines.push(format!(
+            r#"{{"jsonrpc":"2.0", "id" : {id} ,"method":"tools/call","params":{{"name":"plugin_tool","arguments":{{"action":"list"}}}}}}"#
+        ));
+    }
+    let mut child = mcp_support::common::cli_command(binary())
+        .arg("mcp")
+        .arg("--config")
+        .arg(&config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn mcp");
+    let stdout = mcp_support::common::read_all(child.stdout.take().expect("stdout"));
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        for line in &lines {
+            writeln!(stdin, "{line}").expect("write");
+        }
+    }
+    let status = mcp_support::common::wait_bounded(&mut child, RESPONSE_LIMIT);
+    assert_eq!(status.code(), Some(0));
+    let out: Vec<String> = stdout.join().unwrap().lines().map(str::to_string).collect();
+    assert_eq!(out.len(), lines.len(), "{out:#?}");
+    for id in IDS {
+        let echoed: Vec<&String> = out.iter().filter(|l| echoes(l, id)).collect();
+        assert_eq!(echoed.len(), 4, "id {id}: {out:#?}");
+        assert_eq!(
+            echoed
+                .iter()
+                .filter(|l| l.contains(r#""isError":false"#))
+                .count(),
+            1,
+            "the tools/call answer of id {id}"
+        );
+    }
+}
+
+/// True when the JSON `text` carries the member `"id":ID` exactly as written.
+fn echoes(text: &str, id: &str) -> bool {
+    text.contains(&format!("\"id\":{id},")) || text.contains(&format!("\"id\":{id}}}"))
+}
+
+/// A batch is served only once `initialize` negotiated 2025-03-26: each member answered, the
+/// answers as one array (none for notifications), an empty array -32600; under any other
+/// version (or before `initialize`) a batch is -32600.
+#[test]
+fn batches_are_served_only_under_2025_03_26() {
+    let dir = TempDir::new("stdio-batch");
+    let config = dir.config(&[("alpha", "normal")]);
+    let mut mcp = McpProcess::start(&dir, &config, None);
+    let batch = json!([
+        {"jsonrpc":"2.0","id":1,"method":"tools/list"},
+        {"jsonrpc":"2.0","method":"notifications/initialized"},
+        tool_request(json!("c"), json!({"action":"list"})),
+        {"jsonrpc":"2.0","id":2,"method":"nope"},
+        7
+    ]);
+    let refused = |mcp: &mut McpProcess, what: &str| {
+        let r = mcp.next();
+        assert_eq!(
+            (error_code(&r), r["id"].clone()),
+            (-32600, Value::Null),
+            "{what}: {r}"
+        );
+    };
+    mcp.send(batch.clone());
+    refused(&mut mcp, "before initialize");
+    mcp.initialize("2025-06-18");
+    mcp.send(batch.clone());
+    refused(&mut mcp, "under 2025-06-18");
+
+    mcp.initialize("2025-03-26");
+    mcp.send(batch.clone());
+    let answers = mcp.next();
+    let answers = answers
+        .as_array()
+        .unwrap_or_else(|| panic!("one array: {answers}"));
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(ids, [&json!(1), &json!("c"), &json!(2), &Value::Null]);
+    assert_eq!(answers[0]["result"]["tools"][0]["name"], "plugin_tool");
+    assert_eq!(answers[1]["result"]["isError"], false);
+    assert_eq!(answers[2]["error"]["code"], -32601);
+    assert_eq!(answers[3]["error"]["code"], -32600);
+    // An empty array: one -32600 (not an array).
+    mcp.send(json!([]));
+    refused(&mut mcp, "an empty batch");
+    // Only notifications: nothing at all; the next answer is the ping's.
+    mcp.send(
+        json!([{"jsonrpc":"2.0","method":"notifications/initialized"},
+                    {"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}]),
+    );
+    let r = mcp.call(json!("after"), "ping", json!({}));
+    assert_eq!(r["result"], json!({}));
+    let (code, rest, stderr) = mcp.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(rest.is_empty(), "{rest:?}");
+}
+
+/// A batch's calls run concurrently (two calls that can only finish together both finish),
+/// each under the in-flight bound like a separate request (65 calls: exactly one saturated).
+#[test]
+#[cfg_attr(windows, ignore = "needs python3 (Wine has none; docs/PLATFORMS.md)")]
+fn a_batch_runs_its_calls_concurrently_under_the_in_flight_bound() {
+    let dir = TempDir::new("stdio-batch-concurrent");
+    let config = dir.rendezvous_config();
+    let mut mcp = McpProcess::start(&dir, &config, None);
+    mcp.initialize("2025-03-26");
+    let mut calls = Vec::new();
+    for plugin in ["a", "b"] {
+        let described = mcp.tool(
+            json!(format!("d-{plugin}")),
+            json!({"action":"describe","runner":"local","plugin":plugin,"tool":"meet"}),
+        );
+        let binding = described["structuredContent"]["binding"].clone();
+        calls.push(tool_request(
+            json!(plugin),
+            json!({"action":"call","binding":binding,"arguments":{}}),
+        ));
+    }
+    mcp.send(Value::Array(calls));
+    let answers = mcp.next();
+    let met = json!({"content":[{"type":"text","text":"met"}],"isError":false});
+    assert_eq!(answers[0]["id"], "a");
+    assert_eq!(answers[0]["result"], met, "{answers}");
+    assert_eq!(answers[1]["id"], "b");
+    assert_eq!(answers[1]["result"], met, "{answers}");
+
+    let many: Vec<Value> = (0..65)
+        .map(|i| tool_request(json!(i), json!({"action":"list"})))
+        .collect();
+    mcp.send(Value::Array(many));
+    let answers = mcp.next();
+    let answers = answers.as_array().expect("one array");
+    assert_eq!(answers.len(), 65);
+    let saturated: Vec<&Value> = answers
+        .iter()
+        .filter(|a| a["result"]["structuredContent"]["error"]["code"] == "gateway_saturated")
+        .collect();
+    assert_eq!(saturated.len(), 1, "{answers:?}");
+    let (code, rest, _) = mcp.finish();
+    assert_eq!(code, Some(0));
+    assert!(rest.is_empty(), "{rest:?}");
 }

@@ -226,6 +226,121 @@ fn stdin_eof_during_a_reload_kills_the_candidates_and_exits_promptly() {
     }
 }
 
+/// A `check` and a `call` whose lines were read just before stdin's EOF are both answered
+/// normally (never `plugin_manager_stopping`); then the gateway exits 0 with no plugin left.
+#[test]
+fn requests_read_just_before_stdin_eof_are_served() {
+    let fx = Fixture::new("gw-eof-served");
+    let dir = fx.pids_path().parent().unwrap().to_path_buf();
+    let (pids, log) = (dir.join("pids"), dir.join("log"));
+    let config = write_config(
+        &dir,
+        &(side_files_toml(&pids, &log) + &provider_toml("a", "normal", 10)),
+    );
+    let mut gw = Gateway::start(&config);
+    let described = gw.request(
+        1,
+        json!({"action": "describe", "runner": "local", "plugin": "a", "tool": "sleep"}),
+    );
+    let binding = described["output"]["binding"].clone();
+    gw.send(
+        2,
+        json!({"action": "check", "runner": "local", "plugin": "a"}),
+    );
+    gw.send(
+        3,
+        json!({"action": "call", "binding": binding, "arguments": {"ms": 50}}),
+    );
+    // EOF right after the two lines.
+    drop(gw.stdin.take());
+    let status = common::wait_bounded(&mut gw.child, LIMIT);
+    assert_eq!(status.code(), Some(0));
+    let check = gw.response(2);
+    assert_eq!(check["success"], true, "{check}");
+    assert_eq!(check["output"]["ready"], true, "{check}");
+    let call = gw.response(3);
+    assert_eq!(call["success"], true, "{call}");
+    assert_eq!(call["output"]["isError"], false, "{call}");
+    let plugins = recorded_plugin_pids(&pids);
+    assert_eq!(plugins.len(), 2, "the provider and the check's candidate");
+    for pid in plugins {
+        assert!(common::wait_gone(pid), "plugin {pid} outlived the gateway");
+    }
+    common::assert_no_zombie_children_of_self();
+}
+
+/// The ids the probes sent: each must come back exactly as written, never re-spelled by a
+/// number round trip (`1.8446744073709552e19`, `100.0`, `0.0`, `1.5`).
+const RAW_IDS: [&str; 8] = [
+    "18446744073709551616",
+    "1e2",
+    "-0",
+    "1.50",
+    "-7",
+    "-1.5E-3",
+    r#""caf\u00e9 \"id\"""#,
+    "123456789012345678901234567890",
+];
+
+/// Writes `lines` to a `gateway`/`mcp` process, closes its stdin and returns its stdout lines
+/// (it exits 0 once every request was answered).
+fn run_raw(subcommand: &str, config: &Path, lines: &[String]) -> Vec<String> {
+    let mut child = common::cli_command(BIN)
+        .arg(subcommand)
+        .arg("--config")
+        .arg(config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the front");
+    let stdout = common::read_all(child.stdout.take().expect("stdout"));
+    let mut stdin = child.stdin.take().expect("stdin");
+    for line in lines {
+        writeln!(stdin, "{line}").expect("write a line");
+    }
+    drop(stdin);
+    let status = common::wait_bounded(&mut child, LIMIT);
+    assert_eq!(status.code(), Some(0));
+    stdout
+        .join()
+        .expect("stdout")
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The stdio gateway echoes every id byte for byte: on a success, a failure and a rejected line.
+#[test]
+fn ids_come_back_byte_for_byte_on_the_stdio_gateway() {
+    let fx = Fixture::new("gw-raw-ids");
+    let dir = fx.pids_path().parent().unwrap().to_path_buf();
+    let config = write_config(&dir, &provider_toml("a", "normal", 10));
+    let mut lines = Vec::new();
+    for id in RAW_IDS.iter().chain(&["[1, 2.0]", r#"{"k": 1.0}"#]) {
+        lines.push(format!(
+            r#"{{"id": {id}, "tool": "plugin_tool", "params": {{"action": "list"}}}}"#
+        ));
+        lines.push(format!(
+            r#"{{"id": {id}, "tool": "plugin_tool", "params": {{"action": "nope"}}}}"#
+        ));
+        lines.push(format!(
+            r#"{{"id": {id}, "tool": "other", "params": {{}}}}"#
+        ));
+    }
+    let out = run_raw("gateway", &config, &lines);
+    assert_eq!(out.len(), lines.len(), "{out:#?}");
+    for id in RAW_IDS.iter().chain(&["[1, 2.0]", r#"{"k": 1.0}"#]) {
+        let prefix = format!(r#"{{"id":{id},"#);
+        let echoed: Vec<&String> = out.iter().filter(|l| l.starts_with(&prefix)).collect();
+        assert_eq!(echoed.len(), 3, "id {id}: {out:#?}");
+        assert!(
+            echoed.iter().any(|l| l.contains(r#""success":true"#)),
+            "{id}"
+        );
+    }
+}
+
 /// SIGKILL of the host: plugins that do not read stdin (one parked after its handshake, one
 /// stuck in initialize) die with it, through the parent-death signal.
 #[cfg(target_os = "linux")]

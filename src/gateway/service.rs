@@ -220,6 +220,15 @@ impl Gateway {
         }
     }
 
+    /// The input of a stdio front ended (see [`Host::close_reloads`]): on every host in this
+    /// process a running reload is cut short at once and no reload starts again; requests
+    /// already read (calls, checks) are served normally before the caller shuts down.
+    pub fn close_reloads(&self) {
+        for host in self.hosts() {
+            host.close_reloads();
+        }
+    }
+
     /// Shuts every host in this process down (see [`Host::shutdown`]); remote runners are not
     /// touched.
     pub fn shutdown(&self) {

@@ -119,9 +119,18 @@ pub struct Host {
     committed: RwLock<Arc<ProviderSet>>,
     gate: Mutex<()>,
     stopping: AtomicBool,
+    /// Set by [`Host::close_reloads`]: no reload may commit or start any more.
+    reloads_closed: AtomicBool,
     /// The cancel handle of the check or reload preparing candidates now (at most one: they
-    /// share the gate). Shutdown cancels it.
-    candidates: Mutex<Option<AdmissionCancel>>,
+    /// share the gate), and which of the two it is. Shutdown cancels it.
+    candidates: Mutex<Option<(AdmissionCancel, Preparing)>>,
+}
+
+/// What is preparing candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Preparing {
+    Check,
+    Reload,
 }
 
 /// A unique id of one host (runner) instance, never reused in this process.
@@ -163,6 +172,7 @@ impl Host {
             committed: RwLock::new(Arc::new(set)),
             gate: Mutex::new(()),
             stopping: AtomicBool::new(false),
+            reloads_closed: AtomicBool::new(false),
             candidates: Mutex::new(None),
         }
     }
@@ -228,7 +238,7 @@ impl Host {
             let error = not_configured().in_phase(Phase::Config);
             return Ok(CheckReport::failed(plugin, error, Vec::new()));
         };
-        let cancel = self.begin_candidates()?;
+        let cancel = self.begin_candidates(Preparing::Check)?;
         let mut ring: Option<Arc<Mutex<StderrRing>>> = None;
         let result = prepare(&config, cfg, &self.options, &cancel, &mut |r| {
             ring = Some(r)
@@ -272,16 +282,24 @@ impl Host {
     }
 
     /// Registers a fresh cancel handle for the candidates about to be prepared; fails when the
-    /// host is stopping. Shutdown stores `stopping` before it looks at the handle, and this
-    /// checks `stopping` under the same lock after storing it, so no candidate is missed.
-    fn begin_candidates(&self) -> Result<AdmissionCancel, Error> {
+    /// host is stopping (or, for a reload, when reloads are closed). Shutdown stores its flag
+    /// before it looks at the handle, and this checks the flags under the same lock, so no
+    /// candidate is missed.
+    fn begin_candidates(&self, preparing: Preparing) -> Result<AdmissionCancel, Error> {
         let mut current = self.candidates.lock();
-        if self.stopping.load(Ordering::Acquire) {
+        if self.stopping.load(Ordering::Acquire)
+            || (preparing == Preparing::Reload && self.reloads_closed.load(Ordering::Acquire))
+        {
             return Err(host_stopping());
         }
         let cancel = AdmissionCancel::new();
-        *current = Some(cancel.clone());
+        *current = Some((cancel.clone(), preparing));
         Ok(cancel)
+    }
+
+    /// True when a reload may no longer commit.
+    fn reload_cut_short(&self) -> bool {
+        self.stopping.load(Ordering::Acquire) || self.reloads_closed.load(Ordering::Acquire)
     }
 
     /// The candidates are prepared: shutdown no longer needs to cancel them.
@@ -301,10 +319,10 @@ impl Host {
         })?;
         self.ensure_running()?;
         let config = read_config(&self.source, &self.options)?;
-        let cancel = self.begin_candidates()?;
+        let cancel = self.begin_candidates(Preparing::Reload)?;
         let results = prepare_all(&config, &self.options, &cancel);
         self.end_candidates();
-        if self.stopping.load(Ordering::Acquire) {
+        if self.reload_cut_short() {
             // Shutdown began while candidates were prepared: they are dropped (killed) here.
             drop(results);
             return Err(host_stopping());
@@ -329,7 +347,7 @@ impl Host {
         new_set.log_started();
         let old = {
             let mut committed = self.committed.write();
-            if self.stopping.load(Ordering::Acquire) {
+            if self.reload_cut_short() {
                 drop(committed);
                 new_set.stop_all();
                 return Err(host_stopping());
@@ -351,7 +369,18 @@ impl Host {
     /// Committed providers keep serving, so in-flight calls can finish. Idempotent.
     pub fn begin_shutdown(&self) {
         self.stopping.store(true, Ordering::Release);
-        if let Some(cancel) = self.candidates.lock().as_ref() {
+        if let Some((cancel, _)) = self.candidates.lock().as_ref() {
+            cancel.cancel();
+        }
+    }
+
+    /// The input of a stdio front ended: no request follows, and those already read are served.
+    /// A reload preparing candidates now has them killed at once and never commits (the exit
+    /// must not wait for its candidates' handshakes); a later reload is refused with
+    /// `plugin_manager_stopping`. Checks and calls go on normally. Idempotent.
+    pub fn close_reloads(&self) {
+        self.reloads_closed.store(true, Ordering::Release);
+        if let Some((cancel, Preparing::Reload)) = self.candidates.lock().as_ref() {
             cancel.cancel();
         }
     }

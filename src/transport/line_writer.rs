@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use parking_lot::Mutex;
-use serde_json::Value;
+use serde::Serialize;
 
 /// Writes one JSON message per line, one writer at a time; remembers the first write error.
 ///
@@ -23,10 +23,17 @@ impl LineWriter {
         }
     }
 
-    /// Writes `message` and a newline; a failure is kept, not returned.
-    pub(crate) fn send(&self, message: &Value) {
-        // Display of a Value is infallible (its keys are strings).
-        let mut bytes = message.to_string().into_bytes();
+    /// Writes `message` (serialized by serde_json, so raw ids stay as received) and a newline;
+    /// a failure is kept, not returned.
+    pub(crate) fn send<T: Serialize + ?Sized>(&self, message: &T) {
+        let mut bytes = match serde_json::to_vec(message) {
+            Ok(bytes) => bytes,
+            // Not reachable for this crate's messages (string keys, no custom errors).
+            Err(e) => {
+                log::error!("a response could not be serialized: {e}");
+                return;
+            }
+        };
         bytes.push(b'\n');
         let mut out = self.out.lock();
         if let Err(e) = out.write_all(&bytes).and_then(|()| out.flush()) {

@@ -19,6 +19,7 @@
 mod dispatcher;
 #[cfg(any(feature = "http-server", feature = "http-client"))]
 pub mod http;
+mod id;
 mod line_writer;
 pub mod mcp;
 mod request;
@@ -27,6 +28,9 @@ mod stdio;
 pub use dispatcher::{
     internal_error, invalid_request, saturated, Dispatcher, Slot, MAX_IN_FLIGHT, WORKER_STACK,
 };
+pub use id::RequestId;
 pub(crate) use line_writer::LineWriter;
-pub use request::{parse_request, response_body, Framing, Rejection, Request, TOOL_NAME};
+pub use request::{
+    parse_request, response_body, Framing, Rejection, Request, ResponseBody, TOOL_NAME,
+};
 pub use stdio::serve_lines;

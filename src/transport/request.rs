@@ -1,8 +1,10 @@
 //! The transport request `{"id"?, "tool": "plugin_tool", "params": {…}}` and its response
 //! `{"id"?, "success": bool, "output": {…}}`, shared by every front end that carries it.
 
-use serde_json::{Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
+use super::id::{first_byte, parse_object, Present, RequestId};
 use crate::gateway::ToolOutput;
 
 /// The only tool name the transports serve.
@@ -21,8 +23,8 @@ pub enum Framing {
 /// A well-formed transport request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
-    /// The caller's `id`, any JSON value, when present; echoed in the response.
-    pub id: Option<Value>,
+    /// The caller's `id`, any JSON value, when present; echoed byte for byte in the response.
+    pub id: Option<RequestId>,
     /// The `params` object handed to `plugin_tool` (not yet checked).
     pub params: Value,
 }
@@ -31,15 +33,26 @@ pub struct Request {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejection {
     /// The request's `id`, when it could be read.
-    pub id: Option<Value>,
+    pub id: Option<RequestId>,
     /// A safe message for the caller.
     pub message: &'static str,
+}
+
+/// The members of a request object this parser looks at (others are skipped unread).
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    id: Present<RequestId>,
+    #[serde(default)]
+    tool: Present<Value>,
+    #[serde(default)]
+    params: Present<Value>,
 }
 
 /// Parses a request: one JSON object with `tool` = `plugin_tool` and `params`. Extra keys are
 /// ignored; `params` is not looked at here (the gateway parses it strictly).
 pub fn parse_request(bytes: &[u8], framing: Framing) -> Result<Request, Rejection> {
-    let reject = |id: Option<Value>, message: &'static str| Rejection { id, message };
+    let reject = |id: Option<RequestId>, message: &'static str| Rejection { id, message };
     let (not_json, not_object) = match framing {
         Framing::Line => (
             "the request line is not one JSON value",
@@ -50,12 +63,13 @@ pub fn parse_request(bytes: &[u8], framing: Framing) -> Result<Request, Rejectio
             "the request body must be a JSON object",
         ),
     };
-    let value: Value = serde_json::from_slice(bytes).map_err(|_| reject(None, not_json))?;
-    let Value::Object(mut map) = value else {
-        return Err(reject(None, not_object));
-    };
-    let id = map.remove("id");
-    match map.get("tool") {
+    if first_byte(bytes) != Some(b'{') {
+        let is_json = serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok();
+        return Err(reject(None, if is_json { not_object } else { not_json }));
+    }
+    let envelope: Envelope = parse_object(bytes).map_err(|_| reject(None, not_json))?;
+    let id = envelope.id.0;
+    match envelope.tool.0 {
         None => return Err(reject(id, "the request has no `tool`")),
         Some(Value::String(tool)) if tool == TOOL_NAME => {}
         Some(_) => {
@@ -65,21 +79,39 @@ pub fn parse_request(bytes: &[u8], framing: Framing) -> Result<Request, Rejectio
             ))
         }
     }
-    match map.remove("params") {
+    match envelope.params.0 {
         None => Err(reject(id, "the request has no `params`")),
         Some(params) => Ok(Request { id, params }),
     }
 }
 
-/// The response object `{"id"?, "success", "output"}`; `id` is omitted when `None`.
-pub fn response_body(id: Option<Value>, output: ToolOutput) -> Value {
-    let mut response = Map::new();
-    if let Some(id) = id {
-        response.insert("id".into(), id);
+/// The response object `{"id"?, "success", "output"}`: the id, when present, exactly as the
+/// request wrote it. Serialize it with serde_json (`to_string`, `to_vec`) to keep the id.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResponseBody {
+    /// The request's id (omitted when the request had none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<RequestId>,
+    /// Whether the action succeeded.
+    pub success: bool,
+    /// The success or failure object.
+    pub output: Value,
+}
+
+impl ResponseBody {
+    /// The response as a [`Value`] (for tests and checks: a numeric id may lose its spelling).
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
     }
-    response.insert("success".into(), output.success.into());
-    response.insert("output".into(), output.output);
-    Value::Object(response)
+}
+
+/// The response to a request with `id` (omitted when `None`).
+pub fn response_body(id: Option<RequestId>, output: ToolOutput) -> ResponseBody {
+    ResponseBody {
+        id,
+        success: output.success,
+        output: output.output,
+    }
 }
 
 #[cfg(test)]
@@ -88,17 +120,21 @@ mod tests {
 
     use super::*;
 
+    fn value(id: Option<RequestId>) -> Option<Value> {
+        id.map(|id| id.to_value())
+    }
+
     fn line(bytes: &[u8]) -> Result<(Value, Value), (Value, &'static str)> {
         parse_request(bytes, Framing::Line)
-            .map(|r| (r.id.unwrap_or(Value::Null), r.params))
-            .map_err(|r| (r.id.unwrap_or(Value::Null), r.message))
+            .map(|r| (value(r.id).unwrap_or(Value::Null), r.params))
+            .map_err(|r| (value(r.id).unwrap_or(Value::Null), r.message))
     }
 
     #[allow(clippy::type_complexity)]
     fn body(bytes: &[u8]) -> Result<(Option<Value>, Value), (Option<Value>, &'static str)> {
         parse_request(bytes, Framing::Body)
-            .map(|r| (r.id, r.params))
-            .map_err(|r| (r.id, r.message))
+            .map(|r| (value(r.id), r.params))
+            .map_err(|r| (value(r.id), r.message))
     }
 
     // The stdio transport's cases.
@@ -153,12 +189,33 @@ mod tests {
     fn response_omits_a_missing_id() {
         let output = ToolOutput::ok(json!({"a": 1}));
         assert_eq!(
-            response_body(None, output.clone()),
+            response_body(None, output.clone()).to_value(),
             json!({"success": true, "output": {"a": 1}})
         );
         assert_eq!(
-            response_body(Some(Value::Null), output),
+            response_body(Some(RequestId::null()), output).to_value(),
             json!({"id": null, "success": true, "output": {"a": 1}})
         );
+    }
+
+    #[test]
+    fn ids_are_echoed_byte_for_byte() {
+        for id in [
+            "18446744073709551616",
+            "1e2",
+            "-0",
+            "1.50",
+            "\"x\"",
+            "[1, 2.0]",
+        ] {
+            let line = format!(r#"{{"id": {id}, "tool":"plugin_tool","params":{{}}}}"#);
+            let request = parse_request(line.as_bytes(), Framing::Line).unwrap();
+            let response = response_body(request.id, ToolOutput::ok(json!({})));
+            let text = serde_json::to_string(&response).unwrap();
+            assert_eq!(
+                text,
+                format!(r#"{{"id":{id},"success":true,"output":{{}}}}"#)
+            );
+        }
     }
 }

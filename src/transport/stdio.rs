@@ -23,18 +23,18 @@
 //! (a bug), it is still answered: `gateway_internal_error` with dispatch `outcome_unknown`.
 //!
 //! # End of input
-//! On EOF the transport stops accepting, begins the hosts' shutdown (a running check or reload
-//! has its candidates killed at once and never commits; see
-//! [`Gateway::begin_shutdown`](crate::gateway::Gateway::begin_shutdown)), waits for every
-//! in-flight request (each is bounded by its deadline) and returns `Ok`; the caller then shuts
+//! On EOF the transport stops accepting and serves every request already read: each is answered
+//! normally (a `check` included), bounded by its deadline. Only a running reload is cut short (its
+//! candidates are killed at once and it never commits; see
+//! [`Gateway::close_reloads`](crate::gateway::Gateway::close_reloads)). Once every in-flight
+//! request was answered it begins the hosts' shutdown and returns `Ok`; the caller then shuts
 //! the hosts down. If writing a response fails, reading stops as at EOF and the write error is returned after the wait.
 
 use std::io::{self, BufRead, Write};
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use super::dispatcher::{invalid_request, saturated, Dispatcher, WORKER_STACK};
+use super::id::RequestId;
 use super::line_writer::LineWriter;
 use super::request::{parse_request, response_body, Framing};
 use crate::frame::{read_line, Line};
@@ -60,7 +60,7 @@ pub fn serve_lines(
         match read_line(&mut input, &mut line) {
             Ok(Line::Eof) => break Ok(()),
             Ok(Line::TooLarge) => responder.send(
-                Value::Null,
+                RequestId::null(),
                 invalid_request("the request line is longer than 1 MiB; it was skipped"),
             ),
             Ok(Line::Complete) => {
@@ -69,9 +69,11 @@ pub fn serve_lines(
             Err(e) => break Err(e),
         }
     };
-    // No request follows: a reload must not hold the exit behind its candidates' handshakes.
-    dispatcher.gateway().begin_shutdown();
+    // No request follows: every request already read is served (a check included), but a
+    // reload must not hold the exit behind its candidates' handshakes.
+    dispatcher.gateway().close_reloads();
     dispatcher.wait_idle();
+    dispatcher.gateway().begin_shutdown();
     read_result?;
     match responder.take_error() {
         Some(e) => Err(e),
@@ -83,12 +85,12 @@ fn handle_line(line: &[u8], dispatcher: &Dispatcher, caller: Caller, responder: 
     let request = match parse_request(line, Framing::Line) {
         Ok(request) => request,
         Err(rejection) => {
-            let id = rejection.id.unwrap_or(Value::Null);
+            let id = rejection.id.unwrap_or_else(RequestId::null);
             responder.send(id, invalid_request(rejection.message));
             return;
         }
     };
-    let id = request.id.unwrap_or(Value::Null);
+    let id = request.id.unwrap_or_else(RequestId::null);
     let Some(slot) = dispatcher.try_admit() else {
         responder.send(id, saturated());
         return;
@@ -117,7 +119,7 @@ impl Responder {
         Responder(LineWriter::new(out))
     }
 
-    fn send(&self, id: Value, output: ToolOutput) {
+    fn send(&self, id: RequestId, output: ToolOutput) {
         self.0.send(&response_body(Some(id), output));
     }
 

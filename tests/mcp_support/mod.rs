@@ -118,7 +118,14 @@ impl McpProcess {
                 let line = line.expect("mcp stdout is UTF-8");
                 let value: Value = serde_json::from_str(&line)
                     .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
-                assert_eq!(value["jsonrpc"], "2.0", "not a JSON-RPC message: {line}");
+                // One message, or the answers to a batch as one array.
+                let messages = value
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_else(|| vec![value.clone()]);
+                for message in &messages {
+                    assert_eq!(message["jsonrpc"], "2.0", "not a JSON-RPC message: {line}");
+                }
                 if tx.send(value).is_err() {
                     return;
                 }
@@ -407,4 +414,59 @@ pub fn http(
         })
         .collect();
     (status, headers, body.to_string())
+}
+
+/// A Python 3 plugin (standard library only) with one tool, `meet`: a call creates the file
+/// `DIR/ME` and waits (at most 20 s) until `DIR/PEER` exists, then answers `met`, else
+/// `alone`. Two calls to two such providers both answer `met` only when they run at once.
+pub const RENDEZVOUS_PLUGIN: &str = r#"
+import json, os, sys, time
+me, peer, where = sys.argv[1], sys.argv[2], sys.argv[3]
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    request = json.loads(line)
+    method, rid = request.get("method"), request.get("id")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": "webcodex-plugin-v1"}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [{"name": "meet",
+              "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False}}]}})
+    elif method == "tools/call":
+        open(os.path.join(where, me), "w").close()
+        deadline = time.time() + 20
+        while not os.path.exists(os.path.join(where, peer)) and time.time() < deadline:
+            time.sleep(0.01)
+        text = "met" if os.path.exists(os.path.join(where, peer)) else "alone"
+        send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}})
+"#;
+
+impl TempDir {
+    /// A runner.toml with two [`RENDEZVOUS_PLUGIN`] providers, `a` and `b`, that meet in
+    /// this directory.
+    pub fn rendezvous_config(&self) -> PathBuf {
+        let script = self.path("rendezvous.py");
+        std::fs::write(&script, RENDEZVOUS_PLUGIN).expect("write the plugin");
+        let meeting = self.path("meeting");
+        std::fs::create_dir_all(&meeting).expect("meeting dir");
+        let mut text = String::new();
+        for (me, peer) in [("a", "b"), ("b", "a")] {
+            text.push_str(&format!(
+                "[[plugins.providers]]\nid = \"{me}\"\nname = \"Provider {me}\"\n\
+                 command = \"python3\"\nargs = [{}, \"{me}\", \"{peer}\", {}]\ntimeout_secs = 60\n",
+                toml_str(script.to_str().expect("UTF-8 path")),
+                toml_str(meeting.to_str().expect("UTF-8 path")),
+            ));
+        }
+        let path = self.path("runner.toml");
+        std::fs::write(&path, text).expect("write config");
+        path
+    }
+}
+
+/// A `tools/call` of plugin_tool with `arguments`, as a JSON-RPC request with `id`.
+pub fn tool_request(id: Value, arguments: Value) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+           "params":{"name":"plugin_tool","arguments":arguments}})
 }

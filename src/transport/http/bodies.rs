@@ -1,29 +1,38 @@
 //! The failure bodies `{"id"?,"success":false,"output"}` of `/api/tools/call` that both the
 //! router ([`super::server`]) and the connection layer ([`super::listener`]) answer with.
 
-use serde_json::{Map, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::transport::dispatcher::{invalid_request, saturated};
+use crate::transport::{RequestId, ResponseBody};
 
 /// The 503 body of `/api/tools/call` for a connection beyond the connection limit.
-pub(super) fn saturated_body() -> Value {
-    failure_body(None, &saturated().output)
+pub(super) fn saturated_body() -> ResponseBody {
+    failure_body(None, saturated().output)
 }
 
 /// The failure body `{"id"?,"success":false,"output":output}` of `/api/tools/call`.
-pub(super) fn failure_body(id: Option<&Value>, output: &Value) -> Value {
-    let mut body = Map::new();
-    if let Some(id) = id {
-        body.insert("id".into(), id.clone());
+pub(super) fn failure_body(id: Option<RequestId>, output: Value) -> ResponseBody {
+    ResponseBody {
+        id,
+        success: false,
+        output,
     }
-    body.insert("success".into(), false.into());
-    body.insert("output".into(), output.clone());
-    Value::Object(body)
 }
 
 /// The `invalid_request` failure body of `/api/tools/call`, without an id.
-pub(super) fn transport_failure_body(message: &str) -> Value {
-    failure_body(None, &transport_failure(message))
+pub(super) fn transport_failure_body(message: &str) -> ResponseBody {
+    failure_body(None, transport_failure(message))
+}
+
+/// A body serialized by serde_json (ids stay as received).
+pub(super) fn json_bytes<T: Serialize + ?Sized>(body: &T) -> Vec<u8> {
+    // Not reachable for this crate's bodies (string keys, no custom errors).
+    serde_json::to_vec(body).unwrap_or_else(|e| {
+        log::error!("http: a response body could not be serialized: {e}");
+        b"{}".to_vec()
+    })
 }
 
 /// The `invalid_request` failure output for `message`.

@@ -80,7 +80,8 @@ impl Exchange<'_> {
 
     /// Writes the response (once; later calls are ignored). The connection stays open for the
     /// next request when the client wants that, the server is not stopping, and the body was
-    /// read or can be read and dropped.
+    /// read or can be read and dropped. The answer to `HEAD` has the same head (its
+    /// `Content-Length` is that of `body`) and no body.
     pub(crate) fn respond(&mut self, status: u16, headers: &[(&str, &str)], body: &[u8]) {
         if self.responded.is_some() {
             return;
@@ -97,7 +98,10 @@ impl Exchange<'_> {
         let keep_alive = self.head.keep_alive() && !stopping && body_done;
         let mut all = headers.to_vec();
         all.extend(self.extra_headers.iter().map(|(k, v)| (*k, v.as_str())));
-        let written = self.conn.write_response(status, &all, body, keep_alive);
+        let send_body = self.head.method() != "HEAD";
+        let written = self
+            .conn
+            .write_answer(status, &all, body, keep_alive, send_body);
         if let Err(e) = &written {
             log::debug!("http: writing a response failed: {e}");
         }
@@ -280,10 +284,10 @@ fn wait_all_ended(all_ended: &Receiver<()>) {
 /// The answer to a connection beyond [`MAX_CONNECTIONS`]: 503 `gateway_saturated`, then close.
 fn refuse(stream: TcpStream) {
     // A new connection's send buffer is empty: this small write does not wait for the client.
-    let body = super::bodies::saturated_body().to_string();
+    let body = super::bodies::json_bytes(&super::bodies::saturated_body());
     let mut conn = Conn::new(stream);
     let headers = [("Content-Type", "application/json"), ("Retry-After", "1")];
-    let _ = conn.write_response(503, &headers, body.as_bytes(), false);
+    let _ = conn.write_response(503, &headers, &body, false);
     // Not on the acceptor's time: close at once (a client that already sent its request may
     // see a reset instead of the answer).
     drop(conn);
@@ -350,14 +354,13 @@ fn answer_bad_head(mut conn: Conn, error: HeadError, deadline: Instant) {
     let Some(status) = error.status() else {
         return;
     };
-    let body = super::bodies::transport_failure_body(match error {
+    let body = super::bodies::json_bytes(&super::bodies::transport_failure_body(match error {
         HeadError::TimedOut => "the request head did not arrive in time",
         HeadError::TooLarge => "the request head is too large",
         HeadError::Unsupported => "only the chunked transfer coding is supported",
         _ => "not an HTTP/1.1 request",
-    })
-    .to_string();
+    }));
     let headers = [("Content-Type", "application/json")];
-    let _ = conn.write_response(status, &headers, body.as_bytes(), false);
+    let _ = conn.write_response(status, &headers, &body, false);
     conn.close(deadline);
 }

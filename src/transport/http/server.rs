@@ -4,9 +4,12 @@ use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::bodies::{failure_body, saturated_body, transport_failure, transport_failure_body};
+use super::bodies::{
+    failure_body, json_bytes, saturated_body, transport_failure, transport_failure_body,
+};
 use super::cors::{check_allowed_origin, OriginVerdict};
 use super::inspector::{self, InspectorRoute, WHOAMI_PATH};
 use super::listener::{Exchange, Handler, Listener};
@@ -18,7 +21,8 @@ use crate::gateway::{Caller, Gateway, Scopes, ToolOutput};
 use crate::transport::dispatcher::{invalid_request, Dispatcher};
 use crate::transport::mcp::headers::RoutingHeaders;
 use crate::transport::mcp::http::{self as mcp_http, MCP_PATH};
-use crate::transport::request::{parse_request, response_body, Framing};
+use crate::transport::request::{parse_request, response_body, Framing, ResponseBody};
+use crate::transport::RequestId;
 
 /// The code of the failure object answered with 401.
 pub const UNAUTHORIZED: &str = "unauthorized";
@@ -173,7 +177,7 @@ fn route(shared: &Routes, request: &mut Exchange<'_>) {
         return match route {
             Route::ToolsCall => {
                 let id = small_request_id(request);
-                reject_unauthorized(request, id.as_ref())
+                reject_unauthorized(request, id)
             }
             Route::Mcp => {
                 let message = "a valid `Authorization: Bearer TOKEN` header is required";
@@ -184,16 +188,16 @@ fn route(shared: &Routes, request: &mut Exchange<'_>) {
     };
     let name = name.to_string();
     let failure = |message: &str| match route {
-        Route::ToolsCall => transport_failure_body(message),
-        Route::Mcp => mcp_http::transport_error(message),
+        Route::ToolsCall => json_bytes(&transport_failure_body(message)),
+        Route::Mcp => json_bytes(&mcp_http::transport_error(message)),
     };
     let Some(slot) = shared.dispatcher.try_admit() else {
         let retry = [("Retry-After", "1")];
         let body = match route {
-            Route::ToolsCall => saturated_body(),
+            Route::ToolsCall => json_bytes(&saturated_body()),
             Route::Mcp => failure("too many requests in flight; try again when one finishes"),
         };
-        return send(request, 503, &body, &retry, &name);
+        return send_bytes(request, 503, &body, &retry, &name);
     };
     // The slot is held while the body is read (bounded by the request's deadline) and the
     // request runs, and freed before the response is written.
@@ -206,14 +210,14 @@ fn route(shared: &Routes, request: &mut Exchange<'_>) {
                 BodyError::TimedOut => (408, "the request body did not arrive in time"),
                 BodyError::Broken => (400, "the request body could not be read"),
             };
-            return send(request, status, &failure(message), &[], &name);
+            return send_bytes(request, status, &failure(message), &[], &name);
         }
     };
     let caller = Caller::new(scopes);
     let (status, response) = match route {
         Route::Mcp => {
-            let answer = answer_mcp(shared, request, &caller, &body);
-            drop(slot);
+            // The slot is freed inside, before the response is written.
+            let answer = answer_mcp(shared, request, &caller, &body, slot);
             match answer.body {
                 Some(body) => (answer.status, body),
                 None => return send_empty(request, answer.status, &name),
@@ -241,7 +245,7 @@ fn authenticate<'t>(tokens: &'t Tokens, request: &Exchange<'_>) -> Option<(&'t s
 }
 
 /// The 401 `unauthorized` of `/api/tools/call` (and of the inspector's whoami).
-fn reject_unauthorized(request: &mut Exchange<'_>, id: Option<&Value>) {
+fn reject_unauthorized(request: &mut Exchange<'_>, id: Option<RequestId>) {
     let output = json!({
         "error": {
             "code": UNAUTHORIZED,
@@ -256,7 +260,9 @@ fn reject_unauthorized(request: &mut Exchange<'_>, id: Option<&Value>) {
 /// The inspector's routes (see [`super::inspector`]): the page and its assets without
 /// authentication (they carry no data), the scopes of a token with it. GET only, no body.
 fn serve_inspector(shared: &Routes, request: &mut Exchange<'_>, page: InspectorRoute) {
-    if request.head().method() != "GET" || request.head().has_body() {
+    // `HEAD` is answered as `GET`, without the body (see `Exchange::respond`).
+    let method = request.head().method();
+    if !matches!(method, "GET" | "HEAD") || request.head().has_body() {
         let output = transport_failure("the inspector answers only GET without a body");
         return reject(request, 405, None, &output, &[("Allow", "GET")], "-");
     }
@@ -276,7 +282,7 @@ fn serve_inspector(shared: &Routes, request: &mut Exchange<'_>, page: InspectorR
 }
 
 /// The status and body answering a read `POST /api/tools/call` body.
-fn answer_body(dispatcher: &Dispatcher, caller: &Caller, body: &[u8]) -> (u16, Value) {
+fn answer_body(dispatcher: &Dispatcher, caller: &Caller, body: &[u8]) -> (u16, ResponseBody) {
     let request = match parse_request(body, Framing::Body) {
         Ok(request) => request,
         Err(rejection) => {
@@ -292,7 +298,8 @@ fn answer_body(dispatcher: &Dispatcher, caller: &Caller, body: &[u8]) -> (u16, V
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn fuzz_answer_body(dispatcher: &Dispatcher, caller: &Caller, body: &[u8]) -> (u16, Value) {
-    answer_body(dispatcher, caller, body)
+    let (status, response) = answer_body(dispatcher, caller, body);
+    (status, response.to_value())
 }
 
 /// The HTTP status of a gateway output, from its typed code.
@@ -318,15 +325,15 @@ const SMALL_BODY_BYTES: u64 = 1024;
 /// [`SMALL_BODY_BYTES`] (read without a slot, before the request's deadline); `None` for
 /// larger or chunked bodies and for bodies that are not a JSON object with an `id`. Lets a
 /// 401 echo the request's id like every other answer.
-fn small_request_id(request: &mut Exchange<'_>) -> Option<Value> {
+fn small_request_id(request: &mut Exchange<'_>) -> Option<RequestId> {
     let declared = request.head().declared_length()?;
     if declared == 0 || declared > SMALL_BODY_BYTES {
         return None;
     }
     let body = request.read_body(SMALL_BODY_BYTES as usize).ok()?;
-    match serde_json::from_slice::<Value>(&body).ok()? {
-        Value::Object(mut map) => map.remove("id"),
-        _ => None,
+    match parse_request(&body, Framing::Body) {
+        Ok(parsed) => parsed.id,
+        Err(rejection) => rejection.id,
     }
 }
 
@@ -334,12 +341,18 @@ fn small_request_id(request: &mut Exchange<'_>) -> Option<Value> {
 fn reject(
     request: &mut Exchange<'_>,
     status: u16,
-    id: Option<&Value>,
+    id: Option<RequestId>,
     output: &Value,
     headers: &[(&str, &str)],
     name: &str,
 ) {
-    send(request, status, &failure_body(id, output), headers, name);
+    send(
+        request,
+        status,
+        &failure_body(id, output.clone()),
+        headers,
+        name,
+    );
 }
 
 /// Answers one `POST /mcp` body (see [`crate::transport::mcp::http`]); the caller holds the
@@ -349,6 +362,7 @@ fn answer_mcp(
     request: &Exchange<'_>,
     caller: &Caller,
     body: &[u8],
+    slot: crate::transport::Slot,
 ) -> mcp_http::HttpAnswer {
     // Absent, or given twice (ambiguous): treated as absent, which fails the check.
     let header = |name: &str| request.head().unique(name).map(str::to_string);
@@ -357,9 +371,7 @@ fn answer_mcp(
         method: header("Mcp-Method"),
         name: header("Mcp-Name"),
     };
-    mcp_http::answer(body, &routing, |params| {
-        shared.dispatcher.execute(caller, params)
-    })
+    mcp_http::answer(body, &routing, &shared.dispatcher, caller, slot)
 }
 
 /// The message of a 403 for an `Origin` that is not allowed.
@@ -379,13 +391,16 @@ fn answer_options(request: &mut Exchange<'_>, route: Route, origin: &OriginVerdi
             log_answer(request, 204, "-");
             request.respond(204, &[("Allow", "OPTIONS, POST")], b"");
         }
-        None => {
-            let body = match route {
-                Route::ToolsCall => failure_body(None, &transport_failure(ORIGIN_REFUSED)),
-                Route::Mcp => mcp_http::transport_error(ORIGIN_REFUSED),
-            };
-            send(request, 403, &body, &[], "-");
-        }
+        None => match route {
+            Route::ToolsCall => {
+                let body = failure_body(None, transport_failure(ORIGIN_REFUSED));
+                send(request, 403, &body, &[], "-");
+            }
+            Route::Mcp => {
+                let body = mcp_http::transport_error(ORIGIN_REFUSED);
+                send(request, 403, &body, &[], "-");
+            }
+        },
     }
 }
 
@@ -395,11 +410,22 @@ fn send_empty(request: &mut Exchange<'_>, status: u16, name: &str) {
     request.respond(status, &[], b"");
 }
 
-/// Responds with a JSON body.
-fn send(
+/// Responds with a JSON body (serialized by serde_json, so ids stay as received).
+fn send<T: Serialize + ?Sized>(
     request: &mut Exchange<'_>,
     status: u16,
-    body: &Value,
+    body: &T,
+    headers: &[(&str, &str)],
+    name: &str,
+) {
+    send_bytes(request, status, &json_bytes(body), headers, name);
+}
+
+/// Responds with a JSON body already serialized.
+fn send_bytes(
+    request: &mut Exchange<'_>,
+    status: u16,
+    body: &[u8],
     headers: &[(&str, &str)],
     name: &str,
 ) {
@@ -407,7 +433,7 @@ fn send(
     let mut all = Vec::with_capacity(headers.len() + 1);
     all.push(("Content-Type", "application/json"));
     all.extend_from_slice(headers);
-    request.respond(status, &all, body.to_string().as_bytes());
+    request.respond(status, &all, body);
 }
 
 fn log_answer(request: &Exchange<'_>, status: u16, name: &str) {

@@ -446,6 +446,19 @@ impl Conn {
         body: &[u8],
         keep_alive: bool,
     ) -> io::Result<()> {
+        self.write_answer(status, headers, body, keep_alive, true)
+    }
+
+    /// [`Conn::write_response`]; with `send_body` false (the answer to `HEAD`) the head is the
+    /// same, `Content-Length` included, and no body byte follows it.
+    pub(crate) fn write_answer(
+        &mut self,
+        status: u16,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        keep_alive: bool,
+        send_body: bool,
+    ) -> io::Result<()> {
         let mut out = Vec::with_capacity(256 + body.len());
         let connection = if keep_alive { "keep-alive" } else { "close" };
         let _ = write!(
@@ -465,7 +478,9 @@ impl Conn {
             }
         }
         out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(body);
+        if send_body {
+            out.extend_from_slice(body);
+        }
         self.write_all_by(&out, Instant::now() + WRITE_DEADLINE)
     }
 

@@ -4,11 +4,15 @@
 //!
 //! A handshake-era request carries no `_meta`; its `MCP-Protocol-Version` header, when present,
 //! must name a supported handshake version (else 400: -32600 for an unknown version, -32602 for
-//! the stateless version, whose requests must carry `_meta`).
+//! the stateless version, whose requests must carry `_meta`); under the stateless version a
+//! method that revision removed (`initialize`, `ping`, `logging/setLevel`) is 404 with -32601.
 
 use serde_json::Value;
 
-use super::jsonrpc::{Incoming, RpcError, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST};
+use super::jsonrpc::{
+    Incoming, RequestId, RpcError, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+};
 use super::session::{Reply, META_PROTOCOL_VERSION};
 use super::version;
 
@@ -40,8 +44,15 @@ pub fn check(message: &Incoming, headers: &RoutingHeaders) -> Result<(), Reply> 
                 INVALID_REQUEST,
                 "unsupported MCP-Protocol-Version header".into(),
             )),
+            // A method the stateless revision removed, under its version: unknown (404).
+            Some(v) if version::is_stateless(v) && version::removed_in_stateless(method) => {
+                Err(Reply {
+                    message: RpcError::new(METHOD_NOT_FOUND, "method not found").response(id),
+                    http_status: 404,
+                })
+            }
             // A stateless version in the header, but no per-request `_meta`: malformed.
-            Some(v) if version::is_stateless(v) && method != "initialize" => Err(bad(
+            Some(v) if version::is_stateless(v) => Err(bad(
                 id,
                 INVALID_PARAMS,
                 format!("a {v} request needs _meta with io.modelcontextprotocol/protocolVersion"),
@@ -69,7 +80,7 @@ pub fn check(message: &Incoming, headers: &RoutingHeaders) -> Result<(), Reply> 
     Ok(())
 }
 
-fn mismatch(id: &Value, header: &str, field: &str) -> Reply {
+fn mismatch(id: &RequestId, header: &str, field: &str) -> Reply {
     bad(
         id,
         HEADER_MISMATCH,
@@ -77,7 +88,7 @@ fn mismatch(id: &Value, header: &str, field: &str) -> Reply {
     )
 }
 
-fn bad(id: &Value, code: i64, message: String) -> Reply {
+fn bad(id: &RequestId, code: i64, message: String) -> Reply {
     Reply {
         message: RpcError::new(code, message).response(id),
         http_status: 400,
@@ -150,7 +161,7 @@ mod tests {
     fn code(result: Result<(), Reply>) -> i64 {
         let reply = result.unwrap_err();
         assert_eq!(reply.http_status, 400);
-        reply.message["error"]["code"].as_i64().unwrap()
+        reply.message.to_value()["error"]["code"].as_i64().unwrap()
     }
 
     #[test]

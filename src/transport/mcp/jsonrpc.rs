@@ -1,13 +1,26 @@
-//! JSON-RPC 2.0 messages as MCP uses them: typed incoming messages and error objects.
+//! JSON-RPC 2.0 messages as MCP uses them: typed incoming messages, error objects and
+//! responses whose ids are the requests' own bytes.
 //!
-//! One message per line (stdio) or per body (HTTP). A batch (a JSON array) is not a message
-//! MCP defines: it is rejected with -32600 like any other malformed request.
+//! One message per line (stdio) or per body (HTTP). A batch (a JSON array) is recognised by
+//! [`parse_body`]; whether it is served depends on the protocol version (2025-03-26 only), which
+//! the transport decides. Ids are kept as raw JSON text ([`RequestId`]), so an id such as
+//! `18446744073709551616` or `1e2` comes back exactly as sent.
 
+use std::fmt;
+
+use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
+
+pub use crate::transport::id::RequestId;
+use crate::transport::id::{first_byte, parse_object, Present};
 
 /// The text is not JSON.
 pub const PARSE_ERROR: i64 = -32700;
-/// Not a valid request object (also: a batch, a request before `initialize`, an over-long line).
+/// Not a valid request object (also: a batch where batches are not served, an empty batch, a
+/// request before `initialize`, an over-long line).
 pub const INVALID_REQUEST: i64 = -32600;
 /// The method is not served.
 pub const METHOD_NOT_FOUND: i64 = -32601;
@@ -51,19 +64,84 @@ impl RpcError {
     }
 
     /// The error response for request `id` (`null` when the id could not be read).
-    pub fn response(&self, id: &Value) -> Value {
-        json!({"jsonrpc": "2.0", "id": id, "error": self.to_json()})
+    pub fn response(&self, id: &RequestId) -> Response {
+        Response {
+            id: id.clone(),
+            outcome: Outcome::Error(self.clone()),
+        }
+    }
+}
+
+/// One JSON-RPC response: the request's id exactly as it was written, and a result or an error.
+/// Serialize it with serde_json (`to_string`, `to_vec`) to keep the id's bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The request's id (`null` when it could not be read).
+    pub id: RequestId,
+    /// The result or the error.
+    pub outcome: Outcome,
+}
+
+/// What a [`Response`] carries.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// `result`.
+    Result(Value),
+    /// `error`.
+    Error(RpcError),
+}
+
+impl Response {
+    /// The response as a [`Value`] (for tests and checks: a numeric id may lose its spelling).
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+impl Serialize for Response {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("jsonrpc", "2.0")?;
+        map.serialize_entry("id", &self.id)?;
+        match &self.outcome {
+            Outcome::Result(result) => map.serialize_entry("result", result)?,
+            Outcome::Error(error) => map.serialize_entry("error", &error.to_json())?,
+        }
+        map.end()
+    }
+}
+
+/// What one line or body answers: one response, or the responses to a batch as one array.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outgoing {
+    /// One response.
+    One(Response),
+    /// The responses to the requests of a batch (never empty).
+    Batch(Vec<Response>),
+}
+
+impl Outgoing {
+    /// The message as a [`Value`] (for tests and checks: a numeric id may lose its spelling).
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+impl Serialize for Outgoing {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Outgoing::One(response) => response.serialize(serializer),
+            Outgoing::Batch(responses) => responses.serialize(serializer),
+        }
     }
 }
 
 /// A result response for request `id`.
-pub fn result_response(id: &Value, result: Value) -> Value {
-    // Built by moves: `json!` would serialize `result` into a copy.
-    let mut response = Map::with_capacity(3);
-    response.insert("jsonrpc".into(), Value::String("2.0".into()));
-    response.insert("id".into(), id.clone());
-    response.insert("result".into(), result);
-    Value::Object(response)
+pub fn result_response(id: &RequestId, result: Value) -> Response {
+    Response {
+        id: id.clone(),
+        outcome: Outcome::Result(result),
+    }
 }
 
 /// One well-formed incoming message.
@@ -72,8 +150,8 @@ pub fn result_response(id: &Value, result: Value) -> Value {
 pub enum Incoming {
     /// A request: it gets exactly one response.
     Request {
-        /// A string or a number, echoed in the response.
-        id: Value,
+        /// A string or a number, echoed byte for byte in the response.
+        id: RequestId,
         /// The method name.
         method: String,
         /// The params object (empty when absent).
@@ -85,6 +163,8 @@ pub enum Incoming {
         method: String,
         /// The params object (empty when absent or not an object).
         params: Map<String, Value>,
+        /// `params.requestId` as written (for `notifications/cancelled`), when present.
+        request_id: Option<RequestId>,
     },
     /// A response from the client (this server sends no requests, so it is ignored).
     Response,
@@ -95,7 +175,7 @@ pub enum Incoming {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Malformed {
     /// The request id, or `null`.
-    pub id: Value,
+    pub id: RequestId,
     /// The error to answer.
     pub error: RpcError,
     /// False when the message was a notification (no response is sent).
@@ -103,7 +183,7 @@ pub struct Malformed {
 }
 
 impl Malformed {
-    fn new(id: Value, code: i64, message: &str) -> Malformed {
+    fn new(id: RequestId, code: i64, message: &str) -> Malformed {
         Malformed {
             id,
             error: RpcError::new(code, message),
@@ -112,45 +192,156 @@ impl Malformed {
     }
 }
 
-/// Parses one message.
+/// A line or body: one message, or a batch (a JSON array) of raw members.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Body {
+    /// One message (or why it is not one).
+    Single(Result<Incoming, Malformed>),
+    /// A JSON array: its members, each to be [`parse`]d (possibly none).
+    Batch(Vec<Box<RawValue>>),
+}
+
+/// Parses a line or body that may be a batch.
+pub fn parse_body(bytes: &[u8]) -> Body {
+    if first_byte(bytes) == Some(b'[') {
+        if let Ok(members) = serde_json::from_slice::<Vec<Box<RawValue>>>(bytes) {
+            return Body::Batch(members);
+        }
+    }
+    Body::Single(parse(bytes))
+}
+
+/// The members of a message object this parser reads (others are skipped unread).
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    jsonrpc: Present<Value>,
+    #[serde(default)]
+    id: Present<RequestId>,
+    #[serde(default)]
+    method: Present<Value>,
+    #[serde(default)]
+    params: Present<Params>,
+    #[serde(default)]
+    result: Present<IgnoredAny>,
+    #[serde(default)]
+    error: Present<IgnoredAny>,
+}
+
+/// `params`: an object (with its `requestId` kept as written), or anything else.
+enum Params {
+    Object {
+        fields: Map<String, Value>,
+        request_id: Option<RequestId>,
+    },
+    NotObject,
+}
+
+impl<'de> Deserialize<'de> for Params {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Params, D::Error> {
+        deserializer.deserialize_any(ParamsVisitor)
+    }
+}
+
+struct ParamsVisitor;
+
+impl<'de> Visitor<'de> for ParamsVisitor {
+    type Value = Params;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params, A::Error> {
+        let mut fields = Map::new();
+        let mut request_id = None;
+        while let Some(key) = map.next_key::<String>()? {
+            let value = if key == "requestId" {
+                let raw: RequestId = map.next_value()?;
+                let value = raw.to_value();
+                request_id = Some(raw);
+                value
+            } else {
+                map.next_value::<Value>()?
+            };
+            fields.insert(key, value);
+        }
+        Ok(Params::Object { fields, request_id })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Params, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Params::NotObject)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Params, E> {
+        Ok(Params::NotObject)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Params, E> {
+        Ok(Params::NotObject)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Params, E> {
+        Ok(Params::NotObject)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Params, E> {
+        Ok(Params::NotObject)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Params, E> {
+        Ok(Params::NotObject)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Params, E> {
+        Ok(Params::NotObject)
+    }
+}
+
+/// Parses one message (a JSON array is not one: -32600).
 pub fn parse(bytes: &[u8]) -> Result<Incoming, Malformed> {
-    let value: Value = serde_json::from_slice(bytes)
-        .map_err(|_| Malformed::new(Value::Null, PARSE_ERROR, "the message is not valid JSON"))?;
-    let mut map = match value {
-        Value::Object(map) => map,
-        Value::Array(_) => {
-            return Err(Malformed::new(
-                Value::Null,
-                INVALID_REQUEST,
-                "batches are not supported; send one JSON-RPC message per line or body",
-            ))
+    let null = RequestId::null;
+    match first_byte(bytes) {
+        Some(b'{') => {}
+        first => {
+            if serde_json::from_slice::<IgnoredAny>(bytes).is_err() {
+                return Err(Malformed::new(
+                    null(),
+                    PARSE_ERROR,
+                    "the message is not valid JSON",
+                ));
+            }
+            let message = if first == Some(b'[') {
+                "batches are served only under protocol version 2025-03-26; send one \
+                 JSON-RPC message per line or body"
+            } else {
+                "a JSON-RPC message must be an object"
+            };
+            return Err(Malformed::new(null(), INVALID_REQUEST, message));
         }
-        _ => {
-            return Err(Malformed::new(
-                Value::Null,
-                INVALID_REQUEST,
-                "a JSON-RPC message must be an object",
-            ))
-        }
-    };
-    let id = match map.remove("id") {
+    }
+    let envelope: Envelope = parse_object(bytes)
+        .map_err(|_| Malformed::new(null(), PARSE_ERROR, "the message is not valid JSON"))?;
+    let id = match envelope.id.0 {
         None => None,
-        Some(id @ (Value::String(_) | Value::Number(_))) => Some(id),
+        Some(id) if id.is_string_or_number() => Some(id),
         Some(_) => {
             return Err(Malformed::new(
-                Value::Null,
+                null(),
                 INVALID_REQUEST,
                 "the id must be a string or a number",
             ))
         }
     };
-    let reply_id = id.clone().unwrap_or(Value::Null);
-    if map.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    let reply_id = id.clone().unwrap_or_else(null);
+    if envelope.jsonrpc.0.as_ref().and_then(Value::as_str) != Some("2.0") {
         let mut malformed = Malformed::new(reply_id, INVALID_REQUEST, "`jsonrpc` must be \"2.0\"");
-        malformed.answer = id.is_some() || !map.contains_key("method");
+        malformed.answer = id.is_some() || envelope.method.0.is_none();
         return Err(malformed);
     }
-    let method = match map.remove("method") {
+    let method = match envelope.method.0 {
         Some(Value::String(method)) => method,
         Some(_) => {
             let mut malformed =
@@ -159,7 +350,7 @@ pub fn parse(bytes: &[u8]) -> Result<Incoming, Malformed> {
             return Err(malformed);
         }
         None => {
-            if id.is_some() && (map.contains_key("result") || map.contains_key("error")) {
+            if id.is_some() && (envelope.result.0.is_some() || envelope.error.0.is_some()) {
                 return Ok(Incoming::Response);
             }
             return Err(Malformed::new(
@@ -169,22 +360,26 @@ pub fn parse(bytes: &[u8]) -> Result<Incoming, Malformed> {
             ));
         }
     };
-    let params = match map.remove("params") {
-        None => Ok(Map::new()),
-        Some(Value::Object(params)) => Ok(params),
-        Some(_) => Err(()),
+    let params = match envelope.params.0 {
+        None => Ok((Map::new(), None)),
+        Some(Params::Object { fields, request_id }) => Ok((fields, request_id)),
+        Some(Params::NotObject) => Err(()),
     };
     match (id, params) {
-        (Some(id), Ok(params)) => Ok(Incoming::Request { id, method, params }),
+        (Some(id), Ok((params, _))) => Ok(Incoming::Request { id, method, params }),
         (Some(id), Err(())) => Err(Malformed::new(
             id,
             INVALID_PARAMS,
             "`params` must be an object",
         )),
-        (None, params) => Ok(Incoming::Notification {
-            method,
-            params: params.unwrap_or_default(),
-        }),
+        (None, params) => {
+            let (params, request_id) = params.unwrap_or_default();
+            Ok(Incoming::Notification {
+                method,
+                params,
+                request_id,
+            })
+        }
     }
 }
 
@@ -196,12 +391,16 @@ mod tests {
         parse(line.as_bytes()).unwrap_err()
     }
 
+    fn id(value: Value) -> RequestId {
+        RequestId::from_value(&value)
+    }
+
     #[test]
     fn requests_notifications_and_responses() {
         assert_eq!(
             parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).unwrap(),
             Incoming::Request {
-                id: json!(1),
+                id: RequestId::from_value(&json!(1)),
                 method: "ping".into(),
                 params: Map::new()
             }
@@ -219,19 +418,66 @@ mod tests {
     #[test]
     fn malformed_messages() {
         let e = err("not json");
-        assert_eq!((e.id, e.error.code), (Value::Null, PARSE_ERROR));
+        assert_eq!((e.id, e.error.code), (RequestId::null(), PARSE_ERROR));
         let e = err(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#);
-        assert_eq!((e.id, e.error.code), (Value::Null, INVALID_REQUEST));
+        assert_eq!((e.id, e.error.code), (RequestId::null(), INVALID_REQUEST));
         let e = err(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#);
-        assert_eq!((e.id, e.error.code), (Value::Null, INVALID_REQUEST));
+        assert_eq!((e.id, e.error.code), (RequestId::null(), INVALID_REQUEST));
         let e = err(r#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#);
-        assert_eq!((e.id, e.error.code), (json!(7), INVALID_REQUEST));
+        assert_eq!((e.id, e.error.code), (id(json!(7)), INVALID_REQUEST));
         let e = err(r#"{"jsonrpc":"2.0","id":7,"method":"ping","params":[1]}"#);
-        assert_eq!((e.id, e.error.code), (json!(7), INVALID_PARAMS));
+        assert_eq!((e.id, e.error.code), (id(json!(7)), INVALID_PARAMS));
         let e = err(r#"{"jsonrpc":"2.0","id":7}"#);
-        assert_eq!((e.id, e.error.code), (json!(7), INVALID_REQUEST));
+        assert_eq!((e.id, e.error.code), (id(json!(7)), INVALID_REQUEST));
         let e = err(r#"{"jsonrpc":"2.0","method":5}"#);
         assert!(!e.answer);
+        let e = err(r#"["2.0", 1, "ping"]"#);
+        assert_eq!(e.error.code, INVALID_REQUEST);
+        let e = err(r#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#);
+        assert_eq!((e.id, e.error.code), (RequestId::null(), INVALID_REQUEST));
+        let e = err(r#"{"jsonrpc":"2.0","id":7,"method":"ping","params":null}"#);
+        assert_eq!(e.error.code, INVALID_PARAMS);
+    }
+
+    #[test]
+    fn ids_and_request_ids_keep_their_bytes() {
+        for raw in ["18446744073709551616", "1e2", "-0", "1.50", r#""a\u0062""#] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{raw},"method":"ping"}}"#);
+            let Ok(Incoming::Request { id, .. }) = parse(line.as_bytes()) else {
+                panic!("{line}")
+            };
+            let response = result_response(&id, json!({}));
+            assert_eq!(
+                serde_json::to_string(&response).unwrap(),
+                format!(r#"{{"jsonrpc":"2.0","id":{raw},"result":{{}}}}"#)
+            );
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{raw},"reason":"x"}}}}"#
+            );
+            let Ok(Incoming::Notification {
+                request_id, params, ..
+            }) = parse(line.as_bytes())
+            else {
+                panic!("{line}")
+            };
+            assert_eq!(request_id.unwrap(), id);
+            assert_eq!(params["reason"], "x");
+        }
+    }
+
+    #[test]
+    fn batches_are_recognised() {
+        let Body::Batch(members) = parse_body(br#" [{"jsonrpc":"2.0","id":1,"method":"ping"}, 5]"#)
+        else {
+            panic!("a batch")
+        };
+        assert_eq!(members.len(), 2);
+        assert!(matches!(parse_body(b"[]"), Body::Batch(m) if m.is_empty()));
+        assert!(matches!(parse_body(b"[1,"), Body::Single(Err(e)) if e.error.code == PARSE_ERROR));
+        assert!(matches!(
+            parse_body(br#"{"jsonrpc":"2.0","method":"x"}"#),
+            Body::Single(Ok(_))
+        ));
     }
 
     #[test]
@@ -239,7 +485,7 @@ mod tests {
         let mut e = RpcError::new(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version");
         e.data = Some(json!({"supported": ["2026-07-28"], "requested": "x"}));
         assert_eq!(
-            e.response(&json!(3)),
+            e.response(&id(json!(3))).to_value(),
             json!({"jsonrpc":"2.0","id":3,"error":{"code":-32022,
                 "message":"Unsupported protocol version",
                 "data":{"supported":["2026-07-28"],"requested":"x"}}})

@@ -1,4 +1,5 @@
-//! The `tools/call` requests in flight on one stream, by id, for `notifications/cancelled`.
+//! The `tools/call` requests in flight on one stream, by id (its raw JSON text, so `1e2` and
+//! `100` are different ids, as they were written), for `notifications/cancelled`.
 //!
 //! Cancelling drops the response of a request; it never interrupts the call, whose outcome
 //! would otherwise become unknown. An id that is already in flight cannot be used again until
@@ -10,7 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use serde_json::Value;
+
+use super::jsonrpc::RequestId;
 
 /// The calls in flight, by request id.
 #[derive(Debug, Default)]
@@ -28,8 +30,8 @@ pub struct Ticket {
 
 impl PendingCalls {
     /// Registers a call; `None` when a call with the same id is still in flight.
-    pub fn register(self: &Arc<Self>, id: &Value) -> Option<Ticket> {
-        let key = id.to_string();
+    pub fn register(self: &Arc<Self>, id: &RequestId) -> Option<Ticket> {
+        let key = id.as_json().to_string();
         let cancelled = Arc::new(AtomicBool::new(false));
         let mut calls = self.calls.lock();
         if calls.contains_key(&key) {
@@ -44,8 +46,8 @@ impl PendingCalls {
     }
 
     /// Marks the call with this id cancelled; true when such a call was in flight.
-    pub fn cancel(&self, id: &Value) -> bool {
-        match self.calls.lock().get(&id.to_string()) {
+    pub fn cancel(&self, id: &RequestId) -> bool {
+        match self.calls.lock().get(id.as_json()) {
             Some(flag) => {
                 flag.store(true, Ordering::SeqCst);
                 true
@@ -80,28 +82,32 @@ impl Drop for Ticket {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     use super::*;
+
+    fn id(value: Value) -> RequestId {
+        RequestId::from_value(&value)
+    }
 
     #[test]
     fn cancel_drops_only_that_response() {
         let pending = Arc::new(PendingCalls::default());
-        let a = pending.register(&json!(1)).unwrap();
-        let b = pending.register(&json!("1")).unwrap();
+        let a = pending.register(&id(json!(1))).unwrap();
+        let b = pending.register(&id(json!("1"))).unwrap();
         assert!(
-            pending.register(&json!(1)).is_none(),
+            pending.register(&id(json!(1))).is_none(),
             "duplicate id in flight"
         );
-        assert!(pending.cancel(&json!(1)));
-        assert!(!pending.cancel(&json!(2)));
+        assert!(pending.cancel(&id(json!(1))));
+        assert!(!pending.cancel(&id(json!(2))));
         assert!(!a.finish());
         assert!(b.finish());
         assert!(pending.is_empty());
         assert!(
-            !pending.cancel(&json!(1)),
+            !pending.cancel(&id(json!(1))),
             "finished calls cannot be cancelled"
         );
-        assert!(pending.register(&json!(1)).is_some());
+        assert!(pending.register(&id(json!(1))).is_some());
     }
 }

@@ -15,8 +15,8 @@ use std::sync::OnceLock;
 use serde_json::{json, Map, Value};
 
 use super::jsonrpc::{
-    self, result_response, Incoming, RpcError, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
-    UNSUPPORTED_PROTOCOL_VERSION,
+    self, result_response, Incoming, RequestId, Response, RpcError, INVALID_PARAMS,
+    INVALID_REQUEST, METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION,
 };
 use super::manifest;
 use super::result::call_tool_result;
@@ -54,21 +54,21 @@ pub enum Transport {
 /// A message to send, with the HTTP status it gets on Streamable HTTP.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {
-    /// The JSON-RPC response.
-    pub message: Value,
+    /// The JSON-RPC response (its id exactly as the request's).
+    pub message: Response,
     /// The HTTP status for `POST /mcp` (stdio ignores it).
     pub http_status: u16,
 }
 
 impl Reply {
-    fn ok(id: &Value, result: Value) -> Reply {
+    fn ok(id: &RequestId, result: Value) -> Reply {
         Reply {
             message: result_response(id, result),
             http_status: 200,
         }
     }
 
-    fn error(id: &Value, error: RpcError, http_status: u16) -> Reply {
+    pub(crate) fn error(id: &RequestId, error: RpcError, http_status: u16) -> Reply {
         Reply {
             message: error.response(id),
             http_status,
@@ -85,7 +85,7 @@ pub enum Step {
     /// Run `plugin_tool` with the call's params, then send [`ToolCall::respond`].
     Call(ToolCall),
     /// The client cancelled this request: do not send its response (the call runs on).
-    Cancel(Value),
+    Cancel(RequestId),
     /// Send nothing (a notification, or a client's response).
     Nothing,
 }
@@ -93,14 +93,14 @@ pub enum Step {
 /// A `tools/call` of `plugin_tool`, ready to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
-    id: Value,
+    id: RequestId,
     arguments: Value,
     stateless: bool,
 }
 
 impl ToolCall {
     /// The request id.
-    pub fn id(&self) -> &Value {
+    pub fn id(&self) -> &RequestId {
         &self.id
     }
 
@@ -134,6 +134,8 @@ impl ToolCall {
 pub struct McpSession {
     transport: Transport,
     initialized: bool,
+    /// The version the last `initialize` answered.
+    negotiated: Option<&'static str>,
 }
 
 impl McpSession {
@@ -142,6 +144,7 @@ impl McpSession {
         McpSession {
             transport,
             initialized: false,
+            negotiated: None,
         }
     }
 
@@ -150,9 +153,25 @@ impl McpSession {
         self.initialized
     }
 
-    /// The step for a raw message (one line or body).
+    /// The protocol version the last `initialize` answered, if any.
+    pub fn negotiated(&self) -> Option<&'static str> {
+        self.negotiated
+    }
+
+    /// True when a batch (a JSON array) is served on this stream: only once `initialize`
+    /// negotiated 2025-03-26, the one revision that requires batches.
+    pub fn serves_batches(&self) -> bool {
+        self.negotiated.is_some_and(version::serves_batches)
+    }
+
+    /// The step for a raw message (one line or body; a batch is -32600 here).
     pub fn handle_bytes(&mut self, bytes: &[u8]) -> Step {
-        match jsonrpc::parse(bytes) {
+        self.handle_parsed(jsonrpc::parse(bytes))
+    }
+
+    /// The step for a message as [`jsonrpc::parse`] read it.
+    pub fn handle_parsed(&mut self, parsed: Result<Incoming, jsonrpc::Malformed>) -> Step {
+        match parsed {
             Ok(incoming) => self.handle(incoming),
             Err(malformed) if malformed.answer => {
                 Step::Reply(Reply::error(&malformed.id, malformed.error, 400))
@@ -164,7 +183,7 @@ impl McpSession {
     /// The reply to a line longer than the 1 MiB bound (it was skipped).
     pub fn oversized() -> Reply {
         Reply::error(
-            &Value::Null,
+            &RequestId::null(),
             RpcError::new(
                 INVALID_REQUEST,
                 "the message is longer than 1 MiB; it was skipped",
@@ -177,7 +196,9 @@ impl McpSession {
     pub fn handle(&mut self, incoming: Incoming) -> Step {
         match incoming {
             Incoming::Response => Step::Nothing,
-            Incoming::Notification { method, params } => notification(&method, &params),
+            Incoming::Notification {
+                method, request_id, ..
+            } => notification(&method, request_id),
             Incoming::Request { id, method, params } => match self.request(&id, &method, params) {
                 Ok(step) => step,
                 Err((error, status)) => Step::Reply(Reply::error(&id, error, status)),
@@ -187,15 +208,22 @@ impl McpSession {
 
     fn request(
         &mut self,
-        id: &Value,
+        id: &RequestId,
         method: &str,
         params: Map<String, Value>,
     ) -> Result<Step, (RpcError, u16)> {
+        let meta = params.get("_meta").and_then(Value::as_object);
+        let requested = meta.and_then(|m| m.get(META_PROTOCOL_VERSION));
+        let stateless_era = requested
+            .and_then(Value::as_str)
+            .is_some_and(version::is_stateless);
+        if stateless_era && version::removed_in_stateless(method) {
+            return Err(method_not_found(404));
+        }
         if method == "initialize" {
             return Ok(Step::Reply(self.initialize(id, &params)));
         }
-        let meta = params.get("_meta").and_then(Value::as_object);
-        if let Some(requested) = meta.and_then(|m| m.get(META_PROTOCOL_VERSION)) {
+        if let Some(requested) = requested {
             check_stateless_meta(requested, meta)?;
             return stateless(id, method, params);
         }
@@ -220,13 +248,15 @@ impl McpSession {
         }
     }
 
-    fn initialize(&mut self, id: &Value, params: &Map<String, Value>) -> Reply {
+    fn initialize(&mut self, id: &RequestId, params: &Map<String, Value>) -> Reply {
         let requested = params.get("protocolVersion").and_then(Value::as_str);
+        let negotiated = version::negotiate_handshake(requested);
         self.initialized = true;
+        self.negotiated = Some(negotiated);
         Reply::ok(
             id,
             json!({
-                "protocolVersion": version::negotiate_handshake(requested),
+                "protocolVersion": negotiated,
                 "capabilities": capabilities(),
                 "serverInfo": server_info(),
                 "instructions": INSTRUCTIONS,
@@ -235,10 +265,10 @@ impl McpSession {
     }
 }
 
-fn notification(method: &str, params: &Map<String, Value>) -> Step {
-    match (method, params.get("requestId")) {
-        ("notifications/cancelled", Some(id @ (Value::String(_) | Value::Number(_)))) => {
-            Step::Cancel(id.clone())
+fn notification(method: &str, request_id: Option<RequestId>) -> Step {
+    match request_id {
+        Some(id) if method == "notifications/cancelled" && id.is_string_or_number() => {
+            Step::Cancel(id)
         }
         _ => Step::Nothing,
     }
@@ -286,7 +316,7 @@ fn method_not_found(http_status: u16) -> (RpcError, u16) {
 
 /// A request of the stateless era (its `_meta` is valid).
 fn stateless(
-    id: &Value,
+    id: &RequestId,
     method: &str,
     params: Map<String, Value>,
 ) -> Result<Step, (RpcError, u16)> {
@@ -312,16 +342,12 @@ fn stateless(
             cacheable(json!({"tools": [tool_spec()]})),
         ))),
         "tools/call" => tool_call(id, params, true),
-        "ping" => Ok(Step::Reply(Reply::ok(
-            id,
-            json!({"resultType": "complete"}),
-        ))),
         _ => Err(method_not_found(404)),
     }
 }
 
 fn tool_call(
-    id: &Value,
+    id: &RequestId,
     mut params: Map<String, Value>,
     stateless: bool,
 ) -> Result<Step, (RpcError, u16)> {
@@ -384,14 +410,27 @@ mod tests {
         json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}})
     }
 
-    fn reply(session: &mut McpSession, message: Value) -> Reply {
+    /// A reply with its message as a Value (the tests' ids are plain).
+    struct Seen {
+        message: Value,
+        http_status: u16,
+    }
+
+    fn seen(reply: Reply) -> Seen {
+        Seen {
+            message: reply.message.to_value(),
+            http_status: reply.http_status,
+        }
+    }
+
+    fn reply(session: &mut McpSession, message: Value) -> Seen {
         match session.handle_bytes(message.to_string().as_bytes()) {
-            Step::Reply(reply) => reply,
+            Step::Reply(reply) => seen(reply),
             other => panic!("expected a reply, got {other:?}"),
         }
     }
 
-    fn error_code(reply: &Reply) -> i64 {
+    fn error_code(reply: &Seen) -> i64 {
         reply.message["error"]["code"].as_i64().unwrap()
     }
 
@@ -506,6 +545,26 @@ mod tests {
     }
 
     #[test]
+    fn methods_the_stateless_revision_removed_are_unknown_in_its_era() {
+        let mut s = McpSession::new(Transport::Stdio);
+        for method in version::REMOVED_IN_STATELESS {
+            let r = reply(
+                &mut s,
+                json!({"jsonrpc":"2.0","id":1,"method":method,"params":{"_meta":meta()}}),
+            );
+            assert_eq!(error_code(&r), METHOD_NOT_FOUND, "{method}");
+            assert_eq!(r.http_status, 404, "{method}");
+        }
+        assert!(
+            !s.initialized(),
+            "a stateless initialize negotiates nothing"
+        );
+        // The handshake era keeps initialize and ping.
+        let r = reply(&mut s, json!({"jsonrpc":"2.0","id":2,"method":"ping"}));
+        assert_eq!(r.message["result"], json!({}));
+    }
+
+    #[test]
     fn tools_call_steps() {
         let mut s = McpSession::new(Transport::Http);
         let step = s.handle_bytes(
@@ -518,11 +577,11 @@ mod tests {
             panic!("{step:?}")
         };
         assert_eq!(call.params(), &json!({"action":"list"}));
-        let r = call.respond(ToolOutput::ok(json!({"runners":[]})));
+        let r = seen(call.respond(ToolOutput::ok(json!({"runners":[]}))));
         assert_eq!(r.message["id"], 9);
         assert_eq!(r.message["result"]["resultType"], "complete");
         assert_eq!(r.message["result"]["isError"], false);
-        let r = call.respond(crate::transport::saturated());
+        let r = seen(call.respond(crate::transport::saturated()));
         assert_eq!(
             r.message["result"]["structuredContent"]["error"]["code"],
             "gateway_saturated"
@@ -546,7 +605,8 @@ mod tests {
                 crate::ErrorCode::InvalidArguments,
                 "x"
             )))
-            .message["result"]
+            .message
+            .to_value()["result"]
             .get("resultType")
             .is_none());
     }
@@ -558,7 +618,7 @@ mod tests {
             s.handle_bytes(
                 br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r1"}}"#
             ),
-            Step::Cancel(json!("r1"))
+            Step::Cancel(RequestId::from_value(&json!("r1")))
         );
         assert_eq!(
             s.handle_bytes(br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#),
@@ -576,7 +636,7 @@ mod tests {
         let r = reply(&mut s, json!([{"jsonrpc":"2.0","id":1,"method":"ping"}]));
         assert_eq!(error_code(&r), INVALID_REQUEST);
         assert_eq!(r.message["id"], Value::Null);
-        let r = McpSession::oversized();
+        let r = seen(McpSession::oversized());
         assert_eq!(error_code(&r), INVALID_REQUEST);
         assert_eq!(r.message["id"], Value::Null);
     }

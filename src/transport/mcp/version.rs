@@ -26,6 +26,22 @@ pub fn negotiate_handshake(requested: Option<&str>) -> &'static str {
         .unwrap_or(HANDSHAKE_VERSIONS[0])
 }
 
+/// The methods the stateless revision removed: unknown (-32601) in a request of that era.
+pub const REMOVED_IN_STATELESS: [&str; 3] = ["initialize", "ping", "logging/setLevel"];
+
+/// True when `method` does not exist in the stateless era (see [`REMOVED_IN_STATELESS`]).
+pub fn removed_in_stateless(method: &str) -> bool {
+    REMOVED_IN_STATELESS.contains(&method)
+}
+
+/// The one revision that requires JSON-RPC batches (2025-06-18 removed them).
+pub const BATCH_VERSION: &str = "2025-03-26";
+
+/// True when a batch (a JSON array) is served under `version` (only [`BATCH_VERSION`]).
+pub fn serves_batches(version: &str) -> bool {
+    version == BATCH_VERSION
+}
+
 /// True when `version` is served statelessly.
 pub fn is_stateless(version: &str) -> bool {
     STATELESS_VERSIONS.contains(&version)
@@ -61,5 +77,7 @@ mod tests {
         );
         assert!(is_stateless("2026-07-28"));
         assert!(!is_stateless("2025-11-25"));
+        assert!(removed_in_stateless("ping") && removed_in_stateless("initialize"));
+        assert!(!removed_in_stateless("tools/list"));
     }
 }
