@@ -112,6 +112,15 @@ fn assert_answer_headers(response: &RawResponse, origin: &str) {
 fn assert_preflight_allowed(response: &RawResponse, origin: &str) {
     assert_eq!(response.status, 204, "{}", response.text());
     assert!(response.body.is_empty());
+    // RFC 9110 §8.6: a 204 carries no Content-Length.
+    assert!(
+        !response
+            .headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("content-length")),
+        "a 204 with Content-Length: {:?}",
+        response.headers
+    );
     assert_eq!(response.header("Access-Control-Allow-Origin"), origin);
     assert_eq!(response.header("Access-Control-Allow-Methods"), "POST");
     let allowed: Vec<String> = response

@@ -51,6 +51,9 @@ pub struct LinkAnswer {
     pub output: ToolOutput,
     /// The runner instance that answered (`Webcodex-Runner-Instance`), when it names one.
     pub instance: Option<String>,
+    /// True when the link itself found its own credential in the answer (and took it out
+    /// before handing the answer on): the answer is refused as one that holds it.
+    pub held_link_secret: bool,
 }
 
 /// Why a remote request produced no `plugin_tool` answer. The text is for the log only.
@@ -169,24 +172,26 @@ impl RemoteRunner {
         match self.link.send(params) {
             Ok(answer) => {
                 permit.answered();
-                if let Some(secret) = &self.secret {
-                    if super::relay::contains_secret(&answer.output.output, secret) {
-                        log::warn!(
-                            "runner `{}` answered `{}` with this gateway's own credential in \
-                             the answer; the answer was refused",
-                            self.id,
-                            kind.as_str()
-                        );
-                        return Err(Error::new(
-                            ErrorCode::RpcError,
-                            Dispatch::Completed,
-                            format!(
-                                "runner `{}` answered with something this gateway may not show \
-                                 (its own credential); the answer was refused",
-                                self.id
-                            ),
-                        ));
-                    }
+                let held_secret = answer.held_link_secret
+                    || self.secret.as_deref().is_some_and(|secret| {
+                        super::relay::contains_secret(&answer.output.output, secret)
+                    });
+                if held_secret {
+                    log::warn!(
+                        "runner `{}` answered `{}` with this gateway's own credential in \
+                         the answer; the answer was refused",
+                        self.id,
+                        kind.as_str()
+                    );
+                    return Err(Error::new(
+                        ErrorCode::RpcError,
+                        Dispatch::Completed,
+                        format!(
+                            "runner `{}` answered with something this gateway may not show \
+                             (its own credential); the answer was refused",
+                            self.id
+                        ),
+                    ));
                 }
                 Ok(answer)
             }
@@ -292,6 +297,7 @@ mod tests {
             Ok(LinkAnswer {
                 output: ToolOutput::ok(serde_json::json!({"runner": "local", "note": text})),
                 instance: None,
+                held_link_secret: false,
             })
         }
     }

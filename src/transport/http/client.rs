@@ -96,6 +96,9 @@ pub struct Received {
     pub runner_instance: Option<String>,
     /// The output.
     pub output: ToolOutput,
+    /// True when the answer held the client's own token (in the output or the instance
+    /// header): it was replaced by `[redacted]`, and a front refuses such an answer whole.
+    pub echoed_token: bool,
 }
 
 /// Why a client request produced no gateway output.
@@ -279,11 +282,17 @@ impl HttpClient {
                     )));
                 }
                 let mut output = output.clone();
-                redact.value(&mut output);
+                let mut echoed_token = redact.value(&mut output);
+                let runner_instance = instance.map(|i| {
+                    let clean = redact.text(&i);
+                    echoed_token |= clean != i;
+                    clean
+                });
                 Ok(Received {
                     status,
-                    runner_instance: instance.map(|i| redact.text(&i)),
+                    runner_instance,
                     output: ToolOutput::received(*success, output),
+                    echoed_token,
                 })
             }
             _ => Err(ClientError::BadResponse(format!(
@@ -477,21 +486,28 @@ impl Redactor<'_> {
         text.replace(self.0, Self::MARK)
     }
 
-    /// Every string and key of `value` with the token replaced.
-    fn value(&self, value: &mut Value) {
+    /// Every string and key of `value` with the token replaced; true when one held it.
+    fn value(&self, value: &mut Value) -> bool {
         match value {
-            Value::String(s) if s.contains(self.0) => *s = self.text(s),
-            Value::Array(items) => items.iter_mut().for_each(|v| self.value(v)),
+            Value::String(s) if s.contains(self.0) => {
+                *s = self.text(s);
+                true
+            }
+            Value::Array(items) => items
+                .iter_mut()
+                .fold(false, |found, v| self.value(v) | found),
             Value::Object(map) => {
-                if map.keys().any(|k| k.contains(self.0)) {
+                let in_keys = map.keys().any(|k| k.contains(self.0));
+                if in_keys {
                     *map = std::mem::take(map)
                         .into_iter()
                         .map(|(k, v)| (self.text(&k), v))
                         .collect();
                 }
-                map.values_mut().for_each(|v| self.value(v));
+                map.values_mut()
+                    .fold(in_keys, |found, v| self.value(v) | found)
             }
-            _ => {}
+            _ => false,
         }
     }
 }

@@ -17,6 +17,7 @@ impl RunnerLink for HttpClient {
             Ok(received) => Ok(LinkAnswer {
                 output: received.output,
                 instance: received.runner_instance,
+                held_link_secret: received.echoed_token,
             }),
             Err(e @ (ClientError::Connect(_) | ClientError::Untrusted(_))) => {
                 Err(LinkFailure::NotSent(e.to_string()))

@@ -463,11 +463,16 @@ impl Conn {
         let connection = if keep_alive { "keep-alive" } else { "close" };
         let _ = write!(
             out,
-            "HTTP/1.1 {status} {}\r\nDate: {}\r\nContent-Length: {}\r\nConnection: {connection}\r\n",
+            "HTTP/1.1 {status} {}\r\nDate: {}\r\n",
             reason(status),
             http_date(SystemTime::now()),
-            body.len()
         );
+        // RFC 9110 §8.6: a 1xx or 204 carries no Content-Length, and never a body.
+        let bodiless = status == 204 || (100..200).contains(&status);
+        if !bodiless {
+            let _ = write!(out, "Content-Length: {}\r\n", body.len());
+        }
+        let _ = write!(out, "Connection: {connection}\r\n");
         if keep_alive {
             let _ = write!(out, "Keep-Alive: timeout={}\r\n", KEEP_ALIVE_IDLE.as_secs());
         }
@@ -478,7 +483,7 @@ impl Conn {
             }
         }
         out.extend_from_slice(b"\r\n");
-        if send_body {
+        if send_body && !bodiless {
             out.extend_from_slice(body);
         }
         self.write_all_by(&out, Instant::now() + WRITE_DEADLINE)
