@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch. Exit codes: 0 ok; 1 tool failure; 2 usage error, invalid
 //! configuration, check not ready, reload with failures.
 
+mod admin;
 mod bench;
 mod bench_host;
 mod demo;
@@ -91,6 +92,10 @@ enum Command {
         /// request whose Origin header is present and not allowed gets 403.
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origin: Vec<String>,
+        /// Also serve GET /healthz, /readyz and /metrics, without credentials, on this address
+        /// (e.g. 127.0.0.1:9464; keep it on loopback or a private network). Off unless given.
+        #[arg(long = "admin-listen", value_name = "ADDR")]
+        admin_listen: Option<String>,
     },
     /// List the providers of a runner, or one provider's tools.
     List {
@@ -216,8 +221,15 @@ pub fn run() -> i32 {
             listen,
             tokens,
             allow_origin,
+            admin_listen,
         } => match front(config, runners) {
-            Ok(front) => serve::serve(&front, &listen, &tokens, allow_origin),
+            Ok(front) => serve::serve(
+                &front,
+                &listen,
+                &tokens,
+                allow_origin,
+                admin_listen.as_deref(),
+            ),
             Err(code) => code,
         },
         Command::List {

@@ -58,10 +58,17 @@ pub(super) fn on_stdio(
     }
 }
 
-/// `serve --config F --listen ADDR --tokens F [--allow-origin O]…`: prints `listening on http://ADDR` on stdout
-/// once bound, serves until SIGINT/SIGTERM, then answers in-flight requests, shuts the hosts
-/// down and exits 0.
-pub(super) fn serve(front: &Front, listen: &str, tokens: &Path, origins: Vec<String>) -> i32 {
+/// `serve --config F --listen ADDR --tokens F [--allow-origin O]… [--admin-listen ADDR]`: prints
+/// `listening on http://ADDR` on stdout once bound (then `admin listening on http://ADDR` with
+/// an admin listener), serves until SIGINT/SIGTERM, then answers in-flight requests, shuts the
+/// hosts down and exits 0.
+pub(super) fn serve(
+    front: &Front,
+    listen: &str,
+    tokens: &Path,
+    origins: Vec<String>,
+    admin_listen: Option<&str>,
+) -> i32 {
     let tokens = match Tokens::load(tokens) {
         Ok(tokens) => tokens,
         Err(e) => {
@@ -85,6 +92,14 @@ pub(super) fn serve(front: &Front, listen: &str, tokens: &Path, origins: Vec<Str
             return EXIT_FAILURE;
         }
     };
+    let admin = match admin_listen.map(|addr| super::admin::start(addr, &gateway)) {
+        None => None,
+        Some(Ok(admin)) => Some(admin),
+        Some(Err(code)) => {
+            gateway.shutdown();
+            return code;
+        }
+    };
     let stopper = server.stopper();
     let stopping = gateway.clone();
     let watcher = StopSignal::install().and_then(|signal| {
@@ -104,10 +119,16 @@ pub(super) fn serve(front: &Front, listen: &str, tokens: &Path, origins: Vec<Str
     {
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "listening on http://{}", server.local_addr());
+        if let Some(admin) = &admin {
+            let _ = writeln!(stdout, "admin listening on http://{}", admin.local_addr());
+        }
         let _ = stdout.flush();
     }
     let result = server.run();
     gateway.shutdown();
+    if let Some(admin) = admin {
+        admin.stop();
+    }
     match result {
         Ok(()) => EXIT_OK,
         Err(e) => {

@@ -18,6 +18,7 @@
 //! Nothing is ever retried. Messages name the runner by its id only: never its URL, token,
 //! binding or instance; the link's own detail goes to the log.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -64,6 +65,8 @@ pub struct RemoteRunner {
     name: String,
     link: Box<dyn RunnerLink>,
     breaker: Breaker,
+    /// Requests sent and not yet answered (for the metrics).
+    in_flight: AtomicUsize,
 }
 
 impl std::fmt::Debug for RemoteRunner {
@@ -82,6 +85,7 @@ impl RemoteRunner {
             name: name.to_string(),
             link,
             breaker: Breaker::default(),
+            in_flight: AtomicUsize::new(0),
         }
     }
 
@@ -93,6 +97,18 @@ impl RemoteRunner {
     /// The display name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Requests sent to this runner and not yet answered.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// The circuit breaker's state: `closed`, `open` or `probing` (see [`BREAKER_STATES`]).
+    ///
+    /// [`BREAKER_STATES`]: super::BREAKER_STATES
+    pub fn breaker_state(&self) -> &'static str {
+        self.breaker.state_name()
     }
 
     /// Sends one `plugin_tool` request for an action of kind `kind`; see the module text for
@@ -108,7 +124,10 @@ impl RemoteRunner {
                 ),
             ));
         };
-        match self.link.send(params) {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        let sent = self.link.send(params);
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        match sent {
             Ok(answer) => {
                 permit.answered();
                 Ok(answer)

@@ -21,6 +21,7 @@ mod dispatcher;
 pub mod http;
 mod line_writer;
 pub mod mcp;
+pub mod observe;
 mod request;
 mod stdio;
 

@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 
 use super::wire::{BodyError, Conn, Framing, Head, HeadError, KEEP_ALIVE_IDLE, REQUEST_DEADLINE};
 use crate::transport::dispatcher::WORKER_STACK;
+use crate::transport::observe::{observer, Observer};
 
 /// The most connections served at once (each on its own thread); beyond it a new connection is
 /// answered 503 and closed.
@@ -30,6 +31,8 @@ pub(crate) struct Exchange<'c> {
     /// Set once the response is written; `Some(true)` when the connection stays open.
     responded: Option<bool>,
     stopping: &'c AtomicBool,
+    /// Whether the process's observer hears of this listener's answers.
+    observed: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +90,9 @@ impl Exchange<'_> {
             }
         };
         let stopping = self.stopping.load(Ordering::SeqCst);
+        if let Some(observer) = self.observer() {
+            observer.http_answered(self.head.path(), status);
+        }
         let keep_alive = self.head.keep_alive() && !stopping && body_done;
         let written = self.conn.write_response(status, headers, body, keep_alive);
         if let Err(e) = &written {
@@ -97,6 +103,10 @@ impl Exchange<'_> {
 
     fn framing(&self) -> Framing {
         self.head.framing()
+    }
+
+    fn observer(&self) -> Option<&'static dyn Observer> {
+        self.observed.then(observer).flatten()
     }
 }
 
@@ -112,6 +122,9 @@ pub(crate) struct Listener {
     local_addr: SocketAddr,
     stopping: AtomicBool,
     open: Mutex<Open>,
+    /// Whether the process's observer hears of this listener's connections and answers (the
+    /// serving port: yes; the admin port: no, a scrape is not traffic).
+    observed: bool,
 }
 
 /// The open connections, each with a clone of its stream (to end it on stop) and whether it
@@ -126,14 +139,30 @@ struct Open {
 impl Listener {
     /// Binds `addr`.
     pub(crate) fn bind(addr: impl std::net::ToSocketAddrs) -> io::Result<Listener> {
-        let socket = TcpListener::bind(addr)?;
+        Listener::from_socket(TcpListener::bind(addr)?)
+    }
+
+    /// Serves on a socket bound (and listening) already, e.g. one inherited from a service
+    /// manager.
+    pub(crate) fn from_socket(socket: TcpListener) -> io::Result<Listener> {
         let local_addr = socket.local_addr()?;
         Ok(Listener {
             socket,
             local_addr,
             stopping: AtomicBool::new(false),
             open: Mutex::default(),
+            observed: true,
         })
+    }
+
+    /// This listener's connections and answers are not reported to the process's observer.
+    pub(crate) fn unobserved(mut self) -> Listener {
+        self.observed = false;
+        self
+    }
+
+    fn observer(&self) -> Option<&'static dyn Observer> {
+        self.observed.then(observer).flatten()
     }
 
     /// The bound address.
@@ -215,6 +244,9 @@ impl Listener {
             open.streams.insert(id, (clone, false));
             id
         };
+        if let Some(observer) = self.observer() {
+            observer.connection_opened();
+        }
         let connection = Connection {
             listener: self.clone(),
             id,
@@ -290,6 +322,9 @@ struct Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         self.listener.open.lock().streams.remove(&self.id);
+        if let Some(observer) = self.listener.observer() {
+            observer.connection_closed();
+        }
     }
 }
 
@@ -314,6 +349,7 @@ impl Connection {
                 body: BodyState::Unread,
                 responded: None,
                 stopping: &self.listener.stopping,
+                observed: self.listener.observed,
             };
             let handled = catch_unwind(AssertUnwindSafe(|| handler.handle(&mut exchange)));
             if handled.is_err() {

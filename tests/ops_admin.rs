@@ -1,0 +1,354 @@
+//! `serve --admin-listen`: health, readiness and the Prometheus exposition, against the real
+//! binary with the fixture plugin (loopback only). The promtool and Prometheus tests need
+//! Debian's `prometheus` package (`.ci/run` installs it and runs them with
+//! `--include-ignored`).
+#![cfg(unix)]
+
+mod common;
+mod ops_support;
+mod tempdir;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use ops_support::{files, s, sample, AdminServe, LIMIT};
+use tempdir::TempDir;
+
+const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
+
+fn serve_with_admin(dir: &TempDir, dead: bool) -> (AdminServe, std::path::PathBuf) {
+    let (config, tokens) = files(dir, dead);
+    let pids = dir.path("pids");
+    let mut cmd = common::cli_command(BIN);
+    cmd.args([
+        "serve",
+        "--config",
+        s(&config),
+        "--listen",
+        "127.0.0.1:0",
+        "--tokens",
+        s(&tokens),
+        "--admin-listen",
+        "127.0.0.1:0",
+    ])
+    .env("FIXTURE_PIDS", &pids);
+    (AdminServe::start(cmd), pids)
+}
+
+fn not_ready(body: &str) -> Vec<String> {
+    let value: Value = serde_json::from_str(body).expect("readyz body is JSON");
+    value["notReady"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no notReady list: {body}"))
+        .iter()
+        .map(|id| id.as_str().expect("a plugin id").to_string())
+        .collect()
+}
+
+/// A provider that failed at start is named at once; a plugin killed while idle is named at
+/// the first question after its exit (the exit watch retires it before it reaps it, so once
+/// the process is gone the state is already there: no periodic look is involved).
+#[test]
+fn readyz_names_a_provider_that_failed_at_start_and_one_that_crashed() {
+    let dir = TempDir::new("ops", "readyz");
+    let (serve, pids) = serve_with_admin(&dir, true);
+    assert_eq!(
+        serve.admin_get("/healthz"),
+        (200, r#"{"status":"ok"}"#.into())
+    );
+    let (status, body) = serve.admin_get("/readyz");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(not_ready(&body), ["dead"]);
+
+    // The fixture `fx` is the one plugin still running: kill it as a crash would.
+    let plugin = common::recorded_plugin_pids(&pids)
+        .into_iter()
+        .find(|pid| !common::process_is_gone(*pid))
+        .expect("the fixture plugin runs");
+    let killed = Instant::now();
+    // SAFETY: plain kill(2) on the plugin's pid, a live grandchild of this test.
+    assert_eq!(unsafe { libc::kill(plugin, libc::SIGKILL) }, 0);
+    assert!(
+        common::wait_gone(plugin),
+        "the host did not reap its plugin"
+    );
+    let (status, body) = serve.admin_get("/readyz");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(not_ready(&body), ["fx", "dead"]);
+    assert!(
+        killed.elapsed() < Duration::from_secs(1),
+        "readyz turned red {:?} after the kill",
+        killed.elapsed()
+    );
+    assert_eq!(serve.admin_get("/healthz").0, 200);
+
+    let (_, metrics) = serve.admin_get("/metrics");
+    let series = |labels: &str| {
+        sample(
+            &metrics,
+            &format!("webcodex_plugin_provider_status{{{labels}}}"),
+        )
+    };
+    assert_eq!(
+        series(r#"runner="local",plugin="fx",status="retired""#),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        series(r#"runner="local",plugin="fx",status="ready""#),
+        Some(0.0)
+    );
+    assert_eq!(
+        series(r#"runner="local",plugin="dead",status="failed""#),
+        Some(1.0)
+    );
+    let exited = sample(
+        &metrics,
+        r#"webcodex_plugin_provider_retirements_total{reason="exited"}"#,
+    );
+    assert!(exited >= Some(1.0), "{metrics}");
+
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// Every configured provider ready: 200. Other paths and methods: 404 and 405.
+#[test]
+fn readyz_is_green_when_every_provider_is_ready() {
+    let dir = TempDir::new("ops", "green");
+    let (serve, _) = serve_with_admin(&dir, false);
+    assert_eq!(
+        serve.admin_get("/readyz"),
+        (200, r#"{"status":"ready"}"#.into())
+    );
+    assert_eq!(serve.admin_get("/nope").0, 404);
+    let raw = "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    assert_eq!(
+        ops_support::exchange(serve.admin, raw.as_bytes()).status,
+        405
+    );
+    // The admin routes are not on the serving port.
+    assert_eq!(ops_support::get(serve.addr, "/healthz").0, 404);
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// A front whose only runner is remote and down is still ready (a remote runner never makes
+/// it unready); its breaker and in-flight gauges name the runner.
+#[test]
+fn a_front_is_ready_while_its_remote_runner_is_down() {
+    let dir = TempDir::new("ops", "front");
+    // A port nobody listens on: bound, then closed.
+    let down = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    dir.write("edge.tok", "edge-runner-token-0123456789\n");
+    let runners = dir.write(
+        "runners.toml",
+        &format!("[[runners]]\nid = \"edge\"\nname = \"Edge\"\nurl = \"http://{down}\"\ntoken_file = \"edge.tok\"\n"),
+    );
+    let tokens = common::serve::write_tokens_file(&dir);
+    let mut cmd = common::cli_command(BIN);
+    cmd.args([
+        "serve",
+        "--runners",
+        s(&runners),
+        "--listen",
+        "127.0.0.1:0",
+        "--tokens",
+        s(&tokens),
+        "--admin-listen",
+        "127.0.0.1:0",
+    ])
+    .env("NO_PROXY", "*")
+    .env_remove("HTTP_PROXY")
+    .env_remove("http_proxy")
+    .env_remove("ALL_PROXY");
+    let serve = AdminServe::start(cmd);
+    let (status, body) = serve.tool(serde_json::json!({"action": "list", "runner": "edge"}));
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(
+        serve.admin_get("/readyz"),
+        (200, r#"{"status":"ready"}"#.into())
+    );
+    let (_, metrics) = serve.admin_get("/metrics");
+    let breaker = |state: &str| {
+        sample(
+            &metrics,
+            &format!(r#"webcodex_plugin_runner_breaker_state{{runner="edge",state="{state}"}}"#),
+        )
+    };
+    assert_eq!(breaker("closed"), Some(1.0), "{metrics}");
+    assert_eq!(breaker("open"), Some(0.0));
+    assert_eq!(
+        sample(
+            &metrics,
+            r#"webcodex_plugin_runner_in_flight{runner="edge"}"#
+        ),
+        Some(0.0)
+    );
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// The exposition counts the calls made, the HTTP answers and open connections, and passes
+/// `promtool check metrics` (Prometheus's own linter).
+#[test]
+#[ignore = "needs promtool and prometheus"]
+fn promtool_accepts_the_exposition() {
+    let dir = TempDir::new("ops", "promtool");
+    let (serve, _) = serve_with_admin(&dir, true);
+    serve.call_echo(3);
+    let unknown =
+        serve.tool(serde_json::json!({"action": "call", "binding": "nope", "arguments": {}}));
+    assert_eq!(unknown.0, 400);
+    let (status, metrics) = serve.admin_get("/metrics");
+    assert_eq!(status, 200);
+    let calls = r#"webcodex_plugin_requests_total{action="call",outcome="success"}"#;
+    assert_eq!(sample(&metrics, calls), Some(3.0), "{metrics}");
+    let failed = r#"webcodex_plugin_requests_total{action="call",outcome="failure"}"#;
+    assert_eq!(sample(&metrics, failed), Some(1.0), "{metrics}");
+    let duration =
+        r#"webcodex_plugin_request_duration_seconds_count{action="call",outcome="success"}"#;
+    assert_eq!(sample(&metrics, duration), Some(3.0));
+    let http = r#"webcodex_plugin_http_requests_total{route="/api/tools/call",status="200"}"#;
+    assert_eq!(sample(&metrics, http), Some(4.0), "{metrics}");
+    assert_eq!(
+        sample(&metrics, "webcodex_plugin_http_open_connections"),
+        Some(0.0)
+    );
+    for gauge in [
+        "process_resident_memory_bytes",
+        "process_threads",
+        "process_open_fds",
+    ] {
+        let value = sample(&metrics, &format!("webcodex_plugin_{gauge}"));
+        assert!(value > Some(0.0), "{gauge}: {metrics}");
+    }
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool is installed (Debian package `prometheus`)");
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(metrics.as_bytes())
+        .unwrap();
+    let out = promtool.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "promtool: {out:?}\n{metrics}"
+    );
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// A real Prometheus server scrapes the admin port every second: its query API reports the
+/// target up and the call counter equal to the calls made.
+#[test]
+#[ignore = "needs promtool and prometheus"]
+fn prometheus_scrapes_the_admin_port() {
+    let dir = TempDir::new("ops", "prometheus");
+    let (serve, _) = serve_with_admin(&dir, false);
+    let calls = 5;
+    serve.call_echo(calls);
+    let web = free_port();
+    let config = dir.write(
+        "prometheus.yml",
+        &format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: webcodex\n    \
+             static_configs:\n      - targets: ['{}']\n",
+            serve.admin
+        ),
+    );
+    let data = dir.subdir("tsdb");
+    let mut prometheus = KillOnDrop(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", s(&config)))
+            .arg(format!("--storage.tsdb.path={}", s(&data)))
+            .arg(format!("--web.listen-address={web}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus is installed (Debian package `prometheus`)"),
+    );
+    // Prometheus needs a few scrapes; generous, bounded.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let query = |q: &str| query_value(web, q);
+    let mut seen = (None, None);
+    while Instant::now() < deadline {
+        assert!(
+            prometheus.0.try_wait().unwrap().is_none(),
+            "prometheus exited"
+        );
+        seen = (
+            query(r#"up{job="webcodex"}"#),
+            query(r#"webcodex_plugin_requests_total{action="call",outcome="success"}"#),
+        );
+        if seen == (Some(1.0), Some(calls as f64)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(
+        seen,
+        (Some(1.0), Some(calls as f64)),
+        "up and the call counter as Prometheus saw them"
+    );
+    drop(prometheus);
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A loopback address with a port free a moment ago.
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// The value of the first series of an instant query on Prometheus's HTTP API, if any.
+fn query_value(web: SocketAddr, query: &str) -> Option<f64> {
+    let encoded: String = query
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let mut stream = TcpStream::connect(web).ok()?;
+    stream.set_read_timeout(Some(LIMIT)).ok()?;
+    let raw = format!(
+        "GET /api/v1/query?query={encoded} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(raw.as_bytes()).ok()?;
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).ok()?;
+    let end = bytes.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let body: Value = serde_json::from_slice(&bytes[end + 4..]).ok()?;
+    let value = body["data"]["result"].get(0)?["value"]
+        .get(1)?
+        .as_str()?
+        .to_string();
+    value.parse().ok()
+}
