@@ -10,6 +10,7 @@ mod init;
 mod mcp;
 mod oneshot;
 mod serve;
+mod service;
 mod stop_signal;
 mod target;
 
@@ -82,9 +83,10 @@ enum Command {
         /// A runners file: remote `serve` runners to route to, beside or instead of --config.
         #[arg(long, value_name = "FILE")]
         runners: Option<PathBuf>,
-        /// The address to listen on, e.g. 127.0.0.1:8787 (port 0 picks a free port).
+        /// The address to listen on, e.g. 127.0.0.1:8787 (port 0 picks a free port). May be
+        /// omitted under systemd socket activation (LISTEN_FDS), which passes the listener.
         #[arg(long)]
-        listen: String,
+        listen: Option<String>,
         /// The tokens file (TOML `[[tokens]]` entries with name, token, scopes).
         #[arg(long)]
         tokens: PathBuf,
@@ -225,7 +227,7 @@ pub fn run() -> i32 {
         } => match front(config, runners) {
             Ok(front) => serve::serve(
                 &front,
-                &listen,
+                listen.as_deref(),
                 &tokens,
                 allow_origin,
                 admin_listen.as_deref(),

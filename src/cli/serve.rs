@@ -7,7 +7,7 @@ use super::stop_signal::StopSignal;
 use super::target::Front;
 
 use webcodex_plugin_host::gateway::{Caller, Scopes};
-use webcodex_plugin_host::transport::http::{HttpServer, Tokens};
+use webcodex_plugin_host::transport::http::Tokens;
 use webcodex_plugin_host::transport::serve_lines;
 
 use super::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
@@ -64,7 +64,7 @@ pub(super) fn on_stdio(
 /// hosts down and exits 0.
 pub(super) fn serve(
     front: &Front,
-    listen: &str,
+    listen: Option<&str>,
     tokens: &Path,
     origins: Vec<String>,
     admin_listen: Option<&str>,
@@ -76,20 +76,20 @@ pub(super) fn serve(
             return EXIT_USAGE;
         }
     };
-    if std::net::ToSocketAddrs::to_socket_addrs(listen).is_err() {
-        eprintln!("error: --listen {listen:?} is not an address such as 127.0.0.1:8787");
-        return EXIT_USAGE;
-    }
+    // Before any thread starts: it takes the service manager's variables out of the environment.
+    let listener = match super::service::listener(listen) {
+        Ok(listener) => listener,
+        Err(code) => return code,
+    };
     let gateway = match front.start() {
         Ok(gateway) => gateway,
         Err(code) => return code,
     };
-    let server = match HttpServer::bind_with_origins(listen, gateway.clone(), tokens, origins) {
+    let server = match listener.serve(gateway.clone(), tokens, origins) {
         Ok(server) => server,
-        Err(e) => {
-            eprintln!("error: cannot listen on {listen}: {e}");
+        Err(code) => {
             gateway.shutdown();
-            return EXIT_FAILURE;
+            return code;
         }
     };
     let admin = match admin_listen.map(|addr| super::admin::start(addr, &gateway)) {
@@ -108,6 +108,7 @@ pub(super) fn serve(
             .spawn(move || {
                 signal.wait();
                 log::info!("http: stopping on a signal");
+                super::service::notify("STOPPING=1");
                 // Candidates of a running check or reload die now, not after their handshakes.
                 stopping.begin_shutdown();
                 stopper.stop();
@@ -124,6 +125,7 @@ pub(super) fn serve(
         }
         let _ = stdout.flush();
     }
+    super::service::notify("READY=1");
     let result = server.run();
     gateway.shutdown();
     if let Some(admin) = admin {

@@ -7,12 +7,14 @@
 //!   scraped (provider status, retirements, remote runners, the process's memory, threads and
 //!   descriptors), so an idle host wakes for nothing;
 //!
-//! - [`AdminServer`]: the listener that serves them.
+//! - [`AdminServer`]: the listener that serves them;
+//! - [`systemd`]: the service manager's readiness notification and socket activation.
 
 mod admin;
 mod metrics;
 mod process;
 pub mod readiness;
+pub mod systemd;
 
 pub use admin::{AdminServer, AdminStopper, HEALTHZ_PATH, METRICS_PATH, READYZ_PATH};
 pub use metrics::{Metrics, METRICS_CONTENT_TYPE, METRIC_PREFIX};

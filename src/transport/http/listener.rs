@@ -125,6 +125,9 @@ pub(crate) struct Listener {
     /// Whether the process's observer hears of this listener's connections and answers (the
     /// serving port: yes; the admin port: no, a scrape is not traffic).
     observed: bool,
+    /// The socket was passed by a service manager, which keeps it for the next start: stopping
+    /// must not shut it down.
+    shared: bool,
 }
 
 /// The open connections, each with a clone of its stream (to end it on stop) and whether it
@@ -152,7 +155,18 @@ impl Listener {
             stopping: AtomicBool::new(false),
             open: Mutex::default(),
             observed: true,
+            shared: false,
         })
+    }
+
+    /// Serves on a socket a service manager passed: like [`Listener::from_socket`], but
+    /// stopping wakes the acceptor with a connection instead of shutting the socket down
+    /// (the manager holds it too, for the next start). The socket is made blocking.
+    pub(crate) fn inherited(socket: TcpListener) -> io::Result<Listener> {
+        socket.set_nonblocking(false)?;
+        let mut listener = Listener::from_socket(socket)?;
+        listener.shared = true;
+        Ok(listener)
     }
 
     /// This listener's connections and answers are not reported to the process's observer.
@@ -190,7 +204,7 @@ impl Listener {
     /// at once; elsewhere a connection to ourselves does it.
     fn wake_acceptor(&self) {
         #[cfg(target_os = "linux")]
-        {
+        if !self.shared {
             use std::os::fd::AsRawFd;
             // SAFETY: shutdown(2) on a socket this listener owns and keeps open.
             if unsafe { libc::shutdown(self.socket.as_raw_fd(), libc::SHUT_RDWR) } == 0 {
