@@ -7,6 +7,7 @@ mod bench_host;
 mod demo;
 mod human;
 mod init;
+pub(crate) mod logging;
 mod mcp;
 mod oneshot;
 mod serve;
@@ -51,6 +52,8 @@ enum Command {
         /// Scopes of the stdio caller (default: all three).
         #[arg(long, default_value = "plugin:inspect,plugin:invoke,plugin:manage")]
         scopes: String,
+        #[command(flatten)]
+        log: logging::LogArgs,
     },
     /// Print a shell completion script, e.g. `webcodex-plugin completions bash > …`.
     Completions {
@@ -68,6 +71,8 @@ enum Command {
         /// Scopes of the stdio caller (default: all three).
         #[arg(long, default_value = "plugin:inspect,plugin:invoke,plugin:manage")]
         scopes: String,
+        #[command(flatten)]
+        log: logging::LogArgs,
     },
     /// Print the static MCP ToolSpec of plugin_tool (independent of any config).
     Manifest {
@@ -98,6 +103,8 @@ enum Command {
         /// (e.g. 127.0.0.1:9464; keep it on loopback or a private network). Off unless given.
         #[arg(long = "admin-listen", value_name = "ADDR")]
         admin_listen: Option<String>,
+        #[command(flatten)]
+        log: logging::LogArgs,
     },
     /// List the providers of a runner, or one provider's tools.
     List {
@@ -204,7 +211,8 @@ pub fn run() -> i32 {
             config,
             runners,
             scopes,
-        } => match front(config, runners) {
+            log,
+        } => match with_log(&log, front(config, runners)) {
             Ok(front) => serve::gateway(&front, &scopes),
             Err(code) => code,
         },
@@ -212,7 +220,8 @@ pub fn run() -> i32 {
             config,
             runners,
             scopes,
-        } => match front(config, runners) {
+            log,
+        } => match with_log(&log, front(config, runners)) {
             Ok(front) => mcp::mcp(&front, &scopes),
             Err(code) => code,
         },
@@ -224,7 +233,8 @@ pub fn run() -> i32 {
             tokens,
             allow_origin,
             admin_listen,
-        } => match front(config, runners) {
+            log,
+        } => match with_log(&log, front(config, runners)) {
             Ok(front) => serve::serve(
                 &front,
                 listen.as_deref(),
@@ -276,6 +286,15 @@ pub fn run() -> i32 {
             }
         },
     }
+}
+
+/// Applies `--log-format` for a long-running command, then passes its runners on.
+fn with_log(
+    log: &logging::LogArgs,
+    front: Result<target::Front, i32>,
+) -> Result<target::Front, i32> {
+    log.apply();
+    front
 }
 
 /// The runners of a serving command: `--config` (checked by [`config_file`]) and/or `--runners`.
