@@ -196,6 +196,115 @@ fn a_front_is_ready_while_its_remote_runner_is_down() {
     assert_eq!(status.code(), Some(0), "{stderr}");
 }
 
+/// A second call on a busy provider, a plugin that does not answer in time: counted by code
+/// and dispatch state, the timed-out instance retired under its fault's code and named by
+/// /readyz.
+#[test]
+fn metrics_count_busy_rejections_timeouts_and_retirements_by_reason() {
+    let dir = TempDir::new("ops", "faults");
+    let fixture = serde_json::to_string(s(&common::fixture_path())).unwrap();
+    let config = dir.write(
+        "runner.toml",
+        &format!(
+            "[plugins]\nrequest_timeout_secs = 20\n\n[[plugins.providers]]\nid = \"fx\"\n\
+             name = \"Fixture\"\ncommand = {fixture}\nargs = [\"normal\"]\n\n\
+             [[plugins.providers]]\nid = \"slow\"\nname = \"Slow\"\ncommand = {fixture}\n\
+             args = [\"normal\"]\ntimeout_secs = 1\n"
+        ),
+    );
+    let tokens = common::serve::write_tokens_file(&dir);
+    let log = dir.path("stdin.log");
+    let mut cmd = common::cli_command(BIN);
+    cmd.args([
+        "serve",
+        "--config",
+        s(&config),
+        "--listen",
+        "127.0.0.1:0",
+        "--tokens",
+        s(&tokens),
+        "--admin-listen",
+        "127.0.0.1:0",
+    ])
+    .env("FIXTURE_LOG", &log);
+    let serve = std::sync::Arc::new(AdminServe::start(cmd));
+    let describe = |plugin: &str, tool: &str| -> Value {
+        let (status, out) = serve.tool(serde_json::json!({"action": "describe", "runner": "local", "plugin": plugin, "tool": tool}));
+        assert_eq!(status, 200, "{out}");
+        out["output"]["binding"].clone()
+    };
+    let sleep = describe("fx", "sleep");
+    let running = {
+        let serve = serve.clone();
+        let sleep = sleep.clone();
+        std::thread::spawn(move || {
+            serve.tool(
+                serde_json::json!({"action": "call", "binding": sleep, "arguments": {"ms": 3000}}),
+            )
+        })
+    };
+    let deadline = Instant::now() + LIMIT;
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("\"sleep\"")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the first call never reached the plugin"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (_, busy) =
+        serve.tool(serde_json::json!({"action": "call", "binding": sleep, "arguments": {"ms": 1}}));
+    assert_eq!(
+        busy["output"]["error"]["code"], "plugin_provider_busy",
+        "{busy}"
+    );
+    assert_eq!(running.join().unwrap().0, 200);
+
+    let hang = describe("slow", "hang");
+    let (_, timed_out) =
+        serve.tool(serde_json::json!({"action": "call", "binding": hang, "arguments": {}}));
+    assert_eq!(
+        timed_out["output"]["error"]["code"], "plugin_timeout",
+        "{timed_out}"
+    );
+    assert_eq!(timed_out["output"]["dispatch"], "outcome_unknown");
+
+    let (_, metrics) = serve.admin_get("/metrics");
+    let value = |series: &str| sample(&metrics, &format!("webcodex_plugin_{series}"));
+    assert_eq!(
+        value(r#"busy_rejections_total{code="plugin_provider_busy"}"#),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        value(r#"timeouts_total{code="plugin_timeout",dispatch="outcome_unknown"}"#),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        value(r#"provider_retirements_total{reason="plugin_timeout"}"#),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        value(r#"provider_status{runner="local",plugin="slow",status="retired"}"#),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(r#"requests_total{action="call",outcome="failure"}"#),
+        Some(2.0)
+    );
+    let (status, body) = serve.admin_get("/readyz");
+    assert_eq!((status, not_ready(&body)), (503, vec!["slow".to_string()]));
+    let serve = std::sync::Arc::try_unwrap(serve)
+        .ok()
+        .expect("the caller thread is done");
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
 /// The exposition counts the calls made, the HTTP answers and open connections, and passes
 /// `promtool check metrics` (Prometheus's own linter).
 #[test]
