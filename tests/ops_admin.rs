@@ -305,6 +305,77 @@ fn metrics_count_busy_rejections_timeouts_and_retirements_by_reason() {
     assert_eq!(status.code(), Some(0), "{stderr}");
 }
 
+/// SIGTERM: while serve drains a call in flight, /readyz is red (every provider, stopping) and
+/// /healthz still answers; the call completes and serve exits 0.
+#[test]
+fn readyz_turns_red_while_serve_drains_on_sigterm() {
+    let dir = TempDir::new("ops", "drain");
+    let (config, tokens) = files(&dir, false);
+    let log = dir.path("stdin.log");
+    let mut cmd = common::cli_command(BIN);
+    cmd.args([
+        "serve",
+        "--config",
+        s(&config),
+        "--listen",
+        "127.0.0.1:0",
+        "--tokens",
+        s(&tokens),
+        "--admin-listen",
+        "127.0.0.1:0",
+    ])
+    .env("FIXTURE_LOG", &log);
+    let serve = std::sync::Arc::new(AdminServe::start(cmd));
+    let (status, described) = serve.tool(
+        serde_json::json!({"action": "describe", "runner": "local", "plugin": "fx", "tool": "sleep"}),
+    );
+    assert_eq!(status, 200, "{described}");
+    let binding = described["output"]["binding"].clone();
+    let running = {
+        let serve = serve.clone();
+        std::thread::spawn(move || {
+            serve.tool(serde_json::json!({"action": "call", "binding": binding, "arguments": {"ms": 3000}}))
+        })
+    };
+    let deadline = Instant::now() + LIMIT;
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("\"sleep\"")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the call never reached the plugin"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(serve.admin_get("/readyz").0, 200);
+    assert!(common::request_stop(serve.pid()));
+    let red = loop {
+        let (status, body) = serve.admin_get("/readyz");
+        if status == 503 {
+            break body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "readyz stayed green after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let red: Value = serde_json::from_str(&red).unwrap();
+    assert_eq!(
+        red,
+        serde_json::json!({"notReady": ["fx"], "stopping": true})
+    );
+    assert_eq!(serve.admin_get("/healthz").0, 200);
+    let (status, called) = running.join().unwrap();
+    assert_eq!(status, 200, "the call in flight completes: {called}");
+    let serve = std::sync::Arc::try_unwrap(serve)
+        .ok()
+        .expect("the caller thread is done");
+    let (status, stderr) = serve.stop_after_signal();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
 /// The exposition counts the calls made, the HTTP answers and open connections, and passes
 /// `promtool check metrics` (Prometheus's own linter).
 #[test]

@@ -56,6 +56,11 @@ impl Admin {
         self.addr
     }
 
+    /// A handle that marks the process as stopping (`/readyz` turns red) from another thread.
+    pub(super) fn stopper(&self) -> AdminStopper {
+        self.stopper.clone()
+    }
+
     /// Stops the listener and waits for its connections to end (bounded by their deadlines).
     pub(super) fn stop(self) {
         self.stopper.stop();

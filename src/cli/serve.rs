@@ -102,6 +102,7 @@ pub(super) fn serve(
     };
     let stopper = server.stopper();
     let stopping = gateway.clone();
+    let admin_stopper = admin.as_ref().map(super::admin::Admin::stopper);
     let watcher = StopSignal::install().and_then(|signal| {
         std::thread::Builder::new()
             .name("wc-http-signal".into())
@@ -109,6 +110,9 @@ pub(super) fn serve(
                 signal.wait();
                 log::info!("http: stopping on a signal");
                 super::service::notify("STOPPING=1");
+                if let Some(admin) = &admin_stopper {
+                    admin.draining();
+                }
                 // Candidates of a running check or reload die now, not after their handshakes.
                 stopping.begin_shutdown();
                 stopper.stop();

@@ -6,7 +6,7 @@
 //! | route | answer |
 //! |---|---|
 //! | `GET /healthz` | 200 `{"status":"ok"}` while the process serves |
-//! | `GET /readyz` | 200 `{"status":"ready"}` when every configured provider is ready, else 503 `{"notReady":[plugin ids]}` |
+//! | `GET /readyz` | 200 `{"status":"ready"}` when every configured provider is ready, else 503 `{"notReady":[plugin ids]}`; once the process is stopping ([`AdminStopper::draining`]) 503 `{"notReady":[every id],"stopping":true}` |
 //! | `GET /metrics` | 200, the Prometheus text exposition ([`Metrics`]) |
 //!
 //! Another path is 404, another method 405. The connections have the serving port's bounds
@@ -17,6 +17,7 @@
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use serde_json::json;
@@ -48,7 +49,10 @@ impl std::fmt::Debug for AdminServer {
 
 /// Stops an [`AdminServer`] from another thread.
 #[derive(Clone)]
-pub struct AdminStopper(Arc<Listener>);
+pub struct AdminStopper {
+    listener: Arc<Listener>,
+    routes: Arc<AdminRoutes>,
+}
 
 impl std::fmt::Debug for AdminStopper {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -57,16 +61,25 @@ impl std::fmt::Debug for AdminStopper {
 }
 
 impl AdminStopper {
+    /// The process began to stop (it drains its requests): from now on `/readyz` answers 503
+    /// with every configured provider and `"stopping": true`, so a load balancer sends nothing
+    /// new; `/healthz` and `/metrics` still answer.
+    pub fn draining(&self) {
+        self.routes.stopping.store(true, Ordering::Release);
+    }
+
     /// Stops accepting and closes idle connections; [`AdminServer::run`] returns once the
     /// others have answered.
     pub fn stop(&self) {
-        self.0.stop();
+        self.draining();
+        self.listener.stop();
     }
 }
 
 struct AdminRoutes {
     gateway: Arc<Gateway>,
     metrics: Metrics,
+    stopping: AtomicBool,
 }
 
 impl AdminServer {
@@ -78,7 +91,11 @@ impl AdminServer {
     ) -> io::Result<AdminServer> {
         Ok(AdminServer {
             listener: Arc::new(Listener::bind(addr)?.unobserved()),
-            routes: Arc::new(AdminRoutes { gateway, metrics }),
+            routes: Arc::new(AdminRoutes {
+                gateway,
+                metrics,
+                stopping: AtomicBool::new(false),
+            }),
         })
     }
 
@@ -89,7 +106,10 @@ impl AdminServer {
 
     /// A handle that stops this listener.
     pub fn stopper(&self) -> AdminStopper {
-        AdminStopper(self.listener.clone())
+        AdminStopper {
+            listener: self.listener.clone(),
+            routes: self.routes.clone(),
+        }
     }
 
     /// Serves until stopped.
@@ -116,6 +136,14 @@ impl Handler for AdminRoutes {
         match path.as_str() {
             HEALTHZ_PATH => {
                 exchange.respond(200, &json, br#"{"status":"ok"}"#);
+            }
+            READYZ_PATH if self.stopping.load(Ordering::Acquire) => {
+                let all: Vec<String> = readiness::providers(&self.gateway)
+                    .into_iter()
+                    .map(|reading| reading.plugin)
+                    .collect();
+                let body = json!({ "notReady": all, "stopping": true }).to_string();
+                exchange.respond(503, &json, body.as_bytes());
             }
             READYZ_PATH => {
                 let not_ready = readiness::not_ready(&self.gateway);

@@ -135,8 +135,13 @@ impl AdminServe {
     }
 
     /// SIGTERM and a bounded wait: the exit status, stdout's remaining lines drained, stderr.
-    pub fn stop(mut self) -> (ExitStatus, String) {
+    pub fn stop(self) -> (ExitStatus, String) {
         assert!(common::request_stop(self.child.id()), "SIGTERM failed");
+        self.stop_after_signal()
+    }
+
+    /// [`AdminServe::stop`] when the test already sent the signal.
+    pub fn stop_after_signal(mut self) -> (ExitStatus, String) {
         let status = common::wait_bounded(&mut self.child, LIMIT);
         if let Some(stdout) = self.stdout.take() {
             let _ = stdout.join();
