@@ -196,6 +196,94 @@ fn a_front_is_ready_while_its_remote_runner_is_down() {
     assert_eq!(status.code(), Some(0), "{stderr}");
 }
 
+/// A front relaying a call to a runner: the runner's in-flight gauge is 1 while the call runs
+/// there and 0 after it; its breaker stays closed.
+#[test]
+fn a_front_counts_the_requests_in_flight_to_each_runner() {
+    let dir = TempDir::new("ops", "inflight");
+    let log = dir.path("stdin.log");
+    let runner = {
+        let (config, tokens) = files(&dir, false);
+        let mut cmd = common::cli_command(BIN);
+        cmd.args([
+            "serve",
+            "--config",
+            s(&config),
+            "--listen",
+            "127.0.0.1:0",
+            "--tokens",
+            s(&tokens),
+            "--admin-listen",
+            "127.0.0.1:0",
+        ])
+        .env("FIXTURE_LOG", &log);
+        AdminServe::start(cmd)
+    };
+    dir.write("edge.tok", &format!("{}\n", ops_support::TOKEN));
+    let runners = dir.write(
+        "runners.toml",
+        &format!("[[runners]]\nid = \"edge\"\nname = \"Edge\"\nurl = \"http://{}\"\ntoken_file = \"edge.tok\"\n", runner.addr),
+    );
+    let tokens = dir.path("tokens.toml");
+    let mut cmd = common::cli_command(BIN);
+    cmd.args([
+        "serve",
+        "--runners",
+        s(&runners),
+        "--listen",
+        "127.0.0.1:0",
+        "--tokens",
+        s(&tokens),
+        "--admin-listen",
+        "127.0.0.1:0",
+    ])
+    .env("NO_PROXY", "*")
+    .env_remove("HTTP_PROXY")
+    .env_remove("http_proxy")
+    .env_remove("ALL_PROXY");
+    let front = std::sync::Arc::new(AdminServe::start(cmd));
+    let (status, described) = front.tool(
+        serde_json::json!({"action": "describe", "runner": "edge", "plugin": "fx", "tool": "sleep"}),
+    );
+    assert_eq!(status, 200, "{described}");
+    let binding = described["output"]["binding"].clone();
+    let running = {
+        let front = front.clone();
+        std::thread::spawn(move || {
+            front.tool(serde_json::json!({"action": "call", "binding": binding, "arguments": {"ms": 2000}}))
+        })
+    };
+    let deadline = Instant::now() + LIMIT;
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("\"sleep\"")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the call never reached the plugin"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let in_flight = |front: &AdminServe| {
+        let (_, metrics) = front.admin_get("/metrics");
+        sample(
+            &metrics,
+            r#"webcodex_plugin_runner_in_flight{runner="edge"}"#,
+        )
+    };
+    assert_eq!(in_flight(&front), Some(1.0));
+    assert_eq!(running.join().unwrap().0, 200);
+    assert_eq!(in_flight(&front), Some(0.0));
+    let (_, metrics) = front.admin_get("/metrics");
+    let closed = r#"webcodex_plugin_runner_breaker_state{runner="edge",state="closed"}"#;
+    assert_eq!(sample(&metrics, closed), Some(1.0), "{metrics}");
+    let front = std::sync::Arc::try_unwrap(front)
+        .ok()
+        .expect("the caller thread is done");
+    assert_eq!(front.stop().0.code(), Some(0));
+    assert_eq!(runner.stop().0.code(), Some(0));
+}
+
 /// A second call on a busy provider, a plugin that does not answer in time: counted by code
 /// and dispatch state, the timed-out instance retired under its fault's code and named by
 /// /readyz.

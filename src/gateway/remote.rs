@@ -124,9 +124,10 @@ impl RemoteRunner {
                 ),
             ));
         };
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
-        let sent = self.link.send(params);
-        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        let sent = {
+            let _counted = InFlight::enter(&self.in_flight);
+            self.link.send(params)
+        };
         match sent {
             Ok(answer) => {
                 permit.answered();
@@ -172,6 +173,23 @@ impl RemoteRunner {
 
     fn transport_failure(&self, kind: ActionKind, failure: &LinkFailure) -> Error {
         hop_failure(&self.id, kind, failure)
+    }
+}
+
+/// One request counted in a runner's in-flight gauge while it lives (also when the link
+/// panics).
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn enter(count: &'a AtomicUsize) -> InFlight<'a> {
+        count.fetch_add(1, Ordering::Relaxed);
+        InFlight(count)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -194,4 +194,17 @@ mod tests {
         assert_eq!(&buf[..n], b"READY=1");
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_datagram_reaches_an_abstract_socket() {
+        use std::os::linux::net::SocketAddrExt;
+        let name = format!("wc-notify-test-{}", std::process::id());
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+        let receiver = std::os::unix::net::UnixDatagram::bind_addr(&addr).unwrap();
+        send(std::ffi::OsStr::new(&format!("@{name}")), b"STOPPING=1").unwrap();
+        let mut buf = [0u8; 64];
+        let n = receiver.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"STOPPING=1");
+    }
 }
