@@ -137,6 +137,57 @@ fn readyz_is_green_when_every_provider_is_ready() {
     assert_eq!(status.code(), Some(0), "{stderr}");
 }
 
+/// Voluntary context switches of every thread of process `pid`, by thread id.
+#[cfg(target_os = "linux")]
+fn switches_of(pid: u32) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        let switches = status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        out.push((task.file_name().to_string_lossy().into_owned(), switches));
+    }
+    out.sort();
+    out
+}
+
+/// No collector thread and no timer: after a scrape, an idle serve with an admin listener (and
+/// its provider's threads) is not scheduled at all.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_idle_serve_with_an_admin_listener_never_wakes_up() {
+    let dir = TempDir::new("ops", "idle");
+    let (serve, _) = serve_with_admin(&dir, false);
+    serve.call_echo(3);
+    assert_eq!(serve.admin_get("/metrics").0, 200);
+    // Let the connection threads end and the rest settle: two equal samples, bounded.
+    let settle_until = Instant::now() + Duration::from_secs(10);
+    let mut before = switches_of(serve.pid());
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = switches_of(serve.pid());
+        if now == before || Instant::now() > settle_until {
+            before = now;
+            break;
+        }
+        before = now;
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(
+        before,
+        switches_of(serve.pid()),
+        "a thread of an idle serve woke up"
+    );
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
 /// A front whose only runner is remote and down is still ready (a remote runner never makes
 /// it unready); its breaker and in-flight gauges name the runner.
 #[test]
