@@ -72,6 +72,8 @@ pub mod error;
 pub mod frame;
 pub mod gateway;
 pub mod host;
+#[cfg(feature = "ops")]
+pub mod ops;
 pub mod provider;
 #[cfg(feature = "cli")]
 pub mod scaffold;

@@ -6,6 +6,7 @@ fn main() {
     let logger =
         env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
             .target(env_logger::Target::Stderr)
+            .format(cli::logging::write_record)
             .build();
     let level = logger.filter();
     if log::set_boxed_logger(Box::new(NoWireTrace(logger))).is_ok() {

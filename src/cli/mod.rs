@@ -1,15 +1,18 @@
 //! Command-line parsing and dispatch. Exit codes: 0 ok; 1 tool failure; 2 usage error, invalid
 //! configuration, check not ready, reload with failures.
 
+mod admin;
 mod bench;
 mod bench_host;
 mod demo;
 mod human;
 mod init;
+pub(crate) mod logging;
 mod mcp;
 mod oneshot;
 pub(crate) mod redact;
 mod serve;
+mod service;
 mod stop_signal;
 mod target;
 mod token;
@@ -51,6 +54,8 @@ enum Command {
         /// Scopes of the stdio caller (default: all three).
         #[arg(long, default_value = "plugin:inspect,plugin:invoke,plugin:manage")]
         scopes: String,
+        #[command(flatten)]
+        log: logging::LogArgs,
     },
     /// Print a shell completion script, e.g. `webcodex-plugin completions bash > …`.
     Completions {
@@ -68,6 +73,8 @@ enum Command {
         /// Scopes of the stdio caller (default: all three).
         #[arg(long, default_value = "plugin:inspect,plugin:invoke,plugin:manage")]
         scopes: String,
+        #[command(flatten)]
+        log: logging::LogArgs,
     },
     /// Print the static MCP ToolSpec of plugin_tool (independent of any config).
     Manifest {
@@ -83,9 +90,10 @@ enum Command {
         /// A runners file: remote `serve` runners to route to, beside or instead of --config.
         #[arg(long, value_name = "FILE")]
         runners: Option<PathBuf>,
-        /// The address to listen on, e.g. 127.0.0.1:8787 (port 0 picks a free port).
+        /// The address to listen on, e.g. 127.0.0.1:8787 (port 0 picks a free port). May be
+        /// omitted under systemd socket activation (LISTEN_FDS), which passes the listener.
         #[arg(long)]
-        listen: String,
+        listen: Option<String>,
         /// The tokens file (TOML `[[tokens]]` entries with name, token, scopes; `token new`
         /// prints one).
         #[arg(long)]
@@ -96,6 +104,12 @@ enum Command {
         /// host (localhost, 127.0.0.1 or IPv6 ::1) is always allowed.
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origin: Vec<String>,
+        /// Also serve GET /healthz, /readyz and /metrics, without credentials, on this address
+        /// (e.g. 127.0.0.1:9464; keep it on loopback or a private network). Off unless given.
+        #[arg(long = "admin-listen", value_name = "ADDR")]
+        admin_listen: Option<String>,
+        #[command(flatten)]
+        log: logging::LogArgs,
     },
     /// List the providers of a runner, or one provider's tools.
     List {
@@ -209,7 +223,8 @@ pub fn run() -> i32 {
             config,
             runners,
             scopes,
-        } => match front(config, runners) {
+            log,
+        } => match with_log(&log, front(config, runners)) {
             Ok(front) => serve::gateway(&front, &scopes),
             Err(code) => code,
         },
@@ -217,7 +232,8 @@ pub fn run() -> i32 {
             config,
             runners,
             scopes,
-        } => match front(config, runners) {
+            log,
+        } => match with_log(&log, front(config, runners)) {
             Ok(front) => mcp::mcp(&front, &scopes),
             Err(code) => code,
         },
@@ -228,8 +244,16 @@ pub fn run() -> i32 {
             listen,
             tokens,
             allow_origin,
-        } => match front(config, runners) {
-            Ok(front) => serve::serve(&front, &listen, &tokens, allow_origin),
+            admin_listen,
+            log,
+        } => match with_log(&log, front(config, runners)) {
+            Ok(front) => serve::serve(
+                &front,
+                listen.as_deref(),
+                &tokens,
+                allow_origin,
+                admin_listen.as_deref(),
+            ),
             Err(code) => code,
         },
         Command::List {
@@ -278,6 +302,15 @@ pub fn run() -> i32 {
             }
         },
     }
+}
+
+/// Applies `--log-format` for a long-running command, then passes its runners on.
+fn with_log(
+    log: &logging::LogArgs,
+    front: Result<target::Front, i32>,
+) -> Result<target::Front, i32> {
+    log.apply();
+    front
 }
 
 /// The runners of a serving command: `--config` (checked by [`config_file`]) and/or `--runners`.

@@ -8,7 +8,7 @@ use super::target::Front;
 
 use webcodex_plugin_host::gateway::{Caller, Scopes};
 use webcodex_plugin_host::transport::http::cors::check_allowed_origin;
-use webcodex_plugin_host::transport::http::{readable_by_everyone, HttpServer, Tokens};
+use webcodex_plugin_host::transport::http::{readable_by_everyone, Tokens};
 use webcodex_plugin_host::transport::serve_lines;
 
 use super::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
@@ -59,10 +59,17 @@ pub(super) fn on_stdio(
     }
 }
 
-/// `serve --config F --listen ADDR --tokens F [--allow-origin O]…`: prints `listening on http://ADDR` on stdout
-/// once bound, serves until SIGINT/SIGTERM, then answers in-flight requests, shuts the hosts
-/// down and exits 0.
-pub(super) fn serve(front: &Front, listen: &str, tokens: &Path, origins: Vec<String>) -> i32 {
+/// `serve --config F --listen ADDR --tokens F [--allow-origin O]… [--admin-listen ADDR]`: prints
+/// `listening on http://ADDR` on stdout once bound (then `admin listening on http://ADDR` with
+/// an admin listener), serves until SIGINT/SIGTERM, then answers in-flight requests, shuts the
+/// hosts down and exits 0.
+pub(super) fn serve(
+    front: &Front,
+    listen: Option<&str>,
+    tokens: &Path,
+    origins: Vec<String>,
+    admin_listen: Option<&str>,
+) -> i32 {
     for origin in &origins {
         if let Err(e) = check_allowed_origin(origin) {
             eprintln!("error: --allow-origin: {e}");
@@ -86,30 +93,43 @@ pub(super) fn serve(front: &Front, listen: &str, tokens: &Path, origins: Vec<Str
             tokens_path.display()
         );
     }
-    if std::net::ToSocketAddrs::to_socket_addrs(listen).is_err() {
-        eprintln!("error: --listen {listen:?} is not an address such as 127.0.0.1:8787");
-        return EXIT_USAGE;
-    }
+    // Before any thread starts: it takes the service manager's variables out of the environment.
+    let listener = match super::service::listener(listen) {
+        Ok(listener) => listener,
+        Err(code) => return code,
+    };
     let gateway = match front.start() {
         Ok(gateway) => gateway,
         Err(code) => return code,
     };
-    let server = match HttpServer::bind_with_origins(listen, gateway.clone(), tokens, origins) {
+    let server = match listener.serve(gateway.clone(), tokens, origins) {
         Ok(server) => server,
-        Err(e) => {
-            eprintln!("error: cannot listen on {listen}: {e}");
+        Err(code) => {
             gateway.shutdown();
-            return EXIT_FAILURE;
+            return code;
+        }
+    };
+    let admin = match admin_listen.map(|addr| super::admin::start(addr, &gateway)) {
+        None => None,
+        Some(Ok(admin)) => Some(admin),
+        Some(Err(code)) => {
+            gateway.shutdown();
+            return code;
         }
     };
     let stopper = server.stopper();
     let stopping = gateway.clone();
+    let admin_stopper = admin.as_ref().map(super::admin::Admin::stopper);
     let watcher = StopSignal::install().and_then(|signal| {
         std::thread::Builder::new()
             .name("wc-http-signal".into())
             .spawn(move || {
                 signal.wait();
                 log::info!("http: stopping on a signal");
+                super::service::notify("STOPPING=1");
+                if let Some(admin) = &admin_stopper {
+                    admin.draining();
+                }
                 // Candidates of a running check or reload die now, not after their handshakes.
                 stopping.begin_shutdown();
                 stopper.stop();
@@ -121,10 +141,17 @@ pub(super) fn serve(front: &Front, listen: &str, tokens: &Path, origins: Vec<Str
     {
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "listening on http://{}", server.local_addr());
+        if let Some(admin) = &admin {
+            let _ = writeln!(stdout, "admin listening on http://{}", admin.local_addr());
+        }
         let _ = stdout.flush();
     }
+    super::service::notify("READY=1");
     let result = server.run();
     gateway.shutdown();
+    if let Some(admin) = admin {
+        admin.stop();
+    }
     match result {
         Ok(()) => EXIT_OK,
         Err(e) => {

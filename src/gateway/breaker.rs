@@ -14,6 +14,8 @@ use parking_lot::Mutex;
 pub const FAILURE_THRESHOLD: u32 = 3;
 /// How long an open circuit fails requests fast before it lets one probe through.
 pub const OPEN_FOR: Duration = Duration::from_secs(15);
+/// The names of a breaker's states, as the metrics label them.
+pub const BREAKER_STATES: [&str; 3] = ["closed", "open", "probing"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -64,6 +66,16 @@ impl Breaker {
             breaker: self,
             reported: false,
         })
+    }
+
+    /// The state's name now, one of [`BREAKER_STATES`]: `closed`, `open` (also once its time
+    /// is up, until the next request probes it) or `probing`.
+    pub(crate) fn state_name(&self) -> &'static str {
+        match *self.state.lock() {
+            State::Closed { .. } => "closed",
+            State::Open { .. } => "open",
+            State::Probing => "probing",
+        }
     }
 
     /// True while requests fail fast.

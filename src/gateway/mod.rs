@@ -40,7 +40,7 @@ mod scope;
 mod service;
 
 pub use binding::{Binding, BindingStore, BindingTarget, BINDING_CAPACITY, BINDING_PREFIX};
-pub use breaker::{FAILURE_THRESHOLD, OPEN_FOR};
+pub use breaker::{BREAKER_STATES, FAILURE_THRESHOLD, OPEN_FOR};
 pub use failure::{failure_output, Recovery};
 pub use output::{ToolOutput, MAX_DETAIL_BYTES};
 #[cfg(feature = "fuzzing")]

@@ -146,6 +146,18 @@ impl RemoteRunner {
         &self.name
     }
 
+    /// Requests to this runner in flight (admitted under its cap and not yet answered).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// The circuit breaker's state: `closed`, `open` or `probing` (see [`BREAKER_STATES`]).
+    ///
+    /// [`BREAKER_STATES`]: super::BREAKER_STATES
+    pub fn breaker_state(&self) -> &'static str {
+        self.breaker.state_name()
+    }
+
     /// Sends one `plugin_tool` request for an action of kind `kind`; see the module text for
     /// the classification.
     pub(crate) fn forward(&self, kind: ActionKind, params: &Value) -> Result<LinkAnswer, Error> {

@@ -195,6 +195,18 @@ impl Gateway {
         }
     }
 
+    /// The remote runners, in id order.
+    pub fn remote_runners(&self) -> Vec<Arc<RemoteRunner>> {
+        self.runners
+            .read()
+            .values()
+            .filter_map(|r| match r {
+                Runner::Remote(remote) => Some(remote.clone()),
+                Runner::Local(_) => None,
+            })
+            .collect()
+    }
+
     fn hosts(&self) -> Vec<Arc<Host>> {
         self.runners
             .read()

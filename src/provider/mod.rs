@@ -33,6 +33,7 @@ mod io;
 mod kick;
 mod port;
 mod process;
+mod retirement;
 mod session;
 mod stderr_ring;
 mod stdout_buffer;
@@ -51,6 +52,7 @@ pub(crate) use fault_log::log_admission_failure;
 pub use fault_log::FAULT_LOG_STDERR_LINES;
 pub use io::FORCE_EXIT_WAITER_ENV;
 pub use process::LaunchSpec;
+pub use retirement::retirement_counts;
 pub use stderr_ring::{
     StderrLine, StderrRing, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
 };
@@ -290,7 +292,7 @@ impl Provider {
         let checked =
             crate::catalog::validate_tool_result_bounded(result, bounds, tool.output_schema());
         checked.map_err(|fault| {
-            self.connection.process.retire();
+            self.connection.process.retire_on_fault(fault.code());
             let message = match fault.code() {
                 ErrorCode::OutputSchemaViolation => {
                     "structuredContent is missing or does not match the tool's outputSchema"
@@ -523,7 +525,7 @@ impl Connection {
     /// Retires the process and turns a request failure into an admission failure with a phase
     /// and a message that tells the plugin author where to look.
     fn admission_failure(&self, error: Error, phase: Phase) -> Error {
-        self.process.retire();
+        self.process.retire_on_fault(error.code());
         let hint = match error.code() {
             ErrorCode::MalformedJson | ErrorCode::ProtocolError | ErrorCode::UnexpectedMessage => {
                 "; stdout must carry only protocol lines: check the command, its args and any build or log output printed to stdout"

@@ -28,6 +28,8 @@ use parking_lot::Mutex;
 use shared_child::SharedChild;
 
 #[cfg(unix)]
+use super::retirement::{self, RetireReason};
+#[cfg(unix)]
 use crate::spawn::{spawn_tied, wait_exit_noreap};
 
 use crate::env::EnvSnapshot;
@@ -106,7 +108,18 @@ impl PluginProcess {
     /// Marks the instance retired and SIGKILLs the whole process group. Never blocks on I/O
     /// (the lock it takes is only held for a kill or a non-blocking reap).
     pub(crate) fn retire(&self) {
-        self.retired.store(true, Ordering::Release);
+        self.retire_for(RetireReason::Stopped);
+    }
+
+    /// [`PluginProcess::retire`] after a request fault with this code (counted by reason).
+    pub(crate) fn retire_on_fault(&self, code: crate::error::ErrorCode) {
+        self.retire_for(RetireReason::Fault(code));
+    }
+
+    fn retire_for(&self, reason: RetireReason) {
+        if !self.retired.swap(true, Ordering::AcqRel) {
+            retirement::count(reason);
+        }
         self.kill_group();
     }
 
@@ -129,7 +142,9 @@ impl PluginProcess {
     /// group and reaps the leader, all at once (no zombie waits for a reload or shutdown).
     /// True when the leader is reaped (now or before).
     pub(crate) fn retire_and_reap_exited(&self) -> bool {
-        self.retired.store(true, Ordering::Release);
+        if !self.retired.swap(true, Ordering::AcqRel) {
+            retirement::count(RetireReason::Exited);
+        }
         let mut reaped = self.reaped.lock();
         if *reaped {
             return true;

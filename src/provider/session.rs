@@ -435,7 +435,7 @@ fn fail<T>(
     dispatch: Dispatch,
     message: &str,
 ) -> Result<T, Error> {
-    process.retire();
+    process.retire_on_fault(code);
     Err(Error::new(code, dispatch, message).retiring())
 }
 

@@ -2,10 +2,12 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
 
+use super::observe::Finished;
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::gateway::{Caller, Gateway, ToolOutput};
 
@@ -69,6 +71,10 @@ impl Dispatcher {
     pub fn try_admit(&self) -> Option<Slot> {
         let mut count = self.slots.count.lock();
         if *count >= MAX_IN_FLIGHT {
+            drop(count);
+            if let Some(observer) = super::observe::observer() {
+                observer.saturated();
+            }
             return None;
         }
         *count += 1;
@@ -91,13 +97,19 @@ impl Dispatcher {
     /// Runs one `plugin_tool` request. Should it panic (a bug), the answer is
     /// `gateway_internal_error` with dispatch `outcome_unknown`: the request is still answered.
     pub fn execute(&self, caller: &Caller, params: &Value) -> ToolOutput {
-        catch_unwind(AssertUnwindSafe(|| {
+        let observer = super::observe::observer();
+        let started = observer.map(|_| Instant::now());
+        let output = catch_unwind(AssertUnwindSafe(|| {
             self.gateway.plugin_tool(caller, params)
         }))
         .unwrap_or_else(|_| {
             log::error!("a plugin_tool request panicked");
             internal_error()
-        })
+        });
+        if let (Some(observer), Some(started)) = (observer, started) {
+            observer.request_finished(&Finished::of(params, &output, started.elapsed()));
+        }
+        output
     }
 }
 

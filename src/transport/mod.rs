@@ -22,6 +22,7 @@ pub mod http;
 mod id;
 mod line_writer;
 pub mod mcp;
+pub mod observe;
 mod request;
 mod stdio;
 

@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use shared_child::SharedChild;
 
+use super::super::retirement::{self, RetireReason};
 use super::LaunchSpec;
 use crate::spawn::windows::{spawn_in_job, wait_process_exit, wait_process_exit_until, Job};
 
@@ -68,7 +69,18 @@ impl PluginProcess {
 
     /// Marks the instance retired and terminates its job. Never blocks on I/O.
     pub(crate) fn retire(&self) {
-        self.retired.store(true, Ordering::Release);
+        self.retire_for(RetireReason::Stopped);
+    }
+
+    /// [`PluginProcess::retire`] after a request fault with this code (counted by reason).
+    pub(crate) fn retire_on_fault(&self, code: crate::error::ErrorCode) {
+        self.retire_for(RetireReason::Fault(code));
+    }
+
+    fn retire_for(&self, reason: RetireReason) {
+        if !self.retired.swap(true, Ordering::AcqRel) {
+            retirement::count(reason);
+        }
         self.kill_group();
     }
 
@@ -80,7 +92,9 @@ impl PluginProcess {
     /// Called once the plugin was seen to exit: retires the instance and ends what is left of
     /// its job. True when the exit status is collected (now or before).
     pub(crate) fn retire_and_reap_exited(&self) -> bool {
-        self.retired.store(true, Ordering::Release);
+        if !self.retired.swap(true, Ordering::AcqRel) {
+            retirement::count(RetireReason::Exited);
+        }
         self.job.terminate();
         matches!(self.child.try_wait(), Ok(Some(_)))
     }

@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 
 use super::wire::{BodyError, Conn, Framing, Head, HeadError, KEEP_ALIVE_IDLE, REQUEST_DEADLINE};
 use crate::transport::dispatcher::WORKER_STACK;
+use crate::transport::observe::{observer, Observer};
 
 /// The most connections served at once (each on its own thread); beyond it a new connection is
 /// answered 503 and closed.
@@ -32,6 +33,8 @@ pub(crate) struct Exchange<'c> {
     stopping: &'c AtomicBool,
     /// Headers added to the response, whatever answers (e.g. the CORS headers of an origin).
     extra_headers: Vec<(&'static str, String)>,
+    /// Whether the process's observer hears of this listener's answers.
+    observed: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +98,9 @@ impl Exchange<'_> {
             }
         };
         let stopping = self.stopping.load(Ordering::SeqCst);
+        if let Some(observer) = self.observer() {
+            observer.http_answered(self.head.path(), status);
+        }
         let keep_alive = self.head.keep_alive() && !stopping && body_done;
         let mut all = headers.to_vec();
         all.extend(self.extra_headers.iter().map(|(k, v)| (*k, v.as_str())));
@@ -111,6 +117,10 @@ impl Exchange<'_> {
     fn framing(&self) -> Framing {
         self.head.framing()
     }
+
+    fn observer(&self) -> Option<&'static dyn Observer> {
+        self.observed.then(observer).flatten()
+    }
 }
 
 /// What a server does with each request: route it and respond.
@@ -125,6 +135,12 @@ pub(crate) struct Listener {
     local_addr: SocketAddr,
     stopping: AtomicBool,
     open: Mutex<Open>,
+    /// Whether the process's observer hears of this listener's connections and answers (the
+    /// serving port: yes; the admin port: no, a scrape is not traffic).
+    observed: bool,
+    /// The socket was passed by a service manager, which keeps it for the next start: stopping
+    /// must not shut it down.
+    shared: bool,
 }
 
 /// The open connections, each with a clone of its stream (to end it on stop) and whether it
@@ -139,14 +155,41 @@ struct Open {
 impl Listener {
     /// Binds `addr`.
     pub(crate) fn bind(addr: impl std::net::ToSocketAddrs) -> io::Result<Listener> {
-        let socket = TcpListener::bind(addr)?;
+        Listener::from_socket(TcpListener::bind(addr)?)
+    }
+
+    /// Serves on a socket bound (and listening) already, e.g. one inherited from a service
+    /// manager.
+    pub(crate) fn from_socket(socket: TcpListener) -> io::Result<Listener> {
         let local_addr = socket.local_addr()?;
         Ok(Listener {
             socket,
             local_addr,
             stopping: AtomicBool::new(false),
             open: Mutex::default(),
+            observed: true,
+            shared: false,
         })
+    }
+
+    /// Serves on a socket a service manager passed: like [`Listener::from_socket`], but
+    /// stopping wakes the acceptor with a connection instead of shutting the socket down
+    /// (the manager holds it too, for the next start). The socket is made blocking.
+    pub(crate) fn inherited(socket: TcpListener) -> io::Result<Listener> {
+        socket.set_nonblocking(false)?;
+        let mut listener = Listener::from_socket(socket)?;
+        listener.shared = true;
+        Ok(listener)
+    }
+
+    /// This listener's connections and answers are not reported to the process's observer.
+    pub(crate) fn unobserved(mut self) -> Listener {
+        self.observed = false;
+        self
+    }
+
+    fn observer(&self) -> Option<&'static dyn Observer> {
+        self.observed.then(observer).flatten()
     }
 
     /// The bound address.
@@ -174,7 +217,7 @@ impl Listener {
     /// at once; elsewhere a connection to ourselves does it.
     fn wake_acceptor(&self) {
         #[cfg(target_os = "linux")]
-        {
+        if !self.shared {
             use std::os::fd::AsRawFd;
             // SAFETY: shutdown(2) on a socket this listener owns and keeps open.
             if unsafe { libc::shutdown(self.socket.as_raw_fd(), libc::SHUT_RDWR) } == 0 {
@@ -228,6 +271,9 @@ impl Listener {
             open.streams.insert(id, (clone, false));
             id
         };
+        if let Some(observer) = self.observer() {
+            observer.connection_opened();
+        }
         let connection = Connection {
             listener: self.clone(),
             id,
@@ -303,6 +349,9 @@ struct Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         self.listener.open.lock().streams.remove(&self.id);
+        if let Some(observer) = self.listener.observer() {
+            observer.connection_closed();
+        }
     }
 }
 
@@ -328,6 +377,7 @@ impl Connection {
                 responded: None,
                 stopping: &self.listener.stopping,
                 extra_headers: Vec::new(),
+                observed: self.listener.observed,
             };
             let handled = catch_unwind(AssertUnwindSafe(|| handler.handle(&mut exchange)));
             if handled.is_err() {

@@ -98,6 +98,9 @@ pub use client::{
 };
 #[cfg(feature = "http-server")]
 pub use listener::MAX_CONNECTIONS;
+/// The server's connection handling, for the admin listener (`crate::ops`).
+#[cfg(feature = "ops")]
+pub(crate) use listener::{Exchange, Handler, Listener};
 #[cfg(feature = "http-client")]
 pub use remote::remote_runner;
 #[cfg(feature = "http-server")]

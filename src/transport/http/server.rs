@@ -107,6 +107,24 @@ impl HttpServer {
         })
     }
 
+    /// [`HttpServer::bind_with_origins`] on a listening socket a service manager passed
+    /// (socket activation). Stopping leaves the socket open for the manager's next start.
+    pub fn from_inherited(
+        socket: std::net::TcpListener,
+        gateway: Arc<Gateway>,
+        tokens: Tokens,
+        allowed_origins: Vec<String>,
+    ) -> io::Result<HttpServer> {
+        Ok(HttpServer {
+            listener: Arc::new(Listener::inherited(socket)?),
+            routes: Arc::new(Routes {
+                dispatcher: Dispatcher::new(gateway),
+                tokens,
+                allowed_origins,
+            }),
+        })
+    }
+
     /// The bound address (with the real port when bound to port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.listener.local_addr()
