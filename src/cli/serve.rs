@@ -87,10 +87,11 @@ pub(super) fn serve(
     if readable_by_everyone(tokens_path) {
         // A warning, not a refusal: mounted secrets (Kubernetes, Docker) are often 0644/0444
         // in a container where no other user exists (docs/DECISIONS.md, HTTP transport).
-        eprintln!(
-            "warning: --tokens {}: every user of this machine may read it; restrict it \
-             (chmod 600) unless no other user can reach it",
-            tokens_path.display()
+        // Through the log (so `--log-format json` keeps it one object), without the path
+        // (log lines never carry one): the operator knows which file `--tokens` names.
+        log::warn!(
+            "--tokens: every user of this machine may read the tokens file; restrict it \
+             (chmod 600) unless no other user can reach it"
         );
     }
     // Before any thread starts: it takes the service manager's variables out of the environment.
