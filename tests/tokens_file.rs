@@ -110,7 +110,7 @@ fn a_tokens_file_every_user_may_read_is_warned_about_at_start() {
         assert_eq!(list_status(server.addr, common::serve::TOKEN_ALL), 200);
         let stderr = server.stop();
         let warning = "--tokens: every user of this machine may read the tokens file";
-        assert_eq!(stderr.contains(&warning), warned, "mode {mode:o}: {stderr}");
+        assert_eq!(stderr.contains(warning), warned, "mode {mode:o}: {stderr}");
     }
 }
 
