@@ -11,6 +11,7 @@ pub(crate) mod logging;
 mod mcp;
 mod oneshot;
 pub(crate) mod redact;
+mod reload;
 mod serve;
 mod service;
 mod stop_signal;

@@ -3,7 +3,8 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::stop_signal::StopSignal;
+use super::reload::Reload;
+use super::stop_signal::{SignalEvent, StopSignal};
 use super::target::Front;
 
 use webcodex_plugin_host::gateway::{Caller, Scopes};
@@ -62,7 +63,8 @@ pub(super) fn on_stdio(
 /// `serve --config F --listen ADDR --tokens F [--allow-origin O]… [--admin-listen ADDR]`: prints
 /// `listening on http://ADDR` on stdout once bound (then `admin listening on http://ADDR` with
 /// an admin listener), serves until SIGINT/SIGTERM, then answers in-flight requests, shuts the
-/// hosts down and exits 0.
+/// hosts down and exits 0. SIGHUP re-reads the tokens file, the runners file and runner.toml
+/// (see [`super::reload`]).
 pub(super) fn serve(
     front: &Front,
     listen: Option<&str>,
@@ -99,8 +101,8 @@ pub(super) fn serve(
         Ok(listener) => listener,
         Err(code) => return code,
     };
-    let gateway = match front.start() {
-        Ok(gateway) => gateway,
+    let (gateway, remotes) = match front.start_tracked() {
+        Ok(started) => started,
         Err(code) => return code,
     };
     let server = match listener.serve(gateway.clone(), tokens, origins) {
@@ -121,11 +123,24 @@ pub(super) fn serve(
     let stopper = server.stopper();
     let stopping = gateway.clone();
     let admin_stopper = admin.as_ref().map(super::admin::Admin::stopper);
-    let watcher = StopSignal::install().and_then(|signal| {
+    let reload = Reload {
+        tokens_path: tokens_path.to_path_buf(),
+        tokens: server.tokens_swap(),
+        gateway: gateway.clone(),
+        runners: front
+            .runners
+            .clone()
+            .map(|path| (path, front.config.is_some(), remotes)),
+    };
+    let watcher = StopSignal::install().and_then(|mut signal| {
+        let reload = reload.spawn()?;
         std::thread::Builder::new()
             .name("wc-http-signal".into())
             .spawn(move || {
-                signal.wait();
+                while signal.wait() == SignalEvent::Reload {
+                    reload.request();
+                }
+                drop(reload);
                 log::info!("http: stopping on a signal");
                 super::service::notify("STOPPING=1");
                 if let Some(admin) = &admin_stopper {

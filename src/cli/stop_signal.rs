@@ -1,11 +1,22 @@
 //! The stop request of `serve`: SIGINT/SIGTERM on Unix, Ctrl-C, Ctrl-Break or closing the
-//! console on Windows. The watcher blocks until the request arrives; it never wakes before.
+//! console on Windows; and, on Unix, the reload request SIGHUP. The watcher blocks until a
+//! request arrives; it never wakes before (no polling).
 //!
 //! A second request while stopping gets the default action, which ends the process at once
 //! (Unix: `SA_RESETHAND`; Windows: the handler declines it; the plugins' process groups and
 //! jobs die with the host either way).
 
-/// A stop request that has been armed; [`StopSignal::wait`] blocks until it arrives.
+/// What a signal asks of `serve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SignalEvent {
+    /// SIGINT, SIGTERM (or a console event): stop gracefully.
+    Stop,
+    /// SIGHUP: re-read the configuration files and keep serving (Unix only).
+    #[cfg_attr(not(unix), allow(dead_code))]
+    Reload,
+}
+
+/// The stop (and reload) requests, armed; [`StopSignal::wait`] blocks until one arrives.
 pub(super) struct StopSignal {
     #[cfg(unix)]
     read_end: os_pipe::PipeReader,
@@ -18,8 +29,9 @@ impl StopSignal {
         platform::install()
     }
 
-    /// Blocks the calling thread until a stop is requested.
-    pub(super) fn wait(self) {
+    /// Blocks the calling thread until a stop or a reload is requested. Once it returned
+    /// [`SignalEvent::Stop`], it is not called again.
+    pub(super) fn wait(&mut self) -> SignalEvent {
         platform::wait(self)
     }
 }
@@ -32,15 +44,24 @@ mod platform {
     use std::os::fd::IntoRawFd;
     use std::sync::atomic::{AtomicI32, Ordering};
 
-    use super::StopSignal;
+    use super::{SignalEvent, StopSignal};
 
     /// The pipe's write end for the handler; -1 until installed.
     static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
 
-    extern "C" fn on_signal(_: libc::c_int) {
+    /// The byte a stop signal writes.
+    const STOP_BYTE: u8 = 1;
+    /// The byte SIGHUP writes.
+    const RELOAD_BYTE: u8 = 2;
+
+    extern "C" fn on_signal(signal: libc::c_int) {
         let fd = WAKE_FD.load(Ordering::SeqCst);
         if fd >= 0 {
-            let byte = 1u8;
+            let byte = if signal == libc::SIGHUP {
+                RELOAD_BYTE
+            } else {
+                STOP_BYTE
+            };
             // SAFETY: write(2) is async-signal-safe; the fd stays open for the process's life.
             unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) };
         }
@@ -62,15 +83,21 @@ mod platform {
                     return Err(std::io::Error::last_os_error());
                 }
             }
+            // SIGHUP stays handled: every one asks for a reload.
+            action.sa_flags = libc::SA_RESTART;
+            if libc::sigaction(libc::SIGHUP, &action, std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
         }
         Ok(StopSignal { read_end })
     }
 
-    pub(super) fn wait(mut signal: StopSignal) {
+    pub(super) fn wait(signal: &mut StopSignal) -> SignalEvent {
         let mut byte = [0u8; 1];
         loop {
             match signal.read_end.read(&mut byte) {
-                Ok(_) => return,
+                Ok(1) if byte[0] == RELOAD_BYTE => return SignalEvent::Reload,
+                Ok(_) => return SignalEvent::Stop,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 // The pipe cannot fail while its write end is open; never stop on a fault.
                 Err(e) => {
@@ -98,7 +125,7 @@ mod platform {
         SetConsoleCtrlHandler, CTRL_BREAK_EVENT, CTRL_CLOSE_EVENT, CTRL_C_EVENT,
     };
 
-    use super::StopSignal;
+    use super::{SignalEvent, StopSignal};
 
     static STOP: Mutex<bool> = Mutex::new(false);
     static STOPPED: Condvar = Condvar::new();
@@ -125,17 +152,18 @@ mod platform {
         Ok(StopSignal {})
     }
 
-    pub(super) fn wait(_: StopSignal) {
+    pub(super) fn wait(_: &mut StopSignal) -> SignalEvent {
         let mut stop = STOP.lock().unwrap_or_else(|e| e.into_inner());
         while !*stop {
             stop = STOPPED.wait(stop).unwrap_or_else(|e| e.into_inner());
         }
+        SignalEvent::Stop
     }
 }
 
 #[cfg(not(any(unix, windows)))]
 mod platform {
-    use super::StopSignal;
+    use super::{SignalEvent, StopSignal};
 
     pub(super) fn install() -> std::io::Result<StopSignal> {
         Err(std::io::Error::new(
@@ -144,5 +172,7 @@ mod platform {
         ))
     }
 
-    pub(super) fn wait(_: StopSignal) {}
+    pub(super) fn wait(_: &mut StopSignal) -> SignalEvent {
+        SignalEvent::Stop
+    }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use webcodex_plugin_host::gateway::{
-    load_runners, Caller, Gateway, RunnersError, TokenSource, ToolOutput,
+    load_runners, Caller, Gateway, RemoteRunner, RunnerEntry, RunnersError, TokenSource, ToolOutput,
 };
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 use webcodex_plugin_host::provider::StderrLine;
@@ -348,30 +348,29 @@ impl Front {
     /// Reads the runners file and every runner's token first (so a bad one starts no plugin),
     /// then starts the local host; any problem is reported on stderr with exit code 2.
     pub(super) fn start(&self) -> Result<Arc<Gateway>, i32> {
+        self.start_tracked().map(|(gateway, _)| gateway)
+    }
+
+    /// [`Front::start`], also returning what a reload of the runners file compares against.
+    pub(super) fn start_tracked(&self) -> Result<(Arc<Gateway>, RemoteSet), i32> {
         let mut remotes = Vec::new();
-        // Every runner token variable is filtered from the local plugins' environment.
-        let mut secret_variables = Vec::new();
+        let mut set = RemoteSet::default();
         if let Some(path) = &self.runners {
             let problem = |e: RunnersError| {
                 eprintln!("error: --runners {}: {e}", path.display());
                 EXIT_USAGE
             };
             for entry in load_runners(path, self.config.is_some()).map_err(problem)? {
-                if let TokenSource::Env(name) = &entry.token {
-                    secret_variables.push(name.clone());
-                }
-                // So no log line can show it, even one that quotes what the runner sent.
-                if let Ok(token) = entry.token() {
-                    super::redact::register(&token);
-                }
-                remotes.push(Arc::new(remote_runner(&entry).map_err(problem)?));
+                let (remote, known) = set.prepare(entry).map_err(problem)?;
+                set.entries.push(known);
+                remotes.push(remote);
             }
         }
         let gateway = match &self.config {
             Some(config) => host_gateway(Host::start(
                 ConfigSource::File(config.to_path_buf()),
                 HostOptions {
-                    secret_variables,
+                    secret_variables: set.secret_variables.clone(),
                     ..HostOptions::default()
                 },
             ))?,
@@ -380,7 +379,90 @@ impl Front {
         for remote in remotes {
             gateway.insert_remote(remote);
         }
-        Ok(gateway)
+        Ok((gateway, set))
+    }
+}
+
+/// The remote runners a front started with, as their runners-file entries: what a reload of
+/// the runners file compares against (an entry whose fields and token are unchanged keeps its
+/// runner, so its bindings and breaker stay).
+#[derive(Default)]
+pub(super) struct RemoteSet {
+    /// Each runner's entry and the token it was built with.
+    entries: Vec<(RunnerEntry, String)>,
+    /// Every runner token variable, filtered from the local plugins' environment (fixed when the
+    /// local host starts).
+    secret_variables: Vec<String>,
+}
+
+impl RemoteSet {
+    /// Reads `entry`'s token and builds its runner; the token is registered for redaction.
+    fn prepare(
+        &mut self,
+        entry: RunnerEntry,
+    ) -> Result<(Arc<RemoteRunner>, (RunnerEntry, String)), RunnersError> {
+        if let TokenSource::Env(name) = &entry.token {
+            if !self.secret_variables.contains(name) {
+                self.secret_variables.push(name.clone());
+            }
+        }
+        let token = entry.token()?;
+        // So no log line can show it, even one that quotes what the runner sent.
+        super::redact::register(&token);
+        let remote = Arc::new(remote_runner(&entry)?);
+        Ok((remote, (entry, token)))
+    }
+
+    /// Re-reads the runners file at `path` and swaps the gateway's remote runners: unchanged
+    /// entries keep their runner, changed and new ones get a new runner, removed ones leave.
+    /// Any problem (the file, a token, a `token_env` the local plugins' environment was not
+    /// filtered for) changes nothing and is the error. Returns (kept, replaced or added, removed).
+    pub(super) fn reload(
+        &mut self,
+        path: &Path,
+        with_local: bool,
+        gateway: &Gateway,
+    ) -> Result<(usize, usize, usize), RunnersError> {
+        let entries = load_runners(path, with_local)?;
+        let mut next = Vec::with_capacity(entries.len());
+        let mut fresh = Vec::new();
+        for entry in entries {
+            if let TokenSource::Env(name) = &entry.token {
+                if with_local && !self.secret_variables.contains(name) {
+                    return Err(RunnersError::new(format!(
+                        "runner `{}`: token_env names a variable the local plugins' environment                          was not filtered for at start; restart serve to use it",
+                        entry.id
+                    )));
+                }
+            }
+            let token = entry.token()?;
+            let unchanged = self
+                .entries
+                .iter()
+                .any(|(known, known_token)| *known == entry && *known_token == token);
+            if unchanged {
+                next.push((entry, token));
+            } else {
+                let (remote, known) = self.prepare(entry)?;
+                next.push(known);
+                fresh.push(remote);
+            }
+        }
+        let removed: Vec<String> = self
+            .entries
+            .iter()
+            .map(|(entry, _)| entry.id.clone())
+            .filter(|id| !next.iter().any(|(entry, _)| entry.id == *id))
+            .collect();
+        let counts = (next.len() - fresh.len(), fresh.len(), removed.len());
+        for id in &removed {
+            gateway.remove_remote(id);
+        }
+        for remote in fresh {
+            gateway.insert_remote(remote);
+        }
+        self.entries = next;
+        Ok(counts)
     }
 }
 

@@ -169,6 +169,17 @@ impl Gateway {
             .insert(runner.id().to_string(), Runner::Remote(runner));
     }
 
+    /// Removes the remote runner `id`: it leaves `list` and its bindings stop working. A local
+    /// runner of that name stays. True when one was removed.
+    pub fn remove_remote(&self, id: &str) -> bool {
+        let mut runners = self.runners.write();
+        if matches!(runners.get(id), Some(Runner::Remote(_))) {
+            runners.remove(id);
+            return true;
+        }
+        false
+    }
+
     /// A gateway with one runner, `local`.
     pub fn single(host: Arc<Host>) -> Gateway {
         Gateway::new([(LOCAL_RUNNER.to_string(), host)])

@@ -191,3 +191,142 @@ pub fn sample(exposition: &str, series: &str) -> Option<f64> {
         rest.strip_prefix(' ')?.trim().parse().ok()
     })
 }
+
+/// A running `serve` whose stderr lines a test can wait for while it runs (the operations
+/// tests that act on a log line: a reload's outcome, a request's trace id). Killed and reaped
+/// on drop.
+pub struct LoggedServe {
+    child: Child,
+    /// The serving address.
+    pub addr: SocketAddr,
+    lines: mpsc::Receiver<String>,
+    /// Every stderr line received so far.
+    seen: Vec<String>,
+}
+
+impl LoggedServe {
+    /// Spawns `command` (a `serve` listening on `127.0.0.1:0`) with stdin closed and waits
+    /// (bounded) for its address.
+    pub fn start(mut command: Command) -> LoggedServe {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                if tx.send(line.unwrap_or_default()).is_err() {
+                    break;
+                }
+            }
+        });
+        let (addr_tx, addr_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let _ = addr_tx.send(line.unwrap_or_default());
+            }
+        });
+        let line = match addr_rx.recv_timeout(LIMIT) {
+            Ok(line) => line,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let rest: Vec<String> = rx.try_iter().collect();
+                panic!("serve printed no address; stderr: {rest:?}");
+            }
+        };
+        let addr = line
+            .strip_prefix("listening on http://")
+            .unwrap_or_else(|| panic!("unexpected line {line:?}"))
+            .parse()
+            .expect("a socket address");
+        LoggedServe {
+            child,
+            addr,
+            lines: rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The process id of `serve`.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits (bounded by [`LIMIT`]) for a stderr line, not seen by an earlier wait, for which
+    /// `wanted` holds; returns it. Earlier lines stay in [`LoggedServe::seen`].
+    pub fn wait_for_line(&mut self, what: &str, wanted: impl Fn(&str) -> bool) -> String {
+        let deadline = std::time::Instant::now() + LIMIT;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if wanted(&line) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!(
+                    "no log line {what} within {LIMIT:?}; seen: {:#?}",
+                    self.seen
+                ),
+            }
+        }
+    }
+
+    /// Every stderr line received so far.
+    pub fn seen(&self) -> &[String] {
+        &self.seen
+    }
+
+    /// True while the process has not exited.
+    pub fn alive(&mut self) -> bool {
+        self.child.try_wait().expect("try_wait").is_none()
+    }
+
+    /// One `plugin_tool` request on the serving port with `token` and extra header lines
+    /// (each `Name: value\r\n`): status and JSON body.
+    pub fn tool_with(&self, token: &str, headers: &str, params: Value) -> (u16, Value) {
+        let body = json!({"tool": "plugin_tool", "params": params}).to_string();
+        let raw = format!(
+            "POST /api/tools/call HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n{headers}\
+             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let response = exchange(self.addr, raw.as_bytes());
+        (response.status, response.json())
+    }
+
+    /// SIGTERM and a bounded wait: the exit status and every remaining stderr line.
+    pub fn stop(mut self) -> (ExitStatus, Vec<String>) {
+        assert!(common::request_stop(self.child.id()), "SIGTERM failed");
+        let status = common::wait_bounded(&mut self.child, LIMIT);
+        let mut lines = std::mem::take(&mut self.seen);
+        // The writer is gone with the process: the channel ends.
+        while let Ok(line) = self.lines.recv_timeout(LIMIT) {
+            lines.push(line);
+        }
+        (status, lines)
+    }
+}
+
+impl Drop for LoggedServe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("serve stderr so far:\n{}", self.seen.join("\n"));
+        }
+    }
+}
+
+/// Sends SIGHUP to `pid` (a child of this test). True when the signal was sent.
+#[cfg(unix)]
+pub fn hang_up(pid: u32) -> bool {
+    // SAFETY: kill(2) on the pid of a child the caller spawned and has not reaped.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGHUP) == 0 }
+}

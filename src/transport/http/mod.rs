@@ -108,7 +108,7 @@ pub use remote::remote_runner;
 #[doc(hidden)]
 pub use server::fuzz_answer_body;
 #[cfg(feature = "http-server")]
-pub use server::{HttpServer, HttpStopper, UNAUTHORIZED};
+pub use server::{HttpServer, HttpStopper, TokensSwap, UNAUTHORIZED};
 #[cfg(feature = "http-server")]
 pub use tokens::{
     readable_by_everyone, Tokens, TokensError, MAX_TOKEN_NAME_BYTES, MIN_TOKEN_BYTES,

@@ -4,6 +4,7 @@ use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 
+use parking_lot::RwLock;
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -36,8 +37,27 @@ pub struct HttpServer {
 /// What answers requests: the gateway behind its in-flight bound, the tokens, the origins.
 struct Routes {
     dispatcher: Dispatcher,
-    tokens: Tokens,
+    tokens: Arc<RwLock<Tokens>>,
     allowed_origins: Vec<String>,
+}
+
+/// Replaces the tokens of a running [`HttpServer`] (e.g. on SIGHUP): requests authenticated
+/// after [`TokensSwap::replace`] returns see only the new tokens; a request already
+/// authenticated keeps running.
+#[derive(Clone)]
+pub struct TokensSwap(Arc<RwLock<Tokens>>);
+
+impl TokensSwap {
+    /// Puts `tokens` in place of the current ones.
+    pub fn replace(&self, tokens: Tokens) {
+        *self.0.write() = tokens;
+    }
+}
+
+impl std::fmt::Debug for TokensSwap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokensSwap")
+    }
 }
 
 /// Stops an [`HttpServer`] from another thread (or a signal watcher).
@@ -101,7 +121,7 @@ impl HttpServer {
             listener: Arc::new(Listener::bind(addr)?),
             routes: Arc::new(Routes {
                 dispatcher: Dispatcher::new(gateway),
-                tokens,
+                tokens: Arc::new(RwLock::new(tokens)),
                 allowed_origins,
             }),
         })
@@ -119,7 +139,7 @@ impl HttpServer {
             listener: Arc::new(Listener::inherited(socket)?),
             routes: Arc::new(Routes {
                 dispatcher: Dispatcher::new(gateway),
-                tokens,
+                tokens: Arc::new(RwLock::new(tokens)),
                 allowed_origins,
             }),
         })
@@ -128,6 +148,11 @@ impl HttpServer {
     /// The bound address (with the real port when bound to port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.listener.local_addr()
+    }
+
+    /// A handle that replaces this server's tokens while it runs.
+    pub fn tokens_swap(&self) -> TokensSwap {
+        TokensSwap(self.routes.tokens.clone())
     }
 
     /// A handle that stops this server.
@@ -204,7 +229,6 @@ fn route(shared: &Routes, request: &mut Exchange<'_>) {
             }
         };
     };
-    let name = name.to_string();
     let failure = |message: &str| match route {
         Route::ToolsCall => json_bytes(&transport_failure_body(message)),
         Route::Mcp => json_bytes(&mcp_http::transport_error(message)),
@@ -256,10 +280,13 @@ fn route(shared: &Routes, request: &mut Exchange<'_>) {
     send(request, status, &response, &[], &name);
 }
 
-/// The name and scopes of the one `Authorization: Bearer` token of `request`, when valid.
-fn authenticate<'t>(tokens: &'t Tokens, request: &Exchange<'_>) -> Option<(&'t str, Scopes)> {
+/// The name and scopes of the one `Authorization: Bearer` token of `request`, when valid
+/// (against the tokens in place now).
+fn authenticate(tokens: &RwLock<Tokens>, request: &Exchange<'_>) -> Option<(String, Scopes)> {
     let presented = request.head().unique("Authorization").and_then(bearer)?;
-    tokens.authenticate(presented)
+    let tokens = tokens.read();
+    let (name, scopes) = tokens.authenticate(presented)?;
+    Some((name.to_string(), scopes))
 }
 
 /// The 401 `unauthorized` of `/api/tools/call` (and of the inspector's whoami).

@@ -1,0 +1,126 @@
+//! What SIGHUP does to a running `serve`: re-read the tokens file, the runners file and
+//! runner.toml (the last through the host's candidate reload, as `plugin_tool reload`). Each
+//! file is taken alone: a bad one keeps its old state and logs why (a warning that quotes
+//! nothing from the file), the others still apply.
+//!
+//! Reloads run on a thread of their own, so a stop signal is never held up by one; requests
+//! that arrive while a reload runs are coalesced into one more reload.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crossbeam_channel::{Sender, TrySendError};
+use webcodex_plugin_host::gateway::Gateway;
+use webcodex_plugin_host::transport::http::{Tokens, TokensSwap};
+
+use super::target::RemoteSet;
+
+/// Everything a SIGHUP re-reads, and where it puts the result.
+pub(super) struct Reload {
+    /// The `--tokens` file and the running server's tokens.
+    pub(super) tokens_path: PathBuf,
+    pub(super) tokens: TokensSwap,
+    /// The gateway whose local hosts reload and whose remote runners are swapped.
+    pub(super) gateway: Arc<Gateway>,
+    /// The `--runners` file (if any), whether there is a local runner, and the runners it gave.
+    pub(super) runners: Option<(PathBuf, bool, RemoteSet)>,
+}
+
+/// Asks the reload thread for one reload; never blocks.
+#[derive(Clone)]
+pub(super) struct ReloadTrigger(Sender<()>);
+
+impl ReloadTrigger {
+    /// Requests a reload. One already waiting covers this request too (it re-reads every file
+    /// when it starts).
+    pub(super) fn request(&self) {
+        match self.0.try_send(()) {
+            Ok(()) | Err(TrySendError::Full(())) => {}
+            Err(TrySendError::Disconnected(())) => {
+                log::warn!("serve: the reload thread is gone; SIGHUP is ignored");
+            }
+        }
+    }
+}
+
+impl Reload {
+    /// Starts the reload thread; it ends when every trigger is dropped.
+    pub(super) fn spawn(mut self) -> std::io::Result<ReloadTrigger> {
+        let (sender, receiver) = crossbeam_channel::bounded(1);
+        std::thread::Builder::new()
+            .name("wc-reload".into())
+            .spawn(move || {
+                while receiver.recv().is_ok() {
+                    self.run();
+                }
+            })?;
+        Ok(ReloadTrigger(sender))
+    }
+
+    /// One reload of every file.
+    fn run(&mut self) {
+        log::info!("serve: reloading on SIGHUP");
+        self.reload_tokens();
+        self.reload_runners();
+        self.reload_hosts();
+    }
+
+    fn reload_tokens(&self) {
+        match Tokens::load(&self.tokens_path) {
+            Ok(tokens) => {
+                let count = tokens.len();
+                self.tokens.replace(tokens);
+                log::info!("serve: --tokens reloaded ({count} tokens)");
+            }
+            // The message never quotes the file (see Tokens::parse).
+            Err(e) => log::warn!("serve: --tokens not reloaded, the old tokens stay: {e}"),
+        }
+    }
+
+    fn reload_runners(&mut self) {
+        let Some((path, with_local, set)) = &mut self.runners else {
+            return;
+        };
+        match set.reload(path, *with_local, &self.gateway) {
+            Ok((kept, fresh, removed)) => log::info!(
+                "serve: --runners reloaded ({kept} unchanged, {fresh} new or changed, \
+                 {removed} removed)"
+            ),
+            // Runners-file messages never hold a token or a path.
+            Err(e) => log::warn!("serve: --runners not reloaded, the old runners stay: {e}"),
+        }
+    }
+
+    fn reload_hosts(&self) {
+        for name in self.gateway.runner_names() {
+            let Some(host) = self.gateway.runner(&name) else {
+                continue;
+            };
+            match host.reload() {
+                Ok(report) if report.committed => {
+                    log::info!(
+                        "serve: runner.toml reloaded ({} providers)",
+                        report.providers.entries().len()
+                    );
+                }
+                Ok(report) => {
+                    let failed: Vec<String> = report
+                        .failures
+                        .iter()
+                        .map(|(id, e)| format!("{id}: {}", e.code()))
+                        .collect();
+                    log::warn!(
+                        "serve: runner.toml not reloaded, the old providers stay; failed \
+                         candidates: {} (plugin_tool check shows why)",
+                        failed.join(", ")
+                    );
+                }
+                Err(e) => log::warn!(
+                    "serve: runner.toml not reloaded, the old providers stay: {}: {}",
+                    e.code(),
+                    e.message()
+                ),
+            }
+        }
+    }
+}
