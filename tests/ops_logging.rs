@@ -1,6 +1,8 @@
 //! `--log-format json` on the long-running commands: every stderr line is one JSON object with
-//! `ts`, `level`, `target` and `msg`, and no line carries a token, an argument value, an
-//! environment value or a path; the default text lines start with a timestamp.
+//! `ts`, `level`, `target` and `msg` (and, on a request's lines, its `trace_id`, `runner`,
+//! `plugin`, `tool`, `action`, `dispatch` and `duration_ms`), and no line carries a token, an
+//! argument value, an environment value or a path; the default text lines start with a
+//! timestamp and show a request's fields as `[key=value …]`.
 #![cfg(unix)]
 
 mod common;
@@ -32,8 +34,20 @@ fn config(dir: &TempDir) -> std::path::PathBuf {
     )
 }
 
-/// Checks every stderr line: one JSON object with exactly `ts`, `level`, `target`, `msg`, and
-/// none of `secrets` anywhere in it. Returns the parsed lines.
+/// The keys a line may carry besides `ts`, `level`, `target` and `msg`: a request's fields.
+const REQUEST_FIELDS: [&str; 7] = [
+    "action",
+    "dispatch",
+    "duration_ms",
+    "plugin",
+    "runner",
+    "tool",
+    "trace_id",
+];
+
+/// Checks every stderr line: one JSON object with `ts`, `level`, `target`, `msg` and otherwise
+/// only request fields (a `trace_id` of 32 hex digits with any of them, `duration_ms` a
+/// number), and none of `secrets` anywhere in it. Returns the parsed lines.
 fn json_lines(stderr: &str, secrets: &[&str]) -> Vec<Value> {
     let lines: Vec<Value> = stderr
         .lines()
@@ -50,8 +64,20 @@ fn json_lines(stderr: &str, secrets: &[&str]) -> Vec<Value> {
                 .as_object()
                 .unwrap_or_else(|| panic!("not an object: {line}"));
             let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
+            keys.retain(|k| !REQUEST_FIELDS.contains(k));
             keys.sort_unstable();
             assert_eq!(keys, ["level", "msg", "target", "ts"], "{line}");
+            if object.keys().any(|k| REQUEST_FIELDS.contains(&k.as_str())) {
+                assert!(is_trace_id(&value["trace_id"]), "{line}");
+            }
+            if let Some(ms) = object.get("duration_ms") {
+                assert!(ms.is_u64(), "{line}");
+            }
+            for key in ["action", "dispatch", "plugin", "runner", "tool"] {
+                if let Some(v) = object.get(key) {
+                    assert!(v.is_string(), "{line}");
+                }
+            }
             assert!(
                 ["error", "warn", "info", "debug", "trace"]
                     .contains(&value["level"].as_str().unwrap()),
@@ -63,6 +89,15 @@ fn json_lines(stderr: &str, secrets: &[&str]) -> Vec<Value> {
         .collect();
     assert!(!lines.is_empty(), "no log line at all");
     lines
+}
+
+/// 32 lower-case hex digits, not all zero.
+fn is_trace_id(value: &Value) -> bool {
+    value.as_str().is_some_and(|id| {
+        id.len() == 32
+            && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            && id.bytes().any(|b| b != b'0')
+    })
 }
 
 /// `2026-12-01T20:10:00.123Z`.
@@ -163,6 +198,74 @@ fn serve_json_logs_are_one_object_per_line_and_leak_nothing() {
             .any(|m| m.contains("POST /api/tools/call -> 401")),
         "{messages:?}"
     );
+    // The request fields: a successful echo call, and a request refused before it ran.
+    let access = |status: &str| -> Vec<&Value> {
+        let wanted = format!("POST /api/tools/call -> {status}");
+        lines
+            .iter()
+            .filter(|l| l["msg"].as_str().unwrap().contains(&wanted))
+            .collect()
+    };
+    let call = access("200")
+        .into_iter()
+        .find(|l| l["action"] == "call")
+        .unwrap_or_else(|| panic!("no access line of the call: {stderr}"));
+    for (key, value) in [
+        ("runner", "local"),
+        ("plugin", "fx"),
+        ("tool", "echo"),
+        ("dispatch", "completed"),
+    ] {
+        assert_eq!(call[key], value, "{call}");
+    }
+    assert!(call["duration_ms"].is_u64(), "{call}");
+    let refused = access("401");
+    assert!(is_trace_id(&refused[0]["trace_id"]), "{}", refused[0]);
+    assert!(refused[0].get("action").is_none(), "{}", refused[0]);
+    let invalid = access("400")
+        .into_iter()
+        .find(|l| l["action"] == "call")
+        .unwrap_or_else(|| panic!("no access line of the invalid call: {stderr}"));
+    assert_eq!(invalid["dispatch"], "not_started", "{invalid}");
+}
+
+#[test]
+fn serve_text_lines_show_the_request_fields_compactly() {
+    let dir = TempDir::new("ops", "textfields");
+    let (config, tokens) = ops_support::files(&dir, false);
+    let mut cmd = common::cli_command(BIN);
+    cmd.args([
+        "serve",
+        "--config",
+        s(&config),
+        "--listen",
+        "127.0.0.1:0",
+        "--tokens",
+        s(&tokens),
+        "--admin-listen",
+        "127.0.0.1:0",
+    ])
+    .env("RUST_LOG", "info");
+    let serve = AdminServe::start(cmd);
+    let (status, _) = serve.tool(json!({"action": "list", "runner": "local"}));
+    assert_eq!(status, 200);
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("POST /api/tools/call -> 200"))
+        .unwrap_or_else(|| panic!("no access line: {stderr}"));
+    let fields = line
+        .split_once(" [trace_id=")
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("no fields: {line}"));
+    let (trace_id, rest) = fields.split_once(' ').unwrap();
+    assert!(is_trace_id(&json!(trace_id)), "{line}");
+    assert!(
+        rest.starts_with("runner=local action=list duration_ms="),
+        "{line}"
+    );
+    assert!(rest.ends_with(']'), "{line}");
 }
 
 #[test]

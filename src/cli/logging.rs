@@ -1,12 +1,16 @@
 //! The format of the log lines on stderr: plain text (the default) or, with `--log-format json`
 //! on the long-running commands (`serve`, `gateway`, `mcp`), one JSON object per line with `ts`,
 //! `level`, `target` and `msg`. Both carry a UTC timestamp (RFC 3339, milliseconds). A line
-//! holds the record's message only: the code never logs a token, an argument value, an
-//! environment value or a path.
+//! written while a request runs on its thread also carries that request's fields (`trace_id`,
+//! and once known `runner`, `plugin`, `tool`, `action`, `dispatch`, `duration_ms`): JSON keys,
+//! or `[key=value …]` after the text message. The code never logs a token, an argument value,
+//! an environment value or a path.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use webcodex_plugin_host::transport::trace;
 
 /// True once `--log-format json` was chosen.
 static JSON: AtomicBool = AtomicBool::new(false);
@@ -24,7 +28,8 @@ pub(crate) enum LogFormat {
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct LogArgs {
     /// The format of the log lines on stderr: text, or json (one object per line with ts,
-    /// level, target and msg).
+    /// level, target and msg, and a request's trace_id, runner, plugin, tool, action,
+    /// dispatch and duration_ms on its lines).
     #[arg(
         long = "log-format",
         value_enum,
@@ -47,23 +52,62 @@ pub(crate) fn write_record(
     record: &log::Record<'_>,
 ) -> std::io::Result<()> {
     let ts = rfc3339(SystemTime::now());
+    let fields = trace::current_fields();
     if JSON.load(Ordering::Relaxed) {
-        let line = serde_json::json!({
+        let mut line = serde_json::json!({
             "ts": ts,
             "level": record.level().as_str().to_ascii_lowercase(),
             "target": record.target(),
             "msg": record.args().to_string(),
         });
+        if let (Some(fields), Some(object)) = (fields, line.as_object_mut()) {
+            for (key, value) in field_pairs(&fields) {
+                let value = match key {
+                    "duration_ms" => value.parse::<u64>().map_or(value.into(), Into::into),
+                    _ => value.into(),
+                };
+                object.insert(key.to_string(), value);
+            }
+        }
         writeln!(out, "{line}")
     } else {
-        writeln!(
+        write!(
             out,
             "{ts} {:<5} {}: {}",
             record.level(),
             record.target(),
             record.args()
-        )
+        )?;
+        if let Some(fields) = fields {
+            let pairs: Vec<String> = field_pairs(&fields)
+                .into_iter()
+                .map(|(key, value)| format!("{key}={value}"))
+                .collect();
+            write!(out, " [{}]", pairs.join(" "))?;
+        }
+        writeln!(out)
     }
+}
+
+/// The request's fields that are known, in a fixed order.
+fn field_pairs(fields: &trace::RequestFields) -> Vec<(&'static str, String)> {
+    let mut pairs = vec![("trace_id", fields.trace_id.clone())];
+    let named = [
+        ("runner", fields.runner.as_deref()),
+        ("plugin", fields.plugin.as_deref()),
+        ("tool", fields.tool.as_deref()),
+        ("action", fields.action),
+        ("dispatch", fields.dispatch),
+    ];
+    for (key, value) in named {
+        if let Some(value) = value {
+            pairs.push((key, value.to_string()));
+        }
+    }
+    if let Some(ms) = fields.duration_ms {
+        pairs.push(("duration_ms", ms.to_string()));
+    }
+    pairs
 }
 
 /// `2026-12-01T20:10:00.123Z`.

@@ -88,6 +88,38 @@ impl Bound {
     }
 }
 
+/// Tells the request's trace context what a successful action addressed, for its log lines
+/// (it succeeded, so the names are what exists, not whatever a caller typed). A call's names
+/// come from its binding, noted before it runs ([`note_bound`]).
+fn note_target(action: ActionRef<'_>) {
+    use crate::transport::trace;
+    match action {
+        ActionRef::List { runner, plugin } => trace::note_target(runner, plugin, None),
+        ActionRef::Describe {
+            runner,
+            plugin,
+            tool,
+        } => trace::note_target(Some(runner), Some(plugin), Some(tool)),
+        ActionRef::Check { runner, plugin, .. } => {
+            trace::note_target(Some(runner), Some(plugin), None)
+        }
+        ActionRef::Reload { runner, .. } | ActionRef::Catalog { runner, .. } => {
+            trace::note_target(Some(runner), None, None)
+        }
+        ActionRef::Call { .. } => {}
+    }
+}
+
+/// Tells the request's trace context the runner, plugin and tool of the binding it calls, so
+/// the lines the call logs while it runs (a fault, a retirement) carry them too.
+fn note_bound(bound: &Bound) {
+    let (runner, plugin, tool) = match bound {
+        Bound::Local(t) => (t.runner.as_str(), t.plugin.as_str(), t.tool.as_str()),
+        Bound::Remote(t) => (t.runner.id(), t.plugin.as_str(), t.tool.name()),
+    };
+    crate::transport::trace::note_target(Some(runner), Some(plugin), Some(tool));
+}
+
 /// Why an action failed: a failure of this gateway, or a remote runner's own failure object,
 /// which passes through unchanged.
 enum Failure {
@@ -313,6 +345,9 @@ impl Gateway {
         if let Some(session_id) = action.recording_session_id() {
             self.record(action, session_id, target.as_deref(), &result);
         }
+        if result.is_ok() {
+            note_target(action);
+        }
         match result {
             Ok(output) => ToolOutput::ok(output),
             Err(failure) => failure.into_output(),
@@ -453,6 +488,7 @@ impl Gateway {
             )
         })?;
         *seen = Some(bound.clone());
+        note_bound(&bound);
         let target = match &*bound {
             Bound::Local(target) => target,
             Bound::Remote(target) => {

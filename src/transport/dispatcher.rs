@@ -8,8 +8,9 @@ use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
 
 use super::observe::Finished;
+use super::trace::TraceContext;
 use crate::error::{Dispatch, Error, ErrorCode};
-use crate::gateway::{Caller, Gateway, ToolOutput};
+use crate::gateway::{ActionKind, Caller, Gateway, ToolOutput};
 
 /// Most requests a transport handles at once; beyond it a request gets `gateway_saturated`.
 pub const MAX_IN_FLIGHT: usize = 64;
@@ -96,9 +97,24 @@ impl Dispatcher {
 
     /// Runs one `plugin_tool` request. Should it panic (a bug), the answer is
     /// `gateway_internal_error` with dispatch `outcome_unknown`: the request is still answered.
+    /// It runs in the trace context of this thread's request (a fresh one when none is open,
+    /// see [`super::trace`]).
     pub fn execute(&self, caller: &Caller, params: &Value) -> ToolOutput {
+        self.execute_traced(caller, params, None)
+    }
+
+    /// [`Dispatcher::execute`] in the trace context `trace` (the caller's, e.g. MCP
+    /// `_meta.traceparent`): it replaces the one open on this thread, or opens one for the
+    /// request; `None` keeps the open one or opens a fresh one.
+    pub fn execute_traced(
+        &self,
+        caller: &Caller,
+        params: &Value,
+        trace: Option<TraceContext>,
+    ) -> ToolOutput {
+        let _scope = super::trace::begin(trace);
         let observer = super::observe::observer();
-        let started = observer.map(|_| Instant::now());
+        let started = Instant::now();
         let output = catch_unwind(AssertUnwindSafe(|| {
             self.gateway.plugin_tool(caller, params)
         }))
@@ -106,8 +122,24 @@ impl Dispatcher {
             log::error!("a plugin_tool request panicked");
             internal_error()
         });
-        if let (Some(observer), Some(started)) = (observer, started) {
-            observer.request_finished(&Finished::of(params, &output, started.elapsed()));
+        let finished = Finished::of(params, &output, started.elapsed());
+        let dispatch = match (finished.dispatch, finished.action) {
+            (Some(dispatch), _) => Some(dispatch.as_str()),
+            (None, Some(ActionKind::Call)) if output.success => Some("completed"),
+            (None, _) => None,
+        };
+        super::trace::note_finished(
+            finished.action.map(ActionKind::as_str),
+            dispatch,
+            finished.elapsed.as_millis() as u64,
+        );
+        log::debug!(
+            "plugin_tool: {} -> {}",
+            finished.action.map_or("unknown", ActionKind::as_str),
+            finished.outcome.as_str()
+        );
+        if let Some(observer) = observer {
+            observer.request_finished(&finished);
         }
         output
     }

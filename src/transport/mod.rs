@@ -25,6 +25,7 @@ pub mod mcp;
 pub mod observe;
 mod request;
 mod stdio;
+pub mod trace;
 
 pub use dispatcher::{
     internal_error, invalid_request, saturated, Dispatcher, Slot, MAX_IN_FLIGHT, WORKER_STACK,

@@ -14,6 +14,7 @@ use ureq::{Agent, Proxy};
 
 use super::{MAX_BODY_BYTES, RUNNER_INSTANCE_HEADER, TOOLS_CALL_PATH};
 use crate::gateway::ToolOutput;
+use crate::transport::trace::TRACEPARENT;
 use crate::transport::TOOL_NAME;
 
 /// Default time to resolve the host and set the connection up (TCP, proxy CONNECT, TLS).
@@ -331,13 +332,16 @@ impl HttpClient {
         };
         let agent = Agent::with_parts(config, connector, DefaultResolver::default());
         let failed = |e: ureq::Error| self.classify(e, connected.load(Ordering::SeqCst));
-        let mut response = agent
+        let mut request = agent
             .post(&self.url)
             .header("Authorization", format!("Bearer {}", self.token))
             .header("Content-Type", "application/json")
-            .header("Accept", "application/json")
-            .send(body.to_string())
-            .map_err(failed)?;
+            .header("Accept", "application/json");
+        // A front hop: the request's trace id goes on, under a new parent id.
+        if let Some(trace) = crate::transport::trace::current() {
+            request = request.header(TRACEPARENT, trace.child().header_value());
+        }
+        let mut response = request.send(body.to_string()).map_err(failed)?;
         let status = response.status().as_u16();
         let instance = response
             .headers()

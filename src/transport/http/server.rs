@@ -23,6 +23,7 @@ use crate::transport::dispatcher::{invalid_request, Dispatcher};
 use crate::transport::mcp::headers::RoutingHeaders;
 use crate::transport::mcp::http::{self as mcp_http, MCP_PATH};
 use crate::transport::request::{parse_request, response_body, Framing, ResponseBody};
+use crate::transport::trace::{TraceContext, TRACEPARENT};
 use crate::transport::RequestId;
 
 /// The code of the failure object answered with 401.
@@ -192,6 +193,12 @@ fn route(shared: &Routes, request: &mut Exchange<'_>) {
             return reject(request, 404, None, &output, &[], "-");
         }
     };
+    // The request's trace context, for every log line of this exchange (its access line
+    // included) and the front's hop: the caller's `traceparent`, else a fresh one.
+    let _trace = crate::transport::trace::begin(Some(TraceContext::from_value_or_fresh(
+        head.unique(TRACEPARENT),
+    )));
+    let head = request.head();
     let origin = OriginVerdict::of(head, &shared.allowed_origins);
     if head.method() == "OPTIONS" {
         return answer_options(request, route, &origin);

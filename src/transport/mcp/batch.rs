@@ -106,6 +106,8 @@ pub(crate) fn run(
     caller: Caller,
 ) -> (Option<Outgoing>, Vec<Slot>) {
     let mut slots = Vec::new();
+    // The exchange's context (its `traceparent` header), for members that name none.
+    let parent = crate::transport::trace::current();
     let answers = std::thread::scope(|scope| {
         let answers: Vec<Answer<'_>> = members
             .into_iter()
@@ -119,7 +121,9 @@ pub(crate) fn run(
                         .name("wc-mcp-batch".into())
                         .stack_size(WORKER_STACK)
                         .spawn_scoped(scope, move || {
-                            let reply = call.respond(dispatcher.execute(&caller, call.params()));
+                            let trace = call.trace().or(parent);
+                            let output = dispatcher.execute_traced(&caller, call.params(), trace);
+                            let reply = call.respond(output);
                             ticket.map_or(true, Ticket::finish).then_some(reply.message)
                         });
                     match worker {

@@ -132,7 +132,7 @@ fn single(
         Err((status, response)) => HttpAnswer::one(status, response),
         Ok(Step::Reply(reply)) => HttpAnswer::one(reply.http_status, reply.message),
         Ok(Step::Call(call)) => {
-            let output = dispatcher.execute(caller, call.params());
+            let output = dispatcher.execute_traced(caller, call.params(), call.trace());
             HttpAnswer::one(200, call.respond(output).message)
         }
         Ok(Step::Cancel(_) | Step::Nothing) => HttpAnswer::accepted(),

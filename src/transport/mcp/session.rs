@@ -22,6 +22,7 @@ use super::manifest;
 use super::result::call_tool_result;
 use super::version::{self, SUPPORTED_VERSIONS};
 use crate::gateway::ToolOutput;
+use crate::transport::trace::{TraceContext, TRACEPARENT};
 use crate::transport::TOOL_NAME;
 
 /// The `_meta` key of a stateless request's protocol version.
@@ -96,6 +97,9 @@ pub struct ToolCall {
     id: RequestId,
     arguments: Value,
     stateless: bool,
+    /// A valid `params._meta.traceparent`: the request's trace context (never passed on to
+    /// the plugin; only `arguments` are).
+    trace: Option<TraceContext>,
 }
 
 impl ToolCall {
@@ -111,7 +115,13 @@ impl ToolCall {
             id: self.id.clone(),
             arguments: Value::Null,
             stateless: self.stateless,
+            trace: self.trace,
         }
+    }
+
+    /// The caller's trace context (`params._meta.traceparent`), when given and valid.
+    pub fn trace(&self) -> Option<TraceContext> {
+        self.trace
     }
 
     /// The `plugin_tool` params (the call's `arguments`).
@@ -379,10 +389,16 @@ fn tool_call(
             ))
         }
     };
+    let trace = params
+        .get("_meta")
+        .and_then(|meta| meta.get(TRACEPARENT))
+        .and_then(Value::as_str)
+        .and_then(TraceContext::parse);
     Ok(Step::Call(ToolCall {
         id: id.clone(),
         arguments,
         stateless,
+        trace,
     }))
 }
 

@@ -102,7 +102,7 @@ fn start_call(
         .name("wc-mcp-call".into())
         .stack_size(WORKER_STACK)
         .spawn(move || {
-            let output = worker_dispatcher.execute(&caller, call.params());
+            let output = worker_dispatcher.execute_traced(&caller, call.params(), call.trace());
             let reply = call.respond(output);
             if ticket.finish() {
                 worker_writer.send(&reply.message);
