@@ -142,6 +142,12 @@ fn sighup_reloads_runner_toml_and_a_bad_one_keeps_the_providers() {
         l.contains("runner.toml reloaded")
     });
     assert_eq!(plugins(&serve), ["fx", "fy"]);
+    // The old instance of fx was stopped and reaped: no zombie child of serve.
+    common::assert_no_leftovers(
+        serve.pid() as i32,
+        &[],
+        common::ChildScope::AllZombieChildren,
+    );
 
     // Not TOML: the providers stay and the warning says why.
     std::fs::write(&config, format!("[plugins\n{BROKEN_MARKER}")).unwrap();
