@@ -227,6 +227,18 @@ fn serve_json_logs_are_one_object_per_line_and_leak_nothing() {
         .find(|l| l["action"] == "call")
         .unwrap_or_else(|| panic!("no access line of the invalid call: {stderr}"));
     assert_eq!(invalid["dispatch"], "not_started", "{invalid}");
+    // The crash's retirement warning is the call's own line: its trace id and names.
+    let crashed = lines
+        .iter()
+        .find(|l| l["tool"] == "crash" && l["action"] == "call")
+        .unwrap_or_else(|| panic!("no access line of the crash: {stderr}"));
+    let retired = lines
+        .iter()
+        .find(|l| l["level"] == "warn" && l["msg"].as_str().unwrap().contains("retired"))
+        .unwrap_or_else(|| panic!("no retirement warning: {stderr}"));
+    assert_eq!(retired["trace_id"], crashed["trace_id"], "{retired}");
+    assert_eq!(retired["plugin"], "fx", "{retired}");
+    assert_eq!(retired["tool"], "crash", "{retired}");
 }
 
 #[test]
