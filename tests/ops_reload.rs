@@ -1,5 +1,5 @@
 //! SIGHUP on `serve`: the tokens file, runner.toml and the runners file are re-read while it
-//! keeps serving; a bad file keeps the old state and logs a warning that quotes nothing from it.
+//! keeps serving; a bad file keeps the old state and logs a warning (never a token or a path).
 #![cfg(unix)]
 
 mod common;

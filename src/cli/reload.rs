@@ -1,7 +1,7 @@
 //! What SIGHUP does to a running `serve`: re-read the tokens file, the runners file and
 //! runner.toml (the last through the host's candidate reload, as `plugin_tool reload`). Each
-//! file is taken alone: a bad one keeps its old state and logs why (a warning that quotes
-//! nothing from the file), the others still apply.
+//! file is taken alone: a bad one keeps its old state and logs why (a warning with the
+//! loader's message, never a token or a path), the others still apply.
 //!
 //! Reloads run on a thread of their own, so a stop signal is never held up by one; requests
 //! that arrive while a reload runs are coalesced into one more reload.
@@ -86,7 +86,8 @@ impl Reload {
                 "serve: --runners reloaded ({kept} unchanged, {fresh} new or changed, \
                  {removed} removed)"
             ),
-            // Runners-file messages never hold a token or a path.
+            // Runners-file messages never hold a token or a path (at most a runner id or an
+            // unknown key, escaped).
             Err(e) => log::warn!("serve: --runners not reloaded, the old runners stay: {e}"),
         }
     }
