@@ -1,8 +1,14 @@
 //! What the provider's threads tell its coordinator: one typed message per happening, sent
-//! over the bounded event channel (see `io` for the threads, `wait` for how the caller waits).
+//! over the one bounded event channel ([`EventSender`] → [`EventWait`]; see `io` for the
+//! threads). How a sender wakes a caller that does not sleep on the channel itself is the
+//! response path's business (`imp::Wake`).
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, TrySendError};
+
+use super::imp::Wake;
 use crate::error::ErrorCode;
 use crate::frame::ResponseLine;
 
@@ -22,4 +28,90 @@ pub(crate) enum Event {
     Exited,
     /// The host is stopping this provider.
     Stopping,
+}
+
+/// The senders' end of the event channel (reader, writer, exit watch, `stop()`).
+#[derive(Debug, Clone)]
+pub(crate) struct EventSender {
+    events: Sender<Event>,
+    pub(crate) wake: Arc<Wake>,
+}
+
+impl EventSender {
+    /// Sends `event`, blocking while the channel is full; `Err` once the coordinator is gone.
+    pub(crate) fn send(&self, event: Event) -> Result<(), Event> {
+        let exit = matches!(event, Event::Exited);
+        self.events.send(event).map_err(|e| e.into_inner())?;
+        self.wake.notify(exit);
+        Ok(())
+    }
+
+    /// Sends `event` if the channel has room; gives it back when the channel is full or closed.
+    #[cfg_attr(
+        any(not(target_os = "linux"), feature = "portable-wait"),
+        allow(dead_code)
+    )]
+    pub(crate) fn send_now(&self, event: Event) -> Result<(), TrySendError<Event>> {
+        let exit = matches!(event, Event::Exited);
+        self.events.try_send(event)?;
+        self.wake.notify(exit);
+        Ok(())
+    }
+
+    /// Sends `event` if the channel has room (an announcement that may be dropped when the
+    /// channel is full: the coordinator has events to read then anyway).
+    pub(crate) fn try_send(&self, event: Event) {
+        let exit = matches!(event, Event::Exited);
+        match self.events.try_send(event) {
+            Ok(()) => self.wake.notify(exit),
+            // Full: the coordinator has events to read; it must not sleep through them.
+            Err(TrySendError::Full(_)) => self.wake.notify(exit),
+            Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+}
+
+/// The coordinator's end of the event channel.
+#[derive(Debug)]
+pub(crate) struct EventWait {
+    events: Receiver<Event>,
+    #[cfg_attr(
+        any(not(target_os = "linux"), feature = "portable-wait"),
+        allow(dead_code)
+    )]
+    pub(crate) wake: Arc<Wake>,
+}
+
+/// The event channel, bounded to `capacity`, with the response path's wake-up `wake`.
+pub(crate) fn event_channel(capacity: usize, wake: Wake) -> (EventSender, EventWait) {
+    let (tx, rx) = crossbeam_channel::bounded(capacity);
+    let wake = Arc::new(wake);
+    (
+        EventSender {
+            events: tx,
+            wake: wake.clone(),
+        },
+        EventWait { events: rx, wake },
+    )
+}
+
+impl EventWait {
+    /// The next event if one is queued.
+    #[inline]
+    pub(crate) fn try_recv(&self) -> Result<Event, TryRecvError> {
+        self.events.try_recv()
+    }
+
+    /// True when no event is queued: two loads, where a failed `try_recv` costs more than a
+    /// hundred instructions (the check that runs before every request).
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Blocking wait for the next event until `until`.
+    #[inline]
+    pub(crate) fn recv_deadline(&self, until: Instant) -> Result<Event, RecvTimeoutError> {
+        self.events.recv_deadline(until)
+    }
 }

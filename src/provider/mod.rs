@@ -12,8 +12,8 @@
 //! pidfd). The calling thread is the coordinator: it takes the session with a try-lock
 //! (a second caller gets `plugin_provider_busy`), arms one deadline before encoding, queues the
 //! frame and waits for one event (on Linux it reads the response from stdout itself, see
-//! `port`; elsewhere in `poll(2)` on the plugin's stdout and a wake descriptor where several
-//! CPUs are usable, see `wait`). Every failure is classified (see [`crate::Dispatch`]): a frame
+//! `direct`; elsewhere it blocks on the event channel, see `portable`: one response path per
+//! platform, chosen at compile time). Every failure is classified (see [`crate::Dispatch`]): a frame
 //! the writer provably never claimed is `not_started`; once it may have been written, a
 //! tools/call failure is `outcome_unknown` and the instance is retired (its whole process
 //! group is killed). A retired instance is never respawned; only a reload makes a new one.
@@ -26,16 +26,23 @@
 //! parent-death signal is not inherited by grandchildren. Termination waits at most one second
 //! for the group to empty; zombies reparented to init are reaped by init.
 
+#[cfg(all(target_os = "linux", not(feature = "portable-wait")))]
+mod direct;
 mod event;
 mod io;
-#[cfg(target_os = "linux")]
-mod kick;
-mod port;
+#[cfg(any(not(target_os = "linux"), feature = "portable-wait"))]
+mod portable;
 mod process;
 mod session;
 mod stderr_ring;
 mod stdout_buffer;
-mod wait;
+
+/// The response path of this build: the direct read on Linux, the portable path elsewhere and
+/// under the test-only `portable-wait` feature.
+#[cfg(all(target_os = "linux", not(feature = "portable-wait")))]
+use direct as imp;
+#[cfg(any(not(target_os = "linux"), feature = "portable-wait"))]
+use portable as imp;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -51,29 +58,27 @@ pub use process::LaunchSpec;
 pub use stderr_ring::{
     StderrLine, StderrRing, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
 };
-pub use wait::RESPONSE_WAIT_ENV;
 
 use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
 use crate::frame::{check_json_bounds, check_json_bounds_sized, JsonBoundsError, PROTOCOL_VERSION};
+use event::EventSender;
 use io::{Event, IoThreads};
 use process::PluginProcess;
 use session::{into_result, RequestKind, Session};
-use wait::EventSender;
 
 /// Largest serialized call arguments.
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 /// How long termination may wait for the process group to empty.
 pub const TERMINATION_BOUND: Duration = Duration::from_secs(1);
 
-/// How this process's coordinators wait for responses, by the names of [`RESPONSE_WAIT_ENV`]:
-/// `direct` (the caller reads the response from stdout itself), `poll` (`poll(2)` on the
-/// plugin's stdout and a wake descriptor, the reader thread reads) or `block` (blocking on the
-/// event channel). Chosen once per process from [`RESPONSE_WAIT_ENV`], the system and the number
-/// of usable CPUs (for tests and measurements).
+/// The response path this build was compiled with (for tests and measurements): `direct`
+/// (Linux: the caller reads the response from stdout itself) or `portable` (every other
+/// system, and Linux with the test-only `portable-wait` feature: the reader thread reads, the
+/// caller blocks on the event channel).
 #[doc(hidden)]
 pub fn response_wait_mode() -> &'static str {
-    wait::wait_mode().name()
+    imp::NAME
 }
 
 /// A unique id of one provider instance (one spawned process), never reused in this host.

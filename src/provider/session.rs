@@ -1,9 +1,10 @@
 //! The deadline-driven coordinator: one request at a time, one total budget per request.
 //!
 //! The budget's clock starts before encoding and covers the unsolicited-output check, queue
-//! admission, write + flush and the response wait. Waiting is one wait for the next event on
-//! the event channel (see `super::wait`: `poll(2)` on stdout and a wake descriptor where
-//! several CPUs are usable, else `recv_deadline`): no polling loop, no sleeps.
+//! admission, write + flush and the response wait. How the response is waited for is the
+//! response path's (`super::imp`, chosen at compile time): on Linux the caller reads it from
+//! stdout itself (`super::direct`), elsewhere it blocks on the event channel
+//! (`super::portable`). No polling loop, no sleeps.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -13,9 +14,7 @@ use serde_json::Value;
 
 use super::event::EXIT_GRACE;
 use super::io::{write_nonblocking, Channels, Event, WriteJob, WriteOutcome, RECYCLED_LINE_MAX};
-use super::port::Held;
 use super::process::PluginProcess;
-use super::stdout_buffer::has_pending;
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::frame::{
     validate_raw_bounded, BoundsVerdict, Envelope, RequestEncoder, ResponseLine, MAX_LINE_BYTES,
@@ -48,21 +47,13 @@ pub(crate) struct Session {
     encoder: RequestEncoder,
     /// The frame buffer, reused by every request (the encoder clears it).
     frame: Vec<u8>,
-    channels: Channels,
+    pub(super) channels: Channels,
     seq: u64,
     /// The text buffer the next response line is read into when the caller reads stdout itself
     /// (a decoded line's buffer comes back here).
-    spare: String,
+    pub(super) spare: String,
     /// The JSON bounds of the last response's result, checked while it was parsed.
     result_bounds: Option<BoundsVerdict>,
-}
-
-/// Where the coordinator takes the events of one request from.
-enum Source<'a, 'p> {
-    /// The event channel (the reader thread reads stdout), after an optional opt-in spin.
-    Channel { spin_until: Option<Instant> },
-    /// stdout, taken over for this request (`super::port`), and the channel for the rest.
-    Direct(&'a mut Held<'p>),
 }
 
 impl Session {
@@ -84,11 +75,9 @@ impl Session {
     }
 
     /// Sends one request built by `encode` and waits for its response envelope until
-    /// `deadline`. Every failure that may leave the connection out of step retires `process`.
-    ///
-    /// Four phases, each its own function: [`Session::ensure_in_step`] (nothing unasked is
-    /// waiting), [`Session::encode_frame`] (encode and bound the line), [`Session::write_frame`]
-    /// (write it here, or hand the rest to the writer) and [`Session::await_response`].
+    /// `deadline`, on this system's response path. Every failure that may leave the connection
+    /// out of step retires `process`.
+    #[inline]
     pub(crate) fn round_trip(
         &mut self,
         process: &PluginProcess,
@@ -97,38 +86,32 @@ impl Session {
         spin: Duration,
         encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
     ) -> Result<Envelope, Error> {
-        if let Some(port) = self.channels.port.clone() {
-            if let Some(mut held) = spin.is_zero().then(|| port.take()).flatten() {
-                let result = self.round_trip_direct(&mut held, process, kind, deadline, encode);
-                let pending = held.lines().is_some_and(|lines| has_pending(lines));
-                self.channels.more_pending.store(pending, Ordering::Release);
-                return result;
-            }
-            // The channel path needs the reader to watch stdout.
-            port.arm_for_reader();
-        }
-        self.ensure_in_step(process, deadline)?;
-        let id = self.encode_frame(process, encode)?;
-        let written = self.write_frame(process, kind, deadline)?;
-        let spin_until = (!spin.is_zero()).then(|| deadline.min(Instant::now() + spin));
-        let source = Source::Channel { spin_until };
-        self.await_response(process, kind, deadline, source, id, written)
+        super::imp::round_trip(self, process, kind, deadline, spin, encode)
     }
 
-    /// [`Session::round_trip`] with stdout taken over: the caller reads the response itself.
-    fn round_trip_direct(
+    /// [`Session::round_trip`] with every event taken from the event channel (the reader
+    /// thread reads stdout), after the opt-in spin when `spin` is not zero.
+    ///
+    /// Four phases, each its own function: [`Session::ensure_in_step`] (nothing unasked is
+    /// waiting), [`Session::encode_frame`] (encode and bound the line), [`Session::write_frame`]
+    /// (write it here, or hand the rest to the writer) and [`Session::await_response`].
+    pub(super) fn round_trip_channel(
         &mut self,
-        held: &mut Held<'_>,
         process: &PluginProcess,
         kind: RequestKind,
         deadline: Instant,
+        spin: Duration,
         encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
     ) -> Result<Envelope, Error> {
-        self.ensure_nothing_queued(process)?;
-        self.ensure_nothing_buffered(process, held)?;
+        self.ensure_in_step(process, deadline)?;
         let id = self.encode_frame(process, encode)?;
         let written = self.write_frame(process, kind, deadline)?;
-        self.await_response(process, kind, deadline, Source::Direct(held), id, written)
+        let mut spin_until = (!spin.is_zero()).then(|| deadline.min(Instant::now() + spin));
+        let next = |session: &mut Session, until| match spin_until.take() {
+            Some(spin_until) => session.spin_for_event(spin_until, until),
+            None => session.channels.events.recv_deadline(until),
+        };
+        self.await_response(process, kind, deadline, next, id, written)
     }
 
     /// Anything already waiting means the connection is out of step: fails (not started) and
@@ -155,7 +138,7 @@ impl Session {
     /// No event is queued (an unasked line, a fault, the plugin's exit): else fails (not
     /// started) and retires `process`.
     #[inline]
-    fn ensure_nothing_queued(&self, process: &PluginProcess) -> Result<(), Error> {
+    pub(super) fn ensure_nothing_queued(&self, process: &PluginProcess) -> Result<(), Error> {
         if self.channels.events.is_empty() {
             // The connection keeps a sender (`stop()`'s) as long as this session, so an empty
             // channel is never a disconnected one here.
@@ -180,39 +163,10 @@ impl Session {
         }
     }
 
-    /// With stdout taken over: no byte the plugin wrote unasked is buffered (the rest of a
-    /// line, or lines behind the last response); else fails (not started) and retires
-    /// `process`.
-    #[inline]
-    fn ensure_nothing_buffered(
-        &mut self,
-        process: &PluginProcess,
-        held: &mut Held<'_>,
-    ) -> Result<(), Error> {
-        let Some(lines) = held.lines() else {
-            return Ok(());
-        };
-        if !has_pending(lines) {
-            return Ok(());
-        }
-        let (code, message) = match lines.read_response_line_into(&mut self.spare) {
-            Ok(line) => self.unasked(line),
-            Err(fault) if fault.is_would_block() => (
-                ErrorCode::UnexpectedMessage,
-                "the plugin wrote to stdout without being asked",
-            ),
-            Err(fault) => {
-                held.end();
-                (fault.code(), read_fault_message(fault.code()))
-            }
-        };
-        fail(process, code, Dispatch::NotStarted, message)
-    }
-
     /// Encodes the request into the reused frame buffer; returns its id. A frame longer than
     /// one protocol line is not sent (not started).
     #[inline]
-    fn encode_frame(
+    pub(super) fn encode_frame(
         &mut self,
         process: &PluginProcess,
         encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
@@ -234,7 +188,7 @@ impl Session {
     /// Writes the frame: in the common case the pipe has room and it is written right here;
     /// otherwise the rest goes to the writer thread, which waits for the pipe.
     #[inline]
-    fn write_frame(
+    pub(super) fn write_frame(
         &mut self,
         process: &PluginProcess,
         kind: RequestKind,
@@ -310,14 +264,14 @@ impl Session {
     }
 
     /// Waits for the response with id `id` (or the event that ends the connection) until
-    /// `deadline`, taking events from `source`.
+    /// `deadline`, taking each event from `next` (called with the time to wait until).
     #[inline]
-    fn await_response(
+    pub(super) fn await_response(
         &mut self,
         process: &PluginProcess,
         kind: RequestKind,
         deadline: Instant,
-        mut source: Source<'_, '_>,
+        mut next: impl FnMut(&mut Session, Instant) -> Result<Event, RecvTimeoutError>,
         id: u64,
         written: Written,
     ) -> Result<Envelope, Error> {
@@ -326,14 +280,7 @@ impl Session {
         let mut wait_until = deadline;
         let mut exited = false;
         loop {
-            let event = match &mut source {
-                Source::Channel { spin_until } => match spin_until.take() {
-                    Some(until) => self.spin_for_event(until, wait_until),
-                    None => self.channels.events.next(wait_until),
-                },
-                Source::Direct(held) => self.read_event(held, wait_until, queued.is_none()),
-            };
-            match event {
+            match next(self, wait_until) {
                 Ok(Event::Message(line)) => {
                     let decoded = line.decode();
                     self.recycle(line);
@@ -420,16 +367,16 @@ impl Session {
 
 /// How the frame left: bytes the caller wrote itself, and the writer job for the rest.
 #[derive(Debug, Clone, Copy)]
-struct Written {
+pub(super) struct Written {
     /// Bytes written directly by the calling thread.
     direct: usize,
     /// The sequence number of the writer job holding the rest, if any.
-    queued: Option<u64>,
+    pub(super) queued: Option<u64>,
 }
 
 /// Retires `process` and returns the retiring error: the connection may be out of step.
 #[inline]
-fn fail<T>(
+pub(super) fn fail<T>(
     process: &PluginProcess,
     code: ErrorCode,
     dispatch: Dispatch,
@@ -440,121 +387,10 @@ fn fail<T>(
 }
 
 impl Session {
-    /// With stdout taken over: the next response line read from stdout, or an event from the
-    /// other threads (exit, a write failure, `stop()`), or the timeout at `until`.
-    ///
-    /// It sleeps in a blocking read where it can and `may_block` (the whole frame was written
-    /// by the caller: no writer job, whose failure or whose untouched frame at the deadline
-    /// would end the request without retiring the connection), else in `poll(2)`.
-    #[inline]
-    fn read_event(
-        &mut self,
-        held: &mut Held<'_>,
-        until: Instant,
-        may_block: bool,
-    ) -> Result<Event, RecvTimeoutError> {
-        #[cfg(target_os = "linux")]
-        if let Some(kicker) = held.kicker().filter(|_| may_block) {
-            return self.read_event_blocking(held, kicker, until);
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = may_block;
-        // Nothing buffered: the response cannot be there before stdout is readable, so sleep
-        // first rather than try a read that would fail.
-        let mut readable = held.lines().is_some_and(|lines| has_pending(lines));
-        loop {
-            let Some(lines) = held.lines() else {
-                // Reading ended after a fault: only the other threads' events are left.
-                return self.channels.events.recv_deadline(until);
-            };
-            if readable {
-                match lines.read_response_line_into(&mut self.spare) {
-                    Ok(line) => return Ok(Event::Message(line)),
-                    Err(fault) if fault.is_would_block() => {}
-                    Err(fault) => {
-                        held.end();
-                        // What ended stdout may have been announced first (`stop()` queues
-                        // Stopping before it kills the group): that event explains it best.
-                        return Ok(self
-                            .channels
-                            .events
-                            .try_recv()
-                            .unwrap_or(Event::ReadFault(fault.code())));
-                    }
-                }
-            }
-            match held.wait(&self.channels.events, until)? {
-                Some(event) => return Ok(event),
-                None => readable = true,
-            }
-        }
-    }
-
-    /// [`Session::read_event`] sleeping in a blocking read of stdout (`super::kick`): the next
-    /// response line, or an event that ended the sleep (the sender kicked it), or the timeout
-    /// (the reader thread kicked it at `until`). A kicked read ends reading: the kick's byte
-    /// may be in what was read or still in the pipe, and the request fails and retires the
-    /// connection whatever it was.
-    #[cfg(target_os = "linux")]
-    fn read_event_blocking(
-        &mut self,
-        held: &mut Held<'_>,
-        kicker: &super::kick::Kicker,
-        until: Instant,
-    ) -> Result<Event, RecvTimeoutError> {
-        if held.lines().is_none() {
-            // Reading ended after a fault or a kick: only the other threads' events are left.
-            return self.channels.events.recv_deadline(until);
-        }
-        if Instant::now() >= until {
-            return Err(RecvTimeoutError::Timeout);
-        }
-        held.sleep_in_read(kicker, until);
-        let spare = &mut self.spare;
-        let read = match self.channels.events.is_empty() {
-            true => held.lines().map(|lines| {
-                lines.get_mut().read_from(Some(kicker.blocking_fd()));
-                let read = lines.read_response_line_into(spare);
-                lines.get_mut().read_from(None);
-                read
-            }),
-            // An event came first (the plugin's exit, a write failure, `stop()`).
-            false => None,
-        };
-        if !kicker.wake_up() {
-            if let Some(Ok(line)) = read {
-                self.recycle(line);
-            }
-            held.end();
-            return match self.channels.events.try_recv() {
-                Ok(event) => Ok(event),
-                Err(_) => Err(RecvTimeoutError::Timeout),
-            };
-        }
-        match read {
-            None => self
-                .channels
-                .events
-                .try_recv()
-                .map_err(|_| RecvTimeoutError::Disconnected),
-            Some(Ok(line)) => Ok(Event::Message(line)),
-            Some(Err(fault)) => {
-                held.end();
-                // What ended stdout may have been announced first (`stop()` queues Stopping
-                // before it kills the group): that event explains it best.
-                Ok(self
-                    .channels
-                    .events
-                    .try_recv()
-                    .unwrap_or(Event::ReadFault(fault.code())))
-            }
-        }
-    }
-
     /// Keeps a decoded line's buffer for the next line read here, or hands it back to the
     /// reader thread (see [`Channels::recycle`]).
     #[inline]
-    fn recycle(&mut self, line: ResponseLine) {
+    pub(super) fn recycle(&mut self, line: ResponseLine) {
         if self.spare.capacity() == 0 {
             let buffer = line.into_buffer();
             if buffer.capacity() <= RECYCLED_LINE_MAX {
@@ -568,7 +404,7 @@ impl Session {
     /// Code and message for a line that arrived while no request was waiting for it: a line
     /// that is not one JSON value is `malformed_json`, as if the reader had parsed it; any other
     /// is an unexpected message.
-    fn unasked(&self, line: ResponseLine) -> (ErrorCode, &'static str) {
+    pub(super) fn unasked(&self, line: ResponseLine) -> (ErrorCode, &'static str) {
         let decoded = line.decode();
         self.channels.recycle(line);
         match decoded {
@@ -592,14 +428,14 @@ impl Session {
                 Ok(event) => return Ok(event),
                 Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
                 Err(TryRecvError::Empty) if Instant::now() < spin_until => std::thread::yield_now(),
-                Err(TryRecvError::Empty) => return self.channels.events.next(until),
+                Err(TryRecvError::Empty) => return self.channels.events.recv_deadline(until),
             }
         }
     }
 }
 
 /// Code and message for an event that ends the connection.
-fn describe_dead_connection(event: &Event) -> (ErrorCode, &'static str) {
+pub(super) fn describe_dead_connection(event: &Event) -> (ErrorCode, &'static str) {
     match event {
         Event::Message(_) => (
             ErrorCode::UnexpectedMessage,

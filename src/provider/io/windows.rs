@@ -17,12 +17,14 @@ use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 
 use super::{
-    read_loop, spare_line_channel, Channels, Event, ExitWatch, IoThreads, ThreadSet, WriteGate,
-    WriteJob, WriteOutcome, EVENT_CAPACITY, READER_STACK, SMALL_STACK,
+    spare_line_channel, Channels, Event, ExitWatch, IoThreads, ThreadSet, WriteGate, WriteJob,
+    WriteOutcome, EVENT_CAPACITY, READER_STACK, SMALL_STACK,
 };
+use crate::provider::event::{event_channel, EventSender};
+use crate::provider::imp::ResponsePath;
 use crate::provider::process::PluginProcess;
 use crate::provider::stderr_ring::StderrRing;
-use crate::provider::wait::{event_channel, readiness, wait_mode, EventSender};
+use crate::provider::stdout_buffer::Stdout;
 
 /// Starts the writer, reader, stderr-drain and waiter threads, named after the provider id.
 /// Also returns the sender the host uses to announce `Stopping`.
@@ -35,9 +37,8 @@ pub(crate) fn start(
     ring: Arc<Mutex<StderrRing>>,
 ) -> std::io::Result<(Channels, EventSender, IoThreads)> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
-    // No readiness wait on Windows: `wait_mode` always picks plain blocking there.
-    let stdout = readiness::Stdout::new(stdout);
-    let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wait_mode(), &stdout)?;
+    let (path, wake, reader) = ResponsePath::open(Stdout::new(stdout))?;
+    let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wake);
     let gate = Arc::new(WriteGate::default());
     let stdin = Arc::new(stdin);
     let mut threads = ThreadSet::default();
@@ -54,7 +55,7 @@ pub(crate) fn start(
     threads.spawn(
         format!("wc-read-{id}"),
         READER_STACK,
-        Box::new(move || read_loop(stdout, events, pending, spare_rx)),
+        Box::new(move || reader.run(events, pending, spare_rx)),
     )?;
     threads.spawn(
         format!("wc-stderr-{id}"),
@@ -64,7 +65,7 @@ pub(crate) fn start(
     let watch = ExitWatch {
         process: process.clone(),
         events: event_tx.clone(),
-        port: None,
+        path: path.clone(),
     };
     threads.spawn(
         format!("wc-wait-{id}"),
@@ -82,7 +83,7 @@ pub(crate) fn start(
         gate,
         more_pending,
         spare_lines,
-        port: None,
+        path,
     };
     Ok((channels, event_tx, threads.finish()))
 }
