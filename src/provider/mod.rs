@@ -29,6 +29,7 @@
 #[cfg(all(target_os = "linux", not(feature = "portable-wait")))]
 mod direct;
 mod event;
+mod fault;
 mod io;
 #[cfg(any(not(target_os = "linux"), feature = "portable-wait"))]
 mod portable;
@@ -256,20 +257,16 @@ impl Provider {
         let session = guard.as_mut().ok_or_else(stopping)?;
         let deadline = deadline_after(timeout);
         let spin = self.response_spin();
-        let envelope = session.round_trip(
-            &self.connection.process,
-            RequestKind::Call,
-            deadline,
-            spin,
-            |encoder, out| encoder.tools_call(tool.name(), arguments, out),
-        )?;
+        let envelope = session.round_trip(RequestKind::Call, deadline, spin, |encoder, out| {
+            encoder.tools_call(tool.name(), arguments, out)
+        });
+        let envelope = self.connection.settle(envelope)?;
         let bounds = session.take_result_bounds();
         drop(guard);
         let result = into_result(envelope)?;
         let checked =
             crate::catalog::validate_tool_result_bounded(result, bounds, tool.output_schema());
-        checked.map_err(|fault| {
-            self.connection.process.retire();
+        let checked = checked.map_err(|fault| {
             let message = match fault.code() {
                 ErrorCode::OutputSchemaViolation => {
                     "structuredContent is missing or does not match the tool's outputSchema"
@@ -277,7 +274,8 @@ impl Provider {
                 _ => "the tool result breaks the result contract",
             };
             Error::new(fault.code(), Dispatch::Completed, message).retiring()
-        })
+        });
+        self.connection.settle(checked)
     }
 
     fn lookup(&self, name: &str, observation: Option<&str>) -> Result<&Tool, Error> {
@@ -437,69 +435,80 @@ impl Connection {
         })
     }
 
-    /// initialize → tools/list → validate → freeze, each request with its own budget.
+    /// initialize → tools/list → validate → freeze, each request with its own budget. Any
+    /// failure retires the candidate.
     fn admit(&self, timeout: Duration) -> Result<FrozenCatalog, Error> {
         let mut guard = self.session.lock();
         let session = guard.as_mut().ok_or_else(stopping)?;
-
-        let deadline = Instant::now() + timeout;
-        let initialize = session
-            .round_trip(
-                &self.process,
-                RequestKind::Admission,
-                deadline,
-                Duration::ZERO,
-                |e, out| e.initialize(out),
-            )
-            .and_then(into_result)
-            .map_err(|e| self.admission_failure(e, Phase::Initialize))?;
-        check_initialize_result(&initialize)
-            .map_err(|e| self.admission_failure(e, Phase::Initialize))?;
-
-        let deadline = Instant::now() + timeout;
-        let tools = session
-            .round_trip(
-                &self.process,
-                RequestKind::Admission,
-                deadline,
-                Duration::ZERO,
-                |e, out| e.tools_list(out),
-            )
-            .and_then(into_result)
-            .map_err(|e| self.admission_failure(e, Phase::ToolsList))?;
-        admit_tools_list(&tools).map_err(|diagnostic| {
-            self.admission_failure(
-                Error::not_started(
-                    ErrorCode::ToolsListInvalid,
-                    format!("the tool list was rejected: {}", diagnostic.code.as_str()),
-                )
-                .with_diagnostic(diagnostic),
-                Phase::Validation,
-            )
-        })
+        self.settle(admit_on(session, timeout))
     }
 
-    /// Retires the process and turns a request failure into an admission failure with a phase
-    /// and a message that tells the plugin author where to look.
-    fn admission_failure(&self, error: Error, phase: Phase) -> Error {
-        self.process.retire();
-        let hint = match error.code() {
-            ErrorCode::MalformedJson | ErrorCode::ProtocolError | ErrorCode::UnexpectedMessage => {
-                "; stdout must carry only protocol lines: check the command, its args and any build or log output printed to stdout"
-            }
-            ErrorCode::Eof => "; the plugin exited or closed stdout: check the command and its args",
-            ErrorCode::Timeout => "; the plugin must answer initialize and tools/list promptly",
-            _ => "",
-        };
-        let message = format!("{}{hint}", error.message());
-        let mut out = Error::new(error.code(), Dispatch::NotStarted, message)
-            .in_phase(phase)
-            .retiring();
-        if let Some(d) = error.diagnostic() {
-            out = out.with_diagnostic(d.clone());
+    /// The one place a request's failure retires the instance: when its error is marked
+    /// retiring (the connection may be out of step, the result broke the contract, or
+    /// admission failed). Hands `result` back unchanged.
+    fn settle<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
+        if result.as_ref().is_err_and(Error::is_fatal) {
+            self.process.retire();
         }
-        out
+        result
     }
+}
+
+/// [`Connection::admit`] on the connection's session.
+fn admit_on(session: &mut Session, timeout: Duration) -> Result<FrozenCatalog, Error> {
+    let deadline = Instant::now() + timeout;
+    let initialize = session
+        .round_trip(
+            RequestKind::Admission,
+            deadline,
+            Duration::ZERO,
+            |e, out| e.initialize(out),
+        )
+        .and_then(into_result)
+        .map_err(|e| admission_failure(e, Phase::Initialize))?;
+    check_initialize_result(&initialize).map_err(|e| admission_failure(e, Phase::Initialize))?;
+
+    let deadline = Instant::now() + timeout;
+    let tools = session
+        .round_trip(
+            RequestKind::Admission,
+            deadline,
+            Duration::ZERO,
+            |e, out| e.tools_list(out),
+        )
+        .and_then(into_result)
+        .map_err(|e| admission_failure(e, Phase::ToolsList))?;
+    admit_tools_list(&tools).map_err(|diagnostic| {
+        admission_failure(
+            Error::not_started(
+                ErrorCode::ToolsListInvalid,
+                format!("the tool list was rejected: {}", diagnostic.code.as_str()),
+            )
+            .with_diagnostic(diagnostic),
+            Phase::Validation,
+        )
+    })
+}
+
+/// Turns a request failure into an admission failure (not started, retiring) with a phase and
+/// a message that tells the plugin author where to look.
+fn admission_failure(error: Error, phase: Phase) -> Error {
+    let hint = match error.code() {
+        ErrorCode::MalformedJson | ErrorCode::ProtocolError | ErrorCode::UnexpectedMessage => {
+            "; stdout must carry only protocol lines: check the command, its args and any build or log output printed to stdout"
+        }
+        ErrorCode::Eof => "; the plugin exited or closed stdout: check the command and its args",
+        ErrorCode::Timeout => "; the plugin must answer initialize and tools/list promptly",
+        _ => "",
+    };
+    let message = format!("{}{hint}", error.message());
+    let mut out = Error::new(error.code(), Dispatch::NotStarted, message)
+        .in_phase(phase)
+        .retiring();
+    if let Some(d) = error.diagnostic() {
+        out = out.with_diagnostic(d.clone());
+    }
+    out
 }
 
 /// The initialize result must be an object within the JSON bounds whose `protocolVersion` is

@@ -14,10 +14,9 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 
 use super::event::{Event, EventSender};
-use super::process::PluginProcess;
-use super::session::{RequestKind, Session};
+use super::fault::Fault;
+use super::session::Session;
 use super::stdout_buffer::{stdout_lines, Stdout, STDOUT_BUFFER};
-use crate::error::Error;
 use crate::frame::{Envelope, RequestEncoder};
 
 /// The name [`crate::provider::response_wait_mode`] reports for this path.
@@ -44,13 +43,11 @@ impl ResponsePath {
 #[inline]
 pub(crate) fn round_trip(
     session: &mut Session,
-    process: &PluginProcess,
-    kind: RequestKind,
     deadline: Instant,
     spin: Duration,
     encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
-) -> Result<Envelope, Error> {
-    session.round_trip_channel(process, kind, deadline, spin, encode)
+) -> Result<Envelope, Fault> {
+    session.round_trip_channel(deadline, spin, encode)
 }
 
 impl Reader {

@@ -24,10 +24,9 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError, TrySendError};
 
 use super::event::{Event, EventSender, EventWait};
-use super::process::PluginProcess;
-use super::session::{describe_dead_connection, fail, RequestKind, Session};
+use super::fault::{Fault, Read, Sent};
+use super::session::Session;
 use super::stdout_buffer::{Stdout, StdoutLines, STDOUT_BUFFER};
-use crate::error::{Dispatch, Error, ErrorCode};
 use crate::frame::{Envelope, RequestEncoder};
 use kick::Kicker;
 use port::{Held, ReaderSleep, StdoutPort};
@@ -67,15 +66,13 @@ impl ResponsePath {
 #[inline]
 pub(crate) fn round_trip(
     session: &mut Session,
-    process: &PluginProcess,
-    kind: RequestKind,
     deadline: Instant,
     spin: Duration,
     encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
-) -> Result<Envelope, Error> {
+) -> Result<Envelope, Fault> {
     let port = session.channels.path.0.clone();
     if let Some(mut held) = spin.is_zero().then(|| port.take()).flatten() {
-        let result = session.round_trip_direct(&mut held, process, kind, deadline, encode);
+        let result = session.round_trip_direct(&mut held, deadline, encode);
         let pending = held.lines().is_some_and(|lines| has_pending(lines));
         session
             .channels
@@ -85,7 +82,7 @@ pub(crate) fn round_trip(
     }
     // The channel path needs the reader to watch stdout.
     port.arm_for_reader();
-    session.round_trip_channel(process, kind, deadline, spin, encode)
+    session.round_trip_channel(deadline, spin, encode)
 }
 
 impl Session {
@@ -93,29 +90,22 @@ impl Session {
     fn round_trip_direct(
         &mut self,
         held: &mut Held<'_>,
-        process: &PluginProcess,
-        kind: RequestKind,
         deadline: Instant,
         encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
-    ) -> Result<Envelope, Error> {
-        self.ensure_nothing_queued(process)?;
-        self.ensure_nothing_buffered(process, held)?;
-        let id = self.encode_frame(process, encode)?;
-        let written = self.write_frame(process, kind, deadline)?;
+    ) -> Result<Envelope, Fault> {
+        self.ensure_nothing_queued()?;
+        self.ensure_nothing_buffered(held)?;
+        let id = self.encode_frame(encode)?;
+        let written = self.write_frame(deadline)?;
         let may_block = written.queued.is_none();
         let next = |session: &mut Session, until| session.read_event(held, until, may_block);
-        self.await_response(process, kind, deadline, next, id, written)
+        self.await_response(deadline, next, id, written)
     }
 
     /// With stdout taken over: no byte the plugin wrote unasked is buffered (the rest of a
-    /// line, or lines behind the last response); else fails (not started) and retires
-    /// `process`.
+    /// line, or lines behind the last response); else a fault, nothing sent.
     #[inline]
-    fn ensure_nothing_buffered(
-        &mut self,
-        process: &PluginProcess,
-        held: &mut Held<'_>,
-    ) -> Result<(), Error> {
+    fn ensure_nothing_buffered(&mut self, held: &mut Held<'_>) -> Result<(), Fault> {
         let Some(lines) = held.lines() else {
             return Ok(());
         };
@@ -123,28 +113,17 @@ impl Session {
             return Ok(());
         }
         let event = match lines.read_response_line_into(&mut self.spare) {
-            Ok(line) => Some(Event::Message(line)),
-            Err(fault) if fault.is_would_block() => None,
+            Ok(line) => Event::Message(line),
+            // The rest of an unfinished line.
+            Err(fault) if fault.is_would_block() => {
+                return Err(Fault::line(Sent::Nothing, Read::Unasked))
+            }
             Err(fault) => {
                 held.end();
-                Some(Event::ReadFault(fault.code()))
+                Event::ReadFault(fault.code())
             }
         };
-        self.fail_unasked(process, event)
-    }
-
-    /// Fails (not started) and retires `process` for what was found waiting before a request
-    /// was sent: an unasked line, another `event`, or (`None`) bytes of an unfinished line.
-    fn fail_unasked(&self, process: &PluginProcess, event: Option<Event>) -> Result<(), Error> {
-        let (code, message) = match event {
-            Some(Event::Message(line)) => self.unasked(line),
-            Some(event) => describe_dead_connection(&event),
-            None => (
-                ErrorCode::UnexpectedMessage,
-                "the plugin wrote to stdout without being asked",
-            ),
-        };
-        fail(process, code, Dispatch::NotStarted, message)
+        Err(self.event_fault(Sent::Nothing, event))
     }
 
     /// With stdout taken over: the next response line read from stdout, or an event from the
