@@ -1,14 +1,14 @@
 //! What the provider's threads tell its coordinator: one typed message per happening, sent
 //! over the one bounded event channel ([`EventSender`] → [`EventWait`]; see `io` for the
-//! threads). How a sender wakes a caller that does not sleep on the channel itself is the
-//! response path's business (`imp::Wake`).
+//! threads). A response path whose caller may sleep elsewhere than on the channel (the Linux
+//! direct read) gives the senders a [`Wake`] to call after each event.
 
+use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, TrySendError};
 
-use super::imp::Wake;
 use crate::error::ErrorCode;
 use crate::frame::ResponseLine;
 
@@ -30,11 +30,18 @@ pub(crate) enum Event {
     Stopping,
 }
 
+/// How senders wake a caller that does not sleep on the event channel itself.
+pub(crate) trait Wake: Send + Sync + Debug {
+    /// After an event was queued (or could not be, the channel being full); `exit` when the
+    /// event is the plugin's exit.
+    fn notify(&self, exit: bool);
+}
+
 /// The senders' end of the event channel (reader, writer, exit watch, `stop()`).
 #[derive(Debug, Clone)]
 pub(crate) struct EventSender {
     events: Sender<Event>,
-    pub(crate) wake: Arc<Wake>,
+    wake: Option<Arc<dyn Wake>>,
 }
 
 impl EventSender {
@@ -42,7 +49,7 @@ impl EventSender {
     pub(crate) fn send(&self, event: Event) -> Result<(), Event> {
         let exit = matches!(event, Event::Exited);
         self.events.send(event).map_err(|e| e.into_inner())?;
-        self.wake.notify(exit);
+        self.notify(exit);
         Ok(())
     }
 
@@ -54,7 +61,7 @@ impl EventSender {
     pub(crate) fn send_now(&self, event: Event) -> Result<(), TrySendError<Event>> {
         let exit = matches!(event, Event::Exited);
         self.events.try_send(event)?;
-        self.wake.notify(exit);
+        self.notify(exit);
         Ok(())
     }
 
@@ -63,10 +70,17 @@ impl EventSender {
     pub(crate) fn try_send(&self, event: Event) {
         let exit = matches!(event, Event::Exited);
         match self.events.try_send(event) {
-            Ok(()) => self.wake.notify(exit),
+            Ok(()) => self.notify(exit),
             // Full: the coordinator has events to read; it must not sleep through them.
-            Err(TrySendError::Full(_)) => self.wake.notify(exit),
+            Err(TrySendError::Full(_)) => self.notify(exit),
             Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+
+    #[inline]
+    fn notify(&self, exit: bool) {
+        if let Some(wake) = &self.wake {
+            wake.notify(exit);
         }
     }
 }
@@ -75,24 +89,15 @@ impl EventSender {
 #[derive(Debug)]
 pub(crate) struct EventWait {
     events: Receiver<Event>,
-    #[cfg_attr(
-        any(not(target_os = "linux"), feature = "portable-wait"),
-        allow(dead_code)
-    )]
-    pub(crate) wake: Arc<Wake>,
 }
 
-/// The event channel, bounded to `capacity`, with the response path's wake-up `wake`.
-pub(crate) fn event_channel(capacity: usize, wake: Wake) -> (EventSender, EventWait) {
+/// The event channel, bounded to `capacity`, with the response path's wake-up `wake` (if any).
+pub(crate) fn event_channel(
+    capacity: usize,
+    wake: Option<Arc<dyn Wake>>,
+) -> (EventSender, EventWait) {
     let (tx, rx) = crossbeam_channel::bounded(capacity);
-    let wake = Arc::new(wake);
-    (
-        EventSender {
-            events: tx,
-            wake: wake.clone(),
-        },
-        EventWait { events: rx, wake },
-    )
+    (EventSender { events: tx, wake }, EventWait { events: rx })
 }
 
 impl EventWait {

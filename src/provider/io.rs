@@ -36,8 +36,6 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 #[cfg(unix)]
 use std::process::ChildStderr;
 use std::process::ChildStdin;
-#[cfg(unix)]
-use std::process::ChildStdout;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 #[cfg(unix)]
@@ -52,13 +50,10 @@ use parking_lot::Mutex;
 #[cfg(unix)]
 use super::event::event_channel;
 pub(crate) use super::event::Event;
-use super::event::{EventSender, EventWait};
-use super::imp::ResponsePath;
+use super::event::{EventSender, EventWait, Wake};
 use super::process::PluginProcess;
 #[cfg(unix)]
 use super::stderr_ring::StderrRing;
-#[cfg(unix)]
-use super::stdout_buffer::Stdout;
 use crate::frame::ResponseLine;
 #[cfg(unix)]
 use crate::spawn::wait_exit_noreap;
@@ -121,12 +116,6 @@ pub(crate) struct Channels {
     pub(crate) more_pending: Arc<AtomicBool>,
     /// Hands decoded lines' buffers back to the reader.
     pub(crate) spare_lines: Sender<String>,
-    /// What the response path shares with the reader thread.
-    #[cfg_attr(
-        any(not(target_os = "linux"), feature = "portable-wait"),
-        allow(dead_code)
-    )]
-    pub(crate) path: ResponsePath,
 }
 
 impl Channels {
@@ -138,6 +127,21 @@ impl Channels {
             let _ = self.spare_lines.try_send(buffer);
         }
     }
+}
+
+/// The stdout reader thread's body: it hands lines over on the event channel, publishes
+/// whether more bytes are buffered behind each, and takes line buffers back.
+pub(crate) type ReaderBody = Box<dyn FnOnce(EventSender, Arc<AtomicBool>, Receiver<String>) + Send>;
+
+/// What the exit watch runs after it queued `Exited`.
+pub(crate) type ExitHook = Box<dyn FnOnce() + Send>;
+
+/// The response path's part of a provider's threads (see `super::imp`): the senders' wake-up,
+/// the stdout reader's body, and what the exit watch must tell it.
+pub(crate) struct ResponseThreads {
+    pub(crate) wake: Option<Arc<dyn Wake>>,
+    pub(crate) reader: ReaderBody,
+    pub(crate) on_exit: ExitHook,
 }
 
 /// The channel of line buffers the coordinator hands back to the reader: at most one waits.
@@ -232,12 +236,16 @@ pub(crate) fn start(
     id: &str,
     process: &Arc<PluginProcess>,
     stdin: ChildStdin,
-    stdout: ChildStdout,
+    response: ResponseThreads,
     stderr: ChildStderr,
     ring: Arc<Mutex<StderrRing>>,
 ) -> std::io::Result<(Channels, EventSender, IoThreads)> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
-    let (path, wake, reader) = ResponsePath::open(Stdout::new(stdout))?;
+    let ResponseThreads {
+        wake,
+        reader,
+        on_exit,
+    } = response;
     let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wake);
     let gate = Arc::new(WriteGate::default());
     set_nonblocking(&stdin)?;
@@ -256,14 +264,14 @@ pub(crate) fn start(
     threads.spawn(
         format!("wc-read-{id}"),
         READER_STACK,
-        Box::new(move || reader.run(events, pending, spare_rx)),
+        Box::new(move || reader(events, pending, spare_rx)),
     )?;
     // Exit is judged by wait status. Where the kernel offers a pidfd, the stderr thread watches
     // it beside stderr (three threads per provider); elsewhere a waiter thread blocks in waitid.
     let watch = ExitWatch {
         process: process.clone(),
         events: event_tx.clone(),
-        path: path.clone(),
+        on_exit,
     };
     match exit_pidfd(process.pid()) {
         Some(pidfd) => threads.spawn(
@@ -295,7 +303,6 @@ pub(crate) fn start(
         gate,
         more_pending,
         spare_lines,
-        path,
     };
     Ok((channels, event_tx, threads.finish()))
 }
@@ -391,8 +398,8 @@ fn write_loop(
 struct ExitWatch {
     process: Arc<PluginProcess>,
     events: EventSender,
-    /// The response path, whose caller may sleep where the event does not reach it.
-    path: ResponsePath,
+    /// The response path's part, for a caller that may sleep where the event does not reach.
+    on_exit: ExitHook,
 }
 
 impl ExitWatch {
@@ -401,7 +408,7 @@ impl ExitWatch {
         // leader is reaped right here, so it never lingers as a zombie until shutdown.
         self.process.retire_and_reap_exited();
         let _ = self.events.send(Event::Exited);
-        self.path.plugin_exited();
+        (self.on_exit)();
     }
 }
 

@@ -13,10 +13,10 @@
 //! (a second caller gets `plugin_provider_busy`), arms one deadline before encoding, queues the
 //! frame and waits for one event (on Linux it reads the response from stdout itself, see
 //! `direct`; elsewhere it blocks on the event channel, see `portable`: one response path per
-//! platform, chosen at compile time). Every failure is classified (see [`crate::Dispatch`]): a frame
-//! the writer provably never claimed is `not_started`; once it may have been written, a
-//! tools/call failure is `outcome_unknown` and the instance is retired (its whole process
-//! group is killed). A retired instance is never respawned; only a reload makes a new one.
+//! platform, chosen at compile time). Every failure is classified by one pure function
+//! (`fault`; see [`crate::Dispatch`]): a frame the writer provably never claimed is
+//! `not_started`; once it may have been written, a tools/call failure is `outcome_unknown` and
+//! the instance is retired (its whole process group is killed). A retired instance is never respawned; only a reload makes a new one.
 //! As soon as the plugin has exited, for whatever reason, the exit watch retires the instance,
 //! kills what is left of its group and reaps it: no zombie waits for a reload or shutdown.
 //! On Linux plugins are spawned with a parent-death signal, so they die with a SIGKILLed host.
@@ -62,11 +62,16 @@ pub use stderr_ring::{
 
 use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
-use crate::frame::{check_json_bounds, check_json_bounds_sized, JsonBoundsError, PROTOCOL_VERSION};
+use crate::frame::{
+    check_json_bounds, check_json_bounds_sized, Envelope, JsonBoundsError, RequestEncoder,
+    PROTOCOL_VERSION,
+};
 use event::EventSender;
+use fault::{classify, RequestKind};
 use io::{Event, IoThreads};
 use process::PluginProcess;
-use session::{into_result, RequestKind, Session};
+use session::{into_result, Session};
+use stdout_buffer::Stdout;
 
 /// Largest serialized call arguments.
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
@@ -135,6 +140,8 @@ struct Connection {
     spin_nanos: AtomicU64,
     stop: EventSender,
     threads: Option<IoThreads>,
+    /// What the response path shares across requests (the Linux direct read: stdout's port).
+    path: imp::ResponsePath,
 }
 
 impl Provider {
@@ -257,9 +264,13 @@ impl Provider {
         let session = guard.as_mut().ok_or_else(stopping)?;
         let deadline = deadline_after(timeout);
         let spin = self.response_spin();
-        let envelope = session.round_trip(RequestKind::Call, deadline, spin, |encoder, out| {
-            encoder.tools_call(tool.name(), arguments, out)
-        });
+        let envelope = self.connection.round_trip(
+            session,
+            RequestKind::Call,
+            deadline,
+            spin,
+            |encoder, out| encoder.tools_call(tool.name(), arguments, out),
+        );
         let envelope = self.connection.settle(envelope)?;
         let bounds = session.take_result_bounds();
         drop(guard);
@@ -420,8 +431,12 @@ impl Connection {
             return Err(stdio_failed(&process));
         };
         let ring = Arc::new(Mutex::new(StderrRing::new()));
+        let (path, response) = match imp::ResponsePath::open(Stdout::new(stdout)) {
+            Ok(opened) => opened,
+            Err(_) => return Err(stdio_failed(&process)),
+        };
         let (channels, stop, threads) =
-            match io::start(id, &process, stdin, stdout, stderr, ring.clone()) {
+            match io::start(id, &process, stdin, response, stderr, ring.clone()) {
                 Ok(started) => started,
                 Err(_) => return Err(stdio_failed(&process)),
             };
@@ -432,6 +447,7 @@ impl Connection {
             spin_nanos: AtomicU64::new(0),
             stop,
             threads: Some(threads),
+            path,
         })
     }
 
@@ -440,7 +456,62 @@ impl Connection {
     fn admit(&self, timeout: Duration) -> Result<FrozenCatalog, Error> {
         let mut guard = self.session.lock();
         let session = guard.as_mut().ok_or_else(stopping)?;
-        self.settle(admit_on(session, timeout))
+        self.settle(self.admit_on(session, timeout))
+    }
+
+    /// Sends one request built by `encode` on this build's response path and waits for its
+    /// response envelope until `deadline`; a failure comes back classified
+    /// ([`fault::classify`]), for [`Connection::settle`] to retire the instance if it must.
+    #[inline]
+    fn round_trip(
+        &self,
+        session: &mut Session,
+        kind: RequestKind,
+        deadline: Instant,
+        spin: Duration,
+        encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
+    ) -> Result<Envelope, Error> {
+        imp::round_trip(&self.path, session, deadline, spin, encode)
+            .map_err(|fault| classify(kind, fault).into_error())
+    }
+
+    /// initialize → tools/list → validate → freeze on the connection's session.
+    fn admit_on(&self, session: &mut Session, timeout: Duration) -> Result<FrozenCatalog, Error> {
+        let deadline = Instant::now() + timeout;
+        let initialize = self
+            .round_trip(
+                session,
+                RequestKind::Admission,
+                deadline,
+                Duration::ZERO,
+                |e, out| e.initialize(out),
+            )
+            .and_then(into_result)
+            .map_err(|e| admission_failure(e, Phase::Initialize))?;
+        check_initialize_result(&initialize)
+            .map_err(|e| admission_failure(e, Phase::Initialize))?;
+
+        let deadline = Instant::now() + timeout;
+        let tools = self
+            .round_trip(
+                session,
+                RequestKind::Admission,
+                deadline,
+                Duration::ZERO,
+                |e, out| e.tools_list(out),
+            )
+            .and_then(into_result)
+            .map_err(|e| admission_failure(e, Phase::ToolsList))?;
+        admit_tools_list(&tools).map_err(|diagnostic| {
+            admission_failure(
+                Error::not_started(
+                    ErrorCode::ToolsListInvalid,
+                    format!("the tool list was rejected: {}", diagnostic.code.as_str()),
+                )
+                .with_diagnostic(diagnostic),
+                Phase::Validation,
+            )
+        })
     }
 
     /// The one place a request's failure retires the instance: when its error is marked
@@ -452,42 +523,6 @@ impl Connection {
         }
         result
     }
-}
-
-/// [`Connection::admit`] on the connection's session.
-fn admit_on(session: &mut Session, timeout: Duration) -> Result<FrozenCatalog, Error> {
-    let deadline = Instant::now() + timeout;
-    let initialize = session
-        .round_trip(
-            RequestKind::Admission,
-            deadline,
-            Duration::ZERO,
-            |e, out| e.initialize(out),
-        )
-        .and_then(into_result)
-        .map_err(|e| admission_failure(e, Phase::Initialize))?;
-    check_initialize_result(&initialize).map_err(|e| admission_failure(e, Phase::Initialize))?;
-
-    let deadline = Instant::now() + timeout;
-    let tools = session
-        .round_trip(
-            RequestKind::Admission,
-            deadline,
-            Duration::ZERO,
-            |e, out| e.tools_list(out),
-        )
-        .and_then(into_result)
-        .map_err(|e| admission_failure(e, Phase::ToolsList))?;
-    admit_tools_list(&tools).map_err(|diagnostic| {
-        admission_failure(
-            Error::not_started(
-                ErrorCode::ToolsListInvalid,
-                format!("the tool list was rejected: {}", diagnostic.code.as_str()),
-            )
-            .with_diagnostic(diagnostic),
-            Phase::Validation,
-        )
-    })
 }
 
 /// Turns a request failure into an admission failure (not started, retiring) with a phase and

@@ -15,6 +15,7 @@ use crossbeam_channel::Receiver;
 
 use super::event::{Event, EventSender};
 use super::fault::Fault;
+use super::io::ResponseThreads;
 use super::session::Session;
 use super::stdout_buffer::{stdout_lines, Stdout, STDOUT_BUFFER};
 use crate::frame::{Envelope, RequestEncoder};
@@ -23,25 +24,28 @@ use crate::frame::{Envelope, RequestEncoder};
 pub(crate) const NAME: &str = "portable";
 
 /// The response path of one provider: nothing to share, the reader thread owns stdout.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct ResponsePath;
 
-/// The stdout reader thread's body, before it runs.
-pub(crate) struct Reader(Stdout);
-
 impl ResponsePath {
-    /// Hands stdout to the reader thread; also returns the senders' wake-up.
-    pub(crate) fn open(stdout: Stdout) -> std::io::Result<(ResponsePath, Wake, Reader)> {
-        Ok((ResponsePath, Wake, Reader(stdout)))
+    /// Hands stdout to the reader thread. Senders need no wake-up of their own (queueing the
+    /// event is the wake-up), nor does the exit watch (its `Exited` event says everything).
+    pub(crate) fn open(stdout: Stdout) -> std::io::Result<(ResponsePath, ResponseThreads)> {
+        let threads = ResponseThreads {
+            wake: None,
+            reader: Box::new(move |events, more_pending, spare_lines| {
+                read_lines(stdout, events, more_pending, spare_lines)
+            }),
+            on_exit: Box::new(|| {}),
+        };
+        Ok((ResponsePath, threads))
     }
-
-    /// The plugin exited: its `Exited` event on the channel says everything.
-    pub(crate) fn plugin_exited(&self) {}
 }
 
 /// Sends one request and waits for its response on the event channel.
 #[inline]
 pub(crate) fn round_trip(
+    _path: &ResponsePath,
     session: &mut Session,
     deadline: Instant,
     spin: Duration,
@@ -50,44 +54,32 @@ pub(crate) fn round_trip(
     session.round_trip_channel(deadline, spin, encode)
 }
 
-impl Reader {
-    /// The reader thread: reads and checks each stdout line and hands it over, until stdout
-    /// ends or breaks (reported) or the coordinator is gone.
-    pub(crate) fn run(
-        self,
-        events: EventSender,
-        more_pending: Arc<AtomicBool>,
-        spare_lines: Receiver<String>,
-    ) {
-        let mut reader = stdout_lines(self.0, STDOUT_BUFFER);
-        loop {
-            // The buffer of the line before last, by now decoded and handed back (or a new one).
-            let buffer = spare_lines.try_recv().unwrap_or_default();
-            match reader.read_response_line(buffer) {
-                Ok(value) => {
-                    // Published before the hand-over, so the coordinator that receives this
-                    // message knows whether more was already written behind it.
-                    let pending = !reader.get_ref().buffer().is_empty();
-                    more_pending.store(pending, Ordering::Release);
-                    if events.send(Event::Message(value)).is_err() {
-                        return;
-                    }
-                }
-                Err(fault) => {
-                    let _ = events.send(Event::ReadFault(fault.code()));
+/// The reader thread: reads and checks each stdout line and hands it over, until stdout ends
+/// or breaks (reported) or the coordinator is gone.
+fn read_lines(
+    stdout: Stdout,
+    events: EventSender,
+    more_pending: Arc<AtomicBool>,
+    spare_lines: Receiver<String>,
+) {
+    let mut reader = stdout_lines(stdout, STDOUT_BUFFER);
+    loop {
+        // The buffer of the line before last, by now decoded and handed back (or a new one).
+        let buffer = spare_lines.try_recv().unwrap_or_default();
+        match reader.read_response_line(buffer) {
+            Ok(value) => {
+                // Published before the hand-over, so the coordinator that receives this
+                // message knows whether more was already written behind it.
+                let pending = !reader.get_ref().buffer().is_empty();
+                more_pending.store(pending, Ordering::Release);
+                if events.send(Event::Message(value)).is_err() {
                     return;
                 }
             }
+            Err(fault) => {
+                let _ = events.send(Event::ReadFault(fault.code()));
+                return;
+            }
         }
     }
-}
-
-/// Senders wake the caller by queueing their event: nothing more to do.
-#[derive(Debug)]
-pub(crate) struct Wake;
-
-impl Wake {
-    /// Nothing to wake beyond the channel itself.
-    #[inline]
-    pub(crate) fn notify(&self, _exit: bool) {}
 }

@@ -2,9 +2,9 @@
 //!
 //! The budget's clock starts before encoding and covers the unsolicited-output check, queue
 //! admission, write + flush and the response wait. How the response is waited for is the
-//! response path's (`super::imp`, chosen at compile time): on Linux the caller reads it from
-//! stdout itself (`super::direct`), elsewhere it blocks on the event channel
-//! (`super::portable`). No polling loop, no sleeps.
+//! response path's (`super::imp`, chosen at compile time), which drives the phases here: on
+//! Linux the caller reads it from stdout itself (`super::direct`), elsewhere it blocks on the
+//! event channel (`super::portable`). No polling loop, no sleeps.
 //!
 //! The I/O here never picks an error code: a request that ends without a response envelope
 //! returns a typed [`Fault`], which `super::fault::classify` turns into the code, the dispatch
@@ -17,8 +17,7 @@ use crossbeam_channel::{RecvTimeoutError, SendTimeoutError, TryRecvError};
 use serde_json::Value;
 
 use super::event::EXIT_GRACE;
-pub(crate) use super::fault::RequestKind;
-use super::fault::{classify, End, Fault, Read, Sent};
+use super::fault::{End, Fault, Read, Sent};
 use super::io::{write_nonblocking, Channels, Event, WriteJob, WriteOutcome, RECYCLED_LINE_MAX};
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::frame::{
@@ -79,22 +78,6 @@ impl Session {
     /// (`None` when only a walk over the result can tell).
     pub(crate) fn take_result_bounds(&mut self) -> Option<BoundsVerdict> {
         self.result_bounds.take()
-    }
-
-    /// Sends one request built by `encode` and waits for its response envelope until
-    /// `deadline`, on this system's response path. A failure is classified here; one marked
-    /// retiring ([`Error::is_fatal`]) leaves the connection out of step, and the caller must
-    /// retire the instance.
-    #[inline]
-    pub(crate) fn round_trip(
-        &mut self,
-        kind: RequestKind,
-        deadline: Instant,
-        spin: Duration,
-        encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
-    ) -> Result<Envelope, Error> {
-        super::imp::round_trip(self, deadline, spin, encode)
-            .map_err(|fault| classify(kind, fault).into_error())
     }
 
     /// One request with every event taken from the event channel (the reader thread reads

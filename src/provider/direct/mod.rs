@@ -23,8 +23,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError, TrySendError};
 
-use super::event::{Event, EventSender, EventWait};
+use super::event::{self, Event, EventSender, EventWait};
 use super::fault::{Fault, Read, Sent};
+use super::io::ResponseThreads;
 use super::session::Session;
 use super::stdout_buffer::{Stdout, StdoutLines, STDOUT_BUFFER};
 use crate::frame::{Envelope, RequestEncoder};
@@ -34,30 +35,38 @@ use port::{Held, ReaderSleep, StdoutPort};
 /// The name [`crate::provider::response_wait_mode`] reports for this path.
 pub(crate) const NAME: &str = "direct";
 
-/// The response path of one provider: its stdout, shared by the reader thread and requests.
-#[derive(Debug, Clone)]
-pub(crate) struct ResponsePath(Arc<StdoutPort>);
+/// The response path of one provider: its stdout, shared by the reader thread and requests,
+/// and the senders' wake-up of a caller that sleeps on stdout.
+#[derive(Debug)]
+pub(crate) struct ResponsePath {
+    port: Arc<StdoutPort>,
+    wake: Arc<Wake>,
+}
 
 /// The stdout reader thread's body, before it runs.
-pub(crate) struct Reader(Arc<StdoutPort>);
+struct Reader(Arc<StdoutPort>);
 
 impl ResponsePath {
-    /// Makes stdout shareable between the reader thread and requests; also returns the senders'
-    /// wake-up and the reader thread's body.
-    pub(crate) fn open(stdout: Stdout) -> io::Result<(ResponsePath, Wake, Reader)> {
+    /// Makes stdout shareable between the reader thread and requests; also returns the
+    /// threads' part: the senders' wake-up, the reader's body, and the exit watch's hook (a
+    /// request still sleeping in a blocking read after the exit grace is kicked then by the
+    /// reader thread).
+    pub(crate) fn open(stdout: Stdout) -> io::Result<(ResponsePath, ResponseThreads)> {
         let port = Arc::new(StdoutPort::new(stdout, STDOUT_BUFFER)?);
-        let wake = Wake {
+        let wake = Arc::new(Wake {
             armed: AtomicBool::new(false),
             signal: WakeFd::new()?,
             kicker: port.kicker(),
+        });
+        let (reader, exited) = (Reader(port.clone()), port.clone());
+        let threads = ResponseThreads {
+            wake: Some(wake.clone()),
+            reader: Box::new(move |events, more_pending, spare_lines| {
+                reader.run(events, more_pending, spare_lines)
+            }),
+            on_exit: Box::new(move || exited.plugin_exited()),
         };
-        Ok((ResponsePath(port.clone()), wake, Reader(port)))
-    }
-
-    /// The plugin exited: a request still sleeping in a blocking read after the exit grace is
-    /// kicked then by the reader thread.
-    pub(crate) fn plugin_exited(&self) {
-        self.0.plugin_exited();
+        Ok((ResponsePath { port, wake }, threads))
     }
 }
 
@@ -65,14 +74,15 @@ impl ResponsePath {
 /// the event channel.
 #[inline]
 pub(crate) fn round_trip(
+    path: &ResponsePath,
     session: &mut Session,
     deadline: Instant,
     spin: Duration,
     encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
 ) -> Result<Envelope, Fault> {
-    let port = session.channels.path.0.clone();
+    let port = &path.port;
     if let Some(mut held) = spin.is_zero().then(|| port.take()).flatten() {
-        let result = session.round_trip_direct(&mut held, deadline, encode);
+        let result = session.round_trip_direct(&mut held, &path.wake, deadline, encode);
         let pending = held.lines().is_some_and(|lines| has_pending(lines));
         session
             .channels
@@ -90,6 +100,7 @@ impl Session {
     fn round_trip_direct(
         &mut self,
         held: &mut Held<'_>,
+        wake: &Wake,
         deadline: Instant,
         encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
     ) -> Result<Envelope, Fault> {
@@ -98,7 +109,7 @@ impl Session {
         let id = self.encode_frame(encode)?;
         let written = self.write_frame(deadline)?;
         let may_block = written.queued.is_none();
-        let next = |session: &mut Session, until| session.read_event(held, until, may_block);
+        let next = |session: &mut Session, until| session.read_event(held, wake, until, may_block);
         self.await_response(deadline, next, id, written)
     }
 
@@ -136,6 +147,7 @@ impl Session {
     fn read_event(
         &mut self,
         held: &mut Held<'_>,
+        wake: &Wake,
         until: Instant,
         may_block: bool,
     ) -> Result<Event, RecvTimeoutError> {
@@ -166,7 +178,7 @@ impl Session {
                     }
                 }
             }
-            match held.wait(&self.channels.events, until)? {
+            match held.wait(&self.channels.events, wake, until)? {
                 Some(event) => return Ok(event),
                 None => readable = true,
             }
@@ -319,11 +331,11 @@ pub(crate) struct Wake {
     kicker: Option<Arc<Kicker>>,
 }
 
-impl Wake {
+impl event::Wake for Wake {
     /// After an event was queued (or could not be, the channel being full): wakes the caller if
     /// it sleeps in `poll(2)`, or in a blocking read unless the event is the plugin's exit
     /// (`exit`: a response may still follow it, see the exit grace of [`kick`]).
-    pub(crate) fn notify(&self, exit: bool) {
+    fn notify(&self, exit: bool) {
         if let Some(kicker) = &self.kicker {
             if !exit {
                 kicker.kick();
@@ -336,7 +348,9 @@ impl Wake {
             self.signal.raise();
         }
     }
+}
 
+impl Wake {
     /// Arms the wake descriptor before a sleep in `poll(2)`, then checks the channel: an event
     /// queued before the arm (or a closed channel) is returned, disarmed; `None` means sleep.
     #[inline]
@@ -366,10 +380,10 @@ impl Wake {
 /// Arms the wake descriptor, so other threads' events wake it.
 pub(crate) fn wait_direct(
     events: &EventWait,
+    wake: &Wake,
     stdout: RawFd,
     until: Instant,
 ) -> Result<Option<Event>, RecvTimeoutError> {
-    let wake = &*events.wake;
     loop {
         if let Some(queued) = wake.arm(events) {
             return queued.map(Some);
@@ -486,67 +500,68 @@ mod tests {
     fn channel() -> (
         EventSender,
         EventWait,
+        Arc<Wake>,
         os_pipe::PipeReader,
         os_pipe::PipeWriter,
     ) {
-        let wake = Wake {
+        let wake = Arc::new(Wake {
             armed: AtomicBool::new(false),
             signal: WakeFd::new().unwrap(),
             kicker: None,
-        };
-        let (tx, rx) = event_channel(4, wake);
+        });
+        let (tx, rx) = event_channel(4, Some(wake.clone()));
         let (reader, writer) = os_pipe::pipe().unwrap();
-        (tx, rx, reader, writer)
+        (tx, rx, wake, reader, writer)
     }
 
     #[test]
     fn an_event_queued_before_the_wait_is_taken_at_once() {
-        let (tx, rx, stdout, _writer) = channel();
+        let (tx, rx, wake, stdout, _writer) = channel();
         tx.send(Event::Stopping).unwrap();
-        let got = wait_direct(&rx, stdout.as_raw_fd(), Instant::now() + GENEROUS);
+        let got = wait_direct(&rx, &wake, stdout.as_raw_fd(), Instant::now() + GENEROUS);
         assert!(matches!(got, Ok(Some(Event::Stopping))));
     }
 
     #[test]
     fn an_event_sent_while_the_caller_sleeps_in_poll_wakes_it() {
-        let (tx, rx, stdout, _writer) = channel();
+        let (tx, rx, wake, stdout, _writer) = channel();
         let sender = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
             tx.send(Event::Stopping).unwrap();
             tx
         });
-        let got = wait_direct(&rx, stdout.as_raw_fd(), Instant::now() + GENEROUS);
+        let got = wait_direct(&rx, &wake, stdout.as_raw_fd(), Instant::now() + GENEROUS);
         assert!(matches!(got, Ok(Some(Event::Stopping))));
         drop(sender.join().unwrap());
     }
 
     #[test]
     fn readable_stdout_ends_the_wait_without_an_event() {
-        let (_tx, rx, stdout, mut writer) = channel();
+        let (_tx, rx, wake, stdout, mut writer) = channel();
         writer.write_all(b"{\"jsonrpc\":").unwrap();
-        let got = wait_direct(&rx, stdout.as_raw_fd(), Instant::now() + GENEROUS);
+        let got = wait_direct(&rx, &wake, stdout.as_raw_fd(), Instant::now() + GENEROUS);
         assert!(matches!(got, Ok(None)));
     }
 
     #[test]
     fn nothing_before_the_deadline_times_out_at_the_deadline() {
-        let (_tx, rx, stdout, _writer) = channel();
+        let (_tx, rx, wake, stdout, _writer) = channel();
         let until = Instant::now() + Duration::from_millis(50);
-        let got = wait_direct(&rx, stdout.as_raw_fd(), until);
+        let got = wait_direct(&rx, &wake, stdout.as_raw_fd(), until);
         assert!(matches!(got, Err(RecvTimeoutError::Timeout)));
         assert!(Instant::now() >= until);
     }
 
     #[test]
     fn a_stale_wake_signal_costs_one_extra_round_and_no_event() {
-        let (tx, rx, stdout, _writer) = channel();
+        let (tx, rx, wake, stdout, _writer) = channel();
         // Raised while the caller is not waiting (as after a race with its disarm).
-        rx.wake.signal.raise();
+        wake.signal.raise();
         let until = Instant::now() + Duration::from_millis(50);
-        let got = wait_direct(&rx, stdout.as_raw_fd(), until);
+        let got = wait_direct(&rx, &wake, stdout.as_raw_fd(), until);
         assert!(matches!(got, Err(RecvTimeoutError::Timeout)));
         tx.send(Event::Stopping).unwrap();
-        let got = wait_direct(&rx, stdout.as_raw_fd(), Instant::now() + GENEROUS);
+        let got = wait_direct(&rx, &wake, stdout.as_raw_fd(), Instant::now() + GENEROUS);
         assert!(matches!(got, Ok(Some(Event::Stopping))));
     }
 }

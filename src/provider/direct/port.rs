@@ -382,9 +382,10 @@ impl<'a> Held<'a> {
     pub(crate) fn wait(
         &self,
         events: &EventWait,
+        wake: &super::Wake,
         until: Instant,
     ) -> Result<Option<Event>, RecvTimeoutError> {
-        super::wait_direct(events, self.port.stdout, until)
+        super::wait_direct(events, wake, self.port.stdout, until)
     }
 }
 

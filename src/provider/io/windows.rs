@@ -9,7 +9,7 @@
 //!   and terminates its job (grandchildren that hold the pipes go too), as the Unix waiter does.
 
 use std::io::{ErrorKind, Read, Write};
-use std::process::{ChildStderr, ChildStdin, ChildStdout};
+use std::process::{ChildStderr, ChildStdin};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -17,14 +17,12 @@ use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 
 use super::{
-    spare_line_channel, Channels, Event, ExitWatch, IoThreads, ThreadSet, WriteGate, WriteJob,
-    WriteOutcome, EVENT_CAPACITY, READER_STACK, SMALL_STACK,
+    spare_line_channel, Channels, Event, ExitWatch, IoThreads, ResponseThreads, ThreadSet,
+    WriteGate, WriteJob, WriteOutcome, EVENT_CAPACITY, READER_STACK, SMALL_STACK,
 };
 use crate::provider::event::{event_channel, EventSender};
-use crate::provider::imp::ResponsePath;
 use crate::provider::process::PluginProcess;
 use crate::provider::stderr_ring::StderrRing;
-use crate::provider::stdout_buffer::Stdout;
 
 /// Starts the writer, reader, stderr-drain and waiter threads, named after the provider id.
 /// Also returns the sender the host uses to announce `Stopping`.
@@ -32,12 +30,16 @@ pub(crate) fn start(
     id: &str,
     process: &Arc<PluginProcess>,
     stdin: ChildStdin,
-    stdout: ChildStdout,
+    response: ResponseThreads,
     stderr: ChildStderr,
     ring: Arc<Mutex<StderrRing>>,
 ) -> std::io::Result<(Channels, EventSender, IoThreads)> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
-    let (path, wake, reader) = ResponsePath::open(Stdout::new(stdout))?;
+    let ResponseThreads {
+        wake,
+        reader,
+        on_exit,
+    } = response;
     let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wake);
     let gate = Arc::new(WriteGate::default());
     let stdin = Arc::new(stdin);
@@ -55,7 +57,7 @@ pub(crate) fn start(
     threads.spawn(
         format!("wc-read-{id}"),
         READER_STACK,
-        Box::new(move || reader.run(events, pending, spare_rx)),
+        Box::new(move || reader(events, pending, spare_rx)),
     )?;
     threads.spawn(
         format!("wc-stderr-{id}"),
@@ -65,7 +67,7 @@ pub(crate) fn start(
     let watch = ExitWatch {
         process: process.clone(),
         events: event_tx.clone(),
-        path: path.clone(),
+        on_exit,
     };
     threads.spawn(
         format!("wc-wait-{id}"),
@@ -83,7 +85,6 @@ pub(crate) fn start(
         gate,
         more_pending,
         spare_lines,
-        path,
     };
     Ok((channels, event_tx, threads.finish()))
 }
