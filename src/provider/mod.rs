@@ -16,7 +16,8 @@
 //! platform, chosen at compile time). Every failure is classified by one pure function
 //! (`fault`; see [`crate::Dispatch`]): a frame the writer provably never claimed is
 //! `not_started`; once it may have been written, a tools/call failure is `outcome_unknown` and
-//! the instance is retired (its whole process group is killed). A retired instance is never respawned; only a reload makes a new one.
+//! the instance is retired (its whole process group is killed), in one place
+//! (`Connection::settle`). A retired instance is never respawned; only a reload makes a new one.
 //! As soon as the plugin has exited, for whatever reason, the exit watch retires the instance,
 //! kills what is left of its group and reaps it: no zombie waits for a reload or shutdown.
 //! On Linux plugins are spawned with a parent-death signal, so they die with a SIGKILLed host.

@@ -5,7 +5,7 @@
 //! takes stdout over ([`port`]) and reads the response line itself, so the plugin's write wakes
 //! the caller and no other thread. It sleeps in a plain blocking `read(2)` where it can
 //! ([`kick`]: the other reasons to stop waiting write one byte into the pipe), else in `poll(2)`
-//! on stdout and the event channel's wake descriptor ([`wait_direct`]): where `/proc` cannot
+//! on stdout and an eventfd the senders raise ([`wait_direct`]): where `/proc` cannot
 //! reopen stdout, and while part of the frame waits in the writer thread (whose failure, or
 //! whose untouched frame at the deadline, ends the request without retiring the connection, so
 //! no kick byte may be left in the pipe). A request that cannot take stdout over (the reader
