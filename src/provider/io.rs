@@ -44,14 +44,12 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-#[cfg(unix)]
 use parking_lot::Mutex;
 
 #[cfg(unix)]
 use super::event::event_channel;
 pub(crate) use super::event::Event;
 use super::event::{EventSender, EventWait, Wake};
-#[cfg(unix)]
 use super::fault_log::{self, IdleWatch};
 use super::process::PluginProcess;
 use super::stderr_ring::StderrRing;
