@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
-# The coordinator's wait for responses (docs/DECISIONS.md 1.19, 1.21, 1.24) in every mode
-# (`direct` sleeps in a blocking read, `direct-poll` in poll(2)), first on a quiet machine, then
-# with every CPU kept busy by spinning shells for the whole run. `cargo test` alone runs the mode this machine picks (readiness on several CPUs).
+# The provider tests on both response paths (docs/DECISIONS.md 1.26): the direct read that a
+# Linux build has, and the portable path (reader thread + event channel, what Windows and macOS
+# build) through the test-only `portable-wait` feature; first on a quiet machine, then with
+# every CPU kept busy by spinning shells for the whole run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TESTS=(--test provider_wait --test provider_runtime)
-cargo test --no-run "${TESTS[@]}" >/dev/null
-for mode in block poll direct-poll direct; do
-  echo "== $mode"
-  WEBCODEX_PLUGIN_RESPONSE_WAIT=$mode cargo test "${TESTS[@]}"
+TESTS=(--test provider_wait --test provider_runtime --test provider_reaping
+  --test provider_kick_fds --test host_lifecycle --test provider_host_process)
+BUILDS=("" "--features=portable-wait")
+for build in "${BUILDS[@]}"; do
+  cargo test --no-run $build "${TESTS[@]}" >/dev/null
 done
+run_all() {
+  for build in "${BUILDS[@]}"; do
+    echo "== ${build:-direct read}$1"
+    cargo test $build "${TESTS[@]}"
+    cargo test $build --lib provider::
+  done
+}
+run_all ""
 busy=()
 stop_busy() { [[ ${#busy[@]} -eq 0 ]] || kill "${busy[@]}" 2>/dev/null || true; }
 trap stop_busy EXIT
@@ -17,7 +26,4 @@ for _ in $(seq "$(nproc)"); do
   (while :; do :; done) &
   busy+=($!)
 done
-for mode in block poll direct-poll direct; do
-  echo "== $mode, every CPU busy"
-  WEBCODEX_PLUGIN_RESPONSE_WAIT=$mode cargo test "${TESTS[@]}"
-done
+run_all ", every CPU busy"

@@ -1,10 +1,11 @@
 //! The coordinator's wait for a response (docs/ARCHITECTURE.md, the path of one call;
-//! docs/DECISIONS.md, provider runtime): on Linux the caller takes stdout over and reads the
-//! response itself (the direct read); on other Unix hosts with several usable CPUs it sleeps in
-//! `poll(2)` on the plugin's stdout and a wake descriptor, on one CPU it blocks on the event
-//! channel. Every test here runs against real fixture plugin processes, in whichever mode this
-//! process chose; CI runs the file again with `WEBCODEX_PLUGIN_RESPONSE_WAIT=block`, `=poll` and
-//! `=direct` (scripts/test-wait-modes.sh, which also runs it with every CPU busy).
+//! docs/DECISIONS.md, provider runtime): one response path per platform, chosen at compile
+//! time. On Linux the caller takes stdout over and reads the response itself (the direct
+//! read); every other system, and Linux built with the test-only `portable-wait` feature, has
+//! the reader thread read stdout while the caller blocks on the event channel (the portable
+//! path). Every test here runs against real fixture plugin processes on the path this build
+//! has; scripts/test-wait-modes.sh runs the file with both builds, quiet and with every CPU
+//! busy.
 //!
 //! After every fault the plugin's process group is checked in `/proc` (no zombie, no orphan).
 
@@ -15,43 +16,19 @@ use std::time::{Duration, Instant};
 
 use common::{assert_error, assert_retired, wait_gone, BusyCpus, Fixture, GENEROUS};
 use serde_json::json;
-use webcodex_plugin_host::provider::{response_wait_mode, Provider, RESPONSE_WAIT_ENV};
+use webcodex_plugin_host::provider::{response_wait_mode, Provider};
 use webcodex_plugin_host::{Dispatch, ErrorCode};
 
 const NORMAL: Duration = Duration::from_secs(30);
 
-/// The CPUs this process may run on, from `Cpus_allowed_list` in `/proc/self/status`.
-fn allowed_cpus() -> usize {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let list = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .unwrap()
-        .trim();
-    list.split(',')
-        .map(|range| match range.split_once('-') {
-            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
-            None => 1,
-        })
-        .sum()
-}
-
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
-)]
-fn the_wait_follows_the_system_and_the_usable_cpus_unless_forced() {
-    let forced = std::env::var(RESPONSE_WAIT_ENV).unwrap_or_default();
-    let expected = match forced.as_str() {
-        "block" => "block",
-        "poll" => "poll",
-        _ if forced.starts_with("poll=") => "poll",
-        _ if cfg!(target_os = "linux") => "direct",
-        _ if allowed_cpus() > 1 => "poll",
-        _ => "block",
+fn the_response_path_is_the_one_this_build_was_compiled_with() {
+    let expected = if cfg!(all(target_os = "linux", not(feature = "portable-wait"))) {
+        "direct"
+    } else {
+        "portable"
     };
-    assert_eq!(response_wait_mode(), expected, "forced: {forced:?}");
+    assert_eq!(response_wait_mode(), expected);
 }
 
 /// Calls `echo` `n` times with distinct texts and checks every answer belongs to its request.
@@ -68,7 +45,7 @@ fn echo_many(provider: &Provider, label: &str, n: usize) {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+    ignore = "Unix only; Windows runs the same portable path in the runtime tests (docs/PLATFORMS.md)"
 )]
 fn responses_ready_before_or_after_the_wait_begins_each_answer_their_own_request() {
     // A tiny plugin answers in microseconds: over many calls the reader hands some responses over
@@ -84,7 +61,7 @@ fn responses_ready_before_or_after_the_wait_begins_each_answer_their_own_request
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+    ignore = "Unix only; Windows runs the same portable path in the runtime tests (docs/PLATFORMS.md)"
 )]
 fn response_split_across_reads_arrives_whole() {
     // The first half wakes the caller (stdout is readable) long before the reader has a line;
@@ -98,7 +75,7 @@ fn response_split_across_reads_arrives_whole() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+    ignore = "Unix only; Windows runs the same portable path in the runtime tests (docs/PLATFORMS.md)"
 )]
 fn response_whose_rest_never_comes_times_out_outcome_unknown() {
     let fx = Fixture::new("wait-half-line");
@@ -115,7 +92,7 @@ fn response_whose_rest_never_comes_times_out_outcome_unknown() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+    ignore = "Unix only; Windows runs the same portable path in the runtime tests (docs/PLATFORMS.md)"
 )]
 fn unasked_line_during_the_wait_is_a_protocol_error_outcome_unknown() {
     // A notification reaches the waiting caller before the response: it is taken as the answer
@@ -134,7 +111,7 @@ fn unasked_line_during_the_wait_is_a_protocol_error_outcome_unknown() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+    ignore = "Unix only; Windows runs the same portable path in the runtime tests (docs/PLATFORMS.md)"
 )]
 fn unasked_line_while_idle_fails_the_next_call_not_started() {
     // The line arrives while nobody waits (no wake-up is owed to anyone); the next call finds it
@@ -197,7 +174,7 @@ fn unasked_lines_after_a_response_fail_the_next_call(tag: &str, pause_ms: &str, 
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+    ignore = "Unix only; Windows runs the same portable path in the runtime tests (docs/PLATFORMS.md)"
 )]
 fn an_unasked_line_written_right_behind_the_response_fails_the_next_call_not_started() {
     // Response and notification come back to back, often in one read: the notification is then
@@ -208,7 +185,7 @@ fn an_unasked_line_written_right_behind_the_response_fails_the_next_call_not_sta
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+    ignore = "Unix only; Windows runs the same portable path in the runtime tests (docs/PLATFORMS.md)"
 )]
 fn a_flood_of_unasked_lines_while_idle_fails_the_next_call_not_started_without_a_stall() {
     // More lines than the event channel holds: the stdout reader fills the channel and waits
@@ -220,7 +197,7 @@ fn a_flood_of_unasked_lines_while_idle_fails_the_next_call_not_started_without_a
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+    ignore = "Unix only; Windows runs the same portable path in the runtime tests (docs/PLATFORMS.md)"
 )]
 fn calls_with_and_without_the_opt_in_spin_alternate_on_one_provider() {
     // With a spin the caller waits on the channel (the reader reads stdout); without, it may
@@ -245,7 +222,7 @@ fn calls_with_and_without_the_opt_in_spin_alternate_on_one_provider() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+    ignore = "Unix only; Windows runs the same portable path in the runtime tests (docs/PLATFORMS.md)"
 )]
 fn exit_during_the_wait_is_eof_outcome_unknown() {
     let fx = Fixture::new("wait-exit").with_env("FIXTURE_PAUSE_MS", "100");
@@ -267,7 +244,7 @@ fn exit_during_the_wait_is_eof_outcome_unknown() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+    ignore = "Unix only; Windows runs the same portable path in the runtime tests (docs/PLATFORMS.md)"
 )]
 fn exit_during_the_wait_while_a_grandchild_holds_stdout_is_eof_outcome_unknown() {
     // stdout never hangs up (the grandchild holds it): only the exit watch can end the wait, by
@@ -295,7 +272,7 @@ fn exit_during_the_wait_while_a_grandchild_holds_stdout_is_eof_outcome_unknown()
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+    ignore = "Unix only; Windows runs the same portable path in the runtime tests (docs/PLATFORMS.md)"
 )]
 fn deadline_during_the_wait_is_timeout_outcome_unknown() {
     let fx = Fixture::new("wait-deadline");
@@ -312,7 +289,7 @@ fn deadline_during_the_wait_is_timeout_outcome_unknown() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+    ignore = "Unix only; Windows runs the same portable path in the runtime tests (docs/PLATFORMS.md)"
 )]
 fn stop_during_the_wait_ends_it_with_host_stopping() {
     // `stop()` sends its event from another thread while the caller sleeps.
@@ -337,7 +314,7 @@ fn stop_during_the_wait_ends_it_with_host_stopping() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+    ignore = "Unix only; Windows runs the same portable path in the runtime tests (docs/PLATFORMS.md)"
 )]
 fn many_concurrent_providers_with_every_cpu_busy() {
     // Eight providers called from eight threads while every CPU spins: the wake-ups compete with
@@ -368,7 +345,7 @@ fn many_concurrent_providers_with_every_cpu_busy() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "tests the Unix readiness wait; Windows blocks on the channel (docs/PLATFORMS.md)"
+    ignore = "Unix only; Windows runs the same portable path in the runtime tests (docs/PLATFORMS.md)"
 )]
 fn split_responses_and_exits_with_every_cpu_busy() {
     let _busy = BusyCpus::start();

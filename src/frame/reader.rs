@@ -35,7 +35,10 @@ impl<R: BufRead> LineReader<R> {
     }
 
     /// The underlying reader, mutably (its buffered bytes must stay as they are).
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    #[cfg_attr(
+        any(not(target_os = "linux"), feature = "portable-wait"),
+        allow(dead_code)
+    )]
     pub(crate) fn get_mut(&mut self) -> &mut R {
         &mut self.inner
     }

@@ -291,7 +291,7 @@ fn parse_entry(index: usize, item: &toml::Value, base: &Path) -> Result<RunnerEn
 impl RunnerEntry {
     /// Reads this runner's token from its file or variable. The error names the source, never
     /// a value: not the file's path (a token pasted as `token_file` would be echoed), and the
-    /// variable only when it has the shape of a variable name ([`variable_shaped`]).
+    /// variable only when it has the shape of a variable name (`^[A-Z_][A-Z0-9_]{0,63}$`).
     pub fn token(&self) -> Result<String, RunnersError> {
         let problem = |m: &str| RunnersError(format!("runner `{}`: {m}", self.id));
         let token =

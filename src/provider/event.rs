@@ -1,7 +1,13 @@
 //! What the provider's threads tell its coordinator: one typed message per happening, sent
-//! over the bounded event channel (see `io` for the threads, `wait` for how the caller waits).
+//! over the one bounded event channel ([`EventSender`] → [`EventWait`]; see `io` for the
+//! threads). A response path whose caller may sleep elsewhere than on the channel (the Linux
+//! direct read) gives the senders a [`Wake`] to call after each event.
 
-use std::time::Duration;
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, TrySendError};
 
 use crate::error::ErrorCode;
 use crate::frame::ResponseLine;
@@ -22,4 +28,95 @@ pub(crate) enum Event {
     Exited,
     /// The host is stopping this provider.
     Stopping,
+}
+
+/// How senders wake a caller that does not sleep on the event channel itself.
+pub(crate) trait Wake: Send + Sync + Debug {
+    /// After an event was queued (or could not be, the channel being full); `exit` when the
+    /// event is the plugin's exit.
+    fn notify(&self, exit: bool);
+}
+
+/// The senders' end of the event channel (reader, writer, exit watch, `stop()`).
+#[derive(Debug, Clone)]
+pub(crate) struct EventSender {
+    events: Sender<Event>,
+    wake: Option<Arc<dyn Wake>>,
+}
+
+impl EventSender {
+    /// Sends `event`, blocking while the channel is full; `Err` once the coordinator is gone.
+    pub(crate) fn send(&self, event: Event) -> Result<(), Event> {
+        let exit = matches!(event, Event::Exited);
+        self.events.send(event).map_err(|e| e.into_inner())?;
+        self.notify(exit);
+        Ok(())
+    }
+
+    /// Sends `event` if the channel has room; gives it back when the channel is full or closed.
+    #[cfg_attr(
+        any(not(target_os = "linux"), feature = "portable-wait"),
+        allow(dead_code)
+    )]
+    pub(crate) fn send_now(&self, event: Event) -> Result<(), TrySendError<Event>> {
+        let exit = matches!(event, Event::Exited);
+        self.events.try_send(event)?;
+        self.notify(exit);
+        Ok(())
+    }
+
+    /// Sends `event` if the channel has room (an announcement that may be dropped when the
+    /// channel is full: the coordinator has events to read then anyway).
+    pub(crate) fn try_send(&self, event: Event) {
+        let exit = matches!(event, Event::Exited);
+        match self.events.try_send(event) {
+            Ok(()) => self.notify(exit),
+            // Full: the coordinator has events to read; it must not sleep through them.
+            Err(TrySendError::Full(_)) => self.notify(exit),
+            Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+
+    #[inline]
+    fn notify(&self, exit: bool) {
+        if let Some(wake) = &self.wake {
+            wake.notify(exit);
+        }
+    }
+}
+
+/// The coordinator's end of the event channel.
+#[derive(Debug)]
+pub(crate) struct EventWait {
+    events: Receiver<Event>,
+}
+
+/// The event channel, bounded to `capacity`, with the response path's wake-up `wake` (if any).
+pub(crate) fn event_channel(
+    capacity: usize,
+    wake: Option<Arc<dyn Wake>>,
+) -> (EventSender, EventWait) {
+    let (tx, rx) = crossbeam_channel::bounded(capacity);
+    (EventSender { events: tx, wake }, EventWait { events: rx })
+}
+
+impl EventWait {
+    /// The next event if one is queued.
+    #[inline]
+    pub(crate) fn try_recv(&self) -> Result<Event, TryRecvError> {
+        self.events.try_recv()
+    }
+
+    /// True when no event is queued: two loads, where a failed `try_recv` costs more than a
+    /// hundred instructions (the check that runs before every request).
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Blocking wait for the next event until `until`.
+    #[inline]
+    pub(crate) fn recv_deadline(&self, until: Instant) -> Result<Event, RecvTimeoutError> {
+        self.events.recv_deadline(until)
+    }
 }

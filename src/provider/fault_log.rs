@@ -14,18 +14,11 @@ use parking_lot::Mutex;
 
 use crate::error::{Error, ErrorCode};
 
+pub(crate) use super::stderr_ring::Retirement;
 use super::stderr_ring::{StderrLine, StderrRing};
 
 /// How many of the last stderr lines a fault log line carries.
 pub const FAULT_LOG_STDERR_LINES: usize = 5;
-
-/// A retirement waiting to be logged: which provider, in which phase, with which code.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Retirement {
-    pub(crate) id: String,
-    pub(crate) phase: &'static str,
-    pub(crate) code: ErrorCode,
-}
 
 impl Retirement {
     /// Logs the retirement at warn with the tail of `lines`.

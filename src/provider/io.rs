@@ -3,9 +3,7 @@
 //! ```text
 //!  coordinator ──────────── direct, non-blocking write ────────► stdin
 //!  coordinator ── WriteJob, bounded(1) ──► writer ──► stdin     (what did not fit the pipe)
-//!  coordinator ◄── Event, bounded(16) ──── reader ◄── stdout   (lines and read faults;
-//!                                      │               the coordinator may poll(2) stdout for
-//!                                      │               readiness, see super::wait)
+//!  coordinator ◄── Event, bounded(16) ──── reader ◄── stdout   (lines and read faults)
 //!  coordinator ── line buffer, bounded(1) ─► reader              (a decoded line's buffer back)
 //!                                      ├── writer              (write failures only)
 //!                                      └── stderr drain        (process exit, via a pidfd)
@@ -19,8 +17,8 @@
 //! sleeps.
 //!
 //! On Linux the reader reads stdout only while no request holds it: a request takes stdout over
-//! and reads its response itself (`super::port`), so the reader's hand-over is off the path of a
-//! call. The diagram shows the channel path every other system takes.
+//! and reads its response itself (`super::direct`), so the reader's hand-over is off the path of
+//! a call. The diagram shows the portable path every other system takes (`super::portable`).
 //!
 //! The reader checks each stdout line (length, UTF-8, no BOM) and hands over its text; the
 //! coordinator parses it. The decoded response is then allocated by the thread that frees it
@@ -38,8 +36,6 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 #[cfg(unix)]
 use std::process::ChildStderr;
 use std::process::ChildStdin;
-#[cfg(unix)]
-use std::process::ChildStdout;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 #[cfg(unix)]
@@ -47,24 +43,16 @@ use std::sync::OnceLock;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-#[cfg(target_os = "linux")]
-use crossbeam_channel::TrySendError;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-#[cfg(unix)]
 use parking_lot::Mutex;
 
-pub(crate) use super::event::Event;
 #[cfg(unix)]
+use super::event::event_channel;
+pub(crate) use super::event::Event;
+use super::event::{EventSender, EventWait, Wake};
 use super::fault_log::{self, IdleWatch};
-#[cfg(target_os = "linux")]
-use super::port::ReaderSleep;
-use super::port::StdoutPort;
 use super::process::PluginProcess;
 use super::stderr_ring::StderrRing;
-use super::stdout_buffer::stdout_lines;
-#[cfg(unix)]
-use super::wait::{event_channel, wait_mode, WaitMode};
-use super::wait::{readiness, EventSender, EventWait};
 use crate::frame::ResponseLine;
 #[cfg(unix)]
 use crate::spawn::wait_exit_noreap;
@@ -81,7 +69,6 @@ pub(crate) const EVENT_CAPACITY: usize = 16;
 pub(crate) const RECYCLED_LINE_MAX: usize = 16 * 1024;
 const READER_STACK: usize = 256 * 1024;
 const SMALL_STACK: usize = 64 * 1024;
-const STDOUT_BUFFER: usize = 64 * 1024;
 #[cfg(unix)]
 const STDERR_CHUNK: usize = 32 * 1024;
 
@@ -128,8 +115,6 @@ pub(crate) struct Channels {
     pub(crate) more_pending: Arc<AtomicBool>,
     /// Hands decoded lines' buffers back to the reader.
     pub(crate) spare_lines: Sender<String>,
-    /// stdout for the caller to take over during a request ([`WaitMode::Direct`]).
-    pub(crate) port: Option<Arc<StdoutPort>>,
 }
 
 impl Channels {
@@ -141,6 +126,21 @@ impl Channels {
             let _ = self.spare_lines.try_send(buffer);
         }
     }
+}
+
+/// The stdout reader thread's body: it hands lines over on the event channel, publishes
+/// whether more bytes are buffered behind each, and takes line buffers back.
+pub(crate) type ReaderBody = Box<dyn FnOnce(EventSender, Arc<AtomicBool>, Receiver<String>) + Send>;
+
+/// What the exit watch runs after it queued `Exited`.
+pub(crate) type ExitHook = Box<dyn FnOnce() + Send>;
+
+/// The response path's part of a provider's threads (see `super::imp`): the senders' wake-up,
+/// the stdout reader's body, and what the exit watch must tell it.
+pub(crate) struct ResponseThreads {
+    pub(crate) wake: Option<Arc<dyn Wake>>,
+    pub(crate) reader: ReaderBody,
+    pub(crate) on_exit: ExitHook,
 }
 
 /// The channel of line buffers the coordinator hands back to the reader: at most one waits.
@@ -235,15 +235,18 @@ pub(crate) fn start(
     id: &str,
     process: &Arc<PluginProcess>,
     stdin: ChildStdin,
-    stdout: ChildStdout,
+    response: ResponseThreads,
     stderr: ChildStderr,
     ring: Arc<Mutex<StderrRing>>,
     idle: Arc<IdleWatch>,
 ) -> std::io::Result<(Channels, EventSender, IoThreads)> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
-    let stdout = readiness::Stdout::new(stdout);
-    let mode = wait_mode();
-    let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, mode, &stdout)?;
+    let ResponseThreads {
+        wake,
+        reader,
+        on_exit,
+    } = response;
+    let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wake);
     let gate = Arc::new(WriteGate::default());
     set_nonblocking(&stdin)?;
     let stdin = Arc::new(stdin);
@@ -258,23 +261,11 @@ pub(crate) fn start(
     let more_pending = Arc::new(AtomicBool::new(false));
     let (spare_lines, spare_rx) = spare_line_channel();
     let (events, pending) = (event_tx.clone(), more_pending.clone());
-    let port = match mode {
-        WaitMode::Direct => Some(Arc::new(StdoutPort::new(stdout.clone(), STDOUT_BUFFER)?)),
-        WaitMode::Block | WaitMode::Readiness(_) => None,
-    };
-    #[cfg(target_os = "linux")]
-    if let Some(kicker) = port.as_ref().and_then(|port| port.kicker()) {
-        event_tx.set_kicker(kicker);
-    }
-    let read: Box<dyn FnOnce() + Send> = match &port {
-        Some(port) => {
-            let port = port.clone();
-            drop(stdout);
-            Box::new(move || read_shared(&port, events, pending, spare_rx))
-        }
-        None => Box::new(move || read_loop(stdout, events, pending, spare_rx)),
-    };
-    threads.spawn(format!("wc-read-{id}"), READER_STACK, read)?;
+    threads.spawn(
+        format!("wc-read-{id}"),
+        READER_STACK,
+        Box::new(move || reader(events, pending, spare_rx)),
+    )?;
     // Exit is judged by wait status. Where the kernel offers a pidfd, the stderr thread watches
     // it beside stderr (three threads per provider); elsewhere a waiter thread blocks in waitid.
     let watch = ExitWatch {
@@ -282,7 +273,7 @@ pub(crate) fn start(
         events: event_tx.clone(),
         idle,
         ring: ring.clone(),
-        port: port.clone(),
+        on_exit,
     };
     match exit_pidfd(process.pid()) {
         Some(pidfd) => threads.spawn(
@@ -314,7 +305,6 @@ pub(crate) fn start(
         gate,
         more_pending,
         spare_lines,
-        port,
     };
     Ok((channels, event_tx, threads.finish()))
 }
@@ -406,108 +396,6 @@ fn write_loop(
     }
 }
 
-fn read_loop(
-    stdout: readiness::Stdout,
-    events: EventSender,
-    more_pending: Arc<AtomicBool>,
-    spare_lines: Receiver<String>,
-) {
-    let mut reader = stdout_lines(stdout, STDOUT_BUFFER);
-    loop {
-        // The buffer of the line before last, by now decoded and handed back (or a new one).
-        let buffer = spare_lines.try_recv().unwrap_or_default();
-        match reader.read_response_line(buffer) {
-            Ok(value) => {
-                // Published before the hand-over, so the coordinator that receives this message
-                // knows whether more was already written behind it.
-                let pending = !reader.get_ref().buffer().is_empty();
-                more_pending.store(pending, Ordering::Release);
-                if events.send(Event::Message(value)).is_err() {
-                    return;
-                }
-            }
-            Err(fault) => {
-                let _ = events.send(Event::ReadFault(fault.code()));
-                return;
-            }
-        }
-    }
-}
-
-#[cfg(target_os = "linux")]
-/// The reader of the direct read (`super::port`): sleeps until stdout is readable while no
-/// request holds it, then reads every line there is under the port's lock and hands each over.
-fn read_shared(
-    port: &StdoutPort,
-    events: EventSender,
-    more_pending: Arc<AtomicBool>,
-    spare_lines: Receiver<String>,
-) {
-    let mut buffer = String::new();
-    let mut sleep = ReaderSleep::Armed;
-    loop {
-        port.reader_sleep(sleep);
-        let mut state = match port.try_lock_for_look(sleep) {
-            Ok(state) => state,
-            Err(next) => {
-                sleep = next;
-                continue;
-            }
-        };
-        loop {
-            let Some(reader) = state.lines() else {
-                // A request ended reading after a fault (and reported it).
-                return;
-            };
-            if buffer.capacity() == 0 {
-                buffer = spare_lines.try_recv().unwrap_or_default();
-            }
-            let line = match reader.read_response_line_into(&mut buffer) {
-                Ok(line) => line,
-                Err(fault) if fault.is_would_block() => break,
-                Err(fault) => {
-                    state.end();
-                    let _ = events.send(Event::ReadFault(fault.code()));
-                    return;
-                }
-            };
-            let pending = !reader.get_ref().buffer().is_empty();
-            more_pending.store(pending, Ordering::Release);
-            match events.send_now(Event::Message(line)) {
-                Ok(()) => {}
-                Err(TrySendError::Full(event)) => {
-                    // Never wait with the lock held: requests take the channel path (and drain
-                    // it) while this line is in hand.
-                    state.set_line_in_hand(true);
-                    drop(state);
-                    let sent = events.send(event);
-                    state = port.lock();
-                    state.set_line_in_hand(false);
-                    if sent.is_err() {
-                        state.end();
-                        return;
-                    }
-                }
-                Err(TrySendError::Disconnected(_)) => {
-                    state.end();
-                    return;
-                }
-            }
-        }
-        sleep = port.next_sleep(&mut state, sleep);
-    }
-}
-
-#[cfg(all(unix, not(target_os = "linux")))]
-fn read_shared(
-    port: &StdoutPort,
-    _events: EventSender,
-    _more_pending: Arc<AtomicBool>,
-    _spare_lines: Receiver<String>,
-) {
-    match *port {}
-}
-
 /// Reports the plugin's exit once it is seen.
 struct ExitWatch {
     process: Arc<PluginProcess>,
@@ -515,9 +403,8 @@ struct ExitWatch {
     /// Tells whether an exit the host did not cause came while the plugin was idle (logged).
     idle: Arc<IdleWatch>,
     ring: Arc<Mutex<StderrRing>>,
-    /// stdout's hand-over, whose blocking reader must hear of the exit.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    port: Option<Arc<StdoutPort>>,
+    /// The response path's part, for a caller that may sleep where the event does not reach.
+    on_exit: ExitHook,
 }
 
 impl ExitWatch {
@@ -530,10 +417,7 @@ impl ExitWatch {
             fault_log::report(&self.ring, retirement);
         }
         let _ = self.events.send(Event::Exited);
-        #[cfg(target_os = "linux")]
-        if let Some(port) = &self.port {
-            port.plugin_exited();
-        }
+        (self.on_exit)();
     }
 }
 

@@ -12,11 +12,12 @@
 //! pidfd). The calling thread is the coordinator: it takes the session with a try-lock
 //! (a second caller gets `plugin_provider_busy`), arms one deadline before encoding, queues the
 //! frame and waits for one event (on Linux it reads the response from stdout itself, see
-//! `port`; elsewhere in `poll(2)` on the plugin's stdout and a wake descriptor where several
-//! CPUs are usable, see `wait`). Every failure is classified (see [`crate::Dispatch`]): a frame
-//! the writer provably never claimed is `not_started`; once it may have been written, a
-//! tools/call failure is `outcome_unknown` and the instance is retired (its whole process
-//! group is killed). A retired instance is never respawned; only a reload makes a new one.
+//! `direct`; elsewhere it blocks on the event channel, see `portable`: one response path per
+//! platform, chosen at compile time). Every failure is classified by one pure function
+//! (`fault`; see [`crate::Dispatch`]): a frame the writer provably never claimed is
+//! `not_started`; once it may have been written, a tools/call failure is `outcome_unknown` and
+//! the instance is retired (its whole process group is killed), in one place
+//! (`Connection::settle`). A retired instance is never respawned; only a reload makes a new one.
 //! As soon as the plugin has exited, for whatever reason, the exit watch retires the instance,
 //! kills what is left of its group and reaps it: no zombie waits for a reload or shutdown.
 //! On Linux plugins are spawned with a parent-death signal, so they die with a SIGKILLed host.
@@ -26,18 +27,26 @@
 //! parent-death signal is not inherited by grandchildren. Termination waits at most one second
 //! for the group to empty; zombies reparented to init are reaped by init.
 
+#[cfg(all(target_os = "linux", not(feature = "portable-wait")))]
+mod direct;
 mod event;
+mod fault;
 mod fault_log;
 mod io;
-#[cfg(target_os = "linux")]
-mod kick;
-mod port;
+#[cfg(any(not(target_os = "linux"), feature = "portable-wait"))]
+mod portable;
 mod process;
 mod retirement;
 mod session;
 mod stderr_ring;
 mod stdout_buffer;
-mod wait;
+
+/// The response path of this build: the direct read on Linux, the portable path elsewhere and
+/// under the test-only `portable-wait` feature.
+#[cfg(all(target_os = "linux", not(feature = "portable-wait")))]
+use direct as imp;
+#[cfg(any(not(target_os = "linux"), feature = "portable-wait"))]
+use portable as imp;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -56,30 +65,33 @@ pub use retirement::retirement_counts;
 pub use stderr_ring::{
     StderrLine, StderrRing, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
 };
-pub use wait::RESPONSE_WAIT_ENV;
 
 use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
-use crate::frame::{check_json_bounds, check_json_bounds_sized, JsonBoundsError, PROTOCOL_VERSION};
+use crate::frame::{
+    check_json_bounds, check_json_bounds_sized, Envelope, JsonBoundsError, RequestEncoder,
+    PROTOCOL_VERSION,
+};
+use event::EventSender;
+use fault::{classify, RequestKind};
 use fault_log::{IdleWatch, Retirement};
 use io::{Event, IoThreads};
 use process::PluginProcess;
-use session::{into_result, RequestKind, Session};
-use wait::EventSender;
+use session::{into_result, Session};
+use stdout_buffer::Stdout;
 
 /// Largest serialized call arguments.
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 /// How long termination may wait for the process group to empty.
 pub const TERMINATION_BOUND: Duration = Duration::from_secs(1);
 
-/// How this process's coordinators wait for responses, by the names of [`RESPONSE_WAIT_ENV`]:
-/// `direct` (the caller reads the response from stdout itself), `poll` (`poll(2)` on the
-/// plugin's stdout and a wake descriptor, the reader thread reads) or `block` (blocking on the
-/// event channel). Chosen once per process from [`RESPONSE_WAIT_ENV`], the system and the number
-/// of usable CPUs (for tests and measurements).
+/// The response path this build was compiled with (for tests and measurements): `direct`
+/// (Linux: the caller reads the response from stdout itself) or `portable` (every other
+/// system, and Linux with the test-only `portable-wait` feature: the reader thread reads, the
+/// caller blocks on the event channel).
 #[doc(hidden)]
 pub fn response_wait_mode() -> &'static str {
-    wait::wait_mode().name()
+    imp::NAME
 }
 
 /// A unique id of one provider instance (one spawned process), never reused in this host.
@@ -137,6 +149,8 @@ struct Connection {
     spin_nanos: AtomicU64,
     stop: EventSender,
     threads: Option<IoThreads>,
+    /// What the response path shares across requests (the Linux direct read: stdout's port).
+    path: imp::ResponsePath,
 }
 
 impl Provider {
@@ -279,20 +293,20 @@ impl Provider {
         let session = guard.as_mut().ok_or_else(stopping)?;
         let deadline = deadline_after(timeout);
         let spin = self.response_spin();
-        let envelope = session.round_trip(
-            &self.connection.process,
+        let envelope = self.connection.round_trip(
+            session,
             RequestKind::Call,
             deadline,
             spin,
             |encoder, out| encoder.tools_call(tool.name(), arguments, out),
-        )?;
+        );
+        let envelope = self.connection.settle(envelope)?;
         let bounds = session.take_result_bounds();
         drop(guard);
         let result = into_result(envelope)?;
         let checked =
             crate::catalog::validate_tool_result_bounded(result, bounds, tool.output_schema());
-        checked.map_err(|fault| {
-            self.connection.process.retire_on_fault(fault.code());
+        let checked = checked.map_err(|fault| {
             let message = match fault.code() {
                 ErrorCode::OutputSchemaViolation => {
                     "structuredContent is missing or does not match the tool's outputSchema"
@@ -300,7 +314,8 @@ impl Provider {
                 _ => "the tool result breaks the result contract",
             };
             Error::new(fault.code(), Dispatch::Completed, message).retiring()
-        })
+        });
+        self.connection.settle(checked)
     }
 
     fn lookup(&self, name: &str, observation: Option<&str>) -> Result<&Tool, Error> {
@@ -445,12 +460,16 @@ impl Connection {
             return Err(stdio_failed(&process));
         };
         let ring = Arc::new(Mutex::new(StderrRing::new()));
+        let (path, response) = match imp::ResponsePath::open(Stdout::new(stdout)) {
+            Ok(opened) => opened,
+            Err(_) => return Err(stdio_failed(&process)),
+        };
         let idle = Arc::new(IdleWatch::new(id));
         let (channels, stop, threads) = match io::start(
             id,
             &process,
             stdin,
-            stdout,
+            response,
             stderr,
             ring.clone(),
             idle.clone(),
@@ -466,6 +485,7 @@ impl Connection {
             spin_nanos: AtomicU64::new(0),
             stop,
             threads: Some(threads),
+            path,
         })
     }
 
@@ -480,38 +500,59 @@ impl Connection {
         fault_log::report(&self.ring, retirement);
     }
 
-    /// initialize → tools/list → validate → freeze, each request with its own budget.
+    /// initialize → tools/list → validate → freeze, each request with its own budget. Any
+    /// failure retires the candidate.
     fn admit(&self, timeout: Duration) -> Result<FrozenCatalog, Error> {
         let mut guard = self.session.lock();
         let session = guard.as_mut().ok_or_else(stopping)?;
+        self.settle(self.admit_on(session, timeout))
+    }
 
+    /// Sends one request built by `encode` on this build's response path and waits for its
+    /// response envelope until `deadline`; a failure comes back classified
+    /// ([`fault::classify`]), for [`Connection::settle`] to retire the instance if it must.
+    #[inline]
+    fn round_trip(
+        &self,
+        session: &mut Session,
+        kind: RequestKind,
+        deadline: Instant,
+        spin: Duration,
+        encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
+    ) -> Result<Envelope, Error> {
+        imp::round_trip(&self.path, session, deadline, spin, encode)
+            .map_err(|fault| classify(kind, fault).into_error())
+    }
+
+    /// initialize → tools/list → validate → freeze on the connection's session.
+    fn admit_on(&self, session: &mut Session, timeout: Duration) -> Result<FrozenCatalog, Error> {
         let deadline = Instant::now() + timeout;
-        let initialize = session
+        let initialize = self
             .round_trip(
-                &self.process,
+                session,
                 RequestKind::Admission,
                 deadline,
                 Duration::ZERO,
                 |e, out| e.initialize(out),
             )
             .and_then(into_result)
-            .map_err(|e| self.admission_failure(e, Phase::Initialize))?;
+            .map_err(|e| admission_failure(e, Phase::Initialize))?;
         check_initialize_result(&initialize)
-            .map_err(|e| self.admission_failure(e, Phase::Initialize))?;
+            .map_err(|e| admission_failure(e, Phase::Initialize))?;
 
         let deadline = Instant::now() + timeout;
-        let tools = session
+        let tools = self
             .round_trip(
-                &self.process,
+                session,
                 RequestKind::Admission,
                 deadline,
                 Duration::ZERO,
                 |e, out| e.tools_list(out),
             )
             .and_then(into_result)
-            .map_err(|e| self.admission_failure(e, Phase::ToolsList))?;
+            .map_err(|e| admission_failure(e, Phase::ToolsList))?;
         admit_tools_list(&tools).map_err(|diagnostic| {
-            self.admission_failure(
+            admission_failure(
                 Error::not_started(
                     ErrorCode::ToolsListInvalid,
                     format!("the tool list was rejected: {}", diagnostic.code.as_str()),
@@ -522,27 +563,39 @@ impl Connection {
         })
     }
 
-    /// Retires the process and turns a request failure into an admission failure with a phase
-    /// and a message that tells the plugin author where to look.
-    fn admission_failure(&self, error: Error, phase: Phase) -> Error {
-        self.process.retire_on_fault(error.code());
-        let hint = match error.code() {
-            ErrorCode::MalformedJson | ErrorCode::ProtocolError | ErrorCode::UnexpectedMessage => {
-                "; stdout must carry only protocol lines: check the command, its args and any build or log output printed to stdout"
+    /// The one place a request's failure retires the instance: when its error is marked
+    /// retiring (the connection may be out of step, the result broke the contract, or
+    /// admission failed). Hands `result` back unchanged; the retirement is counted under the
+    /// error's code.
+    fn settle<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
+        if let Err(error) = &result {
+            if error.is_fatal() {
+                self.process.retire_on_fault(error.code());
             }
-            ErrorCode::Eof => "; the plugin exited or closed stdout: check the command and its args",
-            ErrorCode::Timeout => "; the plugin must answer initialize and tools/list promptly",
-            _ => "",
-        };
-        let message = format!("{}{hint}", error.message());
-        let mut out = Error::new(error.code(), Dispatch::NotStarted, message)
-            .in_phase(phase)
-            .retiring();
-        if let Some(d) = error.diagnostic() {
-            out = out.with_diagnostic(d.clone());
         }
-        out
+        result
     }
+}
+
+/// Turns a request failure into an admission failure (not started, retiring) with a phase and
+/// a message that tells the plugin author where to look.
+fn admission_failure(error: Error, phase: Phase) -> Error {
+    let hint = match error.code() {
+        ErrorCode::MalformedJson | ErrorCode::ProtocolError | ErrorCode::UnexpectedMessage => {
+            "; stdout must carry only protocol lines: check the command, its args and any build or log output printed to stdout"
+        }
+        ErrorCode::Eof => "; the plugin exited or closed stdout: check the command and its args",
+        ErrorCode::Timeout => "; the plugin must answer initialize and tools/list promptly",
+        _ => "",
+    };
+    let message = format!("{}{hint}", error.message());
+    let mut out = Error::new(error.code(), Dispatch::NotStarted, message)
+        .in_phase(phase)
+        .retiring();
+    if let Some(d) = error.diagnostic() {
+        out = out.with_diagnostic(d.clone());
+    }
+    out
 }
 
 /// The initialize result must be an object within the JSON bounds whose `protocolVersion` is

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use super::fault_log::Retirement;
+use crate::error::ErrorCode;
 
 /// Most lines kept.
 pub const STDERR_MAX_LINES: usize = 64;
@@ -31,6 +31,15 @@ pub struct StderrRing {
     closed: bool,
     /// A retirement to log once stderr has closed.
     pending: Option<Retirement>,
+}
+
+/// A retirement waiting to be logged once stderr closes: which provider, in which phase, with
+/// which code (`super::fault_log` writes the line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Retirement {
+    pub(crate) id: String,
+    pub(crate) phase: &'static str,
+    pub(crate) code: ErrorCode,
 }
 
 /// A retirement to log now, with the ring's lines at that moment.

@@ -8,9 +8,47 @@
 //! On Windows stdout is the process's `ChildStdout`, which `BufReader` already fills without
 //! zeroing.
 
+use std::io::{self, Read};
+#[cfg(unix)]
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::process::ChildStdout;
+
 use crate::frame::LineReader;
 
-use super::wait::readiness;
+/// The read buffer of the plugin's stdout.
+pub(crate) const STDOUT_BUFFER: usize = 64 * 1024;
+
+/// The plugin's stdout, owned by whoever reads it (the reader thread, or the direct read's port).
+#[derive(Debug)]
+pub(crate) struct Stdout(#[cfg(unix)] std::fs::File, #[cfg(not(unix))] ChildStdout);
+
+impl Stdout {
+    pub(crate) fn new(stdout: ChildStdout) -> Stdout {
+        #[cfg(unix)]
+        return Stdout::from_fd(OwnedFd::from(stdout));
+        #[cfg(not(unix))]
+        return Stdout(stdout);
+    }
+
+    /// Any readable descriptor (tests use a plain pipe).
+    #[cfg(unix)]
+    pub(crate) fn from_fd(fd: OwnedFd) -> Stdout {
+        Stdout(std::fs::File::from(fd))
+    }
+}
+
+impl Read for Stdout {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+#[cfg(unix)]
+impl AsRawFd for Stdout {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
 
 /// The line reader over the plugin's stdout.
 pub(crate) type StdoutLines = LineReader<StdoutReader>;
@@ -20,21 +58,15 @@ pub(crate) type StdoutLines = LineReader<StdoutReader>;
 pub(crate) type StdoutReader = StdoutBuffer;
 #[cfg(not(unix))]
 /// The buffered reader under [`StdoutLines`].
-pub(crate) type StdoutReader = std::io::BufReader<readiness::Stdout>;
+pub(crate) type StdoutReader = std::io::BufReader<Stdout>;
 
 /// A line reader over `stdout` with a read buffer of `capacity` bytes.
-pub(crate) fn stdout_lines(stdout: readiness::Stdout, capacity: usize) -> StdoutLines {
+pub(crate) fn stdout_lines(stdout: Stdout, capacity: usize) -> StdoutLines {
     #[cfg(unix)]
     let reader = StdoutBuffer::new(stdout, capacity);
     #[cfg(not(unix))]
     let reader = std::io::BufReader::with_capacity(capacity, stdout);
     LineReader::new(reader)
-}
-
-/// True when the line reader holds bytes not yet returned as a line: a partial line, or bytes
-/// buffered behind the last line.
-pub(crate) fn has_pending(lines: &StdoutLines) -> bool {
-    lines.has_partial_line() || !lines.get_ref().buffer().is_empty()
 }
 
 #[cfg(unix)]
@@ -45,12 +77,12 @@ mod unix {
     use std::io::{self, BufRead, ErrorKind, Read};
     use std::os::fd::{AsRawFd, RawFd};
 
-    use super::readiness;
+    use super::Stdout;
 
     /// A `BufRead` over stdout whose buffer is never written but by `read(2)`.
     #[derive(Debug)]
     pub(crate) struct StdoutBuffer {
-        stdout: readiness::Stdout,
+        stdout: Stdout,
         /// The bytes of the last read (its length); its capacity is the buffer's size.
         buffer: Vec<u8>,
         /// How many bytes of `buffer` were consumed.
@@ -61,7 +93,7 @@ mod unix {
     }
 
     impl StdoutBuffer {
-        pub(crate) fn new(stdout: readiness::Stdout, capacity: usize) -> StdoutBuffer {
+        pub(crate) fn new(stdout: Stdout, capacity: usize) -> StdoutBuffer {
             StdoutBuffer {
                 stdout,
                 // Only allocated: no page is touched before a read fills it.
@@ -72,7 +104,10 @@ mod unix {
         }
 
         /// Reads from `fd` (another description of the same pipe) until set back to `None`.
-        #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+        #[cfg_attr(
+            not(all(target_os = "linux", not(feature = "portable-wait"))),
+            allow(dead_code)
+        )]
         pub(crate) fn read_from(&mut self, fd: Option<RawFd>) {
             self.read_from = fd;
         }
@@ -132,7 +167,7 @@ mod unix {
 
         fn pipe_buffer(capacity: usize) -> (StdoutBuffer, os_pipe::PipeWriter) {
             let (reader, writer) = os_pipe::pipe().unwrap();
-            let stdout = readiness::Stdout::from_fd(OwnedFd::from(reader));
+            let stdout = Stdout::from_fd(OwnedFd::from(reader));
             (StdoutBuffer::new(stdout, capacity), writer)
         }
 

@@ -9,7 +9,7 @@
 //!   and terminates its job (grandchildren that hold the pipes go too), as the Unix waiter does.
 
 use std::io::{ErrorKind, Read, Write};
-use std::process::{ChildStderr, ChildStdin, ChildStdout};
+use std::process::{ChildStderr, ChildStdin};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -17,13 +17,13 @@ use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 
 use super::{
-    read_loop, spare_line_channel, Channels, Event, ExitWatch, IoThreads, ThreadSet, WriteGate,
-    WriteJob, WriteOutcome, EVENT_CAPACITY, READER_STACK, SMALL_STACK,
+    spare_line_channel, Channels, Event, ExitWatch, IoThreads, ResponseThreads, ThreadSet,
+    WriteGate, WriteJob, WriteOutcome, EVENT_CAPACITY, READER_STACK, SMALL_STACK,
 };
+use crate::provider::event::{event_channel, EventSender};
 use crate::provider::fault_log::IdleWatch;
 use crate::provider::process::PluginProcess;
 use crate::provider::stderr_ring::StderrRing;
-use crate::provider::wait::{event_channel, readiness, wait_mode, EventSender};
 
 /// Starts the writer, reader, stderr-drain and waiter threads, named after the provider id.
 /// Also returns the sender the host uses to announce `Stopping`.
@@ -31,15 +31,18 @@ pub(crate) fn start(
     id: &str,
     process: &Arc<PluginProcess>,
     stdin: ChildStdin,
-    stdout: ChildStdout,
+    response: ResponseThreads,
     stderr: ChildStderr,
     ring: Arc<Mutex<StderrRing>>,
     idle: Arc<IdleWatch>,
 ) -> std::io::Result<(Channels, EventSender, IoThreads)> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
-    // No readiness wait on Windows: `wait_mode` always picks plain blocking there.
-    let stdout = readiness::Stdout::new(stdout);
-    let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wait_mode(), &stdout)?;
+    let ResponseThreads {
+        wake,
+        reader,
+        on_exit,
+    } = response;
+    let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wake);
     let gate = Arc::new(WriteGate::default());
     let stdin = Arc::new(stdin);
     let mut threads = ThreadSet::default();
@@ -56,14 +59,14 @@ pub(crate) fn start(
     threads.spawn(
         format!("wc-read-{id}"),
         READER_STACK,
-        Box::new(move || read_loop(stdout, events, pending, spare_rx)),
+        Box::new(move || reader(events, pending, spare_rx)),
     )?;
     let watch = ExitWatch {
         process: process.clone(),
         events: event_tx.clone(),
         idle,
         ring: ring.clone(),
-        port: None,
+        on_exit,
     };
     threads.spawn(
         format!("wc-stderr-{id}"),
@@ -86,7 +89,6 @@ pub(crate) fn start(
         gate,
         more_pending,
         spare_lines,
-        port: None,
     };
     Ok((channels, event_tx, threads.finish()))
 }

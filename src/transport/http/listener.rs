@@ -183,6 +183,7 @@ impl Listener {
     }
 
     /// This listener's connections and answers are not reported to the process's observer.
+    #[cfg_attr(not(feature = "ops"), allow(dead_code))]
     pub(crate) fn unobserved(mut self) -> Listener {
         self.observed = false;
         self

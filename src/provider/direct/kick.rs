@@ -1,6 +1,6 @@
 //! Waking a caller that sleeps in a blocking `read(2)` on the plugin's stdout (Linux).
 //!
-//! With the direct read (`super::port`) the caller reads the response itself. Where it can, it
+//! With the direct read (`super`) the caller reads the response itself. Where it can, it
 //! sleeps in a plain blocking `read(2)`, as a bare pipe client does, instead of in `poll(2)`
 //! before a non-blocking read: one system call less per call, and the wake-up path of the floor.
 //! It reads a second, blocking open file description of stdout, opened through `/proc/self/fd`
@@ -31,7 +31,7 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::event::EXIT_GRACE;
+use crate::provider::event::EXIT_GRACE;
 
 const IDLE: u8 = 0;
 const SLEEPING: u8 = 1;

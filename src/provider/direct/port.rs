@@ -1,0 +1,417 @@
+//! The plugin's stdout, handed between the stdout reader thread and the caller.
+//!
+//! Between requests the reader thread watches stdout and reads whatever the plugin writes
+//! unasked (as the portable path does). During a request the caller takes stdout over and reads
+//! the response itself, so the plugin's write wakes the caller and no other thread: the call
+//! costs the two thread wake-ups of a plain pipe round trip, not three.
+//!
+//! The hand-over, without waking the reader:
+//! - stdout is non-blocking and its line reader sits behind one mutex. Whoever reads holds it.
+//! - The reader thread sleeps in `epoll_wait` on a set of its own: stdout (while armed) and a
+//!   wake descriptor. Once stdout is readable it takes the mutex, reads every line there is,
+//!   hands each over on the event channel and goes back to sleep.
+//! - The caller takes the mutex ([`StdoutPort::take`]; the reader holds it only while it reads
+//!   what is there, never while it waits) and, if stdout is armed,
+//!   disarms it in the reader's set (`epoll_ctl`: another thread's wait set can be changed
+//!   without waking it). It then reads the response itself, sleeping in a blocking read (`super::kick`)
+//!   or in `poll(2)` on stdout and the event channel's wake descriptor (`super::wait_direct`),
+//!   and lets go of the mutex
+//!   when the request ends ([`Held`]'s drop).
+//! - stdout is re-armed lazily, so a stream of requests pays no `epoll_ctl` per request: the
+//!   first request after a quiet spell wakes the reader (wake descriptor) as it ends, the reader
+//!   then looks again every `REARM_AFTER` (10 ms) and, once a whole period passed without a request,
+//!   re-arms stdout and sleeps without timeout again. While requests keep coming it reads
+//!   whatever is there at each look (unasked output, the end of stdout); an idle provider's
+//!   reader sleeps for good after at most two periods.
+//! - If the reader holds a line it cannot queue (the event channel is full of unasked output),
+//!   the request takes the event channel (as the portable path does), as does a request with the
+//!   opt-in spin; both arm stdout for the reader first ([`StdoutPort::arm_for_reader`]).
+//! - After a read fault the caller ends reading ([`Held::end`]): stdout closes, and the wake
+//!   descriptor tells the reader thread to end as it would have after the fault itself.
+
+use std::io::{self, ErrorKind};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Instant;
+
+use crossbeam_channel::RecvTimeoutError;
+use parking_lot::{Mutex, MutexGuard};
+
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+
+use super::kick::Kicker;
+use crate::provider::event::{Event, EventWait};
+use crate::provider::stdout_buffer::{stdout_lines, Stdout, StdoutLines};
+
+const STDOUT_TOKEN: u64 = 0;
+const WAKE_TOKEN: u64 = 1;
+
+/// While requests keep coming, how often the reader looks at stdout (and whether the
+/// requests have stopped, so it may re-arm stdout and sleep for good).
+pub(crate) const REARM_AFTER: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// How the reader thread sleeps next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReaderSleep {
+    /// stdout is armed: sleep until it is readable or the wake descriptor is raised.
+    Armed,
+    /// stdout is disarmed (requests read it): look again after [`REARM_AFTER`].
+    Watching,
+    /// A request holds stdout: sleep until it ends (it raises the wake descriptor), or
+    /// until it is due to be kicked (a blocking read past its deadline).
+    RequestHeld,
+}
+
+/// What the reader thread and the requests share, behind the port's mutex.
+#[derive(Debug)]
+pub(crate) struct PortState {
+    /// The line reader; `None` once reading has ended (after a fault).
+    lines: Option<StdoutLines>,
+    /// stdout is armed in the reader's wait set.
+    armed: bool,
+    /// The reader sleeps (or is about to) without timeout: a request that disarms stdout
+    /// must wake it as it ends.
+    reader_sleeps_armed: bool,
+    /// The reader holds a line it could not queue yet (the channel is full): requests
+    /// must take the channel path until it is queued.
+    line_in_hand: bool,
+    /// Requests that took stdout over, and the count the reader saw at its last look.
+    requests: u64,
+    requests_seen: u64,
+}
+
+/// The reader waits for the running request to end (it then raises the wake descriptor).
+const WAITS_FOR_END: u8 = 1;
+
+impl PortState {
+    /// The line reader; `None` once reading has ended.
+    pub(crate) fn lines(&mut self) -> Option<&mut StdoutLines> {
+        self.lines.as_mut()
+    }
+
+    /// Ends reading (after a fault, or once nobody listens): closes stdout.
+    pub(crate) fn end(&mut self) {
+        self.lines = None;
+    }
+
+    /// Marks that the reader holds a line it could not queue (requests take the channel
+    /// path meanwhile), or that it has queued it.
+    pub(crate) fn set_line_in_hand(&mut self, in_hand: bool) {
+        self.line_in_hand = in_hand;
+    }
+}
+
+/// The plugin's stdout, shared by the reader thread and the caller.
+#[derive(Debug)]
+pub(crate) struct StdoutPort {
+    state: Mutex<PortState>,
+    /// stdout's descriptor, open while the state's `lines` is `Some`.
+    stdout: RawFd,
+    /// The reader thread's wait set: stdout (while armed) and `wake`.
+    epoll: OwnedFd,
+    /// An eventfd that wakes the reader thread to end.
+    wake: OwnedFd,
+    /// Wakes a caller that sleeps in a blocking read of stdout (`super::kick`);
+    /// `None` where requests sleep in `poll(2)` instead.
+    kicker: Option<Arc<Kicker>>,
+    /// [`WAITS_FOR_END`] while the reader sleeps until the running request ends.
+    reader_waits: std::sync::atomic::AtomicU8,
+}
+
+impl StdoutPort {
+    /// Makes `stdout` non-blocking and builds the reader's wait set, with stdout armed.
+    pub(crate) fn new(stdout: Stdout, buffer: usize) -> io::Result<StdoutPort> {
+        let fd = stdout.as_raw_fd();
+        set_nonblocking(fd)?;
+        // SAFETY: epoll_create1 and eventfd take flags and return a new descriptor or -1.
+        let epoll = owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        let wake = owned(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+        let lines = stdout_lines(stdout, buffer);
+        let kicker = Kicker::open(fd);
+        let port = StdoutPort {
+            state: Mutex::new(PortState {
+                lines: Some(lines),
+                armed: true,
+                reader_sleeps_armed: true,
+                line_in_hand: false,
+                requests: 0,
+                requests_seen: 0,
+            }),
+            stdout: fd,
+            epoll,
+            wake,
+            kicker,
+            reader_waits: std::sync::atomic::AtomicU8::new(0),
+        };
+        port.control(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, STDOUT_TOKEN)?;
+        let wake_fd = port.wake.as_raw_fd();
+        port.control(
+            libc::EPOLL_CTL_ADD,
+            wake_fd,
+            libc::EPOLLIN as u32,
+            WAKE_TOKEN,
+        )?;
+        Ok(port)
+    }
+
+    /// The caller's take-over for one request (waiting while the reader reads what is
+    /// there): `None` when the reader holds a line it could not queue, or reading has
+    /// ended, so the request takes the event channel instead.
+    #[inline]
+    pub(crate) fn take(&self) -> Option<Held<'_>> {
+        let mut state = self.state.lock();
+        if state.line_in_hand {
+            return None;
+        }
+        state.lines.as_ref()?;
+        if state.armed {
+            // Disarmed, stdout stays in the set but wakes nobody (a hang-up still would:
+            // the reader then waits for the mutex and reads the end after this request).
+            self.control(libc::EPOLL_CTL_MOD, self.stdout, 0, STDOUT_TOKEN)
+                .ok()?;
+            state.armed = false;
+        }
+        if state.reader_sleeps_armed && !state.armed {
+            // stdout is disarmed under a reader that sleeps without timeout: wake it, so it
+            // watches (kicks this request at its deadline, re-arms stdout once requests
+            // stop).
+            state.reader_sleeps_armed = false;
+            self.raise_wake();
+        }
+        state.requests = state.requests.wrapping_add(1);
+        Some(Held {
+            port: self,
+            state: ManuallyDrop::new(state),
+        })
+    }
+
+    /// Before a request takes the channel path: makes sure the reader watches stdout.
+    pub(crate) fn arm_for_reader(&self) {
+        let mut state = self.state.lock();
+        if state.lines.is_some() && !state.armed {
+            let armed = libc::EPOLLIN as u32;
+            match self.control(libc::EPOLL_CTL_MOD, self.stdout, armed, STDOUT_TOKEN) {
+                Ok(()) => state.armed = true,
+                // The reader still looks every period.
+                Err(e) => log::warn!("arming the plugin's stdout for its reader failed: {e}"),
+            }
+        }
+    }
+
+    /// The reader thread's sleep: blocks in `epoll_wait` until stdout is readable (while
+    /// armed) or the wake descriptor is raised, and for at most [`REARM_AFTER`] when
+    /// `Watching`, or until a request sleeping in a blocking read is due to be kicked
+    /// (which it then is). Drains the wake descriptor.
+    pub(crate) fn reader_sleep(&self, sleep: ReaderSleep) {
+        const PERIOD: libc::c_int = REARM_AFTER.as_millis() as libc::c_int;
+        let mut timeout = match sleep {
+            // Until stdout is readable, or the running request ends (it raises the wake
+            // descriptor as it lets go of stdout; one that sleeps in a blocking read with
+            // a deadline before this thread's next look raises it too).
+            ReaderSleep::Armed | ReaderSleep::RequestHeld => -1,
+            ReaderSleep::Watching => PERIOD,
+        };
+        if let Some(kicker) = &self.kicker {
+            // Publish the next look, then read the sleeping request's deadline (the fence
+            // pairs with the one in `Kicker::sleep`): either this thread sees the deadline,
+            // or the request sees a look too late for it and raises the wake descriptor.
+            loop {
+                kicker.set_watch(timeout);
+                fence(Ordering::SeqCst);
+                let Some(left) = kicker.kick_if_due() else {
+                    break;
+                };
+                let millis = left.as_millis().saturating_add(1);
+                let due = libc::c_int::try_from(millis).unwrap_or(libc::c_int::MAX);
+                if timeout >= 0 && timeout <= due {
+                    break;
+                }
+                timeout = due;
+            }
+        }
+        let mut ready = [libc::epoll_event { events: 0, u64: 0 }; 2];
+        let n = loop {
+            // SAFETY: a valid epoll descriptor and a buffer of two events; the timeout is
+            // infinite or one re-arm period, never a busy loop.
+            let n =
+                unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), ready.as_mut_ptr(), 2, timeout) };
+            if n >= 0 || io::Error::last_os_error().kind() != ErrorKind::Interrupted {
+                break n.max(0) as usize;
+            }
+        };
+        if ready[..n].iter().any(|event| event.u64 == WAKE_TOKEN) {
+            let mut sink = [0u8; 8];
+            // SAFETY: a non-blocking read of 8 bytes from an eventfd we own resets it.
+            let _ = unsafe { libc::read(self.wake.as_raw_fd(), sink.as_mut_ptr().cast(), 8) };
+        }
+        if let Some(kicker) = &self.kicker {
+            kicker.kick_if_due();
+        }
+    }
+
+    /// The kicker of a caller that sleeps in a blocking read, if requests read that way.
+    pub(crate) fn kicker(&self) -> Option<Arc<Kicker>> {
+        self.kicker.clone()
+    }
+
+    /// The plugin exited: a request still sleeping in a blocking read after the exit
+    /// grace is kicked then by the reader thread, woken here to look at that moment.
+    pub(crate) fn plugin_exited(&self) {
+        if self.kicker.as_ref().is_some_and(|kicker| kicker.exited()) {
+            self.raise_wake();
+        }
+    }
+
+    /// The shared state, for the reader thread (blocks while a request holds it).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, PortState> {
+        self.state.lock()
+    }
+
+    /// The shared state for the reader's look, unless a request holds it; then the
+    /// reader's next sleep (`last`: how it slept before). A reader that finds a request
+    /// running asks to be woken when it ends and sleeps until then (no look while the
+    /// plugin computes); one that finds a request again right after that (requests come
+    /// back to back) looks again next period instead, so the requests do not wake it one by
+    /// one.
+    pub(crate) fn try_lock_for_look(
+        &self,
+        last: ReaderSleep,
+    ) -> Result<MutexGuard<'_, PortState>, ReaderSleep> {
+        if let Some(state) = self.state.try_lock() {
+            return Ok(state);
+        }
+        if last == ReaderSleep::RequestHeld {
+            return Err(ReaderSleep::Watching);
+        }
+        self.reader_waits.store(WAITS_FOR_END, Ordering::SeqCst);
+        // The request may have ended just before the flag was up: look now.
+        match self.state.try_lock() {
+            Some(state) => {
+                self.reader_waits.store(0, Ordering::SeqCst);
+                Ok(state)
+            }
+            None => Err(ReaderSleep::RequestHeld),
+        }
+    }
+
+    /// The reader's next sleep, decided after it has read what there was (`last`: how it
+    /// slept before): stays armed; or, a whole period after the last request, re-arms
+    /// stdout; or watches for another period.
+    pub(crate) fn next_sleep(&self, state: &mut PortState, last: ReaderSleep) -> ReaderSleep {
+        let quiet = last == ReaderSleep::Watching && state.requests == state.requests_seen;
+        if !state.armed
+            && quiet
+            && self
+                .control(
+                    libc::EPOLL_CTL_MOD,
+                    self.stdout,
+                    libc::EPOLLIN as u32,
+                    STDOUT_TOKEN,
+                )
+                .is_ok()
+        {
+            state.armed = true;
+        }
+        state.requests_seen = state.requests;
+        state.reader_sleeps_armed = state.armed;
+        if state.armed {
+            ReaderSleep::Armed
+        } else {
+            ReaderSleep::Watching
+        }
+    }
+
+    fn control(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        let mut event = libc::epoll_event { events, u64: token };
+        // SAFETY: a valid epoll descriptor, a descriptor open while `lines` is Some, and a
+        // valid event.
+        if unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), op, fd, &mut event) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn raise_wake(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: a non-blocking write of 8 bytes to an eventfd we own.
+        let _ = unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), 8) };
+    }
+}
+
+/// Stdout taken over by the caller for one request; handed back on drop.
+pub(crate) struct Held<'a> {
+    port: &'a StdoutPort,
+    /// Let go of in `drop`, before the reader is woken (it must find stdout free).
+    state: ManuallyDrop<MutexGuard<'a, PortState>>,
+}
+
+impl<'a> Held<'a> {
+    /// The kicker when this request sleeps in a blocking read (else it sleeps in
+    /// `poll(2)`, [`Held::wait`]).
+    #[inline]
+    pub(crate) fn kicker(&self) -> Option<&'a Kicker> {
+        self.port.kicker.as_deref()
+    }
+
+    /// Before a blocking read until `until`: registers with `kicker` (then the caller must
+    /// check the event channel), and wakes the reader thread if it would look too late to
+    /// kick this request at its deadline.
+    #[inline]
+    pub(crate) fn sleep_in_read(&self, kicker: &Kicker, until: Instant) {
+        if kicker.sleep(until) {
+            self.port.raise_wake();
+        }
+    }
+
+    /// The line reader; `None` after [`Held::end`].
+    #[inline]
+    pub(crate) fn lines(&mut self) -> Option<&mut StdoutLines> {
+        self.state.lines.as_mut()
+    }
+
+    /// Ends reading after a fault (the reader must not be used again): closes stdout and
+    /// wakes the reader thread, which ends.
+    pub(crate) fn end(&mut self) {
+        self.state.end();
+        self.port.raise_wake();
+    }
+
+    /// Sleeps until stdout is readable (`Ok(None)`) or an event is queued, until `until`.
+    #[inline]
+    pub(crate) fn wait(
+        &self,
+        events: &EventWait,
+        wake: &super::Wake,
+        until: Instant,
+    ) -> Result<Option<Event>, RecvTimeoutError> {
+        super::wait_direct(events, wake, self.port.stdout, until)
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the guard is dropped exactly once, here, and not used afterwards.
+        unsafe { ManuallyDrop::drop(&mut self.state) };
+        if self.port.reader_waits.swap(0, Ordering::SeqCst) == WAITS_FOR_END {
+            self.port.raise_wake();
+        }
+    }
+}
+
+fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor just created and owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor we own.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
