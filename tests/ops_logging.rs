@@ -227,7 +227,9 @@ fn serve_json_logs_are_one_object_per_line_and_leak_nothing() {
         .find(|l| l["action"] == "call")
         .unwrap_or_else(|| panic!("no access line of the invalid call: {stderr}"));
     assert_eq!(invalid["dispatch"], "not_started", "{invalid}");
-    // The crash's retirement warning is the call's own line: its trace id and names.
+    // The crash's retirement warning waits for the plugin's stderr to close: written on the
+    // call's thread it carries the call's trace id and names; written by the stderr thread
+    // (stderr closed a moment after the call failed) it carries no request fields at all.
     let crashed = lines
         .iter()
         .find(|l| l["tool"] == "crash" && l["action"] == "call")
@@ -236,9 +238,13 @@ fn serve_json_logs_are_one_object_per_line_and_leak_nothing() {
         .iter()
         .find(|l| l["level"] == "warn" && l["msg"].as_str().unwrap().contains("retired"))
         .unwrap_or_else(|| panic!("no retirement warning: {stderr}"));
-    assert_eq!(retired["trace_id"], crashed["trace_id"], "{retired}");
-    assert_eq!(retired["plugin"], "fx", "{retired}");
-    assert_eq!(retired["tool"], "crash", "{retired}");
+    if retired.get("trace_id").is_some() {
+        assert_eq!(retired["trace_id"], crashed["trace_id"], "{retired}");
+        assert_eq!(retired["plugin"], "fx", "{retired}");
+        assert_eq!(retired["tool"], "crash", "{retired}");
+    } else {
+        assert!(retired.get("plugin").is_none(), "{retired}");
+    }
 }
 
 #[test]
