@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_host;
+mod connect;
 mod demo;
 mod human;
 mod init;
@@ -75,10 +76,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Serve plugin_tool over HTTP (POST /api/tools/call, bearer tokens from a tokens file).
+    /// Serve plugin_tool over HTTP (POST /api/tools/call, bearer tokens from a tokens file);
+    /// runners behind NAT dial in on GET /api/runners/connect with a runner token.
     Serve {
-        /// The runner.toml to host (the runner `local`).
-        #[arg(long, required_unless_present = "runners")]
+        /// The runner.toml to host (the runner `local`). A front with only dial-out runners
+        /// (runner tokens in --tokens) needs none.
+        #[arg(long)]
         config: Option<PathBuf>,
         /// A runners file: remote `serve` runners to route to, beside or instead of --config.
         #[arg(long, value_name = "FILE")]
@@ -97,6 +100,9 @@ enum Command {
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origin: Vec<String>,
     },
+    /// Run a runner behind NAT: host --config and dial out to a front (`serve`) with a runner
+    /// token, reconnecting until SIGINT/SIGTERM.
+    Connect(connect::ConnectArgs),
     /// List the providers of a runner, or one provider's tools.
     List {
         #[command(flatten)]
@@ -230,6 +236,10 @@ pub fn run() -> i32 {
             allow_origin,
         } => match front(config, runners) {
             Ok(front) => serve::serve(&front, &listen, &tokens, allow_origin),
+            Err(code) => code,
+        },
+        Command::Connect(args) => match config_file(&args.config) {
+            Ok(()) => connect::run(args),
             Err(code) => code,
         },
         Command::List {

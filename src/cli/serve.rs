@@ -6,7 +6,7 @@ use std::path::Path;
 use super::stop_signal::StopSignal;
 use super::target::Front;
 
-use webcodex_plugin_host::gateway::{Caller, Scopes};
+use webcodex_plugin_host::gateway::{load_runners, Caller, Scopes};
 use webcodex_plugin_host::transport::http::cors::check_allowed_origin;
 use webcodex_plugin_host::transport::http::{readable_by_everyone, HttpServer, Tokens};
 use webcodex_plugin_host::transport::serve_lines;
@@ -86,6 +86,10 @@ pub(super) fn serve(front: &Front, listen: &str, tokens: &Path, origins: Vec<Str
             tokens_path.display()
         );
     }
+    if let Err(message) = check_runner_ids(front, &tokens) {
+        eprintln!("error: --tokens {}: {message}", tokens_path.display());
+        return EXIT_USAGE;
+    }
     if std::net::ToSocketAddrs::to_socket_addrs(listen).is_err() {
         eprintln!("error: --listen {listen:?} is not an address such as 127.0.0.1:8787");
         return EXIT_USAGE;
@@ -132,4 +136,32 @@ pub(super) fn serve(front: &Front, listen: &str, tokens: &Path, origins: Vec<Str
             EXIT_FAILURE
         }
     }
+}
+
+/// A front needs a runner: `--config`, `--runners` or a runner token; and each runner token's
+/// id is its own (not `local` beside `--config`, not a runner of `--runners`).
+fn check_runner_ids(front: &Front, tokens: &Tokens) -> Result<(), String> {
+    let dial_out: Vec<&str> = tokens.runner_ids().collect();
+    if front.config.is_none() && front.runners.is_none() && dial_out.is_empty() {
+        return Err(
+            "a front with neither --config nor --runners needs [[runner_tokens]] entries \
+             (runners that connect to it); give --config F, --runners F, or runner tokens"
+                .into(),
+        );
+    }
+    if let Some(path) = &front.runners {
+        // Read again by the start; a bad file is reported there.
+        if let Ok(entries) = load_runners(path, front.config.is_some()) {
+            if let Some(index) = dial_out
+                .iter()
+                .position(|id| entries.iter().any(|e| e.id == *id))
+            {
+                return Err(format!(
+                    "runner_tokens[{index}].runner: is also a runner of --runners; each runner \
+                     id is either static or dial-out"
+                ));
+            }
+        }
+    }
+    Ok(())
 }

@@ -169,6 +169,18 @@ impl Gateway {
             .insert(runner.id().to_string(), Runner::Remote(runner));
     }
 
+    /// Takes the remote runner `id` out of the routing table when it is still `runner` (a
+    /// dial-out runner whose link ended): it leaves `list`, and its bindings fail with
+    /// `plugin_replaced`. True when it was taken out.
+    pub fn remove_remote(&self, id: &str, runner: &Arc<RemoteRunner>) -> bool {
+        let mut runners = self.runners.write();
+        let current = matches!(runners.get(id), Some(Runner::Remote(r)) if Arc::ptr_eq(r, runner));
+        if current {
+            runners.remove(id);
+        }
+        current
+    }
+
     /// A gateway with one runner, `local`.
     pub fn single(host: Arc<Host>) -> Gateway {
         Gateway::new([(LOCAL_RUNNER.to_string(), host)])

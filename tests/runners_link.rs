@@ -1,0 +1,557 @@
+//! Runners that dial out (docs/PROTOCOL.md, runner links): a front (`serve --listen --tokens`
+//! with runner tokens and no runner of its own) and real `webcodex-plugin connect` runners with
+//! the fixture plugin, on loopback. Faults are real: a runner SIGKILLed during a slow call, a
+//! runner restarted, hostile links (garbage, an oversized frame, a wrong hello, answers for ids
+//! never sent) written with a WebSocket client of the test's own.
+
+mod common;
+mod tempdir;
+
+use common::serve::ServeProcess;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tempdir::TempDir;
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
+/// The longest any process may take to start or stop, or any answer to come (a hang, never a
+/// timing).
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// A user token of the front with every scope.
+const USER: &str = "front-user-all-scopes-0123456789";
+
+fn s(path: &Path) -> &str {
+    path.to_str().expect("temp path is UTF-8")
+}
+
+/// The runner token of runner `id`.
+fn runner_token(id: &str) -> String {
+    format!("runner-token-{id}-{}", std::process::id())
+}
+
+/// The front's tokens file: one user token, and a runner token for each of `runners`.
+fn front_tokens(dir: &TempDir, runners: &[&str]) -> PathBuf {
+    let mut text = format!(
+        "[[tokens]]\nname = \"user\"\ntoken = \"{USER}\"\n\
+         scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n\n"
+    );
+    for id in runners {
+        text.push_str(&format!(
+            "[[runner_tokens]]\nname = \"{id}-token\"\ntoken = \"{}\"\nrunner = \"{id}\"\n\n",
+            runner_token(id)
+        ));
+    }
+    dir.write("front-tokens.toml", &text)
+}
+
+/// A front with only dial-out runners.
+fn start_front(tokens: &Path) -> ServeProcess {
+    let mut cmd = common::cli_command(BIN);
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--tokens", s(tokens)])
+        .env("RUST_LOG", "info");
+    ServeProcess::start(cmd)
+}
+
+/// One `connect` runner: its files and its process (killed and reaped on drop).
+struct Runner {
+    id: &'static str,
+    config: PathBuf,
+    log: PathBuf,
+    pids: PathBuf,
+    child: Option<Child>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+impl Runner {
+    fn new(dir: &TempDir, id: &'static str) -> Runner {
+        let fixture = common::fixture_path();
+        let config = dir.write(
+            &format!("{id}.toml"),
+            &format!(
+                "[plugins]\nrequest_timeout_secs = 30\n\n[[plugins.providers]]\nid = \"fx\"\n\
+                 name = \"Fixture\"\ncommand = {}\nargs = [\"normal\"]\n",
+                serde_json::to_string(s(&fixture)).unwrap()
+            ),
+        );
+        Runner {
+            id,
+            config,
+            log: dir.path(&format!("{id}.log")),
+            pids: dir.path(&format!("{id}.pids")),
+            child: None,
+            stderr: None,
+        }
+    }
+
+    /// Starts `connect` to `front` (the credential in WEBCODEX_RUNNER_TOKEN).
+    fn start(&mut self, front: SocketAddr) {
+        let mut cmd = common::cli_command(BIN);
+        cmd.args([
+            "connect",
+            "--front-url",
+            &format!("http://{front}"),
+            "--config",
+            s(&self.config),
+            "--name",
+            &format!("Runner {}", self.id),
+        ])
+        .env("WEBCODEX_RUNNER_TOKEN", runner_token(self.id))
+        .env("FIXTURE_LOG", &self.log)
+        .env("FIXTURE_PIDS", &self.pids)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+        for var in common::PROXY_VARIABLES {
+            cmd.env_remove(var);
+        }
+        let mut child = cmd.spawn().expect("spawn connect");
+        self.stderr = Some(common::read_all(child.stderr.take().expect("stderr")));
+        self.child = Some(child);
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.as_ref().expect("started").id() as i32
+    }
+
+    /// SIGKILL, reaped; its plugins die with it (parent-death signal).
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        for pid in common::recorded_plugin_pids(&self.pids) {
+            assert!(
+                common::wait_gone(pid),
+                "plugin {pid} of {} outlived it",
+                self.id
+            );
+        }
+    }
+
+    /// SIGTERM and a bounded wait: exit 0, plugins gone. Returns its stderr.
+    fn stop(&mut self) -> String {
+        let mut child = self.child.take().expect("started");
+        assert!(
+            common::request_stop(child.id()),
+            "SIGTERM to connect failed"
+        );
+        let status = common::wait_bounded(&mut child, LIMIT);
+        let stderr = self.stderr.take().unwrap().join().unwrap();
+        assert_eq!(status.code(), Some(0), "connect exit {status:?}: {stderr}");
+        for pid in common::recorded_plugin_pids(&self.pids) {
+            assert!(
+                common::wait_gone(pid),
+                "plugin {pid} of {} outlived it",
+                self.id
+            );
+        }
+        stderr
+    }
+
+    /// The tools/call requests its plugins read for `tool` (across restarts).
+    fn calls(&self, tool: &str) -> usize {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["method"] == "tools/call" && v["params"]["name"] == tool)
+            .count()
+    }
+
+    fn wait_for_call(&self, tool: &str) {
+        let deadline = Instant::now() + LIMIT;
+        while self.calls(tool) == 0 {
+            assert!(Instant::now() < deadline, "{} never read the call", self.id);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if std::thread::panicking() {
+            if let Some(Ok(stderr)) = self.stderr.take().map(JoinHandle::join) {
+                eprintln!("{} stderr:\n{stderr}", self.id);
+            }
+        }
+    }
+}
+
+/// One raw HTTP/1.1 request (Connection: close): status and body.
+fn raw_request(addr: SocketAddr, head: &str, body: &str) -> (u16, Value) {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(LIMIT * 2)).unwrap();
+    let raw = format!(
+        "{head}Host: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(raw.as_bytes()).expect("write request");
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).expect("read response");
+    let _ = stream.shutdown(Shutdown::Both);
+    let response = common::http::parse_response(&response);
+    let body = if response.body.is_empty() {
+        Value::Null
+    } else {
+        response.json()
+    };
+    (response.status, body)
+}
+
+/// One plugin_tool request to the front.
+fn tool(front: SocketAddr, token: &str, params: Value) -> (u16, Value) {
+    let body = json!({"tool": "plugin_tool", "params": params}).to_string();
+    raw_request(
+        front,
+        &format!(
+            "POST /api/tools/call HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\n"
+        ),
+        &body,
+    )
+}
+
+fn code(body: &Value) -> &str {
+    body["output"]["error"]["code"].as_str().unwrap_or("")
+}
+
+/// The runner ids `list` shows.
+fn listed(front: SocketAddr) -> Vec<String> {
+    let (status, body) = tool(front, USER, json!({"action": "list"}));
+    assert_eq!(status, 200, "{body}");
+    body["output"]["runners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["runner"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Waits (bounded) until `list` shows exactly `want`.
+fn wait_listed(front: SocketAddr, want: &[&str]) {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let now = listed(front);
+        if now == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "list shows {now:?}, not {want:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// describe + call `echo` on runner `id`: the echoed text.
+fn echo_through(front: SocketAddr, id: &str, text: &str) -> String {
+    let binding = describe(front, id, "echo");
+    let (status, body) = tool(
+        front,
+        USER,
+        json!({"action": "call", "binding": binding, "arguments": {"text": text}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    body["output"]["structuredContent"]["text"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// describe `tool` on runner `id`: the front's binding.
+fn describe(front: SocketAddr, id: &str, tool_name: &str) -> String {
+    let (status, body) = tool(
+        front,
+        USER,
+        json!({"action": "describe", "runner": id, "plugin": "fx", "tool": tool_name}),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["output"]["runner"], json!(id), "{body}");
+    body["output"]["binding"].as_str().unwrap().to_string()
+}
+
+/// No zombie child of the front and none of this test.
+fn assert_no_zombies(front: i32) {
+    assert!(
+        common::zombie_children_of(front).is_empty(),
+        "zombie children of the front"
+    );
+    common::assert_no_zombie_children_of_self();
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs connect processes stopped with SIGTERM behind a front (docs/PLATFORMS.md)"
+)]
+fn three_runners_dial_out_and_serve_list_describe_call() {
+    let dir = TempDir::new("link", "three");
+    let ids = ["edge-1", "edge-2", "edge-3"];
+    let front = start_front(&front_tokens(&dir, &ids));
+    let addr = front.addr;
+    let mut runners: Vec<Runner> = ids.iter().map(|id| Runner::new(&dir, id)).collect();
+    for runner in &mut runners {
+        runner.start(addr);
+    }
+    wait_listed(addr, &ids);
+    let (_, body) = tool(addr, USER, json!({"action": "list"}));
+    assert_eq!(
+        body["output"]["runners"][1],
+        json!({"runner": "edge-2", "name": "Runner edge-2"})
+    );
+    for id in ids {
+        let (status, body) = tool(addr, USER, json!({"action": "list", "runner": id}));
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["output"]["runner"], json!(id));
+        assert_eq!(
+            body["output"]["plugins"][0]["status"],
+            json!("ready"),
+            "{body}"
+        );
+        assert_eq!(
+            echo_through(addr, id, &format!("hello {id}")),
+            format!("hello {id}")
+        );
+    }
+
+    // A runner token is refused on every user route; a user token on the link route.
+    let (status, body) = tool(addr, &runner_token("edge-1"), json!({"action": "list"}));
+    assert_eq!(
+        (status, code(&body)),
+        (401, "runner_token_not_accepted"),
+        "{body}"
+    );
+    let (status, _) = raw_request(
+        addr,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n",
+            runner_token("edge-1")
+        ),
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    );
+    assert_eq!(status, 401);
+    let upgrade = |token: &str| {
+        raw_request(
+            addr,
+            &format!(
+                "GET /api/runners/connect HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\
+                 Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\
+                 Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            ),
+            "",
+        )
+    };
+    let (status, body) = upgrade(USER);
+    assert_eq!((status, code(&body)), (401, "unauthorized"), "{body}");
+    let (status, _) = upgrade("not-a-token-of-this-front-at-all");
+    assert_eq!(status, 401);
+
+    // A runner that stops leaves `list`; routing to it: plugin_runner_not_found.
+    let stderr = runners[2].stop();
+    assert!(!stderr.contains(&runner_token("edge-3")), "{stderr}");
+    wait_listed(addr, &ids[..2]);
+    let (_, body) = tool(addr, USER, json!({"action": "list", "runner": "edge-3"}));
+    assert_eq!(code(&body), "plugin_runner_not_found", "{body}");
+    for runner in &mut runners[..2] {
+        runner.stop();
+    }
+    wait_listed(addr, &[]);
+    let front_pid = front.pid();
+    assert_no_zombies(front_pid);
+    let stderr = front.stop();
+    for id in ids {
+        assert!(
+            !stderr.contains(&runner_token(id)),
+            "a token in the log: {stderr}"
+        );
+    }
+    common::assert_no_zombie_children_of_self();
+}
+
+#[test]
+fn a_runner_killed_during_a_slow_call_is_outcome_unknown_and_its_restart_replaces_it() {
+    let dir = TempDir::new("link", "kill");
+    let front = start_front(&front_tokens(&dir, &["edge-1", "edge-2"]));
+    let addr = front.addr;
+    let mut one = Runner::new(&dir, "edge-1");
+    let mut two = Runner::new(&dir, "edge-2");
+    one.start(addr);
+    two.start(addr);
+    wait_listed(addr, &["edge-1", "edge-2"]);
+    let old_echo = describe(addr, "edge-1", "echo");
+    let sleep = describe(addr, "edge-1", "sleep");
+    let slow = std::thread::spawn(move || {
+        tool(
+            addr,
+            USER,
+            json!({"action": "call", "binding": sleep, "arguments": {"ms": 20000}}),
+        )
+    });
+    one.wait_for_call("sleep");
+    let killed = one.pid();
+    one.kill();
+    let (status, body) = slow.join().unwrap();
+    assert_eq!(
+        (status, code(&body)),
+        (504, "plugin_gateway_timeout"),
+        "{body}"
+    );
+    assert_eq!(
+        body["output"]["dispatch"],
+        json!("outcome_unknown"),
+        "{body}"
+    );
+    assert_eq!(body["output"]["recovery"], json!("do_not_retry"), "{body}");
+    assert!(!common::process_is_gone(front.pid()), "the front died");
+    assert!(common::process_is_gone(killed));
+    wait_listed(addr, &["edge-2"]);
+    // The other runner did not notice.
+    assert_eq!(echo_through(addr, "edge-2", "still here"), "still here");
+
+    // Restarted: a new runner instance. The old binding fails closed; a new describe works.
+    one.start(addr);
+    wait_listed(addr, &["edge-1", "edge-2"]);
+    let (status, body) = tool(
+        addr,
+        USER,
+        json!({"action": "call", "binding": old_echo, "arguments": {"text": "x"}}),
+    );
+    assert_eq!((status, code(&body)), (400, "plugin_replaced"), "{body}");
+    assert_eq!(echo_through(addr, "edge-1", "again"), "again");
+    // The lost call was read exactly once: never retried, not by the front, not by the runner.
+    assert_eq!(one.calls("sleep"), 1, "the lost call was retried");
+    one.kill();
+    two.kill();
+    wait_listed(addr, &[]);
+    assert_no_zombies(front.pid());
+    drop(front);
+    common::assert_no_zombie_children_of_self();
+}
+
+/// A WebSocket client of the test's own on the link route, authenticated as runner `id`.
+fn hostile_link(front: SocketAddr, id: &str) -> tungstenite::WebSocket<TcpStream> {
+    use tungstenite::client::ClientRequestBuilder;
+    let stream = TcpStream::connect(front).expect("connect");
+    stream.set_read_timeout(Some(LIMIT)).unwrap();
+    let uri: tungstenite::http::Uri = format!("ws://{front}/api/runners/connect").parse().unwrap();
+    let request = ClientRequestBuilder::new(uri)
+        .with_header("Authorization", format!("Bearer {}", runner_token(id)))
+        .with_sub_protocol("webcodex-runner-link-v1");
+    let (ws, response) = tungstenite::client::client(request, stream).expect("upgrade");
+    assert_eq!(response.status().as_u16(), 101);
+    ws
+}
+
+const HELLO: &str =
+    r#"{"hello":{"protocol":"webcodex-runner-link-v1","instance":"AAAAAAAAAAAAAAAAAAAAAA"}}"#;
+
+/// Reads until the front closes the link; the close code it sent, if it sent one.
+fn closed_by_front(ws: &mut tungstenite::WebSocket<TcpStream>) -> Option<u16> {
+    let mut code = None;
+    loop {
+        match ws.read() {
+            Ok(tungstenite::Message::Close(frame)) => {
+                code = frame.map(|f| u16::from(f.code));
+            }
+            Ok(_) => {}
+            Err(_) => return code,
+        }
+    }
+}
+
+#[test]
+fn hostile_links_are_closed_without_harm_to_other_runners() {
+    let dir = TempDir::new("link", "hostile");
+    let front = start_front(&front_tokens(&dir, &["edge-1", "bad"]));
+    let addr = front.addr;
+    let mut good = Runner::new(&dir, "edge-1");
+    good.start(addr);
+    wait_listed(addr, &["edge-1"]);
+
+    // A wrong hello: closed with 1008 (policy) and a reason; never listed.
+    let mut ws = hostile_link(addr, "bad");
+    ws.send(tungstenite::Message::Text(
+        r#"{"hello":{"protocol":"webcodex-runner-link-v0","instance":"AAAAAAAAAAAAAAAAAAAAAA"}}"#
+            .into(),
+    ))
+    .unwrap();
+    assert_eq!(closed_by_front(&mut ws), Some(1008));
+    assert_eq!(listed(addr), ["edge-1"]);
+
+    // Garbage after a good hello: welcomed, then closed (1008).
+    let mut ws = hostile_link(addr, "bad");
+    ws.send(tungstenite::Message::Text(HELLO.into())).unwrap();
+    let welcome = ws.read().unwrap();
+    assert_eq!(
+        welcome.to_text().unwrap(),
+        r#"{"welcome":{"runner":"bad"}}"#
+    );
+    wait_listed(addr, &["bad", "edge-1"]);
+    ws.send(tungstenite::Message::Text("this is not JSON".into()))
+        .unwrap();
+    assert_eq!(closed_by_front(&mut ws), Some(1008));
+    wait_listed(addr, &["edge-1"]);
+
+    // An answer for an id the front never sent: closed (1008).
+    let mut ws = hostile_link(addr, "bad");
+    ws.send(tungstenite::Message::Text(HELLO.into())).unwrap();
+    ws.read().unwrap();
+    ws.send(tungstenite::Message::Text(
+        r#"{"id":999,"dispatch_state":"completed","payload":{"kind":"list","output":{}}}"#.into(),
+    ))
+    .unwrap();
+    assert_eq!(closed_by_front(&mut ws), Some(1008));
+
+    // A frame over 1 MiB: closed (1009, too big).
+    let mut ws = hostile_link(addr, "bad");
+    ws.send(tungstenite::Message::Text(HELLO.into())).unwrap();
+    ws.read().unwrap();
+    let big = format!("\"{}\"", "x".repeat(1 << 20));
+    // The front may close while the frame is still being written.
+    let _ = ws.send(tungstenite::Message::Text(big.into()));
+    assert_eq!(closed_by_front(&mut ws), Some(1009));
+
+    // A link that answers a request with a payload of another kind: the caller gets a lost
+    // answer (not started for the read-only list), nothing of it is shown.
+    let mut ws = hostile_link(addr, "bad");
+    ws.send(tungstenite::Message::Text(HELLO.into())).unwrap();
+    ws.read().unwrap();
+    wait_listed(addr, &["bad", "edge-1"]);
+    let asker =
+        std::thread::spawn(move || tool(addr, USER, json!({"action": "list", "runner": "bad"})));
+    let request: Value = serde_json::from_str(ws.read().unwrap().to_text().unwrap()).unwrap();
+    assert_eq!(request["operation"], json!("providers_list"), "{request}");
+    assert_eq!(request["params"]["runner"], json!("local"), "{request}");
+    let reply = json!({"id": request["id"], "dispatch_state": "completed",
+        "payload": {"kind": "reload", "output": {"secret": "shown?"}}});
+    ws.send(tungstenite::Message::Text(reply.to_string().into()))
+        .unwrap();
+    let (status, body) = asker.join().unwrap();
+    assert_eq!(
+        (status, code(&body)),
+        (504, "plugin_gateway_timeout"),
+        "{body}"
+    );
+    assert!(!body.to_string().contains("shown?"), "{body}");
+    drop(ws);
+    wait_listed(addr, &["edge-1"]);
+
+    // The good runner never noticed any of it.
+    assert_eq!(echo_through(addr, "edge-1", "unharmed"), "unharmed");
+    assert_no_zombies(front.pid());
+    good.kill();
+    drop(front);
+    common::assert_no_zombie_children_of_self();
+}
