@@ -555,3 +555,40 @@ fn hostile_links_are_closed_without_harm_to_other_runners() {
     drop(front);
     common::assert_no_zombie_children_of_self();
 }
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs connect processes stopped with SIGTERM behind a front (docs/PLATFORMS.md)"
+)]
+fn runners_come_back_after_the_front_restarts() {
+    let dir = TempDir::new("link", "restart");
+    let tokens = front_tokens(&dir, &["edge-1", "edge-2"]);
+    let mut front = start_front(&tokens);
+    let addr = front.addr;
+    let mut runners = [Runner::new(&dir, "edge-1"), Runner::new(&dir, "edge-2")];
+    for runner in &mut runners {
+        runner.start(addr);
+    }
+    wait_listed(addr, &["edge-1", "edge-2"]);
+    front.kill();
+    // The same address again: every runner is back within the backoff's cap (30 s; the
+    // bounded wait is that long).
+    let mut cmd = common::cli_command(BIN);
+    cmd.args(["serve", "--listen", &addr.to_string(), "--tokens", s(&tokens)])
+        .env("RUST_LOG", "info");
+    let front = ServeProcess::start(cmd);
+    wait_listed(addr, &["edge-1", "edge-2"]);
+    assert_eq!(echo_through(addr, "edge-2", "back"), "back");
+    for runner in &mut runners {
+        let stderr = runner.stop();
+        // The first failure of a series at warn; the link came back.
+        assert!(
+            stderr.contains("WARN") && stderr.contains("the link to the front ended"),
+            "{stderr}"
+        );
+        assert_eq!(stderr.matches("linked to the front").count(), 2, "{stderr}");
+    }
+    assert_no_zombies(front.pid());
+    front.stop();
+}
