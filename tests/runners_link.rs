@@ -575,8 +575,14 @@ fn runners_come_back_after_the_front_restarts() {
     // The same address again: every runner is back within the backoff's cap (30 s; the
     // bounded wait is that long).
     let mut cmd = common::cli_command(BIN);
-    cmd.args(["serve", "--listen", &addr.to_string(), "--tokens", s(&tokens)])
-        .env("RUST_LOG", "info");
+    cmd.args([
+        "serve",
+        "--listen",
+        &addr.to_string(),
+        "--tokens",
+        s(&tokens),
+    ])
+    .env("RUST_LOG", "info");
     let front = ServeProcess::start(cmd);
     wait_listed(addr, &["edge-1", "edge-2"]);
     assert_eq!(echo_through(addr, "edge-2", "back"), "back");
@@ -591,4 +597,244 @@ fn runners_come_back_after_the_front_restarts() {
     }
     assert_no_zombies(front.pid());
     front.stop();
+}
+
+/// A small HTTP CONNECT proxy on loopback: each tunnel on threads of its own; the request lines
+/// it was asked, in order.
+struct ConnectProxy {
+    addr: SocketAddr,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl ConnectProxy {
+    fn start() -> ConnectProxy {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut client) = stream else { continue };
+                let record = record.clone();
+                std::thread::spawn(move || {
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") && head.len() < 16 * 1024 {
+                        match client.read(&mut byte) {
+                            Ok(1) => head.push(byte[0]),
+                            _ => return,
+                        }
+                    }
+                    let text = String::from_utf8_lossy(&head).into_owned();
+                    let first = text.lines().next().unwrap_or_default().to_string();
+                    record.lock().unwrap().push(first.clone());
+                    let target = first
+                        .strip_prefix("CONNECT ")
+                        .and_then(|r| r.split(' ').next())
+                        .unwrap_or_default()
+                        .to_string();
+                    let Ok(upstream) = TcpStream::connect(&target) else {
+                        let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n");
+                        return;
+                    };
+                    let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                    let (mut c_read, mut u_write) =
+                        (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+                    let up = std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut c_read, &mut u_write);
+                        let _ = u_write.shutdown(Shutdown::Both);
+                    });
+                    let (mut u_read, mut c_write) = (upstream, client);
+                    let _ = std::io::copy(&mut u_read, &mut c_write);
+                    let _ = c_write.shutdown(Shutdown::Both);
+                    let _ = up.join();
+                });
+            }
+        });
+        ConnectProxy { addr, seen }
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+#[test]
+fn a_runner_behind_an_http_proxy_links_through_connect() {
+    let dir = TempDir::new("link", "proxy");
+    let front = start_front(&front_tokens(&dir, &["edge-1"]));
+    let addr = front.addr;
+    let proxy = ConnectProxy::start();
+    let mut runner = Runner::new(&dir, "edge-1");
+    let mut cmd = common::cli_command(BIN);
+    cmd.args([
+        "connect",
+        "--front-url",
+        &format!("http://{addr}"),
+        "--config",
+        s(&runner.config),
+        "--proxy",
+        &format!("http://{}", proxy.addr),
+    ])
+    .env("WEBCODEX_RUNNER_TOKEN", runner_token("edge-1"))
+    .env("FIXTURE_LOG", &runner.log)
+    .env("FIXTURE_PIDS", &runner.pids)
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn connect");
+    runner.stderr = Some(common::read_all(child.stderr.take().unwrap()));
+    runner.child = Some(child);
+    wait_listed(addr, &["edge-1"]);
+    assert_eq!(echo_through(addr, "edge-1", "via proxy"), "via proxy");
+    assert_eq!(proxy.lines(), [format!("CONNECT {addr} HTTP/1.1")]);
+    runner.kill();
+    wait_listed(addr, &[]);
+    assert_no_zombies(front.pid());
+}
+
+#[test]
+fn a_refused_runner_token_ends_connect_with_exit_2() {
+    let dir = TempDir::new("link", "refused");
+    let front = start_front(&front_tokens(&dir, &["edge-1"]));
+    let runner = Runner::new(&dir, "edge-1");
+    for token in [
+        USER.to_string(),
+        "not-a-token-of-this-front-at-all".to_string(),
+    ] {
+        let mut cmd = common::cli_command(BIN);
+        cmd.args([
+            "connect",
+            "--front-url",
+            &format!("http://{}", front.addr),
+            "--config",
+            s(&runner.config),
+        ])
+        .env("WEBCODEX_RUNNER_TOKEN", &token)
+        .env("FIXTURE_PIDS", &runner.pids);
+        for var in common::PROXY_VARIABLES {
+            cmd.env_remove(var);
+        }
+        let run = common::run_to_end(cmd, LIMIT);
+        assert_eq!(run.code, Some(2), "{run:?}");
+        assert!(
+            run.stderr
+                .contains("refused this runner's credential (401)")
+                && run.stderr.contains("WEBCODEX_RUNNER_TOKEN"),
+            "{run:?}"
+        );
+        assert!(
+            !run.stderr.contains(&token),
+            "the token in the message: {run:?}"
+        );
+    }
+    // Its plugins were shut down with it.
+    for pid in common::recorded_plugin_pids(&runner.pids) {
+        assert!(common::wait_gone(pid), "plugin {pid} outlived connect");
+    }
+    assert_no_zombies(front.pid());
+}
+
+#[path = "client_support/mod.rs"]
+mod client_support;
+
+#[test]
+// tungstenite's handshake callback returns its own (large) error type.
+#[allow(clippy::result_large_err)]
+fn a_runner_links_over_wss_with_its_ca_cert() {
+    use std::sync::Arc;
+    let dir = TempDir::new("link", "wss");
+    let pki = client_support::TestPki::new();
+    let ca = dir.write("ca.pem", &pki.ca_pem);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // A front of the test's own behind TLS: upgrade, hello, welcome, one request, its answer.
+    let server = pki.server.clone();
+    let fake_front = std::thread::spawn(move || {
+        let (tcp, _) = listener.accept().unwrap();
+        tcp.set_read_timeout(Some(LIMIT)).unwrap();
+        let tls = rustls::StreamOwned::new(
+            rustls::ServerConnection::new(Arc::clone(&server)).unwrap(),
+            tcp,
+        );
+        let mut authorization = String::new();
+        let mut ws = tungstenite::accept_hdr(
+            tls,
+            |request: &tungstenite::handshake::server::Request,
+             mut response: tungstenite::handshake::server::Response| {
+                authorization = request.headers()["authorization"]
+                    .to_str()
+                    .unwrap()
+                    .to_string();
+                assert_eq!(request.uri().path(), "/api/runners/connect");
+                response.headers_mut().insert(
+                    "sec-websocket-protocol",
+                    "webcodex-runner-link-v1".parse().unwrap(),
+                );
+                Ok(response)
+            },
+        )
+        .expect("the runner's upgrade");
+        let hello: Value = serde_json::from_str(ws.read().unwrap().to_text().unwrap()).unwrap();
+        ws.send(tungstenite::Message::Text(
+            r#"{"welcome":{"runner":"edge-1"}}"#.into(),
+        ))
+        .unwrap();
+        let request = json!({"id": 1, "operation": "providers_list",
+            "params": {"action": "list", "runner": "local"}});
+        ws.send(tungstenite::Message::Text(request.to_string().into()))
+            .unwrap();
+        let reply = loop {
+            match ws.read().unwrap() {
+                tungstenite::Message::Text(text) => {
+                    break serde_json::from_str::<Value>(&text).unwrap()
+                }
+                _ => continue,
+            }
+        };
+        let _ = ws.close(None);
+        (authorization, hello, reply)
+    });
+    let mut runner = Runner::new(&dir, "edge-1");
+    let mut cmd = common::cli_command(BIN);
+    cmd.args([
+        "connect",
+        "--front-url",
+        &format!("wss://localhost:{port}"),
+        "--config",
+        s(&runner.config),
+        "--ca-cert",
+        s(&ca),
+        "--no-system-proxy",
+    ])
+    .env("WEBCODEX_RUNNER_TOKEN", runner_token("edge-1"))
+    .env("FIXTURE_PIDS", &runner.pids)
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn connect");
+    runner.stderr = Some(common::read_all(child.stderr.take().unwrap()));
+    runner.child = Some(child);
+    let (authorization, hello, reply) = fake_front.join().unwrap();
+    assert_eq!(authorization, format!("Bearer {}", runner_token("edge-1")));
+    assert_eq!(
+        hello["hello"]["protocol"],
+        json!("webcodex-runner-link-v1"),
+        "{hello}"
+    );
+    assert_eq!(
+        hello["hello"]["instance"].as_str().unwrap().len(),
+        22,
+        "{hello}"
+    );
+    assert_eq!(reply["id"], json!(1), "{reply}");
+    assert_eq!(reply["dispatch_state"], json!("completed"), "{reply}");
+    assert_eq!(reply["payload"]["kind"], json!("list"), "{reply}");
+    assert_eq!(
+        reply["payload"]["output"]["plugins"][0]["plugin"],
+        json!("fx"),
+        "{reply}"
+    );
+    runner.kill();
+    common::assert_no_zombie_children_of_self();
 }
