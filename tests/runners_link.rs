@@ -376,6 +376,13 @@ fn three_runners_dial_out_and_serve_list_describe_call() {
             !stderr.contains(&runner_token(id)),
             "a token in the log: {stderr}"
         );
+        // Each runner said goodbye with a close frame.
+        assert!(
+            stderr.contains(&format!(
+                "runner link `{id}`: ended (the peer closed the link)"
+            )),
+            "{stderr}"
+        );
     }
     common::assert_no_zombie_children_of_self();
 }
@@ -545,6 +552,19 @@ fn hostile_links_are_closed_without_harm_to_other_runners() {
         "{body}"
     );
     assert!(!body.to_string().contains("shown?"), "{body}");
+    // An answer that echoes the link's own token: refused whole, the token never shown.
+    let asker =
+        std::thread::spawn(move || tool(addr, USER, json!({"action": "list", "runner": "bad"})));
+    let request: Value = serde_json::from_str(ws.read().unwrap().to_text().unwrap()).unwrap();
+    let reply = json!({"id": request["id"], "dispatch_state": "completed",
+        "payload": {"kind": "list", "output": {"runner": "local", "plugins": [
+            {"plugin": "fx", "name": runner_token("bad"), "status": "ready"}]}}});
+    ws.send(tungstenite::Message::Text(reply.to_string().into()))
+        .unwrap();
+    let (status, body) = asker.join().unwrap();
+    assert_eq!(code(&body), "plugin_rpc_error", "{status} {body}");
+    assert_eq!(body["output"]["dispatch"], json!("completed"), "{body}");
+    assert!(!body.to_string().contains(&runner_token("bad")), "{body}");
     drop(ws);
     wait_listed(addr, &["edge-1"]);
 
@@ -837,4 +857,35 @@ fn a_runner_links_over_wss_with_its_ca_cert() {
     );
     runner.kill();
     common::assert_no_zombie_children_of_self();
+}
+
+#[test]
+fn a_front_needs_a_runner_and_runner_tokens_ids_of_their_own() {
+    let dir = TempDir::new("link", "ids");
+    let serve = |args: &[&str]| {
+        let mut cmd = common::cli_command(BIN);
+        cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args);
+        common::run_to_end(cmd, LIMIT)
+    };
+    // Only user tokens, and neither --config nor --runners: nothing to serve.
+    let users = front_tokens(&dir, &[]);
+    let run = serve(&["--tokens", s(&users)]);
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(run.stderr.contains("needs [[runner_tokens]]"), "{run:?}");
+    // A runner token's id that is also a --runners id.
+    dir.write("edge.tok", "static-runner-token-0123456789\n");
+    let runners = dir.write(
+        "runners.toml",
+        "[[runners]]\nid = \"edge-1\"\nname = \"Edge\"\nurl = \"http://127.0.0.1:9\"\n\
+         token_file = \"edge.tok\"\n",
+    );
+    let both = front_tokens(&dir, &["edge-1"]);
+    let run = serve(&["--tokens", s(&both), "--runners", s(&runners)]);
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(
+        run.stderr
+            .contains("runner_tokens[0].runner: is also a runner of --runners"),
+        "{run:?}"
+    );
+    assert!(!run.stderr.contains(&runner_token("edge-1")), "{run:?}");
 }

@@ -478,6 +478,52 @@ mod tests {
     }
 
     #[test]
+    fn runner_tokens_bind_one_runner_id_and_are_not_user_tokens() {
+        let runner = |name: &str, token: &str, id: &str| {
+            format!(
+                "[[runner_tokens]]\nname = \"{name}\"\ntoken = \"{token}\"\nrunner = \"{id}\"\n"
+            )
+        };
+        let t = tokens(&format!(
+            "{}{}",
+            runner("a", &format!("{SECRET}-a"), "edge-1"),
+            runner("b", &format!("{SECRET}-b"), "edge.2")
+        ))
+        .unwrap();
+        assert!(t.is_empty(), "only runner tokens");
+        assert_eq!(t.runner_ids().collect::<Vec<_>>(), ["edge-1", "edge.2"]);
+        assert_eq!(
+            t.authenticate_runner(&format!("{SECRET}-a")),
+            Some(("a", "edge-1"))
+        );
+        assert!(t.authenticate(&format!("{SECRET}-a")).is_none());
+        assert!(t.authenticate_runner("nope-nope-nope-nope").is_none());
+        let user = format!(
+            "[[tokens]]\nname = \"u\"\ntoken = \"{SECRET}\"\nscopes = [\"plugin:inspect\"]\n"
+        );
+        let cases = [
+            (runner("a", &format!("{SECRET}-a"), "local"), "runner_tokens[0].runner: `local`"),
+            (runner("a", &format!("{SECRET}-a"), "Edge"), "runner_tokens[0].runner: must be"),
+            (runner("a", "short", "edge"), "runner_tokens[0].token: shorter"),
+            (
+                format!("{}{}", runner("a", &format!("{SECRET}-a"), "e"), runner("b", &format!("{SECRET}-b"), "e")),
+                "runner_tokens[1].runner: duplicates",
+            ),
+            (format!("{user}{}", runner("a", SECRET, "e")), "runner_tokens[0].token: duplicates the token of tokens[0]"),
+            (
+                format!("[[runner_tokens]]\nname = \"a\"\ntoken = \"{SECRET}\"\nrunner = \"e\"\nscopes = []\n"),
+                "runner_tokens[0]: has a key other than",
+            ),
+            ("runner_tokens = 1\n".to_string(), "`runner_tokens` must be an array"),
+        ];
+        for (text, want) in cases {
+            let err = tokens(&text).unwrap_err().to_string();
+            assert!(err.contains(want), "{err:?} should contain {want:?}");
+            assert!(!err.contains(SECRET), "{err:?} leaks the token");
+        }
+    }
+
+    #[test]
     fn names_are_kept_with_control_characters_escaped() {
         let t = tokens(&format!(
             "[[tokens]]\nname = \"ci\\u001b[31m\\nX\\\\\"\ntoken = \"{SECRET}\"\nscopes = [\"plugin:inspect\"]\n"
