@@ -889,3 +889,70 @@ fn a_front_needs_a_runner_and_runner_tokens_ids_of_their_own() {
     );
     assert!(!run.stderr.contains(&runner_token("edge-1")), "{run:?}");
 }
+
+/// The voluntary context switches of each thread of process `pid`, by thread id (Linux).
+#[cfg(target_os = "linux")]
+fn wakeups(pid: i32) -> std::collections::HashMap<String, u64> {
+    let mut by_thread = std::collections::HashMap::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let task = task.unwrap();
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        let count = status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        by_thread.insert(task.file_name().to_string_lossy().into_owned(), count);
+    }
+    by_thread
+}
+
+/// The wake-ups between two [`wakeups`] readings (a thread that is new counts whole).
+#[cfg(target_os = "linux")]
+fn woken(
+    before: &std::collections::HashMap<String, u64>,
+    after: &std::collections::HashMap<String, u64>,
+) -> u64 {
+    after
+        .iter()
+        .map(|(tid, n)| n.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+        .sum()
+}
+
+#[test]
+#[cfg_attr(
+    not(target_os = "linux"),
+    ignore = "Linux-only observation (/proc/PID/task context switches)"
+)]
+fn an_idle_link_does_not_wake_the_front_and_a_silent_one_is_dead_after_45_s() {
+    #[cfg(target_os = "linux")]
+    {
+        let dir = TempDir::new("link", "silent");
+        let front = start_front(&front_tokens(&dir, &["quiet"]));
+        let addr = front.addr;
+        let mut ws = hostile_link(addr, "quiet");
+        ws.send(tungstenite::Message::Text(HELLO.into())).unwrap();
+        ws.read().unwrap();
+        let welcomed = Instant::now();
+        wait_listed(addr, &["quiet"]);
+        // Idle: the front's threads block (the link's in peek until its next ping). A window of
+        // 10 s holds at most one ping: a polling loop would show hundreds of wake-ups.
+        let before = wakeups(front.pid());
+        std::thread::sleep(Duration::from_secs(10));
+        let woke = woken(&before, &wakeups(front.pid()));
+        assert!(woke <= 6, "the idle front woke {woke} times in 10 s");
+        // This client never reads, so it never answers a ping: 45 s after its last frame the
+        // front ends the link, and not before.
+        let deadline = welcomed + Duration::from_secs(45) + LIMIT;
+        while listed(addr) == ["quiet"] {
+            assert!(Instant::now() < deadline, "the silent link was never ended");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let after = welcomed.elapsed();
+        assert!(
+            after >= Duration::from_secs(44),
+            "ended after only {after:?}"
+        );
+        assert_no_zombies(front.pid());
+    }
+}
