@@ -568,6 +568,28 @@ fn hostile_links_are_closed_without_harm_to_other_runners() {
     drop(ws);
     wait_listed(addr, &["edge-1"]);
 
+    // A second link for a connected id replaces the first, which is closed at once.
+    let mut first = hostile_link(addr, "bad");
+    first
+        .send(tungstenite::Message::Text(HELLO.into()))
+        .unwrap();
+    first.read().unwrap();
+    let mut second = hostile_link(addr, "bad");
+    second
+        .send(tungstenite::Message::Text(HELLO.into()))
+        .unwrap();
+    second.read().unwrap();
+    // Ended without a close frame; a link left open would end only at the read timeout.
+    let waited = Instant::now();
+    assert_eq!(closed_by_front(&mut first), None);
+    assert!(
+        waited.elapsed() < LIMIT / 2,
+        "the replaced link was not ended"
+    );
+    assert_eq!(listed(addr), ["bad", "edge-1"]);
+    drop(second);
+    wait_listed(addr, &["edge-1"]);
+
     // The good runner never noticed any of it.
     assert_eq!(echo_through(addr, "edge-1", "unharmed"), "unharmed");
     assert_no_zombies(front.pid());
@@ -606,17 +628,21 @@ fn runners_come_back_after_the_front_restarts() {
     let front = ServeProcess::start(cmd);
     wait_listed(addr, &["edge-1", "edge-2"]);
     assert_eq!(echo_through(addr, "edge-2", "back"), "back");
+    // A front stopped with links up: each gets a close frame, and the front exits 0 at once.
+    assert_no_zombies(front.pid());
+    let stopped = Instant::now();
+    let stderr = front.stop();
+    assert!(stopped.elapsed() < LIMIT, "{stderr}");
+    assert!(stderr.contains("runner link `edge-1`: ended"), "{stderr}");
     for runner in &mut runners {
         let stderr = runner.stop();
-        // The first failure of a series at warn; the link came back.
+        // The first failure of a series at warn; the link came back once, then ended again.
         assert!(
             stderr.contains("WARN") && stderr.contains("the link to the front ended"),
             "{stderr}"
         );
         assert_eq!(stderr.matches("linked to the front").count(), 2, "{stderr}");
     }
-    assert_no_zombies(front.pid());
-    front.stop();
 }
 
 /// A small HTTP CONNECT proxy on loopback: each tunnel on threads of its own; the request lines
