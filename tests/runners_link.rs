@@ -982,3 +982,96 @@ fn an_idle_link_does_not_wake_the_front_and_a_silent_one_is_dead_after_45_s() {
         assert_no_zombies(front.pid());
     }
 }
+
+/// Reads the front's next request on `ws` (heartbeats skipped).
+fn next_request(ws: &mut tungstenite::WebSocket<TcpStream>) -> Value {
+    loop {
+        if let tungstenite::Message::Text(text) = ws.read().unwrap() {
+            return serde_json::from_str(&text).unwrap();
+        }
+    }
+}
+
+/// A link for runner `id` whose hello names `instance`, welcomed.
+fn linked(front: SocketAddr, id: &str, instance: &str) -> tungstenite::WebSocket<TcpStream> {
+    let mut ws = hostile_link(front, id);
+    let hello = json!({"hello": {"protocol": "webcodex-runner-link-v1", "instance": instance}});
+    ws.send(tungstenite::Message::Text(hello.to_string().into()))
+        .unwrap();
+    ws.read().unwrap();
+    ws
+}
+
+#[test]
+fn a_runner_that_reconnects_keeps_its_bindings_and_a_new_instance_does_not() {
+    let dir = TempDir::new("link", "instance");
+    let front = start_front(&front_tokens(&dir, &["edge-1"]));
+    let addr = front.addr;
+    let (x, y) = ("XXXXXXXXXXXXXXXXXXXXXX", "YYYYYYYYYYYYYYYYYYYYYY");
+    let mut ws = linked(addr, "edge-1", x);
+    wait_listed(addr, &["edge-1"]);
+    let asker = std::thread::spawn(move || {
+        tool(
+            addr,
+            USER,
+            json!({"action": "describe", "runner": "edge-1", "plugin": "fx", "tool": "echo"}),
+        )
+    });
+    let request = next_request(&mut ws);
+    assert_eq!(request["operation"], json!("tools_list"), "{request}");
+    let runner_binding = "wc_pbind_RRRRRRRRRRRRRRRRRRRRRR";
+    let described = json!({"runner": "local", "plugin": "fx", "pluginName": "Fixture",
+        "binding": runner_binding,
+        "tool": {"name": "echo", "inputSchema": {"type": "object"}}});
+    let reply = json!({"id": request["id"], "dispatch_state": "completed",
+        "payload": {"kind": "describe", "output": described}});
+    ws.send(tungstenite::Message::Text(reply.to_string().into()))
+        .unwrap();
+    let (status, body) = asker.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+    let binding = body["output"]["binding"].as_str().unwrap().to_string();
+    assert_ne!(
+        binding, runner_binding,
+        "the runner's binding reached the caller"
+    );
+
+    // The link drops; the same runner instance connects again: the binding still works.
+    drop(ws);
+    wait_listed(addr, &[]);
+    let mut ws = linked(addr, "edge-1", x);
+    wait_listed(addr, &["edge-1"]);
+    let call = json!({"action": "call", "binding": binding, "arguments": {"text": "hi"}});
+    let asker = std::thread::spawn({
+        let call = call.clone();
+        move || tool(addr, USER, call)
+    });
+    let request = next_request(&mut ws);
+    assert_eq!(request["operation"], json!("tools_call"), "{request}");
+    assert_eq!(
+        request["params"]["binding"],
+        json!(runner_binding),
+        "{request}"
+    );
+    let result = json!({"content": [{"type": "text", "text": "hi"}], "isError": false});
+    let reply = json!({"id": request["id"], "dispatch_state": "completed",
+        "payload": {"kind": "call", "output": result}});
+    ws.send(tungstenite::Message::Text(reply.to_string().into()))
+        .unwrap();
+    let (status, body) = asker.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["output"]["content"][0]["text"], json!("hi"), "{body}");
+
+    // Another instance under the same id is another runner: the binding fails closed, and
+    // nothing is sent to it.
+    drop(ws);
+    wait_listed(addr, &[]);
+    let mut ws = linked(addr, "edge-1", y);
+    wait_listed(addr, &["edge-1"]);
+    let (status, body) = tool(addr, USER, call);
+    assert_eq!((status, code(&body)), (400, "plugin_replaced"), "{body}");
+    ws.get_ref()
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    assert!(ws.read().is_err(), "a request reached the new instance");
+    assert_no_zombies(front.pid());
+}
