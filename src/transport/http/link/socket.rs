@@ -79,7 +79,8 @@ impl<S: Read + Write> LinkSocket<S> {
         self.send(Message::Text(text.into()))
     }
 
-    /// Writes a ping.
+    /// Writes a ping (the front's heartbeat).
+    #[cfg(feature = "http-server")]
     pub(crate) fn ping(&self) -> Result<(), String> {
         self.send(Message::Ping(Vec::new().into()))
     }
