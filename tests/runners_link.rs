@@ -1075,3 +1075,74 @@ fn a_runner_that_reconnects_keeps_its_bindings_and_a_new_instance_does_not() {
     assert!(ws.read().is_err(), "a request reached the new instance");
     assert_no_zombies(front.pid());
 }
+
+#[test]
+// tungstenite's handshake callback returns its own (large) error type.
+#[allow(clippy::result_large_err)]
+fn a_runner_closes_a_link_that_breaks_the_protocol_and_dials_again_as_the_same_instance() {
+    let dir = TempDir::new("link", "badfront");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let front = listener.local_addr().unwrap();
+    // A front of the test's own: a request the runner cannot read gets invalid_request, an
+    // oversized frame ends the link (1009); the runner then dials again.
+    let fake_front = std::thread::spawn(move || {
+        let mut hellos = Vec::new();
+        let mut codes = Vec::new();
+        let mut unreadable = Value::Null;
+        for round in 0..2 {
+            let (tcp, _) = listener.accept().unwrap();
+            tcp.set_read_timeout(Some(LIMIT)).unwrap();
+            let mut ws = tungstenite::accept_hdr(
+                tcp,
+                |_: &tungstenite::handshake::server::Request,
+                 mut response: tungstenite::handshake::server::Response| {
+                    response.headers_mut().insert(
+                        "sec-websocket-protocol",
+                        "webcodex-runner-link-v1".parse().unwrap(),
+                    );
+                    Ok(response)
+                },
+            )
+            .expect("the runner's upgrade");
+            let hello: Value = serde_json::from_str(ws.read().unwrap().to_text().unwrap()).unwrap();
+            hellos.push(hello["hello"]["instance"].as_str().unwrap().to_string());
+            ws.send(tungstenite::Message::Text(
+                r#"{"welcome":{"runner":"edge-1"}}"#.into(),
+            ))
+            .unwrap();
+            if round == 1 {
+                break;
+            }
+            let bad = json!({"id": 5, "operation": "reload", "params": {"action": "call"}});
+            ws.send(tungstenite::Message::Text(bad.to_string().into()))
+                .unwrap();
+            unreadable = next_request(&mut ws);
+            let big = "x".repeat((1 << 20) + 1);
+            let _ = ws.send(tungstenite::Message::Text(big.into()));
+            codes.push(closed_by_front(&mut ws));
+        }
+        (hellos, codes, unreadable)
+    });
+    let mut runner = Runner::new(&dir, "edge-1");
+    runner.start(front);
+    let (hellos, codes, unreadable) = fake_front.join().unwrap();
+    assert_eq!(unreadable["id"], json!(5), "{unreadable}");
+    assert_eq!(
+        unreadable["dispatch_state"],
+        json!("not_started"),
+        "{unreadable}"
+    );
+    assert_eq!(
+        unreadable["error"]["code"],
+        json!("invalid_request"),
+        "{unreadable}"
+    );
+    assert_eq!(codes, [Some(1009)]);
+    assert_eq!(hellos.len(), 2);
+    assert_eq!(
+        hellos[0], hellos[1],
+        "a reconnect is the same runner instance"
+    );
+    runner.kill();
+    common::assert_no_zombie_children_of_self();
+}
