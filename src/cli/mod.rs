@@ -4,6 +4,7 @@
 mod admin;
 mod bench;
 mod bench_host;
+mod connect;
 mod demo;
 mod human;
 mod init;
@@ -83,10 +84,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Serve plugin_tool over HTTP (POST /api/tools/call, bearer tokens from a tokens file).
+    /// Serve plugin_tool over HTTP (POST /api/tools/call, bearer tokens from a tokens file);
+    /// runners behind NAT dial in on GET /api/runners/connect with a runner token.
     Serve {
-        /// The runner.toml to host (the runner `local`).
-        #[arg(long, required_unless_present = "runners")]
+        /// The runner.toml to host (the runner `local`). A front with only dial-out runners
+        /// (runner tokens in --tokens) needs none.
+        #[arg(long)]
         config: Option<PathBuf>,
         /// A runners file: remote `serve` runners to route to, beside or instead of --config.
         #[arg(long, value_name = "FILE")]
@@ -112,6 +115,9 @@ enum Command {
         #[command(flatten)]
         log: logging::LogArgs,
     },
+    /// Run a runner behind NAT: host --config and dial out to a front (`serve`) with a runner
+    /// token, reconnecting until SIGINT/SIGTERM.
+    Connect(connect::ConnectArgs),
     /// List the providers of a runner, or one provider's tools.
     List {
         #[command(flatten)]
@@ -255,6 +261,10 @@ pub fn run() -> i32 {
                 allow_origin,
                 admin_listen.as_deref(),
             ),
+            Err(code) => code,
+        },
+        Command::Connect(args) => match config_file(&args.config) {
+            Ok(()) => connect::run(args),
             Err(code) => code,
         },
         Command::List {

@@ -7,7 +7,7 @@ use super::reload::Reload;
 use super::stop_signal::{SignalEvent, StopSignal};
 use super::target::Front;
 
-use webcodex_plugin_host::gateway::{Caller, Scopes};
+use webcodex_plugin_host::gateway::{load_runners, Caller, Scopes};
 use webcodex_plugin_host::transport::http::cors::check_allowed_origin;
 use webcodex_plugin_host::transport::http::{readable_by_everyone, Tokens};
 use webcodex_plugin_host::transport::serve_lines;
@@ -96,6 +96,10 @@ pub(super) fn serve(
              (chmod 600) unless no other user can reach it"
         );
     }
+    if let Err(message) = check_runner_ids(front, &tokens) {
+        eprintln!("error: --tokens {}: {message}", tokens_path.display());
+        return EXIT_USAGE;
+    }
     // Before any thread starts: it takes the service manager's variables out of the environment.
     let listener = match super::service::listener(listen) {
         Ok(listener) => listener,
@@ -175,4 +179,32 @@ pub(super) fn serve(
             EXIT_FAILURE
         }
     }
+}
+
+/// A front needs a runner: `--config`, `--runners` or a runner token; and each runner token's
+/// id is its own (not `local` beside `--config`, not a runner of `--runners`).
+fn check_runner_ids(front: &Front, tokens: &Tokens) -> Result<(), String> {
+    let dial_out: Vec<&str> = tokens.runner_ids().collect();
+    if front.config.is_none() && front.runners.is_none() && dial_out.is_empty() {
+        return Err(
+            "a front with neither --config nor --runners needs [[runner_tokens]] entries \
+             (runners that connect to it); give --config F, --runners F, or runner tokens"
+                .into(),
+        );
+    }
+    if let Some(path) = &front.runners {
+        // Read again by the start; a bad file is reported there.
+        if let Ok(entries) = load_runners(path, front.config.is_some()) {
+            if let Some(index) = dial_out
+                .iter()
+                .position(|id| entries.iter().any(|e| e.id == *id))
+            {
+                return Err(format!(
+                    "runner_tokens[{index}].runner: is also a runner of --runners; each runner \
+                     id is either static or dial-out"
+                ));
+            }
+        }
+    }
+    Ok(())
 }

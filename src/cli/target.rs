@@ -123,9 +123,13 @@ impl Source {
             return Err(usage("give --config F, or --server-url URL".into()));
         };
         let credential = credential(
-            self.token.as_deref(),
-            self.token_file.as_deref(),
-            self.env_file.as_deref(),
+            CredentialFlags {
+                token: self.token.as_deref(),
+                token_file: self.token_file.as_deref(),
+                env_file: self.env_file.as_deref(),
+                needed_by: "--server-url",
+            },
+            &TOKEN_VARIABLES,
             &|name| std::env::var(name).ok(),
         )
         .map_err(usage)?;
@@ -179,9 +183,19 @@ const TOKEN_VARIABLES: [&str; 2] = ["WEBCODEX_TOKEN", "WEBCODEX_PAT"];
 
 /// A token and the source it came from, as a message names it (`--token`, `--token-file F`,
 /// `--env-file F`, or the variable).
-struct Credential {
-    token: String,
-    source: String,
+pub(super) struct Credential {
+    pub(super) token: String,
+    pub(super) source: String,
+}
+
+/// The credential flags of a command that presents a token.
+#[derive(Clone, Copy)]
+pub(super) struct CredentialFlags<'a> {
+    pub(super) token: Option<&'a str>,
+    pub(super) token_file: Option<&'a Path>,
+    pub(super) env_file: Option<&'a Path>,
+    /// What needs it, for the message when none is found (e.g. `--server-url`).
+    pub(super) needed_by: &'a str,
 }
 
 impl std::fmt::Debug for Credential {
@@ -192,15 +206,21 @@ impl std::fmt::Debug for Credential {
     }
 }
 
-/// The bearer token, first found wins: `--token`, `--token-file`, `--env-file`
-/// (`WEBCODEX_TOKEN`, then `WEBCODEX_PAT`), the environment (the same two). The error (a usage
-/// error) names the source and never holds a value.
-fn credential(
-    token: Option<&str>,
-    token_file: Option<&Path>,
-    env_file: Option<&Path>,
+/// The bearer token, first found wins: `--token`, `--token-file`, `--env-file` (the
+/// variables `names` in order: `WEBCODEX_TOKEN`, then `WEBCODEX_PAT` for a client), the
+/// environment (the same names). The error (a usage error) names the source and never holds a
+/// value.
+pub(super) fn credential(
+    flags: CredentialFlags<'_>,
+    names: &[&str],
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Credential, String> {
+    let CredentialFlags {
+        token,
+        token_file,
+        env_file,
+        needed_by,
+    } = flags;
     if let Some(token) = token {
         return Ok(Credential {
             token: token.trim().to_string(),
@@ -217,7 +237,7 @@ fn credential(
     if let Some(path) = env_file {
         let source = format!("--env-file {}", path.display());
         let values = dotenv_values(path).map_err(|m| format!("{source}: {m}"))?;
-        let found = TOKEN_VARIABLES.iter().find_map(|name| {
+        let found = names.iter().find_map(|name| {
             values
                 .iter()
                 .find(|(key, value)| key == name && !value.trim().is_empty())
@@ -225,12 +245,10 @@ fn credential(
         });
         return match found {
             Some(token) => Ok(Credential { token, source }),
-            None => Err(format!(
-                "{source}: it sets neither WEBCODEX_TOKEN nor WEBCODEX_PAT"
-            )),
+            None => Err(format!("{source}: it sets neither {}", names.join(" nor "))),
         };
     }
-    TOKEN_VARIABLES
+    names
         .iter()
         .find_map(|name| {
             var(name)
@@ -241,9 +259,11 @@ fn credential(
                 })
         })
         .ok_or_else(|| {
-            "--server-url needs a credential: --token, --token-file F, --env-file F, \
-             or WEBCODEX_TOKEN / WEBCODEX_PAT in the environment"
-                .into()
+            format!(
+                "{needed_by} needs a credential: --token, --token-file F, --env-file F, or {} \
+                 in the environment",
+                names.join(" / ")
+            )
         })
 }
 
@@ -456,7 +476,7 @@ impl RemoteSet {
             .collect();
         let counts = (next.len() - fresh.len(), fresh.len(), removed.len());
         for id in &removed {
-            gateway.remove_remote(id);
+            gateway.remove_remote_by_id(id);
         }
         for remote in fresh {
             gateway.insert_remote(remote);
@@ -513,10 +533,16 @@ mod tests {
     #[test]
     fn no_credential_is_a_usage_message_without_secrets() {
         let none = |_: &str| None;
-        let e = credential(None, None, None, &none).unwrap_err();
+        let flags = CredentialFlags {
+            token: None,
+            token_file: None,
+            env_file: None,
+            needed_by: "--server-url",
+        };
+        let e = credential(flags, &TOKEN_VARIABLES, &none).unwrap_err();
         assert!(e.contains("WEBCODEX_TOKEN"), "{e}");
         let pat = |n: &str| (n == "WEBCODEX_PAT").then(|| "pat-value".to_string());
-        let found = credential(None, None, None, &pat).unwrap();
+        let found = credential(flags, &TOKEN_VARIABLES, &pat).unwrap();
         assert_eq!(found.token, "pat-value");
         assert_eq!(found.source, "the environment's WEBCODEX_PAT");
     }

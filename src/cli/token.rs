@@ -1,7 +1,7 @@
 //! `token new`: a fresh random bearer token and the tokens-file entry that grants it, ready to
 //! paste into a `serve --tokens` file (the schema of `transport::http::Tokens`).
 
-use webcodex_plugin_host::gateway::Scope;
+use webcodex_plugin_host::gateway::{valid_id, Scope, LOCAL_RUNNER};
 use webcodex_plugin_host::transport::http::MAX_TOKEN_NAME_BYTES;
 
 use super::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
@@ -31,6 +31,10 @@ pub(super) struct NewToken {
     /// list (default: plugin:inspect and plugin:invoke).
     #[arg(long, value_name = "SCOPE", num_args = 1.., value_delimiter = ',')]
     scopes: Vec<String>,
+    /// Make a runner token instead: a `[[runner_tokens]]` entry with which `connect` may link
+    /// the runner ID to a front (no scopes; it is refused on every user route).
+    #[arg(long, value_name = "ID", conflicts_with = "scopes")]
+    runner: Option<String>,
 }
 
 /// Runs a `token` subcommand.
@@ -72,7 +76,19 @@ fn new(args: &NewToken) -> i32 {
         ),
     };
     let token = format!("{TOKEN_PREFIX}{}", base64url(secret));
-    print!("{}", entry(&name, &token, &scopes));
+    match &args.runner {
+        Some(runner) => {
+            if !valid_id(runner) || runner == LOCAL_RUNNER {
+                eprintln!(
+                    "error: --runner: a runner id is 1 to 64 characters of a-z, 0-9, `_`, `.` \
+                     and `-`, and not `local`"
+                );
+                return EXIT_USAGE;
+            }
+            print!("{}", runner_entry(&name, &token, runner));
+        }
+        None => print!("{}", entry(&name, &token, &scopes)),
+    }
     EXIT_OK
 }
 
@@ -131,6 +147,24 @@ fn entry(name: &str, token: &str, scopes: &[Scope]) -> String {
     )
 }
 
+/// The `[[runner_tokens]]` entry, with a comment on where it goes.
+fn runner_entry(name: &str, token: &str, runner: &str) -> String {
+    let quoted = |s: &str| toml::Value::String(s.to_string()).to_string();
+    format!(
+        "# Paste this entry into the tokens file of the front (`webcodex-plugin serve --tokens\n\
+         # FILE`), and give the token to the runner (`connect`: alone in a file for --token-file,\n\
+         # mode 600, or WEBCODEX_RUNNER_TOKEN). It connects only as runner {}.\n\
+         [[runner_tokens]]\n\
+         name = {}\n\
+         token = {}\n\
+         runner = {}\n",
+        quoted(runner),
+        quoted(name),
+        quoted(token),
+        quoted(runner)
+    )
+}
+
 /// URL-safe base64 without padding (RFC 4648 §5): printable ASCII without spaces, as a bearer
 /// token must be.
 fn base64url(bytes: &[u8]) -> String {
@@ -176,6 +210,18 @@ mod tests {
             .unwrap();
         assert_eq!(name, "ci \"quoted\" ü");
         assert!(scopes.contains(Scope::Manage) && !scopes.contains(Scope::Invoke));
+    }
+
+    #[test]
+    fn the_runner_entry_is_a_valid_tokens_file() {
+        let token = base64url(&[9u8; TOKEN_BYTES]);
+        let text = runner_entry("edge one", &token, "edge-1");
+        let tokens = webcodex_plugin_host::transport::http::Tokens::parse(&text).unwrap();
+        assert_eq!(
+            tokens.authenticate_runner(&token),
+            Some(("edge one", "edge-1"))
+        );
+        assert!(tokens.authenticate(&token).is_none());
     }
 
     #[test]

@@ -56,7 +56,7 @@ impl ToolOutput {
 
     /// An output received from another process (a `serve` endpoint): the code is read from
     /// the failure object, and is `None` when it is not one of this runtime's codes.
-    #[cfg(feature = "http-client")]
+    #[cfg(any(feature = "http-client", feature = "http-server"))]
     pub(crate) fn received(success: bool, output: Value) -> ToolOutput {
         let code = match success {
             true => None,

@@ -201,15 +201,28 @@ impl Gateway {
             .insert(runner.id().to_string(), Runner::Remote(runner));
     }
 
-    /// Removes the remote runner `id`: it leaves `list` and its bindings stop working. A local
+    /// Removes the remote runner `id`, whichever it is (a runners-file entry the file no longer
+    /// has): it leaves `list` and its bindings stop working. A local
     /// runner of that name stays. True when one was removed.
-    pub fn remove_remote(&self, id: &str) -> bool {
+    pub fn remove_remote_by_id(&self, id: &str) -> bool {
         let mut runners = self.runners.write();
         if matches!(runners.get(id), Some(Runner::Remote(_))) {
             runners.remove(id);
             return true;
         }
         false
+    }
+
+    /// Takes the remote runner `id` out of the routing table when it is still `runner` (a
+    /// dial-out runner whose link ended): it leaves `list`, and its bindings fail with
+    /// `plugin_replaced`. True when it was taken out.
+    pub fn remove_remote(&self, id: &str, runner: &Arc<RemoteRunner>) -> bool {
+        let mut runners = self.runners.write();
+        let current = matches!(runners.get(id), Some(Runner::Remote(r)) if Arc::ptr_eq(r, runner));
+        if current {
+            runners.remove(id);
+        }
+        current
     }
 
     /// A gateway with one runner, `local`.

@@ -156,7 +156,7 @@ pub struct SetupError {
 }
 
 impl SetupError {
-    fn new(part: SetupPart, message: impl Into<String>) -> SetupError {
+    pub(crate) fn new(part: SetupPart, message: impl Into<String>) -> SetupError {
         SetupError {
             part,
             message: message.into(),
@@ -396,6 +396,62 @@ impl HttpClient {
             e => ClientError::Lost(format!("{e}")),
         }
     }
+}
+
+/// The HTTP proxy of a runner link to `host` (`https`: a `wss://` front), chosen as for a
+/// client: `Ok(None)` for a direct connection. A link speaks `CONNECT` through an `http://`
+/// proxy only; any other scheme is an error that says so.
+pub(crate) fn link_proxy(
+    choice: &ProxyChoice,
+    https: bool,
+    host: &str,
+) -> Result<Option<LinkProxy>, SetupError> {
+    let proxy = match choice {
+        ProxyChoice::Direct => None,
+        ProxyChoice::Url(p) => Some(
+            proxy_from_url(p)
+                .map_err(|why| SetupError::new(SetupPart::Proxy, format!("the proxy {why}")))?,
+        ),
+        ProxyChoice::System => system_proxy(https, host, &|name| std::env::var(name).ok())
+            .map_err(|m| SetupError::new(SetupPart::Proxy, m))?,
+    };
+    let Some(proxy) = proxy else {
+        return Ok(None);
+    };
+    if proxy.protocol() != ureq::ProxyProtocol::Http {
+        return Err(SetupError::new(
+            SetupPart::Proxy,
+            "a runner link goes through an http:// proxy (CONNECT) only; give --proxy \
+             http://HOST:PORT or --no-system-proxy",
+        ));
+    }
+    let credentials = proxy.username().map(|u| {
+        (
+            u.to_string(),
+            proxy.password().unwrap_or_default().to_string(),
+        )
+    });
+    Ok(Some(LinkProxy {
+        host: proxy.host().to_string(),
+        port: proxy.port(),
+        credentials,
+    }))
+}
+
+/// The HTTP proxy a runner link tunnels through.
+#[derive(Debug, Clone)]
+pub(crate) struct LinkProxy {
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    /// User and password for `Proxy-Authorization: Basic`.
+    pub(crate) credentials: Option<(String, String)>,
+}
+
+/// The DER bytes of every certificate of a PEM text (a link's `--ca-cert`).
+pub(crate) fn ca_der(pem: &[u8]) -> Result<Vec<Vec<u8>>, SetupError> {
+    ca_certificates(pem)
+        .map(|certs| certs.iter().map(|c| c.der().to_vec()).collect())
+        .map_err(|m| SetupError::new(SetupPart::CaFile, m))
 }
 
 /// Every certificate of a PEM text; an error when there is none.

@@ -35,6 +35,8 @@ pub(crate) struct Exchange<'c> {
     extra_headers: Vec<(&'static str, String)>,
     /// Whether the process's observer hears of this listener's answers.
     observed: bool,
+    /// Marks this connection as upgraded: a stop then ends it like an idle one.
+    on_upgrade: &'c dyn Fn(),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +76,19 @@ impl Exchange<'_> {
             Err(_) => BodyState::Failed,
         };
         read
+    }
+
+    /// Answers `101 Switching Protocols` with `headers` and hands the connection over (a clone
+    /// of its stream and the bytes read past the head): it closes when the handler returns,
+    /// and a stop of the server ends it at once, as an idle connection.
+    pub(crate) fn upgrade(
+        &mut self,
+        headers: &[(&str, &str)],
+    ) -> std::io::Result<(TcpStream, Vec<u8>)> {
+        self.responded = Some(false);
+        let upgraded = self.conn.upgrade(headers)?;
+        (self.on_upgrade)();
+        Ok(upgraded)
     }
 
     /// Adds `headers` to the response this request gets, whichever route writes it.
@@ -312,6 +327,19 @@ impl Listener {
         true
     }
 
+    /// Marks connection `id` as upgraded (a runner link): not handling a request, so a stop
+    /// ends it; when the server is already stopping it is ended now.
+    fn mark_upgraded(&self, id: u64) {
+        let mut open = self.open.lock();
+        let stopping = open.stopping;
+        if let Some(entry) = open.streams.get_mut(&id) {
+            entry.1 = false;
+            if stopping {
+                let _ = entry.0.shutdown(Shutdown::Both);
+            }
+        }
+    }
+
     /// Marks connection `id` as idle again; false when the server is stopping.
     fn end_request(&self, id: u64) -> bool {
         let mut open = self.open.lock();
@@ -379,6 +407,7 @@ impl Connection {
                 stopping: &self.listener.stopping,
                 extra_headers: Vec::new(),
                 observed: self.listener.observed,
+                on_upgrade: &|| self.listener.mark_upgraded(self.id),
             };
             let handled = catch_unwind(AssertUnwindSafe(|| handler.handle(&mut exchange)));
             if handled.is_err() {

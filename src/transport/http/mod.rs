@@ -80,6 +80,7 @@ mod client;
 pub mod cors;
 #[cfg(feature = "http-server")]
 pub mod inspector;
+pub mod link;
 #[cfg(feature = "http-server")]
 mod listener;
 #[cfg(feature = "http-client")]
@@ -108,7 +109,7 @@ pub use remote::remote_runner;
 #[doc(hidden)]
 pub use server::fuzz_answer_body;
 #[cfg(feature = "http-server")]
-pub use server::{HttpServer, HttpStopper, TokensSwap, UNAUTHORIZED};
+pub use server::{HttpServer, HttpStopper, TokensSwap, RUNNER_TOKEN_NOT_ACCEPTED, UNAUTHORIZED};
 #[cfg(feature = "http-server")]
 pub use tokens::{
     readable_by_everyone, Tokens, TokensError, MAX_TOKEN_NAME_BYTES, MIN_TOKEN_BYTES,

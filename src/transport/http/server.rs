@@ -13,6 +13,7 @@ use super::bodies::{
 };
 use super::cors::{check_allowed_origin, OriginVerdict};
 use super::inspector::{self, InspectorRoute, WHOAMI_PATH};
+use super::link::{self, front::LinkRegistry, RUNNERS_CONNECT_PATH};
 use super::listener::{Exchange, Handler, Listener};
 use super::tokens::{bearer, Tokens};
 use super::wire::BodyError;
@@ -28,6 +29,8 @@ use crate::transport::RequestId;
 
 /// The code of the failure object answered with 401.
 pub const UNAUTHORIZED: &str = "unauthorized";
+/// The code of the 401 that a runner token gets on a user route (it only connects a link).
+pub const RUNNER_TOKEN_NOT_ACCEPTED: &str = "runner_token_not_accepted";
 
 /// An HTTP server bound to an address, serving `plugin_tool` until stopped.
 pub struct HttpServer {
@@ -40,6 +43,7 @@ struct Routes {
     dispatcher: Dispatcher,
     tokens: Arc<RwLock<Tokens>>,
     allowed_origins: Vec<String>,
+    links: Arc<LinkRegistry>,
 }
 
 /// Replaces the tokens of a running [`HttpServer`] (e.g. on SIGHUP): requests authenticated
@@ -63,13 +67,14 @@ impl std::fmt::Debug for TokensSwap {
 
 /// Stops an [`HttpServer`] from another thread (or a signal watcher).
 #[derive(Clone)]
-pub struct HttpStopper(Arc<Listener>);
+pub struct HttpStopper(Arc<Listener>, Arc<LinkRegistry>);
 
 impl HttpStopper {
-    /// Stops accepting connections and closes idle ones; [`HttpServer::run`] returns once the
-    /// requests being handled are answered.
+    /// Stops accepting connections, closes idle ones and every runner link (with a close
+    /// frame); [`HttpServer::run`] returns once the requests being handled are answered.
     pub fn stop(&self) {
         self.0.stop();
+        self.1.close_all();
     }
 }
 
@@ -121,6 +126,7 @@ impl HttpServer {
         Ok(HttpServer {
             listener: Arc::new(Listener::bind(addr)?),
             routes: Arc::new(Routes {
+                links: Arc::new(LinkRegistry::new(gateway.clone())),
                 dispatcher: Dispatcher::new(gateway),
                 tokens: Arc::new(RwLock::new(tokens)),
                 allowed_origins,
@@ -139,6 +145,7 @@ impl HttpServer {
         Ok(HttpServer {
             listener: Arc::new(Listener::inherited(socket)?),
             routes: Arc::new(Routes {
+                links: Arc::new(LinkRegistry::new(gateway.clone())),
                 dispatcher: Dispatcher::new(gateway),
                 tokens: Arc::new(RwLock::new(tokens)),
                 allowed_origins,
@@ -158,7 +165,7 @@ impl HttpServer {
 
     /// A handle that stops this server.
     pub fn stopper(&self) -> HttpStopper {
-        HttpStopper(self.listener.clone())
+        HttpStopper(self.listener.clone(), self.routes.links.clone())
     }
 
     /// Serves until [`HttpStopper::stop`], then waits for every connection to end (each
@@ -183,12 +190,16 @@ fn route(shared: &Routes, request: &mut Exchange<'_>) {
     if let Some(page) = InspectorRoute::of(&path) {
         return serve_inspector(shared, request, page);
     }
+    if path == RUNNERS_CONNECT_PATH {
+        return serve_link(shared, request);
+    }
     let route = match path.as_str() {
         TOOLS_CALL_PATH => Route::ToolsCall,
         MCP_PATH => Route::Mcp,
         _ => {
             let output = transport_failure(
-                "no such path; the routes are POST /api/tools/call and POST /mcp",
+                "no such path; the routes are POST /api/tools/call, POST /mcp and GET \
+                 /api/runners/connect (runner links)",
             );
             return reject(request, 404, None, &output, &[], "-");
         }
@@ -224,10 +235,19 @@ fn route(shared: &Routes, request: &mut Exchange<'_>) {
         return send(request, 403, &body, &[], "-");
     }
     let Some((name, scopes)) = authenticate(&shared.tokens, request) else {
+        let runner_token = presents_runner_token(&shared.tokens, request);
         return match route {
+            Route::ToolsCall if runner_token => {
+                let id = small_request_id(request);
+                reject_runner_token(request, id)
+            }
             Route::ToolsCall => {
                 let id = small_request_id(request);
                 reject_unauthorized(request, id)
+            }
+            Route::Mcp if runner_token => {
+                let body = mcp_http::transport_error(RUNNER_TOKEN_MESSAGE);
+                send(request, 401, &body, &[("WWW-Authenticate", "Bearer")], "-")
             }
             Route::Mcp => {
                 let message = "a valid `Authorization: Bearer TOKEN` header is required";
@@ -296,6 +316,104 @@ fn authenticate(tokens: &RwLock<Tokens>, request: &Exchange<'_>) -> Option<(Stri
     Some((name.to_string(), scopes))
 }
 
+/// True when `request` presents a runner token (good for the link route only).
+fn presents_runner_token(tokens: &RwLock<Tokens>, request: &Exchange<'_>) -> bool {
+    request
+        .head()
+        .unique("Authorization")
+        .and_then(bearer)
+        .is_some_and(|presented| tokens.read().authenticate_runner(presented).is_some())
+}
+
+/// What a runner token is told on a user route.
+const RUNNER_TOKEN_MESSAGE: &str =
+    "this is a runner token: it only connects a runner on GET /api/runners/connect; use a user \
+     token of the tokens file's [[tokens]] here";
+
+/// The 401 `runner_token_not_accepted` of `/api/tools/call` (and of the inspector's whoami).
+fn reject_runner_token(request: &mut Exchange<'_>, id: Option<RequestId>) {
+    let output = json!({
+        "error": {"code": RUNNER_TOKEN_NOT_ACCEPTED, "message": RUNNER_TOKEN_MESSAGE},
+        "dispatch": Dispatch::NotStarted.as_str(),
+    });
+    let challenge = [("WWW-Authenticate", "Bearer")];
+    reject(request, 401, id, &output, &challenge, "-");
+}
+
+/// `GET /api/runners/connect`: a runner token's WebSocket upgrade to a runner link (see
+/// [`super::link`]). Refused: another method (405), no runner token (401; a user token too),
+/// a request that is not a WebSocket upgrade (400, or 426 for another WebSocket version).
+fn serve_link(shared: &Routes, request: &mut Exchange<'_>) {
+    let head = request.head();
+    if head.method() != "GET" {
+        let output = transport_failure("only GET (a WebSocket upgrade) is allowed here");
+        return reject(request, 405, None, &output, &[("Allow", "GET")], "-");
+    }
+    let presented = head
+        .unique("Authorization")
+        .and_then(bearer)
+        .map(str::to_string);
+    let runner_entry = presented.as_deref().and_then(|p| {
+        let tokens = shared.tokens.read();
+        let (name, runner) = tokens.authenticate_runner(p)?;
+        Some((name.to_string(), runner.to_string()))
+    });
+    let Some((name, runner)) = runner_entry else {
+        let user = presented
+            .as_deref()
+            .is_some_and(|p| shared.tokens.read().authenticate(p).is_some());
+        let message = if user {
+            "a user token cannot connect a runner; give the runner a token of the tokens \
+             file's [[runner_tokens]]"
+        } else {
+            "a valid `Authorization: Bearer TOKEN` header with a runner token is required"
+        };
+        let output = json!({
+            "error": {"code": UNAUTHORIZED, "message": message},
+            "dispatch": Dispatch::NotStarted.as_str(),
+        });
+        log::info!("http: GET {RUNNERS_CONNECT_PATH} -> 401");
+        let challenge = [("WWW-Authenticate", "Bearer")];
+        return reject(request, 401, None, &output, &challenge, "-");
+    };
+    let head = request.head();
+    let has_token = |field: &str, token: &str| {
+        head.values(field)
+            .flat_map(|v| v.split(','))
+            .any(|t| t.trim().eq_ignore_ascii_case(token))
+    };
+    if head.has_body() || !has_token("Upgrade", "websocket") || !has_token("Connection", "upgrade")
+    {
+        let output = transport_failure("this route takes a WebSocket upgrade only");
+        return reject(request, 400, None, &output, &[], &name);
+    }
+    if head.unique("Sec-WebSocket-Version") != Some("13") {
+        let output = transport_failure("only WebSocket version 13 is supported");
+        let version = [("Sec-WebSocket-Version", "13")];
+        return reject(request, 426, None, &output, &version, &name);
+    }
+    let Some(key) = head.unique("Sec-WebSocket-Key").map(str::to_string) else {
+        let output = transport_failure("the upgrade has no Sec-WebSocket-Key");
+        return reject(request, 400, None, &output, &[], &name);
+    };
+    let offers_protocol = has_token("Sec-WebSocket-Protocol", link::wire::PROTOCOL);
+    let accept = tungstenite::handshake::derive_accept_key(key.as_bytes());
+    let mut headers = vec![
+        ("Upgrade", "websocket"),
+        ("Connection", "Upgrade"),
+        ("Sec-WebSocket-Accept", accept.as_str()),
+    ];
+    if offers_protocol {
+        headers.push(("Sec-WebSocket-Protocol", link::wire::PROTOCOL));
+    }
+    log::info!("http: GET {RUNNERS_CONNECT_PATH} -> 101 (token name {name})");
+    let Ok((stream, leftover)) = request.upgrade(&headers) else {
+        return;
+    };
+    let token = presented.unwrap_or_default();
+    shared.links.serve(&runner, &token, stream, leftover);
+}
+
 /// The 401 `unauthorized` of `/api/tools/call` (and of the inspector's whoami).
 fn reject_unauthorized(request: &mut Exchange<'_>, id: Option<RequestId>) {
     let output = json!({
@@ -324,6 +442,9 @@ fn serve_inspector(shared: &Routes, request: &mut Exchange<'_>, page: InspectorR
         }
         InspectorRoute::WhoAmI => {
             let Some((name, scopes)) = authenticate(&shared.tokens, request) else {
+                if presents_runner_token(&shared.tokens, request) {
+                    return reject_runner_token(request, None);
+                }
                 return reject_unauthorized(request, None);
             };
             log::info!("http: GET {WHOAMI_PATH} -> 200 (token name {name})");

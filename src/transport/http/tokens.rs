@@ -5,7 +5,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use crate::gateway::{Scope, Scopes};
+use crate::gateway::{valid_id, Scope, Scopes, LOCAL_RUNNER};
 
 /// The shortest token a tokens file may hold, in bytes.
 pub const MIN_TOKEN_BYTES: usize = 16;
@@ -37,6 +37,15 @@ const EXAMPLE_TOKENS: [&str; 2] = ["long-random-secret-at-least-16-bytes", "long
 #[derive(Clone)]
 pub struct Tokens {
     entries: Vec<TokenEntry>,
+    runners: Vec<RunnerTokenEntry>,
+}
+
+/// A `[[runner_tokens]]` entry: the one runner id its token may connect a link as.
+#[derive(Clone)]
+struct RunnerTokenEntry {
+    name: String,
+    digest: [u8; 32],
+    runner: String,
 }
 
 #[derive(Clone)]
@@ -100,31 +109,38 @@ impl Tokens {
             }
         })?;
         let mut list = None;
+        let mut runner_list = None;
         for (key, value) in &table {
             match (key.as_str(), value) {
                 ("tokens", toml::Value::Array(items)) => list = Some(items),
+                ("runner_tokens", toml::Value::Array(items)) => runner_list = Some(items),
                 ("tokens", _) => {
                     return Err(TokensError(
                         "`tokens` must be an array of tables ([[tokens]])".into(),
                     ))
                 }
+                ("runner_tokens", _) => {
+                    return Err(TokensError(
+                        "`runner_tokens` must be an array of tables ([[runner_tokens]])".into(),
+                    ))
+                }
                 _ => {
                     return Err(TokensError(
-                        "the tokens file has a top-level key other than `tokens` (only \
-                         [[tokens]] entries are allowed)"
+                        "the tokens file has a top-level key other than `tokens` and \
+                         `runner_tokens` (only [[tokens]] and [[runner_tokens]] entries are \
+                         allowed)"
                             .into(),
                     ))
                 }
             }
         }
-        let items = match list {
-            Some(items) if !items.is_empty() => items,
-            _ => {
-                return Err(TokensError(
-                    "the tokens file has no [[tokens]] entry".into(),
-                ))
-            }
-        };
+        let items = list.map(Vec::as_slice).unwrap_or_default();
+        let runner_items = runner_list.map(Vec::as_slice).unwrap_or_default();
+        if items.is_empty() && runner_items.is_empty() {
+            return Err(TokensError(
+                "the tokens file has no [[tokens]] entry (and no [[runner_tokens]] entry)".into(),
+            ));
+        }
         let mut entries: Vec<TokenEntry> = Vec::with_capacity(items.len());
         for (index, item) in items.iter().enumerate() {
             let entry = parse_entry(index, item)?;
@@ -143,15 +159,71 @@ impl Tokens {
             }
             entries.push(entry);
         }
-        Ok(Tokens { entries })
+        let mut runners: Vec<RunnerTokenEntry> = Vec::with_capacity(runner_items.len());
+        for (index, item) in runner_items.iter().enumerate() {
+            let entry = parse_runner_entry(index, item)?;
+            let at = |key: &str, what: String| {
+                TokensError(format!("runner_tokens[{index}].{key}: {what}"))
+            };
+            if let Some(j) = runners.iter().position(|e| e.name == entry.name) {
+                return Err(at(
+                    "name",
+                    format!("duplicates the name of runner_tokens[{j}]"),
+                ));
+            }
+            if let Some(j) = runners.iter().position(|e| e.runner == entry.runner) {
+                return Err(at(
+                    "runner",
+                    format!(
+                        "duplicates the runner of runner_tokens[{j}] (one token per runner id)"
+                    ),
+                ));
+            }
+            if let Some(j) = entries
+                .iter()
+                .position(|e| digests_equal(&e.digest, &entry.digest))
+            {
+                return Err(at("token", format!("duplicates the token of tokens[{j}]")));
+            }
+            if let Some(j) = runners
+                .iter()
+                .position(|e| digests_equal(&e.digest, &entry.digest))
+            {
+                return Err(at(
+                    "token",
+                    format!("duplicates the token of runner_tokens[{j}]"),
+                ));
+            }
+            runners.push(entry);
+        }
+        Ok(Tokens { entries, runners })
     }
 
-    /// The number of entries.
+    /// The runner ids the `[[runner_tokens]]` entries may connect as.
+    pub fn runner_ids(&self) -> impl Iterator<Item = &str> {
+        self.runners.iter().map(|e| e.runner.as_str())
+    }
+
+    /// The name and runner id of the `[[runner_tokens]]` entry whose token is `presented`
+    /// (compared like [`Tokens::authenticate`]). A runner token is good for the link route
+    /// only; [`Tokens::authenticate`] never accepts it.
+    pub fn authenticate_runner(&self, presented: &str) -> Option<(&str, &str)> {
+        let wanted = digest(presented.as_bytes());
+        let mut found = None;
+        for entry in &self.runners {
+            if digests_equal(&entry.digest, &wanted) && found.is_none() {
+                found = Some((entry.name.as_str(), entry.runner.as_str()));
+            }
+        }
+        found
+    }
+
+    /// The number of `[[tokens]]` entries (user tokens).
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
-    /// True when there is no entry (never for a loaded file).
+    /// True when there is no `[[tokens]]` entry (a front that only takes runner links).
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -182,45 +254,8 @@ fn parse_entry(index: usize, item: &toml::Value) -> Result<TokenEntry, TokensErr
             )));
         }
     }
-    let name = match table.get("name") {
-        None => return Err(err("name", "missing")),
-        Some(toml::Value::String(s)) if s.trim().is_empty() => return Err(err("name", "empty")),
-        Some(toml::Value::String(s)) if s.len() > MAX_TOKEN_NAME_BYTES => {
-            return Err(err(
-                "name",
-                &format!("longer than {MAX_TOKEN_NAME_BYTES} bytes"),
-            ))
-        }
-        Some(toml::Value::String(s)) => escape_controls(s),
-        Some(_) => return Err(err("name", "must be a string")),
-    };
-    let token = match table.get("token") {
-        None => return Err(err("token", "missing")),
-        Some(toml::Value::String(s)) => s,
-        Some(_) => return Err(err("token", "must be a string")),
-    };
-    if token.is_empty() {
-        return Err(err("token", "empty"));
-    }
-    if token.len() < MIN_TOKEN_BYTES {
-        return Err(err(
-            "token",
-            &format!("shorter than {MIN_TOKEN_BYTES} bytes"),
-        ));
-    }
-    if !token.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(err(
-            "token",
-            "must be printable ASCII without spaces (it is sent in an HTTP header)",
-        ));
-    }
-    if EXAMPLE_TOKENS.contains(&token.as_str()) {
-        return Err(err(
-            "token",
-            "is the example token from the documentation; make a fresh one with \
-             `webcodex-plugin token new`",
-        ));
-    }
+    let name = checked_name(table.get("name"), &err)?;
+    let token = checked_token(table.get("token"), &err)?;
     let scopes = match table.get("scopes") {
         None => return Err(err("scopes", "missing")),
         Some(toml::Value::Array(items)) => items,
@@ -247,6 +282,99 @@ fn parse_entry(index: usize, item: &toml::Value) -> Result<TokenEntry, TokensErr
         name,
         digest: digest(token.as_bytes()),
         scopes: set,
+    })
+}
+
+/// The `token` of an entry, checked: a string of at least 16 bytes of printable ASCII without
+/// spaces that is not an example from the documentation.
+fn checked_token<'v>(
+    value: Option<&'v toml::Value>,
+    err: &dyn Fn(&str, &str) -> TokensError,
+) -> Result<&'v String, TokensError> {
+    let token = match value {
+        None => return Err(err("token", "missing")),
+        Some(toml::Value::String(s)) => s,
+        Some(_) => return Err(err("token", "must be a string")),
+    };
+    if token.is_empty() {
+        return Err(err("token", "empty"));
+    }
+    if token.len() < MIN_TOKEN_BYTES {
+        return Err(err(
+            "token",
+            &format!("shorter than {MIN_TOKEN_BYTES} bytes"),
+        ));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(err(
+            "token",
+            "must be printable ASCII without spaces (it is sent in an HTTP header)",
+        ));
+    }
+    if EXAMPLE_TOKENS.contains(&token.as_str()) {
+        return Err(err(
+            "token",
+            "is the example token from the documentation; make a fresh one with \
+             `webcodex-plugin token new`",
+        ));
+    }
+    Ok(token)
+}
+
+/// The name of an entry, checked and kept with its control characters escaped.
+fn checked_name(
+    value: Option<&toml::Value>,
+    err: &dyn Fn(&str, &str) -> TokensError,
+) -> Result<String, TokensError> {
+    match value {
+        None => Err(err("name", "missing")),
+        Some(toml::Value::String(s)) if s.trim().is_empty() => Err(err("name", "empty")),
+        Some(toml::Value::String(s)) if s.len() > MAX_TOKEN_NAME_BYTES => Err(err(
+            "name",
+            &format!("longer than {MAX_TOKEN_NAME_BYTES} bytes"),
+        )),
+        Some(toml::Value::String(s)) => Ok(escape_controls(s)),
+        Some(_) => Err(err("name", "must be a string")),
+    }
+}
+
+fn parse_runner_entry(index: usize, item: &toml::Value) -> Result<RunnerTokenEntry, TokensError> {
+    let err = |key: &str, what: &str| TokensError(format!("runner_tokens[{index}].{key}: {what}"));
+    let toml::Value::Table(table) = item else {
+        return Err(TokensError(format!(
+            "runner_tokens[{index}]: must be a table"
+        )));
+    };
+    for key in table.keys() {
+        if !matches!(key.as_str(), "name" | "token" | "runner") {
+            return Err(TokensError(format!(
+                "runner_tokens[{index}]: has a key other than name, token and runner; remove it"
+            )));
+        }
+    }
+    let name = checked_name(table.get("name"), &err)?;
+    let token = checked_token(table.get("token"), &err)?;
+    let runner = match table.get("runner") {
+        None => return Err(err("runner", "missing")),
+        Some(toml::Value::String(id)) if id == LOCAL_RUNNER => {
+            return Err(err(
+                "runner",
+                "`local` is the name of a front's own runner; choose another id",
+            ))
+        }
+        Some(toml::Value::String(id)) if valid_id(id) => id.clone(),
+        Some(toml::Value::String(_)) => {
+            return Err(err(
+                "runner",
+                "must be 1 to 64 characters of a-z, 0-9, `_`, `.` and `-`",
+            ))
+        }
+        Some(_) => return Err(err("runner", "must be a string")),
+    };
+    Ok(RunnerTokenEntry {
+        name,
+        digest: digest(token.as_bytes()),
+        runner,
     })
 }
 
@@ -346,6 +474,52 @@ mod tests {
             assert!(err.contains(want), "{err:?} should contain {want:?}");
             assert!(!err.contains(SECRET), "{err:?} leaks the token");
             assert!(!err.contains("short-secret"), "{err:?} leaks the token");
+        }
+    }
+
+    #[test]
+    fn runner_tokens_bind_one_runner_id_and_are_not_user_tokens() {
+        let runner = |name: &str, token: &str, id: &str| {
+            format!(
+                "[[runner_tokens]]\nname = \"{name}\"\ntoken = \"{token}\"\nrunner = \"{id}\"\n"
+            )
+        };
+        let t = tokens(&format!(
+            "{}{}",
+            runner("a", &format!("{SECRET}-a"), "edge-1"),
+            runner("b", &format!("{SECRET}-b"), "edge.2")
+        ))
+        .unwrap();
+        assert!(t.is_empty(), "only runner tokens");
+        assert_eq!(t.runner_ids().collect::<Vec<_>>(), ["edge-1", "edge.2"]);
+        assert_eq!(
+            t.authenticate_runner(&format!("{SECRET}-a")),
+            Some(("a", "edge-1"))
+        );
+        assert!(t.authenticate(&format!("{SECRET}-a")).is_none());
+        assert!(t.authenticate_runner("nope-nope-nope-nope").is_none());
+        let user = format!(
+            "[[tokens]]\nname = \"u\"\ntoken = \"{SECRET}\"\nscopes = [\"plugin:inspect\"]\n"
+        );
+        let cases = [
+            (runner("a", &format!("{SECRET}-a"), "local"), "runner_tokens[0].runner: `local`"),
+            (runner("a", &format!("{SECRET}-a"), "Edge"), "runner_tokens[0].runner: must be"),
+            (runner("a", "short", "edge"), "runner_tokens[0].token: shorter"),
+            (
+                format!("{}{}", runner("a", &format!("{SECRET}-a"), "e"), runner("b", &format!("{SECRET}-b"), "e")),
+                "runner_tokens[1].runner: duplicates",
+            ),
+            (format!("{user}{}", runner("a", SECRET, "e")), "runner_tokens[0].token: duplicates the token of tokens[0]"),
+            (
+                format!("[[runner_tokens]]\nname = \"a\"\ntoken = \"{SECRET}\"\nrunner = \"e\"\nscopes = []\n"),
+                "runner_tokens[0]: has a key other than",
+            ),
+            ("runner_tokens = 1\n".to_string(), "`runner_tokens` must be an array"),
+        ];
+        for (text, want) in cases {
+            let err = tokens(&text).unwrap_err().to_string();
+            assert!(err.contains(want), "{err:?} should contain {want:?}");
+            assert!(!err.contains(SECRET), "{err:?} leaks the token");
         }
     }
 

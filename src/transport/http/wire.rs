@@ -431,6 +431,24 @@ impl Conn {
         Ok(read)
     }
 
+    /// Writes `101 Switching Protocols` with `headers` and hands the connection over: a clone
+    /// of the stream and the bytes already read past the request head.
+    pub(crate) fn upgrade(&mut self, headers: &[(&str, &str)]) -> io::Result<(TcpStream, Vec<u8>)> {
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(b"HTTP/1.1 101 Switching Protocols\r\n");
+        for (field, value) in headers {
+            let clean = |s: &str| !s.bytes().any(|b| b == b'\r' || b == b'\n');
+            if clean(field) && clean(value) && !field.is_empty() {
+                let _ = write!(out, "{field}: {value}\r\n");
+            }
+        }
+        out.extend_from_slice(b"\r\n");
+        self.write_all_by(&out, Instant::now() + WRITE_DEADLINE)?;
+        let leftover = self.buf[self.start..self.end].to_vec();
+        self.start = self.end;
+        Ok((self.stream.try_clone()?, leftover))
+    }
+
     /// Writes `100 Continue` (for a request that expects it, before its body is read).
     pub(crate) fn write_continue(&mut self) -> io::Result<()> {
         let deadline = Instant::now() + WRITE_DEADLINE;
@@ -550,6 +568,7 @@ fn reason(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         408 => "Request Timeout",
         413 => "Content Too Large",
+        426 => "Upgrade Required",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         501 => "Not Implemented",

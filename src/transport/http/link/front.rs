@@ -1,0 +1,319 @@
+//! The front's side of runner links: the links that `serve` accepted on
+//! `GET /api/runners/connect`, each one a [`RunnerLink`] of a [`RemoteRunner`] in the gateway,
+//! so the relay rules and the per-runner in-flight cap apply to it as to a `--runners` runner.
+//!
+//! One link = the connection thread that accepted it, which reads the link for its whole life
+//! (answers are handed to the waiting callers by id through bounded channels) and sends the
+//! heartbeat pings; callers write their requests under the socket's lock. A link lives in the
+//! [`LinkRegistry`] under its runner id:
+//! - a new link for a connected id replaces the old one, which is closed at once;
+//! - a link of the same runner instance (the same `instance` in its hello) keeps the runner's
+//!   bindings; a new instance is a new runner, so old bindings fail with `plugin_replaced`;
+//! - a link that ends takes its runner out of `list` (`plugin_runner_not_found` after).
+
+use std::collections::HashMap;
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
+use parking_lot::{Mutex, RwLock};
+use serde_json::Value;
+use tungstenite::protocol::frame::coding::CloseCode;
+use tungstenite::protocol::{Role, WebSocket};
+
+use super::socket::{config, LinkSocket, Next};
+use super::wire::{self, Operation};
+use crate::gateway::{Gateway, LinkAnswer, LinkFailure, RemoteRunner, RunnerLink};
+
+/// How often the front pings a link.
+pub const PING_EVERY: Duration = Duration::from_secs(15);
+/// A link with no frame for this long is dead.
+pub const DEAD_AFTER: Duration = Duration::from_secs(45);
+/// How long a runner has for its hello.
+pub const HELLO_WITHIN: Duration = Duration::from_secs(10);
+/// How long a request waits for its answer (above the longest plugin request timeout).
+pub const ANSWER_WITHIN: Duration = Duration::from_secs(130);
+
+/// The runner links of a front.
+pub(crate) struct LinkRegistry {
+    gateway: Arc<Gateway>,
+    runners: Mutex<HashMap<String, Entry>>,
+    serial: AtomicU64,
+}
+
+/// A runner id's current runner instance and its link.
+struct Entry {
+    instance: String,
+    remote: Arc<RemoteRunner>,
+    link: Arc<DialLink>,
+}
+
+/// The [`RunnerLink`] of one dial-out runner: whichever connection is current.
+struct DialLink {
+    current: RwLock<Option<Arc<Connection>>>,
+}
+
+/// One accepted WebSocket of a runner.
+struct Connection {
+    serial: u64,
+    socket: LinkSocket<TcpStream>,
+    instance: String,
+    pending: Mutex<HashMap<u64, Sender<wire::LinkReply>>>,
+    next_id: AtomicU64,
+}
+
+impl Connection {
+    /// Ends the link and fails every request waiting on it (their senders are dropped).
+    fn end(&self) {
+        self.socket.shutdown();
+        self.pending.lock().clear();
+    }
+}
+
+impl RunnerLink for DialLink {
+    fn send(&self, params: &Value) -> Result<LinkAnswer, LinkFailure> {
+        let Some(connection) = self.current.read().clone() else {
+            return Err(LinkFailure::NotSent("the runner is not connected".into()));
+        };
+        let Some(operation) = Operation::of_params(params) else {
+            return Err(LinkFailure::NotSent("not an action a link carries".into()));
+        };
+        let kind = operation.carries(params);
+        if connection.socket.is_closed() {
+            return Err(LinkFailure::NotSent("the link is closed".into()));
+        }
+        let id = connection.next_id.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = bounded(1);
+        connection.pending.lock().insert(id, tx);
+        let frame = wire::encode_request(id, operation, params);
+        if let Err(e) = connection.socket.send_text(frame) {
+            connection.pending.lock().remove(&id);
+            connection.end();
+            // Some of the frame may have gone out: the outcome is unknown.
+            return Err(LinkFailure::Lost(format!(
+                "writing the request failed: {e}"
+            )));
+        }
+        let reply = match rx.recv_timeout(ANSWER_WITHIN) {
+            Ok(reply) => reply,
+            Err(RecvTimeoutError::Timeout) => {
+                connection.pending.lock().remove(&id);
+                return Err(LinkFailure::Lost("no answer in time".into()));
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(LinkFailure::Lost("the link ended before the answer".into()))
+            }
+        };
+        if reply.kind.is_some() && reply.kind != kind {
+            return Err(LinkFailure::Lost(
+                "the answer is of another action's kind".into(),
+            ));
+        }
+        Ok(LinkAnswer {
+            output: reply.output,
+            instance: Some(connection.instance.clone()),
+            held_link_secret: false,
+        })
+    }
+}
+
+impl LinkRegistry {
+    /// The links of `gateway`'s dial-out runners (none yet).
+    pub(crate) fn new(gateway: Arc<Gateway>) -> LinkRegistry {
+        LinkRegistry {
+            gateway,
+            runners: Mutex::new(HashMap::new()),
+            serial: AtomicU64::new(1),
+        }
+    }
+
+    /// Serves one upgraded connection of runner `runner` (authenticated with `token`) until
+    /// the link ends: the hello, the welcome, then the answers and the heartbeat.
+    pub(crate) fn serve(&self, runner: &str, token: &str, stream: TcpStream, leftover: Vec<u8>) {
+        let Ok(tcp) = stream.try_clone() else {
+            return;
+        };
+        let ws = WebSocket::from_partially_read(stream, leftover, Role::Server, Some(config()));
+        let Ok(socket) = LinkSocket::new(ws, tcp) else {
+            return;
+        };
+        let hello = match socket.next(HELLO_WITHIN) {
+            Next::Text(text) => wire::parse_hello(&text),
+            Next::Quiet => Err(wire::FrameError("no hello in time".into())),
+            _ => Err(wire::FrameError("the first frame is not a hello".into())),
+        };
+        let hello = match hello {
+            Ok(hello) => hello,
+            Err(e) => {
+                log::warn!("runner link `{runner}`: refused: {e}");
+                return socket.close(CloseCode::Policy, &e.0);
+            }
+        };
+        if let Err(e) = socket.send_text(wire::welcome(runner)) {
+            log::info!("runner link `{runner}`: the welcome could not be written: {e}");
+            return socket.shutdown();
+        }
+        let connection = self.attach(runner, token, hello, socket);
+        log::info!("runner link `{runner}`: connected");
+        let why = read_answers(&connection);
+        log::info!("runner link `{runner}`: ended ({why})");
+        connection.end();
+        self.detach(runner, &connection);
+    }
+
+    /// Makes `socket` the current link of `runner`; closes the link it replaces.
+    fn attach(
+        &self,
+        runner: &str,
+        token: &str,
+        hello: wire::Hello,
+        socket: LinkSocket<TcpStream>,
+    ) -> Arc<Connection> {
+        let connection = Arc::new(Connection {
+            serial: self.serial.fetch_add(1, Ordering::SeqCst),
+            socket,
+            instance: hello.instance.clone(),
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+        });
+        let mut runners = self.runners.lock();
+        let same_instance = runners
+            .get(runner)
+            .is_some_and(|entry| entry.instance == hello.instance);
+        if !same_instance {
+            let link = Arc::new(DialLink {
+                current: RwLock::new(None),
+            });
+            let name = hello.name.clone().unwrap_or_else(|| runner.to_string());
+            let remote = RemoteRunner::new(runner, &name, Box::new(ArcLink(link.clone())))
+                .with_link_secret(token);
+            let replaced = runners.insert(
+                runner.to_string(),
+                Entry {
+                    instance: hello.instance,
+                    remote: Arc::new(remote),
+                    link,
+                },
+            );
+            if let Some(old) = replaced.and_then(|old| old.link.current.write().take()) {
+                old.end();
+            }
+        }
+        let entry = runners.get(runner).expect("inserted above");
+        if let Some(old) = entry.link.current.write().replace(connection.clone()) {
+            log::info!("runner link `{runner}`: replaced by a new link");
+            old.end();
+        }
+        // The same runner (same instance) keeps its place, so its bindings stay valid.
+        self.gateway.insert_remote(entry.remote.clone());
+        connection
+    }
+
+    /// Takes `runner` out of the gateway when `connection` is still its current link.
+    fn detach(&self, runner: &str, connection: &Arc<Connection>) {
+        let runners = self.runners.lock();
+        let Some(entry) = runners.get(runner) else {
+            return;
+        };
+        let mut current = entry.link.current.write();
+        if current
+            .as_ref()
+            .is_some_and(|c| c.serial == connection.serial)
+        {
+            *current = None;
+            self.gateway.remove_remote(runner, &entry.remote);
+        }
+    }
+
+    /// Ends every link (the server is stopping).
+    pub(crate) fn close_all(&self) {
+        for entry in self.runners.lock().values() {
+            if let Some(connection) = entry.link.current.read().as_ref() {
+                connection
+                    .socket
+                    .close(CloseCode::Away, "the front is stopping");
+            }
+        }
+    }
+}
+
+/// A shared [`DialLink`] as the box a [`RemoteRunner`] owns.
+struct ArcLink(Arc<DialLink>);
+
+impl RunnerLink for ArcLink {
+    fn send(&self, params: &Value) -> Result<LinkAnswer, LinkFailure> {
+        self.0.send(params)
+    }
+}
+
+/// Reads the link until it ends: routes each answer to its caller and keeps the heartbeat.
+/// Returns why it ended, for the log.
+fn read_answers(connection: &Connection) -> String {
+    let socket = &connection.socket;
+    let mut last_frame = Instant::now();
+    let mut last_ping = Instant::now();
+    loop {
+        let now = Instant::now();
+        let dead_at = last_frame + DEAD_AFTER;
+        if now >= dead_at {
+            socket.close(CloseCode::Away, "no frame for 45 s");
+            return "no frame for 45 s".into();
+        }
+        let ping_at = last_ping + PING_EVERY;
+        if now >= ping_at {
+            if let Err(e) = socket.ping() {
+                return format!("the ping could not be written: {e}");
+            }
+            last_ping = now;
+            continue;
+        }
+        let wait = ping_at.min(dead_at) - now;
+        match socket.next(wait) {
+            Next::Text(text) => {
+                last_frame = Instant::now();
+                if let Err(why) = route_answer(connection, &text) {
+                    socket.close(CloseCode::Policy, &why);
+                    return why;
+                }
+            }
+            Next::Heartbeat => last_frame = Instant::now(),
+            Next::Quiet => {}
+            Next::Binary => {
+                socket.close(CloseCode::Unsupported, "the link carries text frames only");
+                return "a binary frame".into();
+            }
+            Next::TooLarge => {
+                socket.close(CloseCode::Size, "a frame over 1 MiB");
+                return "a frame over 1 MiB".into();
+            }
+            Next::Broken(why) => {
+                socket.close(CloseCode::Protocol, "not a valid WebSocket frame");
+                return why;
+            }
+            Next::Ended(why) => return why,
+        }
+    }
+}
+
+/// Hands one answer to the request waiting for it. An answer that is not a reply, or names an
+/// id this link never sent, breaks the protocol (`Err`: close the link); one whose caller
+/// stopped waiting is dropped.
+fn route_answer(connection: &Connection, text: &str) -> Result<(), String> {
+    let reply = wire::parse_reply(text).map_err(|e| e.0)?;
+    let waiting = connection.pending.lock().remove(&reply.id);
+    match waiting {
+        Some(tx) => {
+            let _ = tx.try_send(reply);
+            Ok(())
+        }
+        None if reply.id >= connection.next_id.load(Ordering::SeqCst) || reply.id == 0 => {
+            Err("an answer for a request that was never sent".into())
+        }
+        None => {
+            log::debug!("runner link: a late answer was dropped");
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! Runner links, `webcodex-runner-link-v1` (docs/PROTOCOL.md, runner links): a runner behind
+//! NAT dials out to a front's `GET /api/runners/connect` and keeps one WebSocket (RFC 6455,
+//! `tungstenite`, synchronous) over which the front sends `plugin_tool` requests and the
+//! runner answers them.
+//!
+//! - `wire`: the frames (hello, welcome, requests, replies); pure, fuzzed (`fuzz/`,
+//!   `link_frames`).
+//! - `socket`: one WebSocket shared by its reader and its writers (no polling: the reader
+//!   waits in `peek`, writers take a lock per message).
+//! - `front` (feature `http-server`): the links `serve` accepted, each a `RunnerLink` of a
+//!   `RemoteRunner`, so every relayed answer is validated and rebuilt and each runner has its
+//!   own in-flight cap.
+//! - `runner` (feature `http-client`): `connect`'s side: dial (directly or through an HTTP
+//!   proxy, `ws://` or `wss://`), hello, serve the front's requests with the local gateway,
+//!   reconnect with backoff.
+
+#[cfg(feature = "http-server")]
+pub(crate) mod front;
+#[cfg(feature = "http-client")]
+mod runner;
+#[cfg(any(feature = "http-server", feature = "http-client"))]
+mod socket;
+pub mod wire;
+
+#[cfg(feature = "http-client")]
+pub use runner::{Backoff, ConnectOptions, Dialer, DialerStop, LinkEnd};
+
+/// The path of the front's link route.
+pub const RUNNERS_CONNECT_PATH: &str = "/api/runners/connect";
