@@ -1497,8 +1497,11 @@ fn init_prints_build_then_provider_block_then_check() {
         let block = text
             .find("[[plugins.providers]]")
             .expect("a provider block");
+        // The binary's own path comes first (quoted where it needs it: `.exe`, spaces).
         let check = text
-            .find("webcodex-plugin check --config runner.toml --plugin demo-x")
+            .find("webcodex-plugin")
+            .filter(|_| text.contains(" check --config runner.toml --plugin demo-x"))
+            .and_then(|_| text.find(" check --config runner.toml --plugin demo-x"))
             .expect("the check command");
         assert!(block < check, "{text}");
         match build {
