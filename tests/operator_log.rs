@@ -237,6 +237,10 @@ fn mcp_logs_a_crash_mid_call_and_a_failed_start_at_warn() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
+)]
 fn serve_logs_providers_at_start_and_a_crash_mid_call_at_warn() {
     let dir = TempDir::new("oplog", "serve");
     let config = write_config(&dir);
