@@ -411,9 +411,12 @@ impl ExitWatch {
     fn exited(self) {
         // The plugin is gone: the instance is dead, and so is anything it left in its group. The
         // leader is reaped right here, so it never lingers as a zombie until shutdown.
+        // Judged before the reap, which may take a while (Windows): by then a call that was
+        // in flight may have ended, failed on this very exit and logged it itself.
         let unasked = !self.process.is_retired();
+        let idle_exit = self.idle.idle_exit().filter(|_| unasked);
         self.process.retire_and_reap_exited();
-        if let Some(retirement) = self.idle.idle_exit().filter(|_| unasked) {
+        if let Some(retirement) = idle_exit {
             fault_log::report(&self.ring, retirement);
         }
         let _ = self.events.send(Event::Exited);
