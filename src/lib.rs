@@ -79,6 +79,7 @@ pub mod provider;
 pub mod scaffold;
 pub mod sdk;
 mod spawn;
+pub mod trace;
 pub mod transport;
 
 /// `plugin_tool` over MCP; lives in [`transport::mcp`].

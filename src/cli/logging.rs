@@ -10,7 +10,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use webcodex_plugin_host::transport::trace;
+use webcodex_plugin_host::trace;
 
 /// True once `--log-format json` was chosen.
 static JSON: AtomicBool = AtomicBool::new(false);

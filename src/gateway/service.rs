@@ -92,7 +92,7 @@ impl Bound {
 /// (it succeeded, so the names are what exists, not whatever a caller typed). A call's names
 /// come from its binding, noted before it runs ([`note_bound`]).
 fn note_target(action: ActionRef<'_>) {
-    use crate::transport::trace;
+    use crate::trace;
     match action {
         ActionRef::List { runner, plugin } => trace::note_target(runner, plugin, None),
         ActionRef::Describe {
@@ -117,7 +117,7 @@ fn note_bound(bound: &Bound) {
         Bound::Local(t) => (t.runner.as_str(), t.plugin.as_str(), t.tool.as_str()),
         Bound::Remote(t) => (t.runner.id(), t.plugin.as_str(), t.tool.name()),
     };
-    crate::transport::trace::note_target(Some(runner), Some(plugin), Some(tool));
+    crate::trace::note_target(Some(runner), Some(plugin), Some(tool));
 }
 
 /// Why an action failed: a failure of this gateway, or a remote runner's own failure object,

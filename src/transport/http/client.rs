@@ -14,7 +14,7 @@ use ureq::{Agent, Proxy};
 
 use super::{MAX_BODY_BYTES, RUNNER_INSTANCE_HEADER, TOOLS_CALL_PATH};
 use crate::gateway::ToolOutput;
-use crate::transport::trace::TRACEPARENT;
+use crate::trace::TRACEPARENT;
 use crate::transport::TOOL_NAME;
 
 /// Default time to resolve the host and set the connection up (TCP, proxy CONNECT, TLS).
@@ -338,7 +338,7 @@ impl HttpClient {
             .header("Content-Type", "application/json")
             .header("Accept", "application/json");
         // A front hop: the request's trace id goes on, under a new parent id.
-        if let Some(trace) = crate::transport::trace::current() {
+        if let Some(trace) = crate::trace::current() {
             request = request.header(TRACEPARENT, trace.child().header_value());
         }
         let mut response = request.send(body.to_string()).map_err(failed)?;

@@ -20,11 +20,11 @@ use super::wire::BodyError;
 use super::{MAX_BODY_BYTES, RUNNER_INSTANCE_HEADER, TOOLS_CALL_PATH};
 use crate::error::{Dispatch, ErrorCode};
 use crate::gateway::{Caller, Gateway, Scopes, ToolOutput};
+use crate::trace::{TraceContext, TRACEPARENT};
 use crate::transport::dispatcher::{invalid_request, Dispatcher};
 use crate::transport::mcp::headers::RoutingHeaders;
 use crate::transport::mcp::http::{self as mcp_http, MCP_PATH};
 use crate::transport::request::{parse_request, response_body, Framing, ResponseBody};
-use crate::transport::trace::{TraceContext, TRACEPARENT};
 use crate::transport::RequestId;
 
 /// The code of the failure object answered with 401.
@@ -206,7 +206,7 @@ fn route(shared: &Routes, request: &mut Exchange<'_>) {
     };
     // The request's trace context, for every log line of this exchange (its access line
     // included) and the front's hop: the caller's `traceparent`, else a fresh one.
-    let _trace = crate::transport::trace::begin(Some(TraceContext::from_value_or_fresh(
+    let _trace = crate::trace::begin(Some(TraceContext::from_value_or_fresh(
         head.unique(TRACEPARENT),
     )));
     let head = request.head();

@@ -107,7 +107,7 @@ pub(crate) fn run(
 ) -> (Option<Outgoing>, Vec<Slot>) {
     let mut slots = Vec::new();
     // The exchange's context (its `traceparent` header), for members that name none.
-    let parent = crate::transport::trace::current();
+    let parent = crate::trace::current();
     let answers = std::thread::scope(|scope| {
         let answers: Vec<Answer<'_>> = members
             .into_iter()

@@ -22,7 +22,7 @@ use super::manifest;
 use super::result::call_tool_result;
 use super::version::{self, SUPPORTED_VERSIONS};
 use crate::gateway::ToolOutput;
-use crate::transport::trace::{TraceContext, TRACEPARENT};
+use crate::trace::{TraceContext, TRACEPARENT};
 use crate::transport::TOOL_NAME;
 
 /// The `_meta` key of a stateless request's protocol version.
