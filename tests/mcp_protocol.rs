@@ -681,7 +681,14 @@ fn a_batch_runs_its_calls_concurrently_under_the_in_flight_bound() {
         .iter()
         .filter(|a| a["result"]["structuredContent"]["error"]["code"] == "gateway_saturated")
         .collect();
-    assert_eq!(saturated.len(), 1, "{answers:?}");
+    // 65 members, 64 slots: at most one is refused (none when an early `list` ended before
+    // the last member was admitted, which a loaded machine allows); every other is answered.
+    assert!(saturated.len() <= 1, "{answers:?}");
+    let listed = answers
+        .iter()
+        .filter(|a| a["result"]["isError"] == false)
+        .count();
+    assert_eq!(listed + saturated.len(), 65, "{answers:?}");
     let (code, rest, _) = mcp.finish();
     assert_eq!(code, Some(0));
     assert!(rest.is_empty(), "{rest:?}");
