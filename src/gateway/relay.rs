@@ -195,15 +195,7 @@ pub(crate) fn describe(
     if admitted.name() != tool {
         return None;
     }
-    let binding = match map.get("binding")? {
-        Value::String(b)
-            if (1..=MAX_BINDING_BYTES).contains(&b.len())
-                && b.bytes().all(|c| c.is_ascii_graphic()) =>
-        {
-            b.clone()
-        }
-        _ => return None,
-    };
+    let binding = graphic_token(map.get("binding")?, MAX_BINDING_BYTES)?;
     let mut out = Map::new();
     out.insert("runner".into(), runner.into());
     out.insert("plugin".into(), plugin.into());
@@ -262,6 +254,18 @@ const RECOVERIES: [Recovery; 8] = [
     Recovery::List,
     Recovery::DoNotRetry,
 ];
+
+/// A string of 1 to `max` printable ASCII bytes (a binding, a catalog revision), else `None`.
+fn graphic_token(value: &Value, max: usize) -> Option<String> {
+    match value {
+        Value::String(s)
+            if (1..=max).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_graphic()) =>
+        {
+            Some(s.clone())
+        }
+        _ => None,
+    }
+}
 
 /// True when `secret` occurs in any string or key of `value`.
 pub(crate) fn contains_secret(value: &Value, secret: &str) -> bool {
@@ -444,15 +448,7 @@ fn catalog(map: &Map<String, Value>, runner: &str) -> Option<Map<String, Value>>
     if total < tools.len() as u64 {
         return None;
     }
-    let revision = match map.get("catalogRevision")? {
-        Value::String(r)
-            if (1..=MAX_NAME_BYTES).contains(&r.len())
-                && r.bytes().all(|b| b.is_ascii_graphic()) =>
-        {
-            r.clone()
-        }
-        _ => return None,
-    };
+    let revision = graphic_token(map.get("catalogRevision")?, MAX_NAME_BYTES)?;
     let mut out = Map::new();
     out.insert("tools".into(), tools.into());
     out.insert("totalCount".into(), total.into());
