@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use webcodex_plugin_host::bench::current_rss_kb;
 use webcodex_plugin_host::env::{PluginsConfig, ProviderConfig, RunnerConfig};
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 
@@ -50,4 +49,15 @@ fn main() {
         "{{\"providers\":{k},\"ready\":{ready},\"rss_kb\":{}}}",
         current_rss_kb()
     );
+}
+
+/// This process's current resident set (`VmRSS`, KiB); 0 where unknown.
+fn current_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+            line.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0)
 }

@@ -63,20 +63,22 @@
 
 #![warn(missing_docs)]
 
-#[cfg(feature = "cli")]
-pub mod bench;
 pub mod catalog;
 mod diagnostic;
 pub mod env;
 pub mod error;
+#[cfg(any(feature = "internals", feature = "fuzzing"))]
 pub mod frame;
+#[cfg(not(any(feature = "internals", feature = "fuzzing")))]
+pub(crate) mod frame;
 pub mod gateway;
 pub mod host;
 #[cfg(feature = "ops")]
 pub mod ops;
+#[cfg(feature = "internals")]
 pub mod provider;
-#[cfg(feature = "cli")]
-pub mod scaffold;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod provider;
 pub mod sdk;
 mod spawn;
 pub mod trace;
@@ -86,3 +88,26 @@ pub mod transport;
 pub use transport::mcp;
 
 pub use error::{Dispatch, Error, ErrorCode, Phase, Result};
+/// The longest protocol line in either direction (1 MiB), without its newline.
+pub use frame::MAX_LINE_BYTES;
+pub use gateway::{Caller, Gateway, ToolOutput};
+pub use host::{ConfigSource, Host, HostOptions};
+/// One plugin process without a host: what `webcodex-plugin bench --command` measures.
+pub use provider::{InstanceId, LaunchSpec, Provider, ProviderSpec, StderrLine};
+
+/// The README's embedding example (section "Library"), compiled as a doctest;
+/// `tests/readme.rs` keeps it equal to the README's copy.
+///
+/// ```rust,no_run
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use webcodex_plugin_host::{Caller, ConfigSource, Gateway, Host, HostOptions};
+///
+/// let host = Host::start(ConfigSource::File("runner.toml".into()), HostOptions::default())?;
+/// let gateway = Gateway::single(Arc::new(host));
+/// let out = gateway.plugin_tool(&Caller::trusted(), &json!({"action": "list", "runner": "local"}));
+/// println!("{}", out.output);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[cfg(doctest)]
+pub struct ReadmeEmbeddingExample;

@@ -5,15 +5,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::bench_stats::{measure, summarize, BenchSummary, ThreadSwitches};
 use clap::Args;
 use serde_json::{json, Value};
-use webcodex_plugin_host::bench::{measure, summarize, BenchSummary, ThreadSwitches};
 use webcodex_plugin_host::env::{
     load_runner_config, prepare_environment, resolve_executable, PluginsConfig, ProviderConfig,
     RunnerConfig, DEFAULT_MAX_PROVIDERS, DEFAULT_REQUEST_TIMEOUT,
 };
 use webcodex_plugin_host::gateway::{Caller, Gateway, ToolOutput};
-use webcodex_plugin_host::provider::{LaunchSpec, Provider, ProviderSpec};
+use webcodex_plugin_host::{LaunchSpec, Provider, ProviderSpec};
 
 use super::bench_host::{self, runtime_error, start_host_with};
 use super::{demo, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};

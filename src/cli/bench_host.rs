@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use super::bench_stats::{current_rss_kb, nearest_rank, peak_rss_kb};
 use serde_json::json;
-use webcodex_plugin_host::bench::{current_rss_kb, nearest_rank, peak_rss_kb};
 use webcodex_plugin_host::env::{ProviderConfig, RunnerConfig, DEFAULT_MAX_PROVIDERS};
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 use webcodex_plugin_host::Error;

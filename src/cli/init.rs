@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use webcodex_plugin_host::scaffold::{create, Lang, Scaffold};
+use super::scaffold::{create, Lang, Scaffold};
 
 use super::{EXIT_OK, EXIT_USAGE};
 

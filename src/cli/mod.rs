@@ -4,6 +4,7 @@
 mod admin;
 mod bench;
 mod bench_host;
+mod bench_stats;
 mod connect;
 mod demo;
 mod human;
@@ -13,6 +14,7 @@ mod mcp;
 mod oneshot;
 pub(crate) mod redact;
 mod reload;
+mod scaffold;
 mod serve;
 mod service;
 mod stop_signal;

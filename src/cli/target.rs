@@ -11,11 +11,11 @@ use webcodex_plugin_host::gateway::{
     load_runners, Caller, Gateway, RemoteRunner, RunnerEntry, RunnersError, TokenSource, ToolOutput,
 };
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
-use webcodex_plugin_host::provider::StderrLine;
 use webcodex_plugin_host::transport::http::{
     remote_runner, ClientError, ClientOptions, HttpClient, ProxyChoice, SetupPart, CONNECT_TIMEOUT,
     READ_TIMEOUT,
 };
+use webcodex_plugin_host::StderrLine;
 
 use super::{EXIT_FAILURE, EXIT_USAGE};
 

@@ -27,6 +27,7 @@ impl RequestEncoder {
     }
 
     /// The id the next encoded request will carry (and the id its response must carry).
+    #[cfg(any(test, feature = "internals"))]
     pub fn next_id(&self) -> u64 {
         self.next_id
     }

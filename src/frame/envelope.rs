@@ -16,7 +16,9 @@ use serde_json::{Map, Value};
 
 use super::bounded::{BoundedSeed, BoundsVerdict, Tally};
 use super::plain::plain_result;
-use super::text::{line_text, ReadFault};
+#[cfg(any(test, feature = "internals", feature = "fuzzing"))]
+use super::text::line_text;
+use super::text::ReadFault;
 use crate::error::ErrorCode;
 
 /// Longest JSON-RPC error message, in bytes.
@@ -150,6 +152,7 @@ enum Decoded {
 /// string escapes and nesting limit), also inside members that are ignored. Members are read
 /// like a `Value` object does: a duplicate key keeps its last value, and `"result": null` is
 /// a present result.
+#[cfg(any(test, feature = "internals", feature = "fuzzing"))]
 pub fn decode_response(line: &[u8]) -> Result<RawEnvelope, ReadFault> {
     line_text(line).and_then(decode_response_text)
 }
@@ -191,6 +194,7 @@ impl ResponseLine {
     }
 
     /// The line's text.
+    #[cfg(any(test, feature = "internals"))]
     pub fn text(&self) -> &str {
         &self.0
     }
@@ -205,6 +209,7 @@ impl ResponseLine {
 /// comparison with `expected_id` (below: [`EnvelopeFault::DuplicateId`], above:
 /// [`EnvelopeFault::UnknownId`]), then the result/error checks — the same faults in the same
 /// order as the `Value`-based test oracle `validate_response` on the line's `Value`.
+#[cfg(any(test, feature = "internals", feature = "fuzzing"))]
 pub fn validate_raw(raw: RawEnvelope, expected_id: u64) -> Result<Envelope, EnvelopeFault> {
     validate_raw_bounded(raw, expected_id).map(|(envelope, _)| envelope)
 }

@@ -27,11 +27,12 @@ pub(crate) use envelope::validate_raw_bounded;
 #[cfg(any(test, feature = "internals"))]
 #[doc(hidden)]
 pub use envelope::validate_response;
-pub use envelope::{
-    decode_response, validate_raw, Envelope, EnvelopeFault, RawEnvelope, ResponseLine,
-};
+#[cfg(any(test, feature = "internals", feature = "fuzzing"))]
+pub use envelope::{decode_response, validate_raw, EnvelopeFault, RawEnvelope};
+pub use envelope::{Envelope, ResponseLine};
 pub use lines::{read_line, Line};
 pub use reader::LineReader;
+#[cfg(any(test, feature = "internals", feature = "fuzzing"))]
 pub use text::ReadFault;
 
 /// The longest protocol line in either direction, without its newline.

@@ -7,7 +7,9 @@
 
 use std::io::{self, BufRead};
 
-use super::envelope::{decode_response_text, RawEnvelope, ResponseLine};
+use super::envelope::ResponseLine;
+#[cfg(any(test, feature = "internals"))]
+use super::envelope::{decode_response_text, RawEnvelope};
 use super::text::{line_text, ReadFault};
 use super::MAX_LINE_BYTES;
 
@@ -78,6 +80,7 @@ impl<R: BufRead> LineReader<R> {
     /// [`ReadFault::Io`] for a read error other than `Interrupted`, which is retried. A valid
     /// JSON line that is no well-formed envelope is not a read fault but a [`RawEnvelope`] that
     /// [`validate_raw`](super::validate_raw) rejects.
+    #[cfg(any(test, feature = "internals"))]
     pub fn read_response(&mut self) -> Result<RawEnvelope, ReadFault> {
         self.read_line_with(decode_response_text)
     }
@@ -87,6 +90,7 @@ impl<R: BufRead> LineReader<R> {
     /// [`ResponseLine::decode`] does later, possibly on another thread: the thread that decodes
     /// then allocates the decoded value and, usually, frees it too. `buffer` is the text buffer
     /// of an earlier line handed back ([`ResponseLine::into_buffer`]), or a new one.
+    #[cfg(any(test, feature = "internals"))]
     pub fn read_response_line(&mut self, buffer: String) -> Result<ResponseLine, ReadFault> {
         let mut buffer = buffer;
         self.read_response_line_into(&mut buffer)

@@ -58,13 +58,16 @@ use serde_json::Value;
 pub use crate::spawn::AdmissionCancel;
 use crate::spawn::Cancellable;
 pub(crate) use fault_log::log_admission_failure;
+#[cfg(feature = "internals")]
 pub use fault_log::FAULT_LOG_STDERR_LINES;
+#[cfg(feature = "internals")]
 pub use io::FORCE_EXIT_WAITER_ENV;
 pub use process::LaunchSpec;
+#[cfg(any(test, feature = "ops", feature = "internals"))]
 pub use retirement::retirement_counts;
-pub use stderr_ring::{
-    StderrLine, StderrRing, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
-};
+pub use stderr_ring::{StderrLine, StderrRing};
+#[cfg(feature = "internals")]
+pub use stderr_ring::{STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES};
 
 use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
@@ -89,7 +92,7 @@ pub const TERMINATION_BOUND: Duration = Duration::from_secs(1);
 /// (Linux: the caller reads the response from stdout itself) or `portable` (every other
 /// system, and Linux with the test-only `portable-wait` feature: the reader thread reads, the
 /// caller blocks on the event channel).
-#[doc(hidden)]
+#[cfg(any(test, feature = "internals"))]
 pub fn response_wait_mode() -> &'static str {
     imp::NAME
 }
@@ -126,7 +129,7 @@ pub struct ProviderSpec {
 /// A live, admitted plugin instance with its frozen catalog.
 ///
 /// Dropping the last handle kills the process group, joins the I/O threads and reaps the
-/// process, all bounded by [`TERMINATION_BOUND`].
+/// process, all bounded by `TERMINATION_BOUND` (one second).
 #[derive(Debug)]
 pub struct Provider {
     id: String,

@@ -16,7 +16,7 @@ pub const STDERR_MAX_TOTAL_BYTES: usize = 32 * 1024;
 pub struct StderrLine {
     /// The mapped text (tab → space, printable ASCII kept, CR dropped, other bytes → `?`).
     pub text: String,
-    /// True when the line was longer than [`STDERR_MAX_LINE_BYTES`] and was cut.
+    /// True when the line was longer than `STDERR_MAX_LINE_BYTES` (1 KiB) and was cut.
     pub truncated: bool,
 }
 

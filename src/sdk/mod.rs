@@ -8,7 +8,7 @@
 //! What the SDK guarantees to the host:
 //! - stdout carries only protocol lines, one response per line, flushed after each;
 //! - an input line that is not a JSON object is ignored, and one longer than
-//!   [`MAX_LINE_BYTES`](crate::frame::MAX_LINE_BYTES) is skipped up to its newline, so a bad
+//!   [`MAX_LINE_BYTES`](crate::MAX_LINE_BYTES) is skipped up to its newline, so a bad
 //!   line never ends the session;
 //! - a [`ToolError`] or a panicking handler never kills the plugin: the first becomes a result
 //!   with `isError: true`, the second a JSON-RPC internal error (the panic message goes to

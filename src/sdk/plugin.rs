@@ -139,7 +139,7 @@ impl Plugin {
     /// Serves requests read from `input`, writing responses to `output`, until `input` ends.
     ///
     /// Reads one JSON value per line (a trailing `\r` is tolerated). A line that is not a JSON
-    /// object is ignored; a line longer than [`MAX_LINE_BYTES`] is skipped up to its newline;
+    /// object is ignored; a line longer than [`MAX_LINE_BYTES`](crate::MAX_LINE_BYTES) is skipped up to its newline;
     /// a message without `id` is a notification and gets no reply. Every response is one
     /// line, written with a single `write_all` and flushed. Returns `Ok(())` at end of input
     /// and the first read or write error otherwise.

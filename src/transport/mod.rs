@@ -3,7 +3,7 @@
 //! Every front end — the stdio JSON-lines transport ([`serve_lines`]), the HTTP transport
 //! (`transport::http`, features `http-server` and `http-client`) and any later one — does the
 //! same four things through this module:
-//! - reads its input with a bound: [`read_line`](crate::frame::read_line) skips an oversized line
+//! - reads its input with a bound: `frame::read_line` skips an oversized line
 //!   instead of ending the stream;
 //! - parses `{"id"?, "tool": "plugin_tool", "params": {…}}` with [`parse_request`] (or its own
 //!   envelope) and answers bytes that are not a request with [`invalid_request`];

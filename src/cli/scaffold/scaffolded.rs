@@ -1,12 +1,13 @@
-//! `init` scaffolds: target rules, ids, the provider block and a real run of the Python plugin.
+//! Tests of `init` scaffolds: target rules, ids, the provider block and a real run of the
+//! Python plugin.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use super::{create, Lang, ScaffoldError};
 use serde_json::{json, Value};
 use webcodex_plugin_host::catalog::admit_tools_list;
-use webcodex_plugin_host::scaffold::{create, Lang, ScaffoldError};
 
 /// A fresh, not yet existing path under the system temp dir.
 fn temp_path(tag: &str) -> PathBuf {

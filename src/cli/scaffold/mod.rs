@@ -28,13 +28,15 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 pub use error::ScaffoldError;
-pub use id::{derive_id, id_from_name, is_valid_id, validate_id, MAX_ID_LEN};
+pub use id::{derive_id, validate_id};
 
 use block::{provider_block, ProviderEntry};
 
 /// The exact `typescript` version the TypeScript scaffold pins (a devDependency).
+#[cfg(test)]
 pub const TS_TYPESCRIPT_VERSION: &str = "5.9.3";
 /// The exact `@types/node` version the TypeScript scaffold pins (a devDependency).
+#[cfg(test)]
 pub const TS_TYPES_NODE_VERSION: &str = "20.19.9";
 
 /// The language of a scaffold; parsed from `ts`, `python` or `rust`.
@@ -346,6 +348,9 @@ impl Drop for Written {
         }
     }
 }
+
+#[cfg(test)]
+mod scaffolded;
 
 #[cfg(test)]
 mod tests {
