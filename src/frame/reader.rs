@@ -52,6 +52,10 @@ impl<R: BufRead> LineReader<R> {
 
     /// True while the start of a line is held here, its end not read yet (a non-blocking
     /// source ran dry in the middle of it).
+    #[cfg_attr(
+        any(not(target_os = "linux"), feature = "portable-wait"),
+        allow(dead_code)
+    )]
     pub fn has_partial_line(&self) -> bool {
         !self.line.is_empty()
     }
@@ -90,7 +94,12 @@ impl<R: BufRead> LineReader<R> {
     /// [`ResponseLine::decode`] does later, possibly on another thread: the thread that decodes
     /// then allocates the decoded value and, usually, frees it too. `buffer` is the text buffer
     /// of an earlier line handed back ([`ResponseLine::into_buffer`]), or a new one.
-    #[cfg(any(test, feature = "internals"))]
+    #[cfg(any(
+        test,
+        feature = "internals",
+        feature = "portable-wait",
+        not(target_os = "linux")
+    ))]
     pub fn read_response_line(&mut self, buffer: String) -> Result<ResponseLine, ReadFault> {
         let mut buffer = buffer;
         self.read_response_line_into(&mut buffer)

@@ -22,6 +22,10 @@ pub enum ReadFault {
     /// Empty line, BOM, invalid UTF-8 or invalid JSON.
     Malformed,
     /// The read failed.
+    #[cfg_attr(
+        any(not(target_os = "linux"), feature = "portable-wait"),
+        allow(dead_code)
+    )]
     Io(io::Error),
 }
 
@@ -38,6 +42,10 @@ impl ReadFault {
 
     /// True for a non-blocking source that has no byte now: not a fault, try again once it is
     /// readable (see [`LineReader::read_line_with`](super::LineReader::read_line_with)).
+    #[cfg_attr(
+        any(not(target_os = "linux"), feature = "portable-wait"),
+        allow(dead_code)
+    )]
     pub fn is_would_block(&self) -> bool {
         matches!(self, ReadFault::Io(e) if e.kind() == io::ErrorKind::WouldBlock)
     }

@@ -427,6 +427,7 @@ impl ExitWatch {
 /// The environment variable that forces the waiter-thread exit watch even where the kernel
 /// offers pidfds (set to `1`; read once per process). Tests and CI use it to exercise the path
 /// that kernels before Linux 5.3 and other Unix systems take.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub const FORCE_EXIT_WAITER_ENV: &str = "WEBCODEX_PLUGIN_FORCE_EXIT_WAITER";
 
 #[cfg(unix)]
