@@ -290,12 +290,10 @@ fn name_and_labels(line: &str) -> (String, BTreeSet<String>) {
     (name, labels)
 }
 
-/// A front with every kind of runner (its own `--config` with a slow provider, a `--runners`
-/// runner that is down, a runner that dials out) after a success, a busy rejection and a
-/// timeout: every family of the documentation's table is exposed with its type and its label
-/// names, and each documented sample line has the name and labels of a real line.
-#[test]
-fn every_documented_metric_family_is_exposed() {
+/// The exposition of a front with every kind of runner (its own `--config` with a slow
+/// provider, a `--runners` runner that is down, a runner that dials out) after a success, a
+/// busy rejection and a timeout; the processes are stopped (exit 0) before it returns.
+fn exposition_of_every_kind() -> String {
     let dir = TempDir::new("ops", "families");
     let fixture = serde_json::to_string(s(&common::fixture_path())).unwrap();
     let config = dir.write(
@@ -374,6 +372,22 @@ fn every_documented_metric_family_is_exposed() {
     if std::env::var_os("OPS_PRINT_EXPOSITION").is_some() {
         println!("{metrics}");
     }
+    runner.stop();
+    let front = std::sync::Arc::try_unwrap(front)
+        .ok()
+        .expect("the caller thread is done");
+    let (status, stderr) = front.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    common::assert_no_zombie_children_of_self();
+    metrics
+}
+
+/// Every family of the documentation's table is exposed with its type and its label names,
+/// and each documented sample line has the name and labels of a real line; every family
+/// exposed is in the table.
+#[test]
+fn every_documented_metric_family_is_exposed() {
+    let metrics = exposition_of_every_kind();
     let types: Vec<(String, String)> = metrics
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))
@@ -421,12 +435,25 @@ fn every_documented_metric_family_is_exposed() {
             "`{name}` is exposed but not in docs/OPERATIONS.md"
         );
     }
+}
 
-    runner.stop();
-    let front = std::sync::Arc::try_unwrap(front)
-        .ok()
-        .expect("the caller thread is done");
-    let (status, stderr) = front.stop();
-    assert_eq!(status.code(), Some(0), "{stderr}");
-    common::assert_no_zombie_children_of_self();
+/// `promtool check metrics` (Prometheus's own linter) accepts that exposition, the link
+/// families included.
+#[test]
+#[ignore = "needs promtool and prometheus"]
+fn promtool_accepts_the_exposition_of_every_kind_of_runner() {
+    let metrics = exposition_of_every_kind();
+    let mut promtool = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool is installed (Debian package `prometheus`)");
+    std::io::Write::write_all(&mut promtool.stdin.take().unwrap(), metrics.as_bytes()).unwrap();
+    let out = promtool.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "promtool: {out:?}\n{metrics}"
+    );
 }
