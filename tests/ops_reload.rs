@@ -259,3 +259,86 @@ fn sighup_swaps_the_remote_runners_and_keeps_an_unchanged_ones_bindings() {
     assert_eq!(status.code(), Some(0), "{lines:#?}");
     drop((r1, r2));
 }
+
+/// `tokens.toml` with [`NEW_TOKEN`] alone (the test's tokens, [`TOKEN`] among them, are
+/// gone) and a runner token for runner `id`.
+fn tokens_with_runner(dir: &TempDir, id: &str) {
+    let text = format!(
+        "[[tokens]]\nname = \"added\"\ntoken = \"{NEW_TOKEN}\"\n\
+         scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n\n\
+         [[runner_tokens]]\nname = \"{id}-link\"\ntoken = \"runner-token-{BROKEN_MARKER}\"\n\
+         runner = \"{id}\"\n"
+    );
+    std::fs::write(dir.path("tokens.toml"), text).unwrap();
+}
+
+/// A reload checks the runner ids as the start does: a runner token whose id is a runner of
+/// the runners file in force is refused (the old tokens stay, a warning says why), and so is a
+/// runners file that takes a runner token's id (the old runners stay).
+#[test]
+fn sighup_refuses_a_runner_id_that_is_both_static_and_dial_out() {
+    let dir = TempDir::new("ops", "hup-ids");
+    let (config, tokens) = ops_support::files(&dir, false);
+    // Nobody listens there; no request goes to it.
+    let down = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let runners = dir.write("runners.toml", &runners_text(&dir, &[("edge", down)]));
+    let mut front = LoggedServe::start(serve_command(&config, &tokens, Some(&runners)));
+
+    tokens_with_runner(&dir, "edge");
+    assert!(hang_up(front.pid()));
+    let warning = front.wait_for_line("`--tokens not reloaded`", |l| {
+        l.contains("--tokens not reloaded")
+    });
+    assert!(warning.contains("WARN"), "{warning}");
+    assert!(
+        warning.contains("runner_tokens[0].runner: is also a runner of --runners"),
+        "{warning}"
+    );
+    assert!(!warning.contains(BROKEN_MARKER), "{warning}");
+    assert!(!warning.contains(s(&tokens)), "{warning}");
+    assert_eq!(list(&front, TOKEN).0, 200, "the old tokens stay");
+    assert_eq!(list(&front, NEW_TOKEN).0, 401, "the new file was not taken");
+    // The runners file was re-read in the same reload, unchanged.
+    front.wait_for_line("`--runners reloaded`", |l| l.contains("--runners reloaded"));
+
+    // A runner token of its own id is taken; a runners file that names it is not.
+    tokens_with_runner(&dir, "far");
+    std::fs::write(
+        &runners,
+        runners_text(&dir, &[("edge", down), ("far", down)]),
+    )
+    .unwrap();
+    assert!(hang_up(front.pid()));
+    front.wait_for_line("a second `--tokens reloaded`", |l| {
+        l.contains("--tokens reloaded")
+    });
+    let warning = front.wait_for_line("`--runners not reloaded`", |l| {
+        l.contains("--runners not reloaded")
+    });
+    assert!(
+        warning.contains("runner `far`: is also the runner of a runner token"),
+        "{warning}"
+    );
+    assert_eq!(
+        list(&front, NEW_TOKEN).0,
+        200,
+        "the new tokens are in force"
+    );
+    assert_eq!(list(&front, TOKEN).0, 401);
+    let (status, body) = list(&front, NEW_TOKEN);
+    assert_eq!(status, 200);
+    assert_eq!(
+        listed(&body, "runners", "runner"),
+        ["edge", "local"],
+        "the old runners stay"
+    );
+    assert!(front.alive());
+    let (status, lines) = front.stop();
+    assert_eq!(status.code(), Some(0), "{lines:#?}");
+    for line in &lines {
+        assert!(!line.contains(BROKEN_MARKER), "{line}");
+    }
+}

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use webcodex_plugin_host::gateway::Gateway;
-use webcodex_plugin_host::ops::{AdminServer, AdminStopper, Metrics};
+use webcodex_plugin_host::ops::{AdminServer, AdminStopper, DialOutIds, Metrics};
 use webcodex_plugin_host::transport::observe::install_observer;
 
 use super::{EXIT_FAILURE, EXIT_USAGE};
@@ -14,6 +14,7 @@ use super::{EXIT_FAILURE, EXIT_USAGE};
 pub(super) struct Admin {
     addr: std::net::SocketAddr,
     stopper: AdminStopper,
+    dial_out: DialOutIds,
     thread: JoinHandle<()>,
 }
 
@@ -26,6 +27,7 @@ pub(super) fn start(addr: &str, gateway: &Arc<Gateway>) -> Result<Admin, i32> {
     }
     let metrics = Metrics::new(gateway.clone());
     let observer = metrics.observer();
+    let dial_out = metrics.dial_out_ids();
     let server = match AdminServer::bind(addr, gateway.clone(), metrics) {
         Ok(server) => server,
         Err(e) => {
@@ -46,6 +48,7 @@ pub(super) fn start(addr: &str, gateway: &Arc<Gateway>) -> Result<Admin, i32> {
     Ok(Admin {
         addr: local,
         stopper,
+        dial_out,
         thread,
     })
 }
@@ -59,6 +62,11 @@ impl Admin {
     /// A handle that marks the process as stopping (`/readyz` turns red) from another thread.
     pub(super) fn stopper(&self) -> AdminStopper {
         self.stopper.clone()
+    }
+
+    /// The handle that tells the metrics which runner ids may dial out.
+    pub(super) fn dial_out_ids(&self) -> DialOutIds {
+        self.dial_out.clone()
     }
 
     /// Stops the listener and waits for its connections to end (bounded by their deadlines).

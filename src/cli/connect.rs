@@ -51,6 +51,8 @@ pub(super) struct ConnectArgs {
     /// Seconds to resolve, connect (proxy, TLS) and upgrade.
     #[arg(long, value_name = "SECONDS", default_value_t = CONNECT_TIMEOUT.as_secs())]
     connect_timeout: u64,
+    #[command(flatten)]
+    pub(super) log: super::logging::LogArgs,
 }
 
 impl std::fmt::Debug for ConnectArgs {

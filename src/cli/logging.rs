@@ -1,9 +1,9 @@
 //! The format of the log lines on stderr: plain text (the default) or, with `--log-format json`
-//! on the long-running commands (`serve`, `gateway`, `mcp`), one JSON object per line with `ts`,
-//! `level`, `target` and `msg`. Both carry a UTC timestamp (RFC 3339, milliseconds). A line
-//! written while a request runs on its thread also carries that request's fields (`trace_id`,
-//! and once known `runner`, `plugin`, `tool`, `action`, `dispatch`, `duration_ms`): JSON keys,
-//! or `[key=value …]` after the text message. The code never logs a token, an argument value,
+//! on the long-running commands (`serve`, `gateway`, `mcp`, `connect`), one JSON object per
+//! line with `ts`, `level`, `target` and `msg`. Both carry a UTC timestamp (RFC 3339,
+//! milliseconds). A line written while a request runs on its thread also carries that
+//! request's fields (`trace_id`, and once known `runner`, `plugin`, `tool`, `action`,
+//! `dispatch`, `duration_ms`): JSON keys, or `[key=value …]` after the text message. The code never logs a token, an argument value,
 //! an environment value or a path.
 
 use std::io::Write;

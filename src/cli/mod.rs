@@ -265,10 +265,13 @@ pub fn run() -> i32 {
             ),
             Err(code) => code,
         },
-        Command::Connect(args) => match config_file(&args.config) {
-            Ok(()) => connect::run(args),
-            Err(code) => code,
-        },
+        Command::Connect(args) => {
+            args.log.apply();
+            match config_file(&args.config) {
+                Ok(()) => connect::run(args),
+                Err(code) => code,
+            }
+        }
         Command::List {
             source,
             plugin,

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::reload::Reload;
+use super::reload::{check_runner_ids, Reload};
 use super::stop_signal::{SignalEvent, StopSignal};
 use super::target::Front;
 
@@ -96,7 +96,7 @@ pub(super) fn serve(
              (chmod 600) unless no other user can reach it"
         );
     }
-    if let Err(message) = check_runner_ids(front, &tokens) {
+    if let Err(message) = check_start_ids(front, &tokens) {
         eprintln!("error: --tokens {}: {message}", tokens_path.display());
         return EXIT_USAGE;
     }
@@ -105,6 +105,7 @@ pub(super) fn serve(
         Ok(listener) => listener,
         Err(code) => return code,
     };
+    let dial_out: Vec<String> = tokens.runner_ids().map(str::to_string).collect();
     let (gateway, remotes) = match front.start_tracked() {
         Ok(started) => started,
         Err(code) => return code,
@@ -127,6 +128,10 @@ pub(super) fn serve(
     let stopper = server.stopper();
     let stopping = gateway.clone();
     let admin_stopper = admin.as_ref().map(super::admin::Admin::stopper);
+    let dial_out_metrics = admin.as_ref().map(super::admin::Admin::dial_out_ids);
+    if let Some(ids) = &dial_out_metrics {
+        ids.set(dial_out.iter().map(String::as_str));
+    }
     let reload = Reload {
         tokens_path: tokens_path.to_path_buf(),
         tokens: server.tokens_swap(),
@@ -135,6 +140,9 @@ pub(super) fn serve(
             .runners
             .clone()
             .map(|path| (path, front.config.is_some(), remotes)),
+        has_runner: front.config.is_some() || front.runners.is_some(),
+        dial_out,
+        dial_out_metrics,
     };
     let watcher = StopSignal::install().and_then(|mut signal| {
         let reload = reload.spawn()?;
@@ -181,30 +189,14 @@ pub(super) fn serve(
     }
 }
 
-/// A front needs a runner: `--config`, `--runners` or a runner token; and each runner token's
-/// id is its own (not `local` beside `--config`, not a runner of `--runners`).
-fn check_runner_ids(front: &Front, tokens: &Tokens) -> Result<(), String> {
-    let dial_out: Vec<&str> = tokens.runner_ids().collect();
-    if front.config.is_none() && front.runners.is_none() && dial_out.is_empty() {
-        return Err(
-            "a front with neither --config nor --runners needs [[runner_tokens]] entries \
-             (runners that connect to it); give --config F, --runners F, or runner tokens"
-                .into(),
-        );
-    }
-    if let Some(path) = &front.runners {
-        // Read again by the start; a bad file is reported there.
-        if let Ok(entries) = load_runners(path, front.config.is_some()) {
-            if let Some(index) = dial_out
-                .iter()
-                .position(|id| entries.iter().any(|e| e.id == *id))
-            {
-                return Err(format!(
-                    "runner_tokens[{index}].runner: is also a runner of --runners; each runner \
-                     id is either static or dial-out"
-                ));
-            }
-        }
-    }
-    Ok(())
+/// [`check_runner_ids`] at start: the runners file is read here (and again by the start, which
+/// reports a bad file).
+fn check_start_ids(front: &Front, tokens: &Tokens) -> Result<(), String> {
+    let entries = match &front.runners {
+        Some(path) => load_runners(path, front.config.is_some()).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let static_ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
+    let has_runner = front.config.is_some() || front.runners.is_some();
+    check_runner_ids(has_runner, &static_ids, tokens)
 }

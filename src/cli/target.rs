@@ -433,17 +433,31 @@ impl RemoteSet {
         Ok((remote, (entry, token)))
     }
 
+    /// The ids of the runners in force.
+    pub(super) fn ids(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(entry, _)| entry.id.as_str())
+    }
+
     /// Re-reads the runners file at `path` and swaps the gateway's remote runners: unchanged
     /// entries keep their runner, changed and new ones get a new runner, removed ones leave.
-    /// Any problem (the file, a token, a `token_env` the local plugins' environment was not
-    /// filtered for) changes nothing and is the error. Returns (kept, replaced or added, removed).
+    /// Any problem (the file, an id in `dial_out` (a runner token's), a token, a `token_env`
+    /// the local plugins' environment was not filtered for) changes nothing and is the error.
+    /// Returns (kept, replaced or added, removed).
     pub(super) fn reload(
         &mut self,
         path: &Path,
         with_local: bool,
+        dial_out: &[String],
         gateway: &Gateway,
     ) -> Result<(usize, usize, usize), RunnersError> {
         let entries = load_runners(path, with_local)?;
+        if let Some(entry) = entries.iter().find(|e| dial_out.contains(&e.id)) {
+            return Err(RunnersError::new(format!(
+                "runner `{}`: is also the runner of a runner token ([[runner_tokens]]); each \
+                 runner id is either static or dial-out",
+                entry.id
+            )));
+        }
         let mut next = Vec::with_capacity(entries.len());
         let mut fresh = Vec::new();
         for entry in entries {

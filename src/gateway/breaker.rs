@@ -78,6 +78,12 @@ impl Breaker {
         }
     }
 
+    /// True when no transport failure is pending: nothing was sent yet, or the last request
+    /// was answered (closed with no failure counted).
+    pub(crate) fn last_answered(&self) -> bool {
+        matches!(*self.state.lock(), State::Closed { failures: 0 })
+    }
+
     /// True while requests fail fast.
     #[cfg(test)]
     fn is_open(&self, now: Instant) -> bool {
@@ -151,9 +157,12 @@ mod tests {
     fn an_answer_resets_the_count() {
         let b = Breaker::default();
         let t = Instant::now();
+        assert!(b.last_answered(), "nothing sent yet");
         b.admit(t).unwrap().failed(t);
+        assert!(!b.last_answered());
         b.admit(t).unwrap().failed(t);
         b.admit(t).unwrap().answered();
+        assert!(b.last_answered());
         b.admit(t).unwrap().failed(t);
         b.admit(t).unwrap().failed(t);
         assert!(!b.is_open(t));

@@ -158,6 +158,13 @@ impl RemoteRunner {
         self.breaker.state_name()
     }
 
+    /// True unless the last request to this runner failed to reach it (no connection, or its
+    /// answer lost) or its circuit is open; a runner nothing was sent to yet counts as reached.
+    /// Read, never probed: the metrics' `runner_link_up` of a `--runners` runner.
+    pub fn reached(&self) -> bool {
+        self.breaker.last_answered()
+    }
+
     /// Sends one `plugin_tool` request for an action of kind `kind`; see the module text for
     /// the classification.
     pub(crate) fn forward(&self, kind: ActionKind, params: &Value) -> Result<LinkAnswer, Error> {

@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use parking_lot::Mutex;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
@@ -19,6 +20,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
+use super::links::{self, DialOutIds, Links};
 use super::process;
 use super::readiness::{self, ProviderStatus};
 use crate::error::ErrorCode;
@@ -64,6 +66,8 @@ struct Live {
     timeouts: Family<Pair, Counter>,
     http: Family<HttpLabels, Counter>,
     open_connections: Gauge,
+    /// The dial-out runners' ids and links accepted (read by the scrape).
+    links: Arc<Mutex<Links>>,
 }
 
 impl Metrics {
@@ -77,6 +81,7 @@ impl Metrics {
             timeouts: Family::default(),
             http: Family::default(),
             open_connections: Gauge::default(),
+            links: Arc::default(),
         });
         let mut registry = Registry::with_prefix(METRIC_PREFIX);
         registry.register(
@@ -110,13 +115,22 @@ impl Metrics {
             "HTTP connections being served on the serving port",
             live.open_connections.clone(),
         );
-        registry.register_collector(Box::new(Scraped { gateway }));
+        registry.register_collector(Box::new(Scraped {
+            gateway,
+            links: live.links.clone(),
+        }));
         Metrics { registry, live }
     }
 
     /// The hooks to install with [`crate::transport::observe::install_observer`].
     pub fn observer(&self) -> Arc<dyn Observer> {
         Arc::new(Feed(self.live.clone()))
+    }
+
+    /// The handle that tells these metrics the runner ids that may dial out (the runner
+    /// tokens'), so each shows in `runner_link_up` before it first connects.
+    pub fn dial_out_ids(&self) -> DialOutIds {
+        DialOutIds(self.live.links.clone())
     }
 
     /// The exposition now: the live families and the gauges read at this moment.
@@ -178,6 +192,10 @@ impl Observer for Feed {
     fn connection_closed(&self) {
         self.0.open_connections.dec();
     }
+
+    fn link_accepted(&self, runner: &str) {
+        self.0.links.lock().accepted(runner);
+    }
 }
 
 /// The route label of a request path: one of the server's routes, or `other`.
@@ -194,6 +212,7 @@ fn route_of(path: &str) -> &'static str {
 #[derive(Debug)]
 struct Scraped {
     gateway: Arc<Gateway>,
+    links: Arc<Mutex<Links>>,
 }
 
 impl Collector for Scraped {
@@ -234,7 +253,7 @@ impl Collector for Scraped {
         {
             let mut family = encoder.encode_descriptor(
                 "runner_in_flight",
-                "Requests in flight to each remote runner.",
+                "Requests in flight to each remote runner (a --runners runner, or one that dials out while its link is connected).",
                 None,
                 MetricType::Gauge,
             )?;
@@ -247,7 +266,7 @@ impl Collector for Scraped {
         {
             let mut family = encoder.encode_descriptor(
                 "runner_breaker_state",
-                "Circuit breaker of each remote runner (1 for its current state: closed, open or probing).",
+                "Circuit breaker of each remote runner (1 for its current state: closed, open or probing), as runner_in_flight.",
                 None,
                 MetricType::Gauge,
             )?;
@@ -260,6 +279,7 @@ impl Collector for Scraped {
                 }
             }
         }
+        links::encode(&self.links, &remotes, &mut encoder)?;
         let stats = process::read();
         let gauges = [
             (

@@ -4,17 +4,20 @@
 //!   committed sets when asked;
 //! - [`Metrics`]: the Prometheus exposition (`GET /metrics`): counters and histograms fed by the
 //!   front ends' [`Observer`](crate::transport::observe::Observer) hooks, and gauges read when
-//!   scraped (provider status, retirements, remote runners, the process's memory, threads and
-//!   descriptors), so an idle host wakes for nothing;
+//!   scraped (provider status, retirements, remote runners: in flight, breaker, link up and
+//!   reconnects, the process's memory, threads and descriptors), so an idle host wakes for
+//!   nothing;
 //!
 //! - [`AdminServer`]: the listener that serves them;
 //! - [`systemd`]: the service manager's readiness notification and socket activation.
 
 mod admin;
+mod links;
 mod metrics;
 mod process;
 pub mod readiness;
 pub mod systemd;
 
 pub use admin::{AdminServer, AdminStopper, HEALTHZ_PATH, METRICS_PATH, READYZ_PATH};
+pub use links::DialOutIds;
 pub use metrics::{Metrics, METRICS_CONTENT_TYPE, METRIC_PREFIX};

@@ -1,6 +1,7 @@
 //! The operator's view of the front ends: one process-wide [`Observer`] (the admin listener's
 //! metrics, installed by `serve --admin-listen`) hears of every `plugin_tool` request the
-//! [`Dispatcher`](super::Dispatcher) runs or refuses and of every HTTP answer. With none
+//! [`Dispatcher`](super::Dispatcher) runs or refuses, of every HTTP answer and of every runner
+//! link the front accepts. With none
 //! installed (the default) a hook costs one atomic load.
 
 use std::sync::{Arc, OnceLock};
@@ -95,6 +96,11 @@ pub trait Observer: Send + Sync + 'static {
     fn connection_opened(&self);
     /// A served connection ended.
     fn connection_closed(&self);
+    /// The front accepted a runner link for `runner` (a runner token's id, from the
+    /// configuration): its first, or a later one (the runner came back or replaced its link).
+    fn link_accepted(&self, runner: &str) {
+        let _ = runner;
+    }
 }
 
 static OBSERVER: OnceLock<Arc<dyn Observer>> = OnceLock::new();

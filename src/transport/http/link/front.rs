@@ -156,6 +156,9 @@ impl LinkRegistry {
             return socket.shutdown();
         }
         let connection = self.attach(runner, token, hello, socket);
+        if let Some(observer) = crate::transport::observe::observer() {
+            observer.link_accepted(runner);
+        }
         log::info!("runner link `{runner}`: connected");
         let why = read_answers(&connection);
         log::info!("runner link `{runner}`: ended ({why})");
