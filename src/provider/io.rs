@@ -36,7 +36,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 #[cfg(unix)]
 use std::process::ChildStderr;
 use std::process::ChildStdin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 #[cfg(unix)]
 use std::sync::OnceLock;
@@ -50,9 +50,9 @@ use parking_lot::Mutex;
 use super::event::event_channel;
 pub(crate) use super::event::Event;
 use super::event::{EventSender, EventWait, Wake};
-use super::fault_log::{self, IdleWatch};
 use super::process::PluginProcess;
-use super::stderr_ring::StderrRing;
+use super::stderr_ring::{self, Retirement, StderrRing};
+use crate::error::ErrorCode;
 use crate::frame::ResponseLine;
 #[cfg(unix)]
 use crate::spawn::wait_exit_noreap;
@@ -396,6 +396,57 @@ fn write_loop(
     }
 }
 
+/// Whether a plugin that exits on its own does so while idle: admitted (armed) and no call in
+/// flight. Such an exit is logged as a retirement in phase `idle`; an exit during admission or
+/// a call is logged by that request's own failure, one the host caused is not logged.
+#[derive(Debug)]
+pub(crate) struct IdleWatch {
+    id: String,
+    armed: AtomicBool,
+    calls: AtomicUsize,
+}
+
+/// Marks one call in flight on an [`IdleWatch`] until dropped.
+pub(crate) struct InCall<'a>(&'a IdleWatch);
+
+impl Drop for InCall<'_> {
+    fn drop(&mut self) {
+        self.0.calls.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl IdleWatch {
+    /// A watch for provider `id`, not armed until admission succeeded.
+    pub(crate) fn new(id: &str) -> IdleWatch {
+        IdleWatch {
+            id: id.to_string(),
+            armed: AtomicBool::new(false),
+            calls: AtomicUsize::new(0),
+        }
+    }
+
+    /// The provider was admitted: from now on an exit with no call in flight is an idle death.
+    pub(crate) fn arm(&self) {
+        self.armed.store(true, Ordering::Release);
+    }
+
+    /// Marks a call in flight until the guard is dropped.
+    pub(crate) fn in_call(&self) -> InCall<'_> {
+        self.calls.fetch_add(1, Ordering::AcqRel);
+        InCall(self)
+    }
+
+    /// The retirement to log for an exit the host did not cause, when the plugin was idle.
+    pub(crate) fn idle_exit(&self) -> Option<Retirement> {
+        let idle = self.armed.load(Ordering::Acquire) && self.calls.load(Ordering::Acquire) == 0;
+        idle.then(|| Retirement {
+            id: self.id.clone(),
+            phase: "idle",
+            code: ErrorCode::Eof,
+        })
+    }
+}
+
 /// Reports the plugin's exit once it is seen.
 struct ExitWatch {
     process: Arc<PluginProcess>,
@@ -417,7 +468,7 @@ impl ExitWatch {
         let idle_exit = self.idle.idle_exit().filter(|_| unasked);
         self.process.retire_and_reap_exited();
         if let Some(retirement) = idle_exit {
-            fault_log::report(&self.ring, retirement);
+            stderr_ring::report(&self.ring, retirement);
         }
         let _ = self.events.send(Event::Exited);
         (self.on_exit)();

@@ -31,12 +31,10 @@
 mod direct;
 mod event;
 mod fault;
-mod fault_log;
 mod io;
 #[cfg(any(not(target_os = "linux"), feature = "portable-wait"))]
 mod portable;
 mod process;
-mod retirement;
 mod session;
 mod stderr_ring;
 mod stdout_buffer;
@@ -57,13 +55,13 @@ use serde_json::Value;
 
 pub use crate::spawn::AdmissionCancel;
 use crate::spawn::Cancellable;
-pub(crate) use fault_log::log_admission_failure;
-pub use fault_log::FAULT_LOG_STDERR_LINES;
 pub use io::FORCE_EXIT_WAITER_ENV;
+pub use process::retirement_counts;
 pub use process::LaunchSpec;
-pub use retirement::retirement_counts;
+pub(crate) use stderr_ring::log_admission_failure;
 pub use stderr_ring::{
-    StderrLine, StderrRing, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
+    StderrLine, StderrRing, FAULT_LOG_STDERR_LINES, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES,
+    STDERR_MAX_TOTAL_BYTES,
 };
 
 use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
@@ -74,10 +72,10 @@ use crate::frame::{
 };
 use event::EventSender;
 use fault::{classify, RequestKind};
-use fault_log::{IdleWatch, Retirement};
-use io::{Event, IoThreads};
+use io::{Event, IdleWatch, IoThreads};
 use process::PluginProcess;
 use session::{into_result, Session};
+use stderr_ring::Retirement;
 use stdout_buffer::Stdout;
 
 /// Largest serialized call arguments.
@@ -497,7 +495,7 @@ impl Connection {
             phase: "call",
             code,
         };
-        fault_log::report(&self.ring, retirement);
+        stderr_ring::report(&self.ring, retirement);
     }
 
     /// initialize → tools/list → validate → freeze, each request with its own budget. Any

@@ -21,7 +21,6 @@ use super::{
     WriteGate, WriteJob, WriteOutcome, EVENT_CAPACITY, READER_STACK, SMALL_STACK,
 };
 use crate::provider::event::{event_channel, EventSender};
-use crate::provider::fault_log::IdleWatch;
 use crate::provider::process::PluginProcess;
 use crate::provider::stderr_ring::StderrRing;
 
