@@ -40,10 +40,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 #[cfg(unix)]
 use std::sync::OnceLock;
-use std::thread::JoinHandle;
-use std::time::Instant;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
 #[cfg(unix)]
@@ -56,6 +54,7 @@ use crate::error::ErrorCode;
 use crate::frame::ResponseLine;
 #[cfg(unix)]
 use crate::spawn::wait_exit_noreap;
+pub(crate) use crate::spawn::ThreadSet;
 
 #[cfg(windows)]
 mod windows;
@@ -148,85 +147,6 @@ pub(crate) fn spare_line_channel() -> (Sender<String>, Receiver<String>) {
     crossbeam_channel::bounded(1)
 }
 
-/// Handles of a provider's I/O threads (writer, reader, stderr drain, and a waiter where the
-/// kernel has no pidfd); `join_until` waits for them with a bound.
-#[derive(Debug)]
-pub(crate) struct IoThreads {
-    handles: Vec<JoinHandle<()>>,
-    /// Disconnects when every thread has dropped its token, i.e. has ended.
-    done: Receiver<()>,
-}
-
-/// The I/O threads of one provider while they are being started: each holds a token of the
-/// `done` channel until it ends, so [`IoThreads::join_until`] can wait for all of them with one
-/// bounded receive.
-pub(crate) struct ThreadSet {
-    handles: Vec<JoinHandle<()>>,
-    done_tx: Sender<()>,
-    done_rx: Receiver<()>,
-}
-
-impl Default for ThreadSet {
-    fn default() -> ThreadSet {
-        let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
-        ThreadSet {
-            handles: Vec::with_capacity(4),
-            done_tx,
-            done_rx,
-        }
-    }
-}
-
-impl ThreadSet {
-    /// Starts a named thread with `stack` bytes of stack that runs `body`.
-    pub(crate) fn spawn(
-        &mut self,
-        name: String,
-        stack: usize,
-        body: Box<dyn FnOnce() + Send>,
-    ) -> std::io::Result<()> {
-        let token = self.done_tx.clone();
-        let handle = std::thread::Builder::new()
-            .name(name)
-            .stack_size(stack)
-            .spawn(move || {
-                body();
-                drop(token);
-            })?;
-        self.handles.push(handle);
-        Ok(())
-    }
-
-    /// Every thread started; `done` disconnects once they have all ended.
-    pub(crate) fn finish(self) -> IoThreads {
-        IoThreads {
-            handles: self.handles,
-            done: self.done_rx,
-        }
-    }
-}
-
-impl IoThreads {
-    /// Joins every thread that ends before `deadline`; the rest are detached with a warning.
-    pub(crate) fn join_until(self, deadline: Instant) {
-        loop {
-            match self.done.recv_deadline(deadline) {
-                Ok(()) => continue,
-                Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) => {
-                    log::warn!("provider I/O threads did not end within the termination bound");
-                    return;
-                }
-            }
-        }
-        for handle in self.handles {
-            if handle.join().is_err() {
-                log::error!("a provider I/O thread panicked");
-            }
-        }
-    }
-}
-
 #[cfg(unix)]
 /// Starts the writer, reader and stderr-drain threads (and a waiter where the kernel has no
 /// pidfd), named after the provider id.
@@ -239,7 +159,7 @@ pub(crate) fn start(
     stderr: ChildStderr,
     ring: Arc<Mutex<StderrRing>>,
     idle: Arc<IdleWatch>,
-) -> std::io::Result<(Channels, EventSender, IoThreads)> {
+) -> std::io::Result<(Channels, EventSender, ThreadSet)> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
     let ResponseThreads {
         wake,
@@ -250,22 +170,18 @@ pub(crate) fn start(
     let gate = Arc::new(WriteGate::default());
     set_nonblocking(&stdin)?;
     let stdin = Arc::new(stdin);
-    let mut threads = ThreadSet::default();
+    let mut threads = ThreadSet::new("provider I/O");
 
     let (events, writer_gate, writer_stdin) = (event_tx.clone(), gate.clone(), stdin.clone());
-    threads.spawn(
-        format!("wc-write-{id}"),
-        SMALL_STACK,
-        Box::new(move || write_loop(writer_stdin, job_rx, writer_gate, events)),
-    )?;
+    threads.spawn(format!("wc-write-{id}"), SMALL_STACK, move || {
+        write_loop(writer_stdin, job_rx, writer_gate, events)
+    })?;
     let more_pending = Arc::new(AtomicBool::new(false));
     let (spare_lines, spare_rx) = spare_line_channel();
     let (events, pending) = (event_tx.clone(), more_pending.clone());
-    threads.spawn(
-        format!("wc-read-{id}"),
-        READER_STACK,
-        Box::new(move || reader(events, pending, spare_rx)),
-    )?;
+    threads.spawn(format!("wc-read-{id}"), READER_STACK, move || {
+        reader(events, pending, spare_rx)
+    })?;
     // Exit is judged by wait status. Where the kernel offers a pidfd, the stderr thread watches
     // it beside stderr (three threads per provider); elsewhere a waiter thread blocks in waitid.
     let watch = ExitWatch {
@@ -276,25 +192,17 @@ pub(crate) fn start(
         on_exit,
     };
     match exit_pidfd(process.pid()) {
-        Some(pidfd) => threads.spawn(
-            format!("wc-stderr-{id}"),
-            SMALL_STACK,
-            Box::new(move || drain_stderr(stderr, ring, Some((pidfd, watch)))),
-        )?,
+        Some(pidfd) => threads.spawn(format!("wc-stderr-{id}"), SMALL_STACK, move || {
+            drain_stderr(stderr, ring, Some((pidfd, watch)))
+        })?,
         None => {
-            threads.spawn(
-                format!("wc-stderr-{id}"),
-                SMALL_STACK,
-                Box::new(move || drain_stderr(stderr, ring, None)),
-            )?;
-            threads.spawn(
-                format!("wc-wait-{id}"),
-                SMALL_STACK,
-                Box::new(move || {
-                    wait_exit_noreap(watch.process.pid());
-                    watch.exited();
-                }),
-            )?;
+            threads.spawn(format!("wc-stderr-{id}"), SMALL_STACK, move || {
+                drain_stderr(stderr, ring, None)
+            })?;
+            threads.spawn(format!("wc-wait-{id}"), SMALL_STACK, move || {
+                wait_exit_noreap(watch.process.pid());
+                watch.exited();
+            })?;
         }
     }
 
@@ -306,7 +214,7 @@ pub(crate) fn start(
         more_pending,
         spare_lines,
     };
-    Ok((channels, event_tx, threads.finish()))
+    Ok((channels, event_tx, threads))
 }
 
 #[cfg(unix)]

@@ -72,7 +72,7 @@ use crate::frame::{
 };
 use event::EventSender;
 use fault::{classify, RequestKind};
-use io::{Event, IdleWatch, IoThreads};
+use io::{Event, IdleWatch, ThreadSet};
 use process::PluginProcess;
 use session::{into_result, Session};
 use stderr_ring::Retirement;
@@ -146,7 +146,7 @@ struct Connection {
     /// Opt-in active wait for responses, in nanoseconds (0 = always block).
     spin_nanos: AtomicU64,
     stop: EventSender,
-    threads: Option<IoThreads>,
+    threads: Option<ThreadSet>,
     /// What the response path shares across requests (the Linux direct read: stdout's port).
     path: imp::ResponsePath,
 }
