@@ -168,7 +168,7 @@ pub(crate) fn start(
     } = response;
     let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wake);
     let gate = Arc::new(WriteGate::default());
-    set_nonblocking(&stdin)?;
+    set_nonblocking(stdin.as_raw_fd())?;
     let stdin = Arc::new(stdin);
     let mut threads = ThreadSet::new("provider I/O");
 
@@ -218,8 +218,8 @@ pub(crate) fn start(
 }
 
 #[cfg(unix)]
-fn set_nonblocking(stdin: &ChildStdin) -> std::io::Result<()> {
-    let fd = stdin.as_raw_fd();
+/// Makes the descriptor `fd` non-blocking.
+pub(crate) fn set_nonblocking(fd: RawFd) -> std::io::Result<()> {
     // SAFETY: fcntl on a descriptor we own.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
@@ -259,22 +259,6 @@ pub(crate) fn write_nonblocking(mut stdin: &ChildStdin, frame: &[u8]) -> WriteOu
 }
 
 #[cfg(unix)]
-/// Blocks in `poll(2)` until stdin can take more bytes or is broken.
-fn wait_writable(stdin: &ChildStdin) {
-    let mut fds = libc::pollfd {
-        fd: stdin.as_raw_fd(),
-        events: libc::POLLOUT,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd; an infinite timeout is a blocking wait, not a poll loop.
-    while unsafe { libc::poll(&mut fds, 1, -1) } < 0 {
-        if std::io::Error::last_os_error().kind() != ErrorKind::Interrupted {
-            return;
-        }
-    }
-}
-
-#[cfg(unix)]
 fn write_loop(
     stdin: Arc<ChildStdin>,
     jobs: Receiver<WriteJob>,
@@ -291,7 +275,7 @@ fn write_loop(
                 WriteOutcome::Done => break,
                 WriteOutcome::WouldBlock { written: n } => {
                     written += n;
-                    wait_writable(&stdin);
+                    poll_forever([stdin.as_raw_fd()], libc::POLLOUT);
                 }
                 WriteOutcome::Failed { written: n } => {
                     let _ = events.send(Event::WriteFailed {
@@ -425,11 +409,12 @@ fn open_pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
 }
 
 #[cfg(unix)]
-/// Blocks in `poll(2)` on the given descriptors; returns their `revents`.
-fn wait_readable<const N: usize>(fds: [RawFd; N]) -> [libc::c_short; N] {
+/// Blocks in `poll(2)` until one of `fds` has `events` (or hung up, or failed); returns their
+/// `revents`.
+fn poll_forever<const N: usize>(fds: [RawFd; N], events: libc::c_short) -> [libc::c_short; N] {
     let mut polled = fds.map(|fd| libc::pollfd {
         fd,
-        events: libc::POLLIN,
+        events,
         revents: 0,
     });
     // SAFETY: `polled` is a valid array of pollfd; an infinite timeout is a blocking wait.
@@ -456,10 +441,14 @@ fn drain_stderr(
     while stderr_open || exit.is_some() {
         let (stderr_ready, exited) = match (&exit, stderr_open) {
             (Some((pidfd, _)), true) => {
-                let [err, pid] = wait_readable([stderr.as_raw_fd(), pidfd.as_raw_fd()]);
+                let [err, pid] =
+                    poll_forever([stderr.as_raw_fd(), pidfd.as_raw_fd()], libc::POLLIN);
                 (err != 0, pid != 0)
             }
-            (Some((pidfd, _)), false) => (false, wait_readable([pidfd.as_raw_fd()])[0] != 0),
+            (Some((pidfd, _)), false) => (
+                false,
+                poll_forever([pidfd.as_raw_fd()], libc::POLLIN)[0] != 0,
+            ),
             (None, _) => (true, false),
         };
         if exited {
