@@ -1,33 +1,20 @@
 //! The plugin's stdout, handed between the stdout reader thread and the caller.
 //!
-//! Between requests the reader thread watches stdout and reads whatever the plugin writes
-//! unasked (as the portable path does). During a request the caller takes stdout over and reads
-//! the response itself, so the plugin's write wakes the caller and no other thread: the call
-//! costs the two thread wake-ups of a plain pipe round trip, not three.
+//! stdout is non-blocking and its line reader sits behind one mutex: whoever reads holds it.
+//! Between requests the reader thread sleeps in `epoll_wait` on stdout (while armed) and a wake
+//! descriptor, and reads whatever the plugin writes unasked. A request takes the mutex
+//! ([`StdoutPort::take`]; the reader holds it only while it reads, never while it waits),
+//! disarms stdout in the reader's set (`epoll_ctl` changes another thread's wait set without
+//! waking it), reads its response itself (`super::kick`, `super::wait_direct`) and lets go on
+//! [`Held`]'s drop: the call costs the two wake-ups of a plain pipe round trip, not three.
 //!
-//! The hand-over, without waking the reader:
-//! - stdout is non-blocking and its line reader sits behind one mutex. Whoever reads holds it.
-//! - The reader thread sleeps in `epoll_wait` on a set of its own: stdout (while armed) and a
-//!   wake descriptor. Once stdout is readable it takes the mutex, reads every line there is,
-//!   hands each over on the event channel and goes back to sleep.
-//! - The caller takes the mutex ([`StdoutPort::take`]; the reader holds it only while it reads
-//!   what is there, never while it waits) and, if stdout is armed,
-//!   disarms it in the reader's set (`epoll_ctl`: another thread's wait set can be changed
-//!   without waking it). It then reads the response itself, sleeping in a blocking read (`super::kick`)
-//!   or in `poll(2)` on stdout and the event channel's wake descriptor (`super::wait_direct`),
-//!   and lets go of the mutex
-//!   when the request ends ([`Held`]'s drop).
-//! - stdout is re-armed lazily, so a stream of requests pays no `epoll_ctl` per request: the
-//!   first request after a quiet spell wakes the reader (wake descriptor) as it ends, the reader
-//!   then looks again every `REARM_AFTER` (10 ms) and, once a whole period passed without a request,
-//!   re-arms stdout and sleeps without timeout again. While requests keep coming it reads
-//!   whatever is there at each look (unasked output, the end of stdout); an idle provider's
-//!   reader sleeps for good after at most two periods.
-//! - If the reader holds a line it cannot queue (the event channel is full of unasked output),
-//!   the request takes the event channel (as the portable path does), as does a request with the
-//!   opt-in spin; both arm stdout for the reader first ([`StdoutPort::arm_for_reader`]).
-//! - After a read fault the caller ends reading ([`Held::end`]): stdout closes, and the wake
-//!   descriptor tells the reader thread to end as it would have after the fault itself.
+//! stdout is re-armed lazily, so a stream of requests pays no `epoll_ctl` each: while requests
+//! keep coming the reader looks every [`REARM_AFTER`] (reading what is there: unasked output,
+//! the end of stdout), and re-arms stdout and sleeps for good once a whole period passed
+//! without one. A request that finds the reader holding a line it cannot queue (the event
+//! channel is full), or that spins, takes the event channel and arms stdout for the reader
+//! first ([`StdoutPort::arm_for_reader`]). After a read fault the caller ends reading
+//! ([`Held::end`]): stdout closes and the wake descriptor tells the reader to end.
 
 use std::io::{self, ErrorKind};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
