@@ -10,6 +10,10 @@
 //! The init_script runs in its own process group with a time limit; on timeout the whole group is
 //! killed. Its stderr is only logged at debug level, and no error message ever carries the script
 //! text, an environment value or stderr.
+//!
+//! Its stdout reader, stderr logger and exit watch are supervised as a plugin's I/O threads
+//! are (`crate::spawn::ThreadSet`): bounded channels, and every thread joined within a bound
+//! before the script's result is returned.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
