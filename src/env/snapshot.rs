@@ -10,19 +10,24 @@
 //! The init_script runs in its own process group with a time limit; on timeout the whole group is
 //! killed. Its stderr is only logged at debug level, and no error message ever carries the script
 //! text, an environment value or stderr.
+//!
+//! Its stdout reader, stderr logger and exit watch are supervised as a plugin's I/O threads
+//! are (`crate::spawn::ThreadSet`): bounded channels, and every thread joined within a bound
+//! before the script's result is returned.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::path::Path;
-#[cfg(unix)]
-use std::process::Child;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+#[cfg(unix)]
+use crossbeam_channel::Receiver;
+use crossbeam_channel::RecvTimeoutError;
 
 #[cfg(unix)]
 use parking_lot::Mutex;
@@ -30,7 +35,7 @@ use parking_lot::Mutex;
 use super::secrets::SecretNames;
 use super::{ProfileConfig, ProviderConfig, ShellConfig};
 use crate::error::{Dispatch, Error, ErrorCode, Phase, Result};
-use crate::spawn::{AdmissionCancel, Cancellable};
+use crate::spawn::{AdmissionCancel, Cancellable, ThreadSet};
 
 /// How long a profile's init_script may run.
 pub const INIT_SCRIPT_LIMIT: Duration = Duration::from_secs(30);
@@ -42,6 +47,8 @@ const STDERR_LIMIT: usize = 64 * 1024;
 /// How long to wait for stdout to close after the script exited (a background process may still
 /// hold it open).
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
+/// Stack of the init_script's reader and exit-watch threads.
+const READER_STACK: usize = 64 * 1024;
 
 /// An exact environment: the plugin gets these variables and no others.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -289,82 +296,12 @@ fn run_init_script(
         return Err(failed("the plugin host is stopping"));
     }
 
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let (tx, rx) = mpsc::channel();
-    let spawned = std::thread::Builder::new()
-        .name("env-init-stdout".into())
-        .spawn(move || {
-            let _ = tx.send(match stdout {
-                Some(out) => read_bounded(out),
-                None => Captured::Failed,
-            });
-        });
-    if spawned.is_err() {
-        group.kill_and_reap(&mut child);
-        return Err(failed(format!(
-            "could not start a thread to read the init_script output of profile '{name}'"
-        )));
-    }
-    if let Some(err) = stderr {
-        // Detached: it ends when the last holder of the pipe closes it.
-        let _ = std::thread::Builder::new()
-            .name("env-init-stderr".into())
-            .spawn(move || log_stderr(err));
-    }
-
-    // The exit is watched without reaping, so the group can still be signalled safely after
-    // the script ended (a background process it started may hold stdout open).
-    let exited = match watch_exit(&child) {
-        Ok(exited) => exited,
-        Err(_) => {
-            group.kill_and_reap(&mut child);
-            return Err(failed(format!(
-                "could not start a thread to wait for the init_script of profile '{name}'"
-            )));
-        }
-    };
-    match exited.recv_timeout(limit) {
-        Ok(()) => {}
-        Err(RecvTimeoutError::Timeout) => {
-            group.kill();
-            // SIGKILL ends the leader promptly; the watch reports it without reaping.
-            let _ = exited.recv();
-            group.kill_and_reap(&mut child);
-            return Err(failed(format!(
-                "init_script of profile '{name}' did not finish within {} s",
-                limit.as_secs()
-            )));
-        }
-        Err(RecvTimeoutError::Disconnected) => {
-            group.kill_and_reap(&mut child);
-            return Err(failed(format!(
-                "waiting for the init_script of profile '{name}' failed"
-            )));
-        }
-    }
-
-    let captured = match rx.recv_timeout(DRAIN_GRACE) {
-        Ok(c) => Ok(c),
-        Err(_) => {
-            // Something the script started still holds stdout; end the rest of its group while
-            // the leader is unreaped (its group id cannot have been reused).
-            group.kill();
-            rx.recv_timeout(DRAIN_GRACE)
-        }
-    };
-    // Reaped only now, after the last signal to the group.
-    let status = group.reap(&mut child).map_err(|e| {
-        failed(format!(
-            "waiting for the init_script of profile '{name}' failed ({})",
-            e.kind()
-        ))
-    })?;
-    let captured = captured.map_err(|_| {
-        failed(format!(
-            "init_script of profile '{name}' left a background process holding its output open"
-        ))
-    })?;
+    // The readers and the exit watch are supervised like a plugin's I/O threads: bounded
+    // channels, and joined within a bound before this returns.
+    let mut threads = ThreadSet::new("init_script");
+    let captured = supervise(name, &mut child, &group, &mut threads, limit);
+    threads.join_until(Instant::now() + DRAIN_GRACE);
+    let (captured, status) = captured?;
     let output = match captured {
         Captured::Output(bytes) => bytes,
         Captured::TooLarge => {
@@ -389,6 +326,96 @@ fn run_init_script(
             "init_script of profile '{name}' did not print the environment; it must not exit or exec early"
         ))
     })
+}
+
+/// Reads the running init_script's output and waits for its exit within `limit`, on helper
+/// threads started in `threads`; returns what it printed and its status, reaped. Every failure
+/// kills the group and reaps the script before it returns.
+fn supervise(
+    name: &str,
+    child: &mut Child,
+    group: &ScriptGroup,
+    threads: &mut ThreadSet,
+    limit: Duration,
+) -> Result<(Captured, ExitStatus)> {
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let spawned = threads.spawn("env-init-stdout".into(), READER_STACK, move || {
+        let _ = tx.send(match stdout {
+            Some(out) => read_bounded(out),
+            None => Captured::Failed,
+        });
+    });
+    if spawned.is_err() {
+        group.kill_and_reap(child);
+        return Err(failed(format!(
+            "could not start a thread to read the init_script output of profile '{name}'"
+        )));
+    }
+    if let Some(err) = stderr {
+        // It ends when the last holder of the pipe closes it.
+        let spawned = threads.spawn("env-init-stderr".into(), READER_STACK, move || {
+            log_stderr(err)
+        });
+        if spawned.is_err() {
+            log::debug!("init_script stderr is not logged: no thread could be started");
+        }
+    }
+
+    // The exit is watched without reaping, so the group can still be signalled safely after
+    // the script ended (a background process it started may hold stdout open).
+    let exited = match watch_exit(child, threads) {
+        Ok(exited) => exited,
+        Err(_) => {
+            group.kill_and_reap(child);
+            return Err(failed(format!(
+                "could not start a thread to wait for the init_script of profile '{name}'"
+            )));
+        }
+    };
+    match exited.recv_timeout(limit) {
+        Ok(()) => {}
+        Err(RecvTimeoutError::Timeout) => {
+            group.kill();
+            // SIGKILL ends the leader promptly; the watch reports it without reaping.
+            let _ = exited.recv();
+            group.kill_and_reap(child);
+            return Err(failed(format!(
+                "init_script of profile '{name}' did not finish within {} s",
+                limit.as_secs()
+            )));
+        }
+        Err(RecvTimeoutError::Disconnected) => {
+            group.kill_and_reap(child);
+            return Err(failed(format!(
+                "waiting for the init_script of profile '{name}' failed"
+            )));
+        }
+    }
+
+    let captured = match rx.recv_timeout(DRAIN_GRACE) {
+        Ok(c) => Ok(c),
+        Err(_) => {
+            // Something the script started still holds stdout; end the rest of its group while
+            // the leader is unreaped (its group id cannot have been reused).
+            group.kill();
+            rx.recv_timeout(DRAIN_GRACE)
+        }
+    };
+    // Reaped only now, after the last signal to the group.
+    let status = group.reap(child).map_err(|e| {
+        failed(format!(
+            "waiting for the init_script of profile '{name}' failed ({})",
+            e.kind()
+        ))
+    })?;
+    let captured = captured.map_err(|_| {
+        failed(format!(
+            "init_script of profile '{name}' left a background process holding its output open"
+        ))
+    })?;
+    Ok((captured, status))
 }
 
 fn describe_status(status: ExitStatus) -> String {
@@ -514,17 +541,14 @@ impl Cancellable for ScriptKill {
 
 #[cfg(unix)]
 /// A receiver that gets one message once `child` has exited, without reaping it
-/// (`waitid` with `WNOWAIT` on a small thread).
-fn watch_exit(child: &Child) -> std::io::Result<mpsc::Receiver<()>> {
+/// (`waitid` with `WNOWAIT` on a small thread of `threads`).
+fn watch_exit(child: &Child, threads: &mut ThreadSet) -> std::io::Result<Receiver<()>> {
     let pid = libc::pid_t::try_from(child.id()).map_err(|_| std::io::ErrorKind::InvalidInput)?;
-    let (tx, rx) = mpsc::sync_channel(1);
-    std::thread::Builder::new()
-        .name("env-init-wait".into())
-        .stack_size(64 * 1024)
-        .spawn(move || {
-            crate::spawn::wait_exit_noreap(pid);
-            let _ = tx.send(());
-        })?;
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    threads.spawn("env-init-wait".into(), READER_STACK, move || {
+        crate::spawn::wait_exit_noreap(pid);
+        let _ = tx.send(());
+    })?;
     Ok(rx)
 }
 

@@ -36,26 +36,25 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 #[cfg(unix)]
 use std::process::ChildStderr;
 use std::process::ChildStdin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 #[cfg(unix)]
 use std::sync::OnceLock;
-use std::thread::JoinHandle;
-use std::time::Instant;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
 #[cfg(unix)]
 use super::event::event_channel;
 pub(crate) use super::event::Event;
 use super::event::{EventSender, EventWait, Wake};
-use super::fault_log::{self, IdleWatch};
 use super::process::PluginProcess;
-use super::stderr_ring::StderrRing;
+use super::stderr_ring::{self, Retirement, StderrRing};
+use crate::error::ErrorCode;
 use crate::frame::ResponseLine;
 #[cfg(unix)]
 use crate::spawn::wait_exit_noreap;
+pub(crate) use crate::spawn::ThreadSet;
 
 #[cfg(windows)]
 mod windows;
@@ -148,85 +147,6 @@ pub(crate) fn spare_line_channel() -> (Sender<String>, Receiver<String>) {
     crossbeam_channel::bounded(1)
 }
 
-/// Handles of a provider's I/O threads (writer, reader, stderr drain, and a waiter where the
-/// kernel has no pidfd); `join_until` waits for them with a bound.
-#[derive(Debug)]
-pub(crate) struct IoThreads {
-    handles: Vec<JoinHandle<()>>,
-    /// Disconnects when every thread has dropped its token, i.e. has ended.
-    done: Receiver<()>,
-}
-
-/// The I/O threads of one provider while they are being started: each holds a token of the
-/// `done` channel until it ends, so [`IoThreads::join_until`] can wait for all of them with one
-/// bounded receive.
-pub(crate) struct ThreadSet {
-    handles: Vec<JoinHandle<()>>,
-    done_tx: Sender<()>,
-    done_rx: Receiver<()>,
-}
-
-impl Default for ThreadSet {
-    fn default() -> ThreadSet {
-        let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
-        ThreadSet {
-            handles: Vec::with_capacity(4),
-            done_tx,
-            done_rx,
-        }
-    }
-}
-
-impl ThreadSet {
-    /// Starts a named thread with `stack` bytes of stack that runs `body`.
-    pub(crate) fn spawn(
-        &mut self,
-        name: String,
-        stack: usize,
-        body: Box<dyn FnOnce() + Send>,
-    ) -> std::io::Result<()> {
-        let token = self.done_tx.clone();
-        let handle = std::thread::Builder::new()
-            .name(name)
-            .stack_size(stack)
-            .spawn(move || {
-                body();
-                drop(token);
-            })?;
-        self.handles.push(handle);
-        Ok(())
-    }
-
-    /// Every thread started; `done` disconnects once they have all ended.
-    pub(crate) fn finish(self) -> IoThreads {
-        IoThreads {
-            handles: self.handles,
-            done: self.done_rx,
-        }
-    }
-}
-
-impl IoThreads {
-    /// Joins every thread that ends before `deadline`; the rest are detached with a warning.
-    pub(crate) fn join_until(self, deadline: Instant) {
-        loop {
-            match self.done.recv_deadline(deadline) {
-                Ok(()) => continue,
-                Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) => {
-                    log::warn!("provider I/O threads did not end within the termination bound");
-                    return;
-                }
-            }
-        }
-        for handle in self.handles {
-            if handle.join().is_err() {
-                log::error!("a provider I/O thread panicked");
-            }
-        }
-    }
-}
-
 #[cfg(unix)]
 /// Starts the writer, reader and stderr-drain threads (and a waiter where the kernel has no
 /// pidfd), named after the provider id.
@@ -239,7 +159,7 @@ pub(crate) fn start(
     stderr: ChildStderr,
     ring: Arc<Mutex<StderrRing>>,
     idle: Arc<IdleWatch>,
-) -> std::io::Result<(Channels, EventSender, IoThreads)> {
+) -> std::io::Result<(Channels, EventSender, ThreadSet)> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
     let ResponseThreads {
         wake,
@@ -248,24 +168,20 @@ pub(crate) fn start(
     } = response;
     let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wake);
     let gate = Arc::new(WriteGate::default());
-    set_nonblocking(&stdin)?;
+    set_nonblocking(stdin.as_raw_fd())?;
     let stdin = Arc::new(stdin);
-    let mut threads = ThreadSet::default();
+    let mut threads = ThreadSet::new("provider I/O");
 
     let (events, writer_gate, writer_stdin) = (event_tx.clone(), gate.clone(), stdin.clone());
-    threads.spawn(
-        format!("wc-write-{id}"),
-        SMALL_STACK,
-        Box::new(move || write_loop(writer_stdin, job_rx, writer_gate, events)),
-    )?;
+    threads.spawn(format!("wc-write-{id}"), SMALL_STACK, move || {
+        write_loop(writer_stdin, job_rx, writer_gate, events)
+    })?;
     let more_pending = Arc::new(AtomicBool::new(false));
     let (spare_lines, spare_rx) = spare_line_channel();
     let (events, pending) = (event_tx.clone(), more_pending.clone());
-    threads.spawn(
-        format!("wc-read-{id}"),
-        READER_STACK,
-        Box::new(move || reader(events, pending, spare_rx)),
-    )?;
+    threads.spawn(format!("wc-read-{id}"), READER_STACK, move || {
+        reader(events, pending, spare_rx)
+    })?;
     // Exit is judged by wait status. Where the kernel offers a pidfd, the stderr thread watches
     // it beside stderr (three threads per provider); elsewhere a waiter thread blocks in waitid.
     let watch = ExitWatch {
@@ -276,25 +192,17 @@ pub(crate) fn start(
         on_exit,
     };
     match exit_pidfd(process.pid()) {
-        Some(pidfd) => threads.spawn(
-            format!("wc-stderr-{id}"),
-            SMALL_STACK,
-            Box::new(move || drain_stderr(stderr, ring, Some((pidfd, watch)))),
-        )?,
+        Some(pidfd) => threads.spawn(format!("wc-stderr-{id}"), SMALL_STACK, move || {
+            drain_stderr(stderr, ring, Some((pidfd, watch)))
+        })?,
         None => {
-            threads.spawn(
-                format!("wc-stderr-{id}"),
-                SMALL_STACK,
-                Box::new(move || drain_stderr(stderr, ring, None)),
-            )?;
-            threads.spawn(
-                format!("wc-wait-{id}"),
-                SMALL_STACK,
-                Box::new(move || {
-                    wait_exit_noreap(watch.process.pid());
-                    watch.exited();
-                }),
-            )?;
+            threads.spawn(format!("wc-stderr-{id}"), SMALL_STACK, move || {
+                drain_stderr(stderr, ring, None)
+            })?;
+            threads.spawn(format!("wc-wait-{id}"), SMALL_STACK, move || {
+                wait_exit_noreap(watch.process.pid());
+                watch.exited();
+            })?;
         }
     }
 
@@ -306,12 +214,12 @@ pub(crate) fn start(
         more_pending,
         spare_lines,
     };
-    Ok((channels, event_tx, threads.finish()))
+    Ok((channels, event_tx, threads))
 }
 
 #[cfg(unix)]
-fn set_nonblocking(stdin: &ChildStdin) -> std::io::Result<()> {
-    let fd = stdin.as_raw_fd();
+/// Makes the descriptor `fd` non-blocking.
+pub(crate) fn set_nonblocking(fd: RawFd) -> std::io::Result<()> {
     // SAFETY: fcntl on a descriptor we own.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
@@ -351,22 +259,6 @@ pub(crate) fn write_nonblocking(mut stdin: &ChildStdin, frame: &[u8]) -> WriteOu
 }
 
 #[cfg(unix)]
-/// Blocks in `poll(2)` until stdin can take more bytes or is broken.
-fn wait_writable(stdin: &ChildStdin) {
-    let mut fds = libc::pollfd {
-        fd: stdin.as_raw_fd(),
-        events: libc::POLLOUT,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd; an infinite timeout is a blocking wait, not a poll loop.
-    while unsafe { libc::poll(&mut fds, 1, -1) } < 0 {
-        if std::io::Error::last_os_error().kind() != ErrorKind::Interrupted {
-            return;
-        }
-    }
-}
-
-#[cfg(unix)]
 fn write_loop(
     stdin: Arc<ChildStdin>,
     jobs: Receiver<WriteJob>,
@@ -383,7 +275,7 @@ fn write_loop(
                 WriteOutcome::Done => break,
                 WriteOutcome::WouldBlock { written: n } => {
                     written += n;
-                    wait_writable(&stdin);
+                    poll_forever([stdin.as_raw_fd()], libc::POLLOUT);
                 }
                 WriteOutcome::Failed { written: n } => {
                     let _ = events.send(Event::WriteFailed {
@@ -393,6 +285,57 @@ fn write_loop(
                 }
             }
         }
+    }
+}
+
+/// Whether a plugin that exits on its own does so while idle: admitted (armed) and no call in
+/// flight. Such an exit is logged as a retirement in phase `idle`; an exit during admission or
+/// a call is logged by that request's own failure, one the host caused is not logged.
+#[derive(Debug)]
+pub(crate) struct IdleWatch {
+    id: String,
+    armed: AtomicBool,
+    calls: AtomicUsize,
+}
+
+/// Marks one call in flight on an [`IdleWatch`] until dropped.
+pub(crate) struct InCall<'a>(&'a IdleWatch);
+
+impl Drop for InCall<'_> {
+    fn drop(&mut self) {
+        self.0.calls.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl IdleWatch {
+    /// A watch for provider `id`, not armed until admission succeeded.
+    pub(crate) fn new(id: &str) -> IdleWatch {
+        IdleWatch {
+            id: id.to_string(),
+            armed: AtomicBool::new(false),
+            calls: AtomicUsize::new(0),
+        }
+    }
+
+    /// The provider was admitted: from now on an exit with no call in flight is an idle death.
+    pub(crate) fn arm(&self) {
+        self.armed.store(true, Ordering::Release);
+    }
+
+    /// Marks a call in flight until the guard is dropped.
+    pub(crate) fn in_call(&self) -> InCall<'_> {
+        self.calls.fetch_add(1, Ordering::AcqRel);
+        InCall(self)
+    }
+
+    /// The retirement to log for an exit the host did not cause, when the plugin was idle.
+    pub(crate) fn idle_exit(&self) -> Option<Retirement> {
+        let idle = self.armed.load(Ordering::Acquire) && self.calls.load(Ordering::Acquire) == 0;
+        idle.then(|| Retirement {
+            id: self.id.clone(),
+            phase: "idle",
+            code: ErrorCode::Eof,
+        })
     }
 }
 
@@ -417,7 +360,7 @@ impl ExitWatch {
         let idle_exit = self.idle.idle_exit().filter(|_| unasked);
         self.process.retire_and_reap_exited();
         if let Some(retirement) = idle_exit {
-            fault_log::report(&self.ring, retirement);
+            stderr_ring::report(&self.ring, retirement);
         }
         let _ = self.events.send(Event::Exited);
         (self.on_exit)();
@@ -467,11 +410,12 @@ fn open_pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
 }
 
 #[cfg(unix)]
-/// Blocks in `poll(2)` on the given descriptors; returns their `revents`.
-fn wait_readable<const N: usize>(fds: [RawFd; N]) -> [libc::c_short; N] {
+/// Blocks in `poll(2)` until one of `fds` has `events` (or hung up, or failed); returns their
+/// `revents`.
+fn poll_forever<const N: usize>(fds: [RawFd; N], events: libc::c_short) -> [libc::c_short; N] {
     let mut polled = fds.map(|fd| libc::pollfd {
         fd,
-        events: libc::POLLIN,
+        events,
         revents: 0,
     });
     // SAFETY: `polled` is a valid array of pollfd; an infinite timeout is a blocking wait.
@@ -498,10 +442,14 @@ fn drain_stderr(
     while stderr_open || exit.is_some() {
         let (stderr_ready, exited) = match (&exit, stderr_open) {
             (Some((pidfd, _)), true) => {
-                let [err, pid] = wait_readable([stderr.as_raw_fd(), pidfd.as_raw_fd()]);
+                let [err, pid] =
+                    poll_forever([stderr.as_raw_fd(), pidfd.as_raw_fd()], libc::POLLIN);
                 (err != 0, pid != 0)
             }
-            (Some((pidfd, _)), false) => (false, wait_readable([pidfd.as_raw_fd()])[0] != 0),
+            (Some((pidfd, _)), false) => (
+                false,
+                poll_forever([pidfd.as_raw_fd()], libc::POLLIN)[0] != 0,
+            ),
             (None, _) => (true, false),
         };
         if exited {

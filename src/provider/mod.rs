@@ -31,12 +31,10 @@
 mod direct;
 mod event;
 mod fault;
-mod fault_log;
 mod io;
 #[cfg(any(not(target_os = "linux"), feature = "portable-wait"))]
 mod portable;
 mod process;
-mod retirement;
 mod session;
 mod stderr_ring;
 mod stdout_buffer;
@@ -57,17 +55,17 @@ use serde_json::Value;
 
 pub use crate::spawn::AdmissionCancel;
 use crate::spawn::Cancellable;
-pub(crate) use fault_log::log_admission_failure;
-#[cfg(feature = "internals")]
-pub use fault_log::FAULT_LOG_STDERR_LINES;
 #[cfg(feature = "internals")]
 pub use io::FORCE_EXIT_WAITER_ENV;
-pub use process::LaunchSpec;
 #[cfg(any(test, feature = "ops", feature = "internals"))]
-pub use retirement::retirement_counts;
+pub use process::retirement_counts;
+pub use process::LaunchSpec;
+pub(crate) use stderr_ring::log_admission_failure;
 pub use stderr_ring::{StderrLine, StderrRing};
 #[cfg(feature = "internals")]
-pub use stderr_ring::{STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES};
+pub use stderr_ring::{
+    FAULT_LOG_STDERR_LINES, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
+};
 
 use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
@@ -77,10 +75,10 @@ use crate::frame::{
 };
 use event::EventSender;
 use fault::{classify, RequestKind};
-use fault_log::{IdleWatch, Retirement};
-use io::{Event, IoThreads};
+use io::{Event, IdleWatch, ThreadSet};
 use process::PluginProcess;
 use session::{into_result, Session};
+use stderr_ring::Retirement;
 use stdout_buffer::Stdout;
 
 /// Largest serialized call arguments.
@@ -151,7 +149,7 @@ struct Connection {
     /// Opt-in active wait for responses, in nanoseconds (0 = always block).
     spin_nanos: AtomicU64,
     stop: EventSender,
-    threads: Option<IoThreads>,
+    threads: Option<ThreadSet>,
     /// What the response path shares across requests (the Linux direct read: stdout's port).
     path: imp::ResponsePath,
 }
@@ -161,21 +159,13 @@ impl Provider {
     ///
     /// Failures carry their [`Phase`]; the process group is always killed on failure.
     pub fn start(spec: ProviderSpec) -> Result<Provider, Error> {
-        Provider::start_observed(spec, &mut |_| {})
+        Provider::start_cancellable(spec, &mut |_| {}, &AdmissionCancel::new())
     }
 
-    /// Like [`Provider::start`], and hands the stderr ring to `observe` as soon as it exists,
-    /// so a failed admission's stderr can still be shown to the operator.
-    pub fn start_observed(
-        spec: ProviderSpec,
-        observe: &mut dyn FnMut(Arc<Mutex<StderrRing>>),
-    ) -> Result<Provider, Error> {
-        Provider::start_cancellable(spec, observe, &AdmissionCancel::new())
-    }
-
-    /// Like [`Provider::start_observed`], and ends at once when `cancel` is cancelled during
-    /// admission: the plugin is killed and the error is `plugin_manager_stopping`, never a wait
-    /// for its initialize or tools/list.
+    /// Like [`Provider::start`], and hands the stderr ring to `observe` as soon as it exists
+    /// (so a failed admission's stderr can still be shown to the operator), and ends at once
+    /// when `cancel` is cancelled during admission: the plugin is killed and the error is
+    /// `plugin_manager_stopping`, never a wait for its initialize or tools/list.
     pub fn start_cancellable(
         spec: ProviderSpec,
         observe: &mut dyn FnMut(Arc<Mutex<StderrRing>>),
@@ -266,7 +256,10 @@ impl Provider {
         drop(in_call);
         if let Err(error) = &result {
             if error.is_fatal() {
-                self.connection.report_retirement(&self.id, error.code());
+                // Logged once stderr has closed, so the lines the plugin wrote as it died are
+                // in the tail (or at once when it already has).
+                let (id, phase, code) = (self.id.clone(), "call", error.code());
+                stderr_ring::report(&self.connection.ring, Retirement { id, phase, code });
             }
         }
         result
@@ -492,23 +485,16 @@ impl Connection {
         })
     }
 
-    /// Logs that a call retired this instance, once the plugin's stderr has closed (so the
-    /// lines it wrote as it died are in the tail) or at once when it already has.
-    fn report_retirement(&self, id: &str, code: ErrorCode) {
-        let retirement = Retirement {
-            id: id.to_string(),
-            phase: "call",
-            code,
-        };
-        fault_log::report(&self.ring, retirement);
-    }
-
     /// initialize → tools/list → validate → freeze, each request with its own budget. Any
     /// failure retires the candidate.
     fn admit(&self, timeout: Duration) -> Result<FrozenCatalog, Error> {
         let mut guard = self.session.lock();
         let session = guard.as_mut().ok_or_else(stopping)?;
-        self.settle(self.admit_on(session, timeout))
+        let admitted = Connection::admit_on(|kind, encode| {
+            let deadline = Instant::now() + timeout;
+            self.round_trip(session, kind, deadline, Duration::ZERO, encode)
+        });
+        self.settle(admitted)
     }
 
     /// Sends one request built by `encode` on this build's response path and waits for its
@@ -527,31 +513,19 @@ impl Connection {
             .map_err(|fault| classify(kind, fault).into_error())
     }
 
-    /// initialize → tools/list → validate → freeze on the connection's session.
-    fn admit_on(&self, session: &mut Session, timeout: Duration) -> Result<FrozenCatalog, Error> {
-        let deadline = Instant::now() + timeout;
-        let initialize = self
-            .round_trip(
-                session,
-                RequestKind::Admission,
-                deadline,
-                Duration::ZERO,
-                |e, out| e.initialize(out),
-            )
+    /// initialize → tools/list → validate → freeze, each request sent by `send`.
+    fn admit_on(
+        mut send: impl FnMut(
+            RequestKind,
+            &dyn Fn(&mut RequestEncoder, &mut Vec<u8>) -> u64,
+        ) -> Result<Envelope, Error>,
+    ) -> Result<FrozenCatalog, Error> {
+        let initialize = send(RequestKind::Admission, &|e, out| e.initialize(out))
             .and_then(into_result)
             .map_err(|e| admission_failure(e, Phase::Initialize))?;
         check_initialize_result(&initialize)
             .map_err(|e| admission_failure(e, Phase::Initialize))?;
-
-        let deadline = Instant::now() + timeout;
-        let tools = self
-            .round_trip(
-                session,
-                RequestKind::Admission,
-                deadline,
-                Duration::ZERO,
-                |e, out| e.tools_list(out),
-            )
+        let tools = send(RequestKind::Admission, &|e, out| e.tools_list(out))
             .and_then(into_result)
             .map_err(|e| admission_failure(e, Phase::ToolsList))?;
         admit_tools_list(&tools).map_err(|diagnostic| {

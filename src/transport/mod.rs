@@ -32,7 +32,7 @@ pub use dispatcher::{
     internal_error, invalid_request, saturated, Dispatcher, Slot, MAX_IN_FLIGHT, WORKER_STACK,
 };
 pub use id::RequestId;
-pub(crate) use line_writer::LineWriter;
+pub(crate) use line_writer::{drive_lines, Input, LineWriter};
 pub use request::{
     parse_request, response_body, Framing, Rejection, Request, ResponseBody, TOOL_NAME,
 };

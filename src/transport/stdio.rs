@@ -35,9 +35,8 @@ use std::sync::Arc;
 
 use super::dispatcher::{invalid_request, saturated, Dispatcher, WORKER_STACK};
 use super::id::RequestId;
-use super::line_writer::LineWriter;
+use super::line_writer::{drive_lines, Input, LineWriter};
 use super::request::{parse_request, response_body, Framing};
-use crate::frame::{read_line, Line};
 use crate::gateway::{Caller, Gateway, ToolOutput};
 
 /// Serves JSON-lines requests from `input` until EOF, writing responses to `output`.
@@ -47,87 +46,55 @@ use crate::gateway::{Caller, Gateway, ToolOutput};
 pub fn serve_lines(
     gateway: Arc<Gateway>,
     caller: Caller,
-    mut input: impl BufRead,
+    input: impl BufRead,
     output: impl Write + Send + 'static,
 ) -> io::Result<()> {
-    let dispatcher = Dispatcher::new(gateway);
-    let responder = Arc::new(Responder::new(Box::new(output)));
-    let mut line = Vec::new();
-    let read_result = loop {
-        if responder.failed() {
-            break Ok(());
-        }
-        match read_line(&mut input, &mut line) {
-            Ok(Line::Eof) => break Ok(()),
-            Ok(Line::TooLarge) => responder.send(
+    drive_lines(
+        gateway,
+        input,
+        output,
+        |input, dispatcher, writer| match input {
+            Input::TooLarge => send(
+                writer,
                 RequestId::null(),
                 invalid_request("the request line is longer than 1 MiB; it was skipped"),
             ),
-            Ok(Line::Complete) => {
-                handle_line(&line, &dispatcher, caller, &responder);
-            }
-            Err(e) => break Err(e),
-        }
-    };
-    // No request follows: every request already read is served (a check included), but a
-    // reload must not hold the exit behind its candidates' handshakes.
-    dispatcher.gateway().close_reloads();
-    dispatcher.wait_idle();
-    dispatcher.gateway().begin_shutdown();
-    read_result?;
-    match responder.take_error() {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+            Input::Line(line) => handle_line(line, dispatcher, caller, writer),
+        },
+    )
 }
 
-fn handle_line(line: &[u8], dispatcher: &Dispatcher, caller: Caller, responder: &Arc<Responder>) {
+fn handle_line(line: &[u8], dispatcher: &Dispatcher, caller: Caller, writer: &Arc<LineWriter>) {
     let request = match parse_request(line, Framing::Line) {
         Ok(request) => request,
         Err(rejection) => {
             let id = rejection.id.unwrap_or_else(RequestId::null);
-            responder.send(id, invalid_request(rejection.message));
+            send(writer, id, invalid_request(rejection.message));
             return;
         }
     };
     let id = request.id.unwrap_or_else(RequestId::null);
     let Some(slot) = dispatcher.try_admit() else {
-        responder.send(id, saturated());
+        send(writer, id, saturated());
         return;
     };
-    let (worker, worker_responder) = (dispatcher.clone(), responder.clone());
+    let (worker, worker_writer) = (dispatcher.clone(), writer.clone());
     let (worker_id, params) = (id.clone(), request.params);
     let spawned = std::thread::Builder::new()
         .name("wc-gateway-req".into())
         .stack_size(WORKER_STACK)
         .spawn(move || {
             let output = worker.execute(&caller, &params);
-            worker_responder.send(worker_id, output);
+            send(&worker_writer, worker_id, output);
             drop(slot);
         });
     if spawned.is_err() {
         // The closure (and with it the slot) was dropped: the counter is already released.
-        responder.send(id, saturated());
+        send(writer, id, saturated());
     }
 }
 
-/// The JSON-lines responses, written whole through one [`LineWriter`].
-struct Responder(LineWriter);
-
-impl Responder {
-    fn new(out: Box<dyn Write + Send>) -> Responder {
-        Responder(LineWriter::new(out))
-    }
-
-    fn send(&self, id: RequestId, output: ToolOutput) {
-        self.0.send(&response_body(Some(id), output));
-    }
-
-    fn failed(&self) -> bool {
-        self.0.failed()
-    }
-
-    fn take_error(&self) -> Option<io::Error> {
-        self.0.take_error()
-    }
+/// Writes the JSON-lines response to request `id`, whole.
+fn send(writer: &LineWriter, id: RequestId, output: ToolOutput) {
+    writer.send(&response_body(Some(id), output));
 }

@@ -3,9 +3,9 @@
 
 use std::os::windows::io::{AsHandle, OwnedHandle};
 use std::process::{Child, Command, ExitStatus};
-use std::sync::mpsc;
 
 use crate::spawn::windows::{spawn_in_job, wait_process_exit, Job};
+use crate::spawn::ThreadSet;
 
 /// Starts the init_script's shell in a job of its own.
 pub(super) fn spawn_script(command: Command) -> std::io::Result<(Child, ScriptGroup)> {
@@ -39,16 +39,16 @@ impl ScriptGroup {
 }
 
 /// A receiver that gets one message once `child` has exited (a wait on a second handle to the
-/// process, on a small thread; the status stays to be collected).
-pub(super) fn watch_exit(child: &Child) -> std::io::Result<mpsc::Receiver<()>> {
+/// process, on a small thread of `threads`; the status stays to be collected).
+pub(super) fn watch_exit(
+    child: &Child,
+    threads: &mut ThreadSet,
+) -> std::io::Result<crossbeam_channel::Receiver<()>> {
     let handle: OwnedHandle = child.as_handle().try_clone_to_owned()?;
-    let (tx, rx) = mpsc::sync_channel(1);
-    std::thread::Builder::new()
-        .name("env-init-wait".into())
-        .stack_size(64 * 1024)
-        .spawn(move || {
-            wait_process_exit(handle.as_handle());
-            let _ = tx.send(());
-        })?;
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    threads.spawn("env-init-wait".into(), super::READER_STACK, move || {
+        wait_process_exit(handle.as_handle());
+        let _ = tx.send(());
+    })?;
     Ok(rx)
 }

@@ -1,27 +1,19 @@
 //! Waking a caller that sleeps in a blocking `read(2)` on the plugin's stdout (Linux).
 //!
-//! With the direct read (`super`) the caller reads the response itself. Where it can, it
-//! sleeps in a plain blocking `read(2)`, as a bare pipe client does, instead of in `poll(2)`
-//! before a non-blocking read: one system call less per call, and the wake-up path of the floor.
-//! It reads a second, blocking open file description of stdout, opened through `/proc/self/fd`
-//! (stdout's own description stays non-blocking for the reader thread).
+//! Where it can, the caller of the direct read (`super`) sleeps in a plain blocking `read(2)`,
+//! as a bare pipe client does, instead of in `poll(2)` before a non-blocking read: one system
+//! call less per call. It reads a second, blocking open file description of stdout opened
+//! through `/proc/self/fd` (stdout's own stays non-blocking for the reader thread).
 //!
-//! A blocking read wakes only for bytes or the end of stdout, so the other reasons to stop
-//! waiting wake it by writing one byte into the pipe ("a kick"): the pipe is opened for writing
-//! through `/proc/self/fd` only for that moment, so the plugin's exit still ends stdout. A kick
-//! always ends the request with a failure that retires the connection, so the byte is never
-//! read as part of a later response:
-//! - an event that ends the request (`stop()`, a write failure): its sender kicks;
-//! - the deadline: the stdout reader thread sleeps until then while the request holds stdout
-//!   (a request whose deadline comes before the reader's next look wakes it first) and kicks;
-//! - the plugin's exit when stdout stays open after it (a grandchild holds it): the thread that
-//!   saw the exit brings the request's deadline forward to [`EXIT_GRACE`] from then and wakes
-//!   the reader thread, which kicks at that moment if the request still sleeps.
-//!
-//! A kick whose write end cannot be opened (no descriptor free) stays due, and the stdout reader
-//! retries it every [`KICK_RETRY`] until it is written.
-//!
-//! The caller registers before it reads and checks the event channel after registering; a
+//! The other reasons to stop waiting wake it by writing one byte into the pipe ("a kick",
+//! through a write end opened for that moment only, so the plugin's exit still ends stdout). A
+//! kick always ends the request with a failure that retires the connection, so the byte is never
+//! read as part of a later response. Who kicks: the sender of an event that ends the request
+//! (`stop()`, a write failure); at the deadline, the stdout reader thread (woken first by a
+//! request whose deadline comes before its next look); after the plugin's exit with stdout left
+//! open (a grandchild holds it), the reader thread at [`EXIT_GRACE`] after the exit. A kick whose
+//! write end cannot be opened (no descriptor free) is retried by the reader every
+//! [`KICK_RETRY`]. The caller registers before it reads and checks the event channel after; a
 //! sender queues its event before it looks for a sleeper (both with a `SeqCst` fence), so a
 //! request never sleeps through an event.
 

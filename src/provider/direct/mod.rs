@@ -16,7 +16,7 @@ mod kick;
 mod port;
 
 use std::io::{self, ErrorKind};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,7 +30,7 @@ use super::session::Session;
 use super::stdout_buffer::{Stdout, StdoutLines, STDOUT_BUFFER};
 use crate::frame::{Envelope, RequestEncoder};
 use kick::Kicker;
-use port::{Held, ReaderSleep, StdoutPort};
+use port::{Held, ReaderSleep, StdoutPort, WakeFd};
 
 /// The name [`crate::provider::response_wait_mode`] reports for this path.
 #[cfg(any(test, feature = "internals"))]
@@ -167,16 +167,7 @@ impl Session {
                 match lines.read_response_line_into(&mut self.spare) {
                     Ok(line) => return Ok(Event::Message(line)),
                     Err(fault) if fault.is_would_block() => {}
-                    Err(fault) => {
-                        held.end();
-                        // What ended stdout may have been announced first (`stop()` queues
-                        // Stopping before it kills the group): that event explains it best.
-                        return Ok(self
-                            .channels
-                            .events
-                            .try_recv()
-                            .unwrap_or(Event::ReadFault(fault.code())));
-                    }
+                    Err(fault) => return Ok(self.read_ended(held, fault.code())),
                 }
             }
             match held.wait(&self.channels.events, wake, until)? {
@@ -233,17 +224,17 @@ impl Session {
                 .try_recv()
                 .map_err(|_| RecvTimeoutError::Disconnected),
             Some(Ok(line)) => Ok(Event::Message(line)),
-            Some(Err(fault)) => {
-                held.end();
-                // What ended stdout may have been announced first (`stop()` queues Stopping
-                // before it kills the group): that event explains it best.
-                Ok(self
-                    .channels
-                    .events
-                    .try_recv()
-                    .unwrap_or(Event::ReadFault(fault.code())))
-            }
+            Some(Err(fault)) => Ok(self.read_ended(held, fault.code())),
         }
+    }
+
+    /// Reading stdout failed with `code`: ends reading. What ended stdout may have been
+    /// announced first (`stop()` queues Stopping before it kills the group): that event
+    /// explains it best.
+    fn read_ended(&self, held: &mut Held<'_>, code: crate::error::ErrorCode) -> Event {
+        held.end();
+        let announced = self.channels.events.try_recv();
+        announced.unwrap_or(Event::ReadFault(code))
     }
 }
 
@@ -455,36 +446,6 @@ fn poll_pair(stdout: RawFd, wake: &WakeFd, until: Instant) -> Ready {
     }
     wake.drain();
     Ready::Woken
-}
-
-/// An eventfd that senders make readable and the caller drains.
-#[derive(Debug)]
-struct WakeFd(OwnedFd);
-
-impl WakeFd {
-    fn new() -> io::Result<WakeFd> {
-        // SAFETY: eventfd takes an initial value and flags, returns a new descriptor or -1.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: just created, owned by nobody else.
-        Ok(WakeFd(unsafe { OwnedFd::from_raw_fd(fd) }))
-    }
-
-    /// Makes the descriptor readable (non-blocking; a saturated counter is readable already).
-    fn raise(&self) {
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: a non-blocking write of a valid buffer to a descriptor we own.
-        let _ = unsafe { libc::write(self.0.as_raw_fd(), one.as_ptr().cast(), one.len()) };
-    }
-
-    /// Resets the counter (one read of an eventfd).
-    fn drain(&self) {
-        let mut sink = [0u8; 8];
-        // SAFETY: a non-blocking read into a valid buffer from a descriptor we own.
-        let _ = unsafe { libc::read(self.0.as_raw_fd(), sink.as_mut_ptr().cast(), sink.len()) };
-    }
 }
 
 #[cfg(test)]

@@ -1,33 +1,20 @@
 //! The plugin's stdout, handed between the stdout reader thread and the caller.
 //!
-//! Between requests the reader thread watches stdout and reads whatever the plugin writes
-//! unasked (as the portable path does). During a request the caller takes stdout over and reads
-//! the response itself, so the plugin's write wakes the caller and no other thread: the call
-//! costs the two thread wake-ups of a plain pipe round trip, not three.
+//! stdout is non-blocking and its line reader sits behind one mutex: whoever reads holds it.
+//! Between requests the reader thread sleeps in `epoll_wait` on stdout (while armed) and a wake
+//! descriptor, and reads whatever the plugin writes unasked. A request takes the mutex
+//! ([`StdoutPort::take`]; the reader holds it only while it reads, never while it waits),
+//! disarms stdout in the reader's set (`epoll_ctl` changes another thread's wait set without
+//! waking it), reads its response itself (`super::kick`, `super::wait_direct`) and lets go on
+//! [`Held`]'s drop: the call costs the two wake-ups of a plain pipe round trip, not three.
 //!
-//! The hand-over, without waking the reader:
-//! - stdout is non-blocking and its line reader sits behind one mutex. Whoever reads holds it.
-//! - The reader thread sleeps in `epoll_wait` on a set of its own: stdout (while armed) and a
-//!   wake descriptor. Once stdout is readable it takes the mutex, reads every line there is,
-//!   hands each over on the event channel and goes back to sleep.
-//! - The caller takes the mutex ([`StdoutPort::take`]; the reader holds it only while it reads
-//!   what is there, never while it waits) and, if stdout is armed,
-//!   disarms it in the reader's set (`epoll_ctl`: another thread's wait set can be changed
-//!   without waking it). It then reads the response itself, sleeping in a blocking read (`super::kick`)
-//!   or in `poll(2)` on stdout and the event channel's wake descriptor (`super::wait_direct`),
-//!   and lets go of the mutex
-//!   when the request ends ([`Held`]'s drop).
-//! - stdout is re-armed lazily, so a stream of requests pays no `epoll_ctl` per request: the
-//!   first request after a quiet spell wakes the reader (wake descriptor) as it ends, the reader
-//!   then looks again every `REARM_AFTER` (10 ms) and, once a whole period passed without a request,
-//!   re-arms stdout and sleeps without timeout again. While requests keep coming it reads
-//!   whatever is there at each look (unasked output, the end of stdout); an idle provider's
-//!   reader sleeps for good after at most two periods.
-//! - If the reader holds a line it cannot queue (the event channel is full of unasked output),
-//!   the request takes the event channel (as the portable path does), as does a request with the
-//!   opt-in spin; both arm stdout for the reader first ([`StdoutPort::arm_for_reader`]).
-//! - After a read fault the caller ends reading ([`Held::end`]): stdout closes, and the wake
-//!   descriptor tells the reader thread to end as it would have after the fault itself.
+//! stdout is re-armed lazily, so a stream of requests pays no `epoll_ctl` each: while requests
+//! keep coming the reader looks every [`REARM_AFTER`] (reading what is there: unasked output,
+//! the end of stdout), and re-arms stdout and sleeps for good once a whole period passed
+//! without one. A request that finds the reader holding a line it cannot queue (the event
+//! channel is full), or that spins, takes the event channel and arms stdout for the reader
+//! first ([`StdoutPort::arm_for_reader`]). After a read fault the caller ends reading
+//! ([`Held::end`]): stdout closes and the wake descriptor tells the reader to end.
 
 use std::io::{self, ErrorKind};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -42,6 +29,7 @@ use std::sync::Arc;
 
 use super::kick::Kicker;
 use crate::provider::event::{Event, EventWait};
+use crate::provider::io::set_nonblocking;
 use crate::provider::stdout_buffer::{stdout_lines, Stdout, StdoutLines};
 
 const STDOUT_TOKEN: u64 = 0;
@@ -110,8 +98,8 @@ pub(crate) struct StdoutPort {
     stdout: RawFd,
     /// The reader thread's wait set: stdout (while armed) and `wake`.
     epoll: OwnedFd,
-    /// An eventfd that wakes the reader thread to end.
-    wake: OwnedFd,
+    /// Wakes the reader thread (to look, or to end).
+    wake: WakeFd,
     /// Wakes a caller that sleeps in a blocking read of stdout (`super::kick`);
     /// `None` where requests sleep in `poll(2)` instead.
     kicker: Option<Arc<Kicker>>,
@@ -124,9 +112,14 @@ impl StdoutPort {
     pub(crate) fn new(stdout: Stdout, buffer: usize) -> io::Result<StdoutPort> {
         let fd = stdout.as_raw_fd();
         set_nonblocking(fd)?;
-        // SAFETY: epoll_create1 and eventfd take flags and return a new descriptor or -1.
-        let epoll = owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
-        let wake = owned(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+        // SAFETY: epoll_create1 takes flags and returns a new descriptor or -1.
+        let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if epoll < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a descriptor just created and owned by nobody else.
+        let epoll = unsafe { OwnedFd::from_raw_fd(epoll) };
+        let wake = WakeFd::new()?;
         let lines = stdout_lines(stdout, buffer);
         let kicker = Kicker::open(fd);
         let port = StdoutPort {
@@ -145,7 +138,7 @@ impl StdoutPort {
             reader_waits: std::sync::atomic::AtomicU8::new(0),
         };
         port.control(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, STDOUT_TOKEN)?;
-        let wake_fd = port.wake.as_raw_fd();
+        let wake_fd = port.wake.0.as_raw_fd();
         port.control(
             libc::EPOLL_CTL_ADD,
             wake_fd,
@@ -241,9 +234,7 @@ impl StdoutPort {
             }
         };
         if ready[..n].iter().any(|event| event.u64 == WAKE_TOKEN) {
-            let mut sink = [0u8; 8];
-            // SAFETY: a non-blocking read of 8 bytes from an eventfd we own resets it.
-            let _ = unsafe { libc::read(self.wake.as_raw_fd(), sink.as_mut_ptr().cast(), 8) };
+            self.wake.drain();
         }
         if let Some(kicker) = &self.kicker {
             kicker.kick_if_due();
@@ -333,9 +324,7 @@ impl StdoutPort {
     }
 
     fn raise_wake(&self) {
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: a non-blocking write of 8 bytes to an eventfd we own.
-        let _ = unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), 8) };
+        self.wake.raise();
     }
 }
 
@@ -399,19 +388,32 @@ impl Drop for Held<'_> {
     }
 }
 
-fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a descriptor just created and owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
+/// An eventfd that one side makes readable and the other drains.
+#[derive(Debug)]
+pub(crate) struct WakeFd(pub(crate) OwnedFd);
 
-fn set_nonblocking(fd: RawFd) -> io::Result<()> {
-    // SAFETY: fcntl on a descriptor we own.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err(io::Error::last_os_error());
+impl WakeFd {
+    pub(crate) fn new() -> io::Result<WakeFd> {
+        // SAFETY: eventfd takes an initial value and flags, returns a new descriptor or -1.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: just created, owned by nobody else.
+        Ok(WakeFd(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
-    Ok(())
+
+    /// Makes the descriptor readable (non-blocking; a saturated counter is readable already).
+    pub(crate) fn raise(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: a non-blocking write of a valid buffer to a descriptor we own.
+        let _ = unsafe { libc::write(self.0.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+    }
+
+    /// Resets the counter (one read of an eventfd).
+    pub(crate) fn drain(&self) {
+        let mut sink = [0u8; 8];
+        // SAFETY: a non-blocking read into a valid buffer from a descriptor we own.
+        let _ = unsafe { libc::read(self.0.as_raw_fd(), sink.as_mut_ptr().cast(), sink.len()) };
+    }
 }

@@ -17,11 +17,10 @@ use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 
 use super::{
-    spare_line_channel, Channels, Event, ExitWatch, IoThreads, ResponseThreads, ThreadSet,
+    spare_line_channel, Channels, Event, ExitWatch, IdleWatch, ResponseThreads, ThreadSet,
     WriteGate, WriteJob, WriteOutcome, EVENT_CAPACITY, READER_STACK, SMALL_STACK,
 };
 use crate::provider::event::{event_channel, EventSender};
-use crate::provider::fault_log::IdleWatch;
 use crate::provider::process::PluginProcess;
 use crate::provider::stderr_ring::StderrRing;
 
@@ -35,7 +34,7 @@ pub(crate) fn start(
     stderr: ChildStderr,
     ring: Arc<Mutex<StderrRing>>,
     idle: Arc<IdleWatch>,
-) -> std::io::Result<(Channels, EventSender, IoThreads)> {
+) -> std::io::Result<(Channels, EventSender, ThreadSet)> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
     let ResponseThreads {
         wake,
@@ -45,22 +44,18 @@ pub(crate) fn start(
     let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wake);
     let gate = Arc::new(WriteGate::default());
     let stdin = Arc::new(stdin);
-    let mut threads = ThreadSet::default();
+    let mut threads = ThreadSet::new("provider I/O");
 
     let (events, writer_gate, writer_stdin) = (event_tx.clone(), gate.clone(), stdin.clone());
-    threads.spawn(
-        format!("wc-write-{id}"),
-        SMALL_STACK,
-        Box::new(move || write_loop(writer_stdin, job_rx, writer_gate, events)),
-    )?;
+    threads.spawn(format!("wc-write-{id}"), SMALL_STACK, move || {
+        write_loop(writer_stdin, job_rx, writer_gate, events)
+    })?;
     let more_pending = Arc::new(AtomicBool::new(false));
     let (spare_lines, spare_rx) = spare_line_channel();
     let (events, pending) = (event_tx.clone(), more_pending.clone());
-    threads.spawn(
-        format!("wc-read-{id}"),
-        READER_STACK,
-        Box::new(move || reader(events, pending, spare_rx)),
-    )?;
+    threads.spawn(format!("wc-read-{id}"), READER_STACK, move || {
+        reader(events, pending, spare_rx)
+    })?;
     let watch = ExitWatch {
         process: process.clone(),
         events: event_tx.clone(),
@@ -68,19 +63,13 @@ pub(crate) fn start(
         ring: ring.clone(),
         on_exit,
     };
-    threads.spawn(
-        format!("wc-stderr-{id}"),
-        SMALL_STACK,
-        Box::new(move || drain_stderr(stderr, ring)),
-    )?;
-    threads.spawn(
-        format!("wc-wait-{id}"),
-        SMALL_STACK,
-        Box::new(move || {
-            watch.process.wait_exit();
-            watch.exited();
-        }),
-    )?;
+    threads.spawn(format!("wc-stderr-{id}"), SMALL_STACK, move || {
+        drain_stderr(stderr, ring)
+    })?;
+    threads.spawn(format!("wc-wait-{id}"), SMALL_STACK, move || {
+        watch.process.wait_exit();
+        watch.exited();
+    })?;
 
     let channels = Channels {
         stdin,
@@ -90,7 +79,7 @@ pub(crate) fn start(
         more_pending,
         spare_lines,
     };
-    Ok((channels, event_tx, threads.finish()))
+    Ok((channels, event_tx, threads))
 }
 
 /// Anonymous pipes cannot be written without the risk of blocking: the coordinator writes

@@ -14,8 +14,8 @@ use std::time::Instant;
 
 use shared_child::SharedChild;
 
-use super::super::retirement::{self, RetireReason};
 use super::LaunchSpec;
+use super::{count, RetireReason};
 use crate::spawn::windows::{spawn_in_job, wait_process_exit, wait_process_exit_until, Job};
 
 /// The plugin process and its job.
@@ -79,7 +79,7 @@ impl PluginProcess {
 
     fn retire_for(&self, reason: RetireReason) {
         if !self.retired.swap(true, Ordering::AcqRel) {
-            retirement::count(reason);
+            count(reason);
         }
         self.kill_group();
     }
@@ -93,7 +93,7 @@ impl PluginProcess {
     /// its job. True when the exit status is collected (now or before).
     pub(crate) fn retire_and_reap_exited(&self) -> bool {
         if !self.retired.swap(true, Ordering::AcqRel) {
-            retirement::count(RetireReason::Exited);
+            count(RetireReason::Exited);
         }
         self.job.terminate();
         matches!(self.child.try_wait(), Ok(Some(_)))

@@ -21,9 +21,8 @@ use serde_json::value::RawValue;
 use super::batch::{self, Member};
 use super::jsonrpc::{self, Body, RequestId, RpcError, INVALID_REQUEST};
 use super::{McpSession, PendingCalls, Step, ToolCall, Transport};
-use crate::frame::{read_line, Line};
 use crate::gateway::{Caller, Gateway};
-use crate::transport::{saturated, Dispatcher, LineWriter, WORKER_STACK};
+use crate::transport::{drive_lines, saturated, Dispatcher, Input, LineWriter, WORKER_STACK};
 
 /// Serves MCP from `input` until EOF, writing messages to `output`.
 ///
@@ -32,55 +31,36 @@ use crate::transport::{saturated, Dispatcher, LineWriter, WORKER_STACK};
 pub fn serve_stdio(
     gateway: Arc<Gateway>,
     caller: Caller,
-    mut input: impl BufRead,
+    input: impl BufRead,
     output: impl Write + Send + 'static,
 ) -> io::Result<()> {
-    let dispatcher = Dispatcher::new(gateway);
-    let writer = Arc::new(LineWriter::new(Box::new(output)));
     let pending = Arc::new(PendingCalls::default());
     let mut session = McpSession::new(Transport::Stdio);
-    let mut line = Vec::new();
-    let read_result = loop {
-        if writer.failed() {
-            break Ok(());
-        }
-        match read_line(&mut input, &mut line) {
-            Ok(Line::Eof) => break Ok(()),
-            Ok(Line::TooLarge) => writer.send(&McpSession::oversized().message),
-            Ok(Line::Complete) if line.iter().all(u8::is_ascii_whitespace) => {}
-            Ok(Line::Complete) => match jsonrpc::parse_body(&line) {
-                Body::Single(parsed) => match session.handle_parsed(parsed) {
-                    Step::Reply(reply) => writer.send(&reply.message),
-                    Step::Cancel(id) => {
-                        pending.cancel(&id);
-                    }
-                    Step::Nothing => {}
-                    Step::Call(call) => {
-                        start_call(call, &dispatcher, caller, &writer, &pending);
-                    }
-                },
-                Body::Batch(members) => {
-                    let streams = Streams {
-                        dispatcher: &dispatcher,
-                        writer: &writer,
-                        pending: &pending,
-                    };
-                    start_batch(&members, &mut session, &streams, caller);
+    drive_lines(gateway, input, output, |input, dispatcher, writer| {
+        let line = match input {
+            Input::TooLarge => return writer.send(&McpSession::oversized().message),
+            Input::Line(line) if line.iter().all(u8::is_ascii_whitespace) => return,
+            Input::Line(line) => line,
+        };
+        match jsonrpc::parse_body(line) {
+            Body::Single(parsed) => match session.handle_parsed(parsed) {
+                Step::Reply(reply) => writer.send(&reply.message),
+                Step::Cancel(id) => {
+                    pending.cancel(&id);
                 }
+                Step::Nothing => {}
+                Step::Call(call) => start_call(call, dispatcher, caller, writer, &pending),
             },
-            Err(e) => break Err(e),
+            Body::Batch(members) => {
+                let streams = Streams {
+                    dispatcher,
+                    writer,
+                    pending: &pending,
+                };
+                start_batch(&members, &mut session, &streams, caller);
+            }
         }
-    };
-    // No request follows: every request already read is served (a check included), but a
-    // reload must not hold the exit behind its candidates' handshakes.
-    dispatcher.gateway().close_reloads();
-    dispatcher.wait_idle();
-    dispatcher.gateway().begin_shutdown();
-    read_result?;
-    match writer.take_error() {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+    })
 }
 
 fn start_call(
