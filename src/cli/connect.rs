@@ -51,6 +51,8 @@ pub(super) struct ConnectArgs {
     /// Seconds to resolve, connect (proxy, TLS) and upgrade.
     #[arg(long, value_name = "SECONDS", default_value_t = CONNECT_TIMEOUT.as_secs())]
     connect_timeout: u64,
+    #[command(flatten)]
+    log: super::logging::LogArgs,
 }
 
 impl std::fmt::Debug for ConnectArgs {
@@ -64,6 +66,7 @@ impl std::fmt::Debug for ConnectArgs {
 
 /// Runs `connect`: exit 0 after a stop signal, 2 for a usage error or a refused credential.
 pub(super) fn run(args: ConnectArgs) -> i32 {
+    args.log.apply();
     let usage = |message: String| {
         eprintln!("error: {message}");
         EXIT_USAGE

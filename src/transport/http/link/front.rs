@@ -87,7 +87,9 @@ impl RunnerLink for DialLink {
         let id = connection.next_id.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = bounded(1);
         connection.pending.lock().insert(id, tx);
-        let frame = wire::encode_request(id, operation, params);
+        // The request's trace id goes on to the runner, under a new parent id.
+        let trace = crate::trace::current().map(|trace| trace.child());
+        let frame = wire::encode_request(id, operation, params, trace.as_ref());
         if let Err(e) = connection.socket.send_text(frame) {
             connection.pending.lock().remove(&id);
             connection.end();

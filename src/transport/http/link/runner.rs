@@ -6,7 +6,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,17 +23,15 @@ use super::wire::{self, LinkRequest};
 use super::RUNNERS_CONNECT_PATH;
 use crate::error::{Dispatch, ErrorCode};
 use crate::gateway::{Caller, Gateway};
+use crate::trace::TraceContext;
 use crate::transport::http::client::{
     ca_der, link_proxy, LinkProxy, ProxyChoice, SetupError, SetupPart,
 };
-use crate::transport::WORKER_STACK;
+use crate::transport::{Dispatcher, Slot, WORKER_STACK};
 
 /// A runner link with no frame from the front for this long is dead (the front pings every
 /// 15 s).
 pub const DEAD_AFTER: Duration = Duration::from_secs(45);
-/// The most requests of the front served at once on one link; beyond it a request is answered
-/// `gateway_saturated` at once.
-pub const MAX_LINK_IN_FLIGHT: usize = 64;
 /// How long the front has to welcome the runner.
 const WELCOME_WITHIN: Duration = Duration::from_secs(10);
 
@@ -430,10 +428,11 @@ impl Dialer {
 
     /// Serves the front's requests until the link ends; returns why it ended.
     fn serve(&self, gateway: &Arc<Gateway>, socket: &Arc<LinkSocket<LinkStream>>) -> String {
-        let in_flight = Arc::new(AtomicUsize::new(0));
+        // The link's own bound of requests at once, its panic guard and its trace scopes.
+        let dispatcher = Arc::new(Dispatcher::new(gateway.clone()));
         loop {
             match socket.next(DEAD_AFTER) {
-                Next::Text(text) => start_request(gateway, socket, &in_flight, &text),
+                Next::Text(text) => start_request(&dispatcher, socket, &text),
                 Next::Heartbeat => {}
                 Next::Quiet => {
                     socket.close(CloseCode::Away, "no frame for 45 s");
@@ -457,13 +456,10 @@ impl Dialer {
     }
 }
 
-/// Runs one request of the front on a thread of its own (at most [`MAX_LINK_IN_FLIGHT`]).
-fn start_request(
-    gateway: &Arc<Gateway>,
-    socket: &Arc<LinkSocket<LinkStream>>,
-    in_flight: &Arc<AtomicUsize>,
-    text: &str,
-) {
+/// Runs one request of the front on a thread of its own, at most
+/// [`crate::transport::MAX_IN_FLIGHT`] (64) at once; beyond it a request is answered
+/// `gateway_saturated` at once.
+fn start_request(dispatcher: &Arc<Dispatcher>, socket: &Arc<LinkSocket<LinkStream>>, text: &str) {
     let request = match wire::parse_request(text) {
         Ok(request) => request,
         Err((Some(id), e)) => {
@@ -481,12 +477,7 @@ fn start_request(
             return;
         }
     };
-    let taken = in_flight
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-            (n < MAX_LINK_IN_FLIGHT).then_some(n + 1)
-        })
-        .is_ok();
-    if !taken {
+    let Some(slot) = dispatcher.try_admit() else {
         let reply = wire::encode_failure(
             request.id,
             ErrorCode::GatewaySaturated,
@@ -495,28 +486,51 @@ fn start_request(
         );
         let _ = socket.send_text(reply);
         return;
-    }
-    let (gateway, socket, count) = (gateway.clone(), socket.clone(), in_flight.clone());
+    };
+    let id = request.id;
+    let (dispatcher, worker_socket) = (dispatcher.clone(), socket.clone());
     let spawned = std::thread::Builder::new()
         .name("wc-link-req".into())
         .stack_size(WORKER_STACK)
-        .spawn(move || {
-            answer(&gateway, &socket, request);
-            count.fetch_sub(1, Ordering::AcqRel);
-        });
+        .spawn(move || answer(&dispatcher, &worker_socket, request, slot));
     if let Err(e) = spawned {
-        in_flight.fetch_sub(1, Ordering::AcqRel);
         log::warn!("connect: no thread for a request: {e}");
+        let reply = wire::encode_failure(
+            id,
+            ErrorCode::GatewaySaturated,
+            Dispatch::NotStarted,
+            "the runner could not start a thread for the request; try again",
+        );
+        let _ = socket.send_text(reply);
     }
 }
 
-/// Runs `request` on the gateway (the front has checked the caller's scopes) and writes the
-/// reply; a reply that cannot be written is lost with the link.
-fn answer(gateway: &Gateway, socket: &LinkSocket<LinkStream>, request: LinkRequest) {
+/// Runs `request` on the gateway (the front has checked the caller's scopes) in the trace
+/// context the front sent (a fresh one without), writes the reply and frees `slot`; a reply
+/// that cannot be written is lost with the link. The trace context never reaches a plugin:
+/// only `params` go to the gateway.
+fn answer(
+    dispatcher: &Dispatcher,
+    socket: &LinkSocket<LinkStream>,
+    request: LinkRequest,
+    slot: Slot,
+) {
     let Some(kind) = request.operation.carries(&request.params) else {
         return;
     };
-    let output = gateway.plugin_tool(&Caller::trusted(), &request.params);
+    let trace = request.trace.unwrap_or_else(TraceContext::fresh);
+    let _scope = crate::trace::begin(Some(trace));
+    let output = dispatcher.execute(&Caller::trusted(), &request.params);
+    drop(slot);
+    let outcome = match output.code() {
+        None => "ok",
+        Some(code) => code.as_str(),
+    };
+    log::info!(
+        "connect: {} (link request {}) -> {outcome}",
+        request.operation.as_str(),
+        request.id
+    );
     let mut reply = wire::encode_reply(request.id, kind, &output);
     if reply.len() > wire::MAX_FRAME_BYTES {
         reply = wire::encode_failure(
