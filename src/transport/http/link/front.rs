@@ -31,6 +31,21 @@ use crate::gateway::{Gateway, LinkAnswer, LinkFailure, RemoteRunner, RunnerLink}
 pub const PING_EVERY: Duration = Duration::from_secs(15);
 /// A link with no frame for this long is dead.
 pub const DEAD_AFTER: Duration = Duration::from_secs(45);
+
+/// The heartbeat of the front's links: [`PING_EVERY`] and [`DEAD_AFTER`] (shorter ones only in
+/// this module's tests).
+#[derive(Debug, Clone, Copy)]
+struct Heartbeat {
+    ping_every: Duration,
+    dead_after: Duration,
+}
+
+impl Heartbeat {
+    const LINK: Heartbeat = Heartbeat {
+        ping_every: PING_EVERY,
+        dead_after: DEAD_AFTER,
+    };
+}
 /// How long a runner has for its hello.
 pub const HELLO_WITHIN: Duration = Duration::from_secs(10);
 /// How long a request waits for its answer (above the longest plugin request timeout).
@@ -41,6 +56,7 @@ pub(crate) struct LinkRegistry {
     gateway: Arc<Gateway>,
     runners: Mutex<HashMap<String, Entry>>,
     serial: AtomicU64,
+    heartbeat: Heartbeat,
 }
 
 /// A runner id's current runner instance and its link.
@@ -128,7 +144,15 @@ impl LinkRegistry {
             gateway,
             runners: Mutex::new(HashMap::new()),
             serial: AtomicU64::new(1),
+            heartbeat: Heartbeat::LINK,
         }
+    }
+
+    /// This registry with another heartbeat (tests only: the link's is fixed).
+    #[cfg(test)]
+    fn with_heartbeat(mut self, heartbeat: Heartbeat) -> LinkRegistry {
+        self.heartbeat = heartbeat;
+        self
     }
 
     /// Serves one upgraded connection of runner `runner` (authenticated with `token`) until
@@ -141,7 +165,7 @@ impl LinkRegistry {
         let Ok(socket) = LinkSocket::new(ws, tcp) else {
             return;
         };
-        let hello = match socket.next(HELLO_WITHIN) {
+        let hello = match socket.next(Instant::now() + HELLO_WITHIN) {
             Next::Text(text) => wire::parse_hello(&text),
             Next::Quiet => Err(wire::FrameError("no hello in time".into())),
             _ => Err(wire::FrameError("the first frame is not a hello".into())),
@@ -159,7 +183,7 @@ impl LinkRegistry {
         }
         let connection = self.attach(runner, token, hello, socket);
         log::info!("runner link `{runner}`: connected");
-        let why = read_answers(&connection);
+        let why = read_answers(&connection, self.heartbeat);
         log::info!("runner link `{runner}`: ended ({why})");
         connection.end();
         self.detach(runner, &connection);
@@ -252,18 +276,19 @@ impl RunnerLink for ArcLink {
 
 /// Reads the link until it ends: routes each answer to its caller and keeps the heartbeat.
 /// Returns why it ended, for the log.
-fn read_answers(connection: &Connection) -> String {
+fn read_answers(connection: &Connection, heartbeat: Heartbeat) -> String {
     let socket = &connection.socket;
     let mut last_frame = Instant::now();
     let mut last_ping = Instant::now();
     loop {
         let now = Instant::now();
-        let dead_at = last_frame + DEAD_AFTER;
+        let dead_at = last_frame + heartbeat.dead_after;
         if now >= dead_at {
-            socket.close(CloseCode::Away, "no frame for 45 s");
-            return "no frame for 45 s".into();
+            let why = format!("no frame for {} s", heartbeat.dead_after.as_secs());
+            socket.close(CloseCode::Away, &why);
+            return why;
         }
-        let ping_at = last_ping + PING_EVERY;
+        let ping_at = last_ping + heartbeat.ping_every;
         if now >= ping_at {
             if let Err(e) = socket.ping() {
                 return format!("the ping could not be written: {e}");
@@ -271,8 +296,7 @@ fn read_answers(connection: &Connection) -> String {
             last_ping = now;
             continue;
         }
-        let wait = ping_at.min(dead_at) - now;
-        match socket.next(wait) {
+        match socket.next(ping_at.min(dead_at)) {
             Next::Text(text) => {
                 last_frame = Instant::now();
                 if let Err(why) = route_answer(connection, &text) {
@@ -319,3 +343,6 @@ fn route_answer(connection: &Connection, text: &str) -> Result<(), String> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -383,7 +383,7 @@ impl Dialer {
         socket
             .send_text(hello)
             .map_err(|e| failed("the hello", &e))?;
-        match socket.next(WELCOME_WITHIN) {
+        match socket.next(Instant::now() + WELCOME_WITHIN) {
             Next::Text(text) => match wire::parse_welcome(&text) {
                 Ok(runner) => {
                     log::info!("connect: the front admitted this runner as `{runner}`");
@@ -430,10 +430,16 @@ impl Dialer {
     fn serve(&self, gateway: &Arc<Gateway>, socket: &Arc<LinkSocket<LinkStream>>) -> String {
         // The link's own bound of requests at once, its panic guard and its trace scopes.
         let dispatcher = Arc::new(Dispatcher::new(gateway.clone()));
+        let mut last_frame = Instant::now();
         loop {
-            match socket.next(DEAD_AFTER) {
+            let next = socket.next(last_frame + DEAD_AFTER);
+            if matches!(next, Next::Text(_) | Next::Heartbeat) {
+                last_frame = Instant::now();
+            }
+            match next {
                 Next::Text(text) => start_request(&dispatcher, socket, &text),
                 Next::Heartbeat => {}
+                // Only once the deadline passed.
                 Next::Quiet => {
                     socket.close(CloseCode::Away, "no frame for 45 s");
                     return "no frame from the front for 45 s".into();

@@ -8,11 +8,15 @@
 //! one message at a time, until nothing complete is left. So an idle link costs no wake-up
 //! besides its heartbeat, and a writer waits at most for one non-blocking read. The same works
 //! under TLS: `peek` sees the encrypted bytes arrive on the TCP socket below.
+//!
+//! The reader's wait ends at a deadline, not after a duration: bytes that arrive without
+//! completing a message (a peer that dribbles a frame, a TLS record split in two) do not start
+//! the wait again, so they cannot postpone the heartbeat or the dead-link check.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use tungstenite::protocol::frame::coding::CloseCode;
@@ -118,8 +122,9 @@ impl<S: Read + Write> LinkSocket<S> {
         let _ = self.tcp.shutdown(Shutdown::Both);
     }
 
-    /// The next message, waiting at most `wait` for bytes to arrive. Only one thread reads.
-    pub(crate) fn next(&self, wait: Duration) -> Next {
+    /// The next message, waiting for bytes until `until` at the latest ([`Next::Quiet`]
+    /// then, whatever arrived meanwhile without completing a message). Only one thread reads.
+    pub(crate) fn next(&self, until: Instant) -> Next {
         loop {
             let read = {
                 let mut ws = self.ws.lock();
@@ -150,6 +155,10 @@ impl<S: Read + Write> LinkSocket<S> {
             // Nothing complete is buffered: wait for more bytes without the lock.
             if self.is_closed() {
                 return Next::Ended("the link is closed".into());
+            }
+            let wait = until.saturating_duration_since(Instant::now());
+            if wait.is_zero() {
+                return Next::Quiet;
             }
             let _ = self
                 .tcp
