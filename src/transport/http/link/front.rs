@@ -23,7 +23,7 @@ use serde_json::Value;
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::{Role, WebSocket};
 
-use super::socket::{config, LinkSocket, Next};
+use super::socket::{config, LinkSocket, Next, SharedTcp};
 use super::wire::{self, Operation};
 use crate::gateway::{Gateway, LinkAnswer, LinkFailure, RemoteRunner, RunnerLink};
 
@@ -74,7 +74,7 @@ struct DialLink {
 /// One accepted WebSocket of a runner.
 struct Connection {
     serial: u64,
-    socket: LinkSocket<TcpStream>,
+    socket: LinkSocket<SharedTcp>,
     instance: String,
     pending: Mutex<HashMap<u64, Sender<wire::LinkReply>>>,
     next_id: AtomicU64,
@@ -158,10 +158,9 @@ impl LinkRegistry {
     /// Serves one upgraded connection of runner `runner` (authenticated with `token`) until
     /// the link ends: the hello, the welcome, then the answers and the heartbeat.
     pub(crate) fn serve(&self, runner: &str, token: &str, stream: TcpStream, leftover: Vec<u8>) {
-        let Ok(tcp) = stream.try_clone() else {
-            return;
-        };
-        let ws = WebSocket::from_partially_read(stream, leftover, Role::Server, Some(config()));
+        let tcp = SharedTcp(Arc::new(stream));
+        let ws =
+            WebSocket::from_partially_read(tcp.clone(), leftover, Role::Server, Some(config()));
         let Ok(socket) = LinkSocket::new(ws, tcp) else {
             return;
         };
@@ -195,7 +194,7 @@ impl LinkRegistry {
         runner: &str,
         token: &str,
         hello: wire::Hello,
-        socket: LinkSocket<TcpStream>,
+        socket: LinkSocket<SharedTcp>,
     ) -> Arc<Connection> {
         let connection = Arc::new(Connection {
             serial: self.serial.fetch_add(1, Ordering::SeqCst),

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, Receiver, Sender};
+use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 use parking_lot::Mutex;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
@@ -18,7 +18,7 @@ use tungstenite::client::ClientRequestBuilder;
 use tungstenite::handshake::HandshakeError;
 use tungstenite::protocol::frame::coding::CloseCode;
 
-use super::socket::{config, LinkSocket, Next};
+use super::socket::{config, LinkSocket, Next, SharedTcp};
 use super::wire::{self, LinkRequest};
 use super::RUNNERS_CONNECT_PATH;
 use crate::error::{Dispatch, ErrorCode};
@@ -34,6 +34,9 @@ use crate::transport::{Dispatcher, Slot, WORKER_STACK};
 pub const DEAD_AFTER: Duration = Duration::from_secs(45);
 /// How long the front has to welcome the runner.
 const WELCOME_WITHIN: Duration = Duration::from_secs(10);
+/// How long a link's request thread waits for another request once it answered one, before it
+/// ends (so a busy link starts no thread per request, and an idle one keeps none for long).
+const WORKER_IDLE: Duration = Duration::from_secs(30);
 
 /// Where and how a runner dials its front.
 #[derive(Clone)]
@@ -156,8 +159,8 @@ impl Default for Backoff {
 
 /// A stream to the front: plain TCP or TLS over it.
 pub(crate) enum LinkStream {
-    Plain(TcpStream),
-    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+    Plain(SharedTcp),
+    Tls(Box<StreamOwned<ClientConnection, SharedTcp>>),
 }
 
 impl Read for LinkStream {
@@ -328,10 +331,11 @@ impl Dialer {
         let failed =
             |what: &str, e: &dyn std::fmt::Display| LinkEnd::Failed(format!("{what}: {e}"));
         let tcp = self.dial().map_err(|e| failed("connecting", &e))?;
-        let raw = tcp.try_clone().map_err(|e| failed("connecting", &e))?;
         let deadline = Some(self.connect_timeout);
         let _ = tcp.set_read_timeout(deadline);
         let _ = tcp.set_write_timeout(deadline);
+        let tcp = SharedTcp(Arc::new(tcp));
+        let raw = tcp.clone();
         let stream = match &self.tls {
             None => LinkStream::Plain(tcp),
             Some(config) => {
@@ -430,6 +434,15 @@ impl Dialer {
     fn serve(&self, gateway: &Arc<Gateway>, socket: &Arc<LinkSocket<LinkStream>>) -> String {
         // The link's own bound of requests at once, its panic guard and its trace scopes.
         let dispatcher = Arc::new(Dispatcher::new(gateway.clone()));
+        // Hands a request to a request thread that waits for one (none: a new thread). Its
+        // end, when this returns, ends the waiting threads at once.
+        let (handoff, waiting) = bounded::<Job>(0);
+        let workers = Workers {
+            dispatcher,
+            socket: socket.clone(),
+            handoff,
+            waiting,
+        };
         let mut last_frame = Instant::now();
         loop {
             let next = socket.next(last_frame + DEAD_AFTER);
@@ -437,7 +450,7 @@ impl Dialer {
                 last_frame = Instant::now();
             }
             match next {
-                Next::Text(text) => start_request(&dispatcher, socket, &text),
+                Next::Text(text) => start_request(&workers, &text),
                 Next::Heartbeat => {}
                 // Only once the deadline passed.
                 Next::Quiet => {
@@ -462,10 +475,24 @@ impl Dialer {
     }
 }
 
-/// Runs one request of the front on a thread of its own, at most
+/// One request of the front with its slot.
+type Job = (LinkRequest, Slot);
+
+/// The request threads of one link: the dispatcher they run requests on, the link they
+/// answer on, and the hand-off to a thread waiting for its next request.
+struct Workers {
+    dispatcher: Arc<Dispatcher>,
+    socket: Arc<LinkSocket<LinkStream>>,
+    handoff: Sender<Job>,
+    waiting: Receiver<Job>,
+}
+
+/// Runs one request of the front on a request thread of the link, at most
 /// [`crate::transport::MAX_IN_FLIGHT`] (64) at once; beyond it a request is answered
-/// `gateway_saturated` at once.
-fn start_request(dispatcher: &Arc<Dispatcher>, socket: &Arc<LinkSocket<LinkStream>>, text: &str) {
+/// `gateway_saturated` at once. A thread that waits for a request takes it; else a new one
+/// starts.
+fn start_request(workers: &Workers, text: &str) {
+    let socket = &workers.socket;
     let request = match wire::parse_request(text) {
         Ok(request) => request,
         Err((Some(id), e)) => {
@@ -483,7 +510,7 @@ fn start_request(dispatcher: &Arc<Dispatcher>, socket: &Arc<LinkSocket<LinkStrea
             return;
         }
     };
-    let Some(slot) = dispatcher.try_admit() else {
+    let Some(slot) = workers.dispatcher.try_admit() else {
         let reply = wire::encode_failure(
             request.id,
             ErrorCode::GatewaySaturated,
@@ -493,12 +520,26 @@ fn start_request(dispatcher: &Arc<Dispatcher>, socket: &Arc<LinkSocket<LinkStrea
         let _ = socket.send_text(reply);
         return;
     };
-    let id = request.id;
-    let (dispatcher, worker_socket) = (dispatcher.clone(), socket.clone());
+    let job = match workers.handoff.try_send((request, slot)) {
+        Ok(()) => return,
+        Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => job,
+    };
+    let id = job.0.id;
+    let (dispatcher, worker_socket) = (workers.dispatcher.clone(), socket.clone());
+    let waiting = workers.waiting.clone();
     let spawned = std::thread::Builder::new()
         .name("wc-link-req".into())
         .stack_size(WORKER_STACK)
-        .spawn(move || answer(&dispatcher, &worker_socket, request, slot));
+        .spawn(move || {
+            let mut job = job;
+            loop {
+                answer(&dispatcher, &worker_socket, job.0, job.1);
+                match waiting.recv_timeout(WORKER_IDLE) {
+                    Ok(next) => job = next,
+                    Err(_) => return,
+                }
+            }
+        });
     if let Err(e) = spawned {
         log::warn!("connect: no thread for a request: {e}");
         let reply = wire::encode_failure(

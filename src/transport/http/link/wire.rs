@@ -253,7 +253,7 @@ pub fn encode_request(
 /// Parses a request of the front. An `Err` with `Some(id)` names a request that can still be
 /// answered (with `invalid_request`); `None` when not even its id was readable.
 pub fn parse_request(text: &str) -> Result<LinkRequest, (Option<u64>, FrameError)> {
-    let value: Value =
+    let mut value: Value =
         serde_json::from_str(text).map_err(|_| (None, bad("the request is not JSON")))?;
     let id = value.get("id").and_then(Value::as_u64);
     let map = only_keys(&value, &["id", "operation", "params", TRACEPARENT]).ok_or_else(|| {
@@ -268,21 +268,25 @@ pub fn parse_request(text: &str) -> Result<LinkRequest, (Option<u64>, FrameError
         .and_then(Value::as_str)
         .and_then(Operation::parse)
         .ok_or_else(|| (Some(id), bad("the request's operation is unknown")))?;
-    let params = match map.get("params") {
-        Some(params @ Value::Object(_)) => params.clone(),
-        _ => return Err((Some(id), bad("the request's params are not an object"))),
-    };
-    if operation.carries(&params).is_none() {
-        return Err((
-            Some(id),
-            bad("the request's params are not an action of its operation"),
-        ));
+    if !map.get("params").is_some_and(Value::is_object) {
+        return Err((Some(id), bad("the request's params are not an object")));
     }
     let trace = match map.get(TRACEPARENT) {
         None => None,
         Some(Value::String(value)) => TraceContext::parse(value),
         Some(_) => return Err((Some(id), bad("the request's traceparent is not a string"))),
     };
+    // The params are moved out of the frame, not copied.
+    let params = value
+        .as_object_mut()
+        .and_then(|map| map.remove("params"))
+        .unwrap_or_default();
+    if operation.carries(&params).is_none() {
+        return Err((
+            Some(id),
+            bad("the request's params are not an action of its operation"),
+        ));
+    }
     Ok(LinkRequest {
         id,
         operation,
@@ -294,12 +298,16 @@ pub fn parse_request(text: &str) -> Result<LinkRequest, (Option<u64>, FrameError
 /// Encodes the runner's reply to request `id` of action `kind`: its gateway's `output`.
 pub fn encode_reply(id: u64, kind: ActionKind, output: &ToolOutput) -> String {
     if output.success {
-        return json!({
-            "id": id,
-            "dispatch_state": Dispatch::Completed.as_str(),
-            "payload": {"kind": kind.as_str(), "output": output.output},
-        })
-        .to_string();
+        // Written straight into the frame (the output is not copied into a new Value).
+        let mut frame = format!(
+            "{{\"id\":{id},\"dispatch_state\":\"{}\",\"payload\":{{\"kind\":\"{}\",\"output\":",
+            Dispatch::Completed.as_str(),
+            kind.as_str()
+        )
+        .into_bytes();
+        let _ = serde_json::to_writer(&mut frame, &output.output);
+        frame.extend_from_slice(b"}}");
+        return String::from_utf8(frame).unwrap_or_default();
     }
     let failure = &output.output;
     let mut error = json!({
@@ -345,7 +353,7 @@ pub fn reply_id(text: &str) -> Option<u64> {
 /// Parses a runner's reply: an id, a dispatch state and exactly one of payload (only with
 /// `completed`, `{"kind","output"}`) and error (`{"code","message","recovery"?}`).
 pub fn parse_reply(text: &str) -> Result<LinkReply, FrameError> {
-    let value: Value = serde_json::from_str(text).map_err(|_| bad("the reply is not JSON"))?;
+    let mut value: Value = serde_json::from_str(text).map_err(|_| bad("the reply is not JSON"))?;
     let map = only_keys(&value, &["id", "dispatch_state", "payload", "error"])
         .ok_or_else(|| bad("the reply is not an object of id, dispatch_state, payload, error"))?;
     let id = map
@@ -370,10 +378,15 @@ pub fn parse_reply(text: &str) -> Result<LinkReply, FrameError> {
                 .and_then(Value::as_str)
                 .and_then(|k| ActionKind::ALL.into_iter().find(|a| a.as_str() == k))
                 .ok_or_else(|| bad("the payload's kind is not an action"))?;
-            let output = match payload.get("output") {
-                Some(output @ Value::Object(_)) => output.clone(),
-                _ => return Err(bad("the payload's output is not an object")),
-            };
+            if !payload.get("output").is_some_and(Value::is_object) {
+                return Err(bad("the payload's output is not an object"));
+            }
+            // Moved out of the frame, not copied.
+            let output = value
+                .get_mut("payload")
+                .and_then(|p| p.as_object_mut())
+                .and_then(|p| p.remove("output"))
+                .unwrap_or_default();
             Ok(LinkReply {
                 id,
                 kind: Some(kind),
