@@ -156,20 +156,26 @@ def part_a(o, tmp):
                  (front_addr, call_params(front_addr, "edge-1", "ex0"))]
         conns = [http.client.HTTPConnection(*addr, timeout=30) for addr, _ in paths]
         samples = [[], []]
+        groups = [[direct.pid], [front.pid, runner.pid]]
+        counted = None
         for i in range(o.warmup + o.n):
+            if i == o.warmup:
+                counted = [sum_switches(g) for g in groups]
             for k in (0, 1):
                 j = (i + k) % 2
                 started = time.perf_counter()
                 post(conns[j], paths[j][1])
                 if i >= o.warmup:
                     samples[j].append((time.perf_counter() - started) * 1e6)
+        handoffs = [(sum_switches(g) - c) / o.n for g, c in zip(groups, counted)]
         for conn in conns:
             conn.close()
         stop([runner, front, direct])
         (d50, d99), (f50, f99) = [(percentile(s, 0.5), percentile(s, 0.99)) for s in samples]
         hops.append(f50 - d50)
         print(f"  round {rnd}: direct p50 {d50:.0f} us p99 {d99:.0f} us | front p50 {f50:.0f} "
-              f"us p99 {f99:.0f} us | hop p50 +{f50 - d50:.0f} us, p99 +{f99 - d99:.0f} us",
+              f"us p99 {f99:.0f} us | hop p50 +{f50 - d50:.0f} us, p99 +{f99 - d99:.0f} us | "
+              f"switches per call: direct {handoffs[0]:.1f}, front+runner {handoffs[1]:.1f}",
               flush=True)
     print(f"  median hop at p50: +{statistics.median(hops):.0f} us", flush=True)
 
@@ -250,6 +256,23 @@ def switches(pid):
         count = int(text.split("voluntary_ctxt_switches:")[1].split()[0])
         by_thread[tid] = (name, count)
     return by_thread
+
+
+def sum_switches(pids):
+    """Voluntary context switches of every thread of `pids` and of their child processes
+    (the plugins): about one per time a thread waits for another."""
+    total = 0
+    for pid in pids:
+        family = [str(pid)]
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    family += f.read().split()
+            except OSError:
+                pass
+        for member in family:
+            total += sum(count for _, count in switches(member).values())
+    return total
 
 
 def woken(before, after):
