@@ -66,6 +66,8 @@ struct Runner {
     pids: PathBuf,
     child: Option<Child>,
     stderr: Option<JoinHandle<String>>,
+    /// Arguments `connect` gets besides the usual ones.
+    extra: Vec<&'static str>,
 }
 
 impl Runner {
@@ -86,6 +88,7 @@ impl Runner {
             pids: dir.path(&format!("{id}.pids")),
             child: None,
             stderr: None,
+            extra: Vec::new(),
         }
     }
 
@@ -101,6 +104,7 @@ impl Runner {
             "--name",
             &format!("Runner {}", self.id),
         ])
+        .args(&self.extra)
         .env("WEBCODEX_RUNNER_TOKEN", runner_token(self.id))
         .env("FIXTURE_LOG", &self.log)
         .env("FIXTURE_PIDS", &self.pids)
@@ -444,6 +448,87 @@ fn a_runner_killed_during_a_slow_call_is_outcome_unknown_and_its_restart_replace
     wait_listed(addr, &[]);
     assert_no_zombies(front.pid());
     drop(front);
+    common::assert_no_zombie_children_of_self();
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs connect processes stopped with SIGTERM behind a front (docs/PLATFORMS.md)"
+)]
+fn a_call_through_the_link_keeps_its_trace_id_on_the_runner_and_never_reaches_the_plugin() {
+    let dir = TempDir::new("link", "trace");
+    let front = start_front(&front_tokens(&dir, &["edge-1"]));
+    let addr = front.addr;
+    let mut runner = Runner::new(&dir, "edge-1");
+    runner.extra = vec!["--log-format", "json"];
+    runner.start(addr);
+    wait_listed(addr, &["edge-1"]);
+    let binding = describe(addr, "edge-1", "echo");
+    let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let traceparent = format!("00-{trace_id}-00f067aa0ba902b7-01");
+    let body = json!({"tool": "plugin_tool", "params":
+        {"action": "call", "binding": binding, "arguments": {"text": "traced"}}})
+    .to_string();
+    let (status, answer) = raw_request(
+        addr,
+        &format!(
+            "POST /api/tools/call HTTP/1.1\r\nAuthorization: Bearer {USER}\r\n\
+             Content-Type: application/json\r\ntraceparent: {traceparent}\r\n"
+        ),
+        &body,
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["output"]["structuredContent"]["text"],
+        json!("traced")
+    );
+
+    let stderr = runner.stop();
+    let lines: Vec<Value> = stderr
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|_| panic!("not a JSON line: {line}"))
+        })
+        .collect();
+    // The runner's line of that request carries the caller's trace id, and what it ran.
+    let call = lines
+        .iter()
+        .find(|l| {
+            l["msg"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("connect: tools_call")
+        })
+        .unwrap_or_else(|| panic!("no line of the call: {stderr}"));
+    assert_eq!(call["trace_id"], json!(trace_id), "{call}");
+    assert_eq!(call["action"], json!("call"), "{call}");
+    assert_eq!(call["dispatch"], json!("completed"), "{call}");
+    assert_eq!(call["plugin"], json!("fx"), "{call}");
+    // The describe before it had no traceparent: a trace of its own (from the front).
+    let described = lines
+        .iter()
+        .find(|l| {
+            l["msg"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("connect: tools_list")
+        })
+        .unwrap_or_else(|| panic!("no line of the describe: {stderr}"));
+    assert!(described["trace_id"]
+        .as_str()
+        .is_some_and(|t| t.len() == 32 && t != trace_id));
+    // Nothing of the trace context reached the plugin.
+    let plugin_read = std::fs::read_to_string(&runner.log).unwrap();
+    assert!(plugin_read.contains("traced"), "{plugin_read}");
+    assert!(!plugin_read.contains(trace_id), "{plugin_read}");
+    assert!(!plugin_read.contains("traceparent"), "{plugin_read}");
+    assert_no_zombies(front.pid());
+    let front_log = front.stop();
+    assert!(
+        front_log.lines().any(|l| l.contains(trace_id)),
+        "the front's log has no line of the trace: {front_log}"
+    );
     common::assert_no_zombie_children_of_self();
 }
 
@@ -945,11 +1030,10 @@ fn woken(
         .sum()
 }
 
+/// The real bounds (15 s pings, 45 s of silence) on a real `serve`: this test takes 46 s. The
+/// unit tests of `link::front` check the same with a short heartbeat, and that a peer
+/// dribbling a frame it never completes cannot postpone either.
 #[test]
-#[cfg_attr(
-    target_os = "linux",
-    ignore = "waits out 45 s of link silence, and hung once in six runs (cause not found yet): run it with --ignored"
-)]
 #[cfg_attr(
     not(target_os = "linux"),
     ignore = "Linux-only observation (/proc/PID/task context switches)"

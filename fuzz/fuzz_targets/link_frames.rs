@@ -25,7 +25,12 @@ fuzz_target!(|data: &[u8]| {
     match wire::parse_request(text) {
         Ok(request) => {
             let kind = request.operation.carries(&request.params).expect("checked on parse");
-            let encoded = wire::encode_request(request.id, request.operation, &request.params);
+            let encoded = wire::encode_request(
+                request.id,
+                request.operation,
+                &request.params,
+                request.trace.as_ref(),
+            );
             assert_eq!(wire::parse_request(&encoded).unwrap(), request);
             assert_eq!(kind.as_str(), request.params["action"].as_str().unwrap());
         }

@@ -23,7 +23,7 @@ use serde_json::Value;
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::{Role, WebSocket};
 
-use super::socket::{config, LinkSocket, Next};
+use super::socket::{config, LinkSocket, Next, SharedTcp};
 use super::wire::{self, Operation};
 use crate::gateway::{Gateway, LinkAnswer, LinkFailure, RemoteRunner, RunnerLink};
 
@@ -31,6 +31,21 @@ use crate::gateway::{Gateway, LinkAnswer, LinkFailure, RemoteRunner, RunnerLink}
 pub const PING_EVERY: Duration = Duration::from_secs(15);
 /// A link with no frame for this long is dead.
 pub const DEAD_AFTER: Duration = Duration::from_secs(45);
+
+/// The heartbeat of the front's links: [`PING_EVERY`] and [`DEAD_AFTER`] (shorter ones only in
+/// this module's tests).
+#[derive(Debug, Clone, Copy)]
+struct Heartbeat {
+    ping_every: Duration,
+    dead_after: Duration,
+}
+
+impl Heartbeat {
+    const LINK: Heartbeat = Heartbeat {
+        ping_every: PING_EVERY,
+        dead_after: DEAD_AFTER,
+    };
+}
 /// How long a runner has for its hello.
 pub const HELLO_WITHIN: Duration = Duration::from_secs(10);
 /// How long a request waits for its answer (above the longest plugin request timeout).
@@ -41,6 +56,7 @@ pub(crate) struct LinkRegistry {
     gateway: Arc<Gateway>,
     runners: Mutex<HashMap<String, Entry>>,
     serial: AtomicU64,
+    heartbeat: Heartbeat,
 }
 
 /// A runner id's current runner instance and its link.
@@ -58,7 +74,7 @@ struct DialLink {
 /// One accepted WebSocket of a runner.
 struct Connection {
     serial: u64,
-    socket: LinkSocket<TcpStream>,
+    socket: LinkSocket<SharedTcp>,
     instance: String,
     pending: Mutex<HashMap<u64, Sender<wire::LinkReply>>>,
     next_id: AtomicU64,
@@ -87,7 +103,9 @@ impl RunnerLink for DialLink {
         let id = connection.next_id.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = bounded(1);
         connection.pending.lock().insert(id, tx);
-        let frame = wire::encode_request(id, operation, params);
+        // The request's trace id goes on to the runner, under a new parent id.
+        let trace = crate::trace::current().map(|trace| trace.child());
+        let frame = wire::encode_request(id, operation, params, trace.as_ref());
         if let Err(e) = connection.socket.send_text(frame) {
             connection.pending.lock().remove(&id);
             connection.end();
@@ -126,20 +144,27 @@ impl LinkRegistry {
             gateway,
             runners: Mutex::new(HashMap::new()),
             serial: AtomicU64::new(1),
+            heartbeat: Heartbeat::LINK,
         }
+    }
+
+    /// This registry with another heartbeat (tests only: the link's is fixed).
+    #[cfg(test)]
+    fn with_heartbeat(mut self, heartbeat: Heartbeat) -> LinkRegistry {
+        self.heartbeat = heartbeat;
+        self
     }
 
     /// Serves one upgraded connection of runner `runner` (authenticated with `token`) until
     /// the link ends: the hello, the welcome, then the answers and the heartbeat.
     pub(crate) fn serve(&self, runner: &str, token: &str, stream: TcpStream, leftover: Vec<u8>) {
-        let Ok(tcp) = stream.try_clone() else {
-            return;
-        };
-        let ws = WebSocket::from_partially_read(stream, leftover, Role::Server, Some(config()));
+        let tcp = SharedTcp(Arc::new(stream));
+        let ws =
+            WebSocket::from_partially_read(tcp.clone(), leftover, Role::Server, Some(config()));
         let Ok(socket) = LinkSocket::new(ws, tcp) else {
             return;
         };
-        let hello = match socket.next(HELLO_WITHIN) {
+        let hello = match socket.next(Instant::now() + HELLO_WITHIN) {
             Next::Text(text) => wire::parse_hello(&text),
             Next::Quiet => Err(wire::FrameError("no hello in time".into())),
             _ => Err(wire::FrameError("the first frame is not a hello".into())),
@@ -160,7 +185,7 @@ impl LinkRegistry {
             observer.link_accepted(runner);
         }
         log::info!("runner link `{runner}`: connected");
-        let why = read_answers(&connection);
+        let why = read_answers(&connection, self.heartbeat);
         log::info!("runner link `{runner}`: ended ({why})");
         connection.end();
         self.detach(runner, &connection);
@@ -172,7 +197,7 @@ impl LinkRegistry {
         runner: &str,
         token: &str,
         hello: wire::Hello,
-        socket: LinkSocket<TcpStream>,
+        socket: LinkSocket<SharedTcp>,
     ) -> Arc<Connection> {
         let connection = Arc::new(Connection {
             serial: self.serial.fetch_add(1, Ordering::SeqCst),
@@ -253,18 +278,19 @@ impl RunnerLink for ArcLink {
 
 /// Reads the link until it ends: routes each answer to its caller and keeps the heartbeat.
 /// Returns why it ended, for the log.
-fn read_answers(connection: &Connection) -> String {
+fn read_answers(connection: &Connection, heartbeat: Heartbeat) -> String {
     let socket = &connection.socket;
     let mut last_frame = Instant::now();
     let mut last_ping = Instant::now();
     loop {
         let now = Instant::now();
-        let dead_at = last_frame + DEAD_AFTER;
+        let dead_at = last_frame + heartbeat.dead_after;
         if now >= dead_at {
-            socket.close(CloseCode::Away, "no frame for 45 s");
-            return "no frame for 45 s".into();
+            let why = format!("no frame for {} s", heartbeat.dead_after.as_secs());
+            socket.close(CloseCode::Away, &why);
+            return why;
         }
-        let ping_at = last_ping + PING_EVERY;
+        let ping_at = last_ping + heartbeat.ping_every;
         if now >= ping_at {
             if let Err(e) = socket.ping() {
                 return format!("the ping could not be written: {e}");
@@ -272,8 +298,7 @@ fn read_answers(connection: &Connection) -> String {
             last_ping = now;
             continue;
         }
-        let wait = ping_at.min(dead_at) - now;
-        match socket.next(wait) {
+        match socket.next(ping_at.min(dead_at)) {
             Next::Text(text) => {
                 last_frame = Instant::now();
                 if let Err(why) = route_answer(connection, &text) {
@@ -320,3 +345,6 @@ fn route_answer(connection: &Connection, text: &str) -> Result<(), String> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

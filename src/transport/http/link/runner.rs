@@ -6,11 +6,11 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, Receiver, Sender};
+use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 use parking_lot::Mutex;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
@@ -18,24 +18,25 @@ use tungstenite::client::ClientRequestBuilder;
 use tungstenite::handshake::HandshakeError;
 use tungstenite::protocol::frame::coding::CloseCode;
 
-use super::socket::{config, LinkSocket, Next};
+use super::socket::{config, LinkSocket, Next, SharedTcp};
 use super::wire::{self, LinkRequest};
 use super::RUNNERS_CONNECT_PATH;
 use crate::error::{Dispatch, ErrorCode};
 use crate::gateway::{Caller, Gateway};
+use crate::trace::TraceContext;
 use crate::transport::http::client::{
     ca_der, link_proxy, LinkProxy, ProxyChoice, SetupError, SetupPart,
 };
-use crate::transport::WORKER_STACK;
+use crate::transport::{Dispatcher, Slot, WORKER_STACK};
 
 /// A runner link with no frame from the front for this long is dead (the front pings every
 /// 15 s).
 pub const DEAD_AFTER: Duration = Duration::from_secs(45);
-/// The most requests of the front served at once on one link; beyond it a request is answered
-/// `gateway_saturated` at once.
-pub const MAX_LINK_IN_FLIGHT: usize = 64;
 /// How long the front has to welcome the runner.
 const WELCOME_WITHIN: Duration = Duration::from_secs(10);
+/// How long a link's request thread waits for another request once it answered one, before it
+/// ends (so a busy link starts no thread per request, and an idle one keeps none for long).
+const WORKER_IDLE: Duration = Duration::from_secs(30);
 
 /// Where and how a runner dials its front.
 #[derive(Clone)]
@@ -158,8 +159,8 @@ impl Default for Backoff {
 
 /// A stream to the front: plain TCP or TLS over it.
 pub(crate) enum LinkStream {
-    Plain(TcpStream),
-    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+    Plain(SharedTcp),
+    Tls(Box<StreamOwned<ClientConnection, SharedTcp>>),
 }
 
 impl Read for LinkStream {
@@ -330,10 +331,11 @@ impl Dialer {
         let failed =
             |what: &str, e: &dyn std::fmt::Display| LinkEnd::Failed(format!("{what}: {e}"));
         let tcp = self.dial().map_err(|e| failed("connecting", &e))?;
-        let raw = tcp.try_clone().map_err(|e| failed("connecting", &e))?;
         let deadline = Some(self.connect_timeout);
         let _ = tcp.set_read_timeout(deadline);
         let _ = tcp.set_write_timeout(deadline);
+        let tcp = SharedTcp(Arc::new(tcp));
+        let raw = tcp.clone();
         let stream = match &self.tls {
             None => LinkStream::Plain(tcp),
             Some(config) => {
@@ -385,7 +387,7 @@ impl Dialer {
         socket
             .send_text(hello)
             .map_err(|e| failed("the hello", &e))?;
-        match socket.next(WELCOME_WITHIN) {
+        match socket.next(Instant::now() + WELCOME_WITHIN) {
             Next::Text(text) => match wire::parse_welcome(&text) {
                 Ok(runner) => {
                     log::info!("connect: the front admitted this runner as `{runner}`");
@@ -430,11 +432,27 @@ impl Dialer {
 
     /// Serves the front's requests until the link ends; returns why it ended.
     fn serve(&self, gateway: &Arc<Gateway>, socket: &Arc<LinkSocket<LinkStream>>) -> String {
-        let in_flight = Arc::new(AtomicUsize::new(0));
+        // The link's own bound of requests at once, its panic guard and its trace scopes.
+        let dispatcher = Arc::new(Dispatcher::new(gateway.clone()));
+        // Hands a request to a request thread that waits for one (none: a new thread). Its
+        // end, when this returns, ends the waiting threads at once.
+        let (handoff, waiting) = bounded::<Job>(0);
+        let workers = Workers {
+            dispatcher,
+            socket: socket.clone(),
+            handoff,
+            waiting,
+        };
+        let mut last_frame = Instant::now();
         loop {
-            match socket.next(DEAD_AFTER) {
-                Next::Text(text) => start_request(gateway, socket, &in_flight, &text),
+            let next = socket.next(last_frame + DEAD_AFTER);
+            if matches!(next, Next::Text(_) | Next::Heartbeat) {
+                last_frame = Instant::now();
+            }
+            match next {
+                Next::Text(text) => start_request(&workers, &text),
                 Next::Heartbeat => {}
+                // Only once the deadline passed.
                 Next::Quiet => {
                     socket.close(CloseCode::Away, "no frame for 45 s");
                     return "no frame from the front for 45 s".into();
@@ -457,13 +475,24 @@ impl Dialer {
     }
 }
 
-/// Runs one request of the front on a thread of its own (at most [`MAX_LINK_IN_FLIGHT`]).
-fn start_request(
-    gateway: &Arc<Gateway>,
-    socket: &Arc<LinkSocket<LinkStream>>,
-    in_flight: &Arc<AtomicUsize>,
-    text: &str,
-) {
+/// One request of the front with its slot.
+type Job = (LinkRequest, Slot);
+
+/// The request threads of one link: the dispatcher they run requests on, the link they
+/// answer on, and the hand-off to a thread waiting for its next request.
+struct Workers {
+    dispatcher: Arc<Dispatcher>,
+    socket: Arc<LinkSocket<LinkStream>>,
+    handoff: Sender<Job>,
+    waiting: Receiver<Job>,
+}
+
+/// Runs one request of the front on a request thread of the link, at most
+/// [`crate::transport::MAX_IN_FLIGHT`] (64) at once; beyond it a request is answered
+/// `gateway_saturated` at once. A thread that waits for a request takes it; else a new one
+/// starts.
+fn start_request(workers: &Workers, text: &str) {
+    let socket = &workers.socket;
     let request = match wire::parse_request(text) {
         Ok(request) => request,
         Err((Some(id), e)) => {
@@ -481,12 +510,7 @@ fn start_request(
             return;
         }
     };
-    let taken = in_flight
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-            (n < MAX_LINK_IN_FLIGHT).then_some(n + 1)
-        })
-        .is_ok();
-    if !taken {
+    let Some(slot) = workers.dispatcher.try_admit() else {
         let reply = wire::encode_failure(
             request.id,
             ErrorCode::GatewaySaturated,
@@ -495,28 +519,65 @@ fn start_request(
         );
         let _ = socket.send_text(reply);
         return;
-    }
-    let (gateway, socket, count) = (gateway.clone(), socket.clone(), in_flight.clone());
+    };
+    let job = match workers.handoff.try_send((request, slot)) {
+        Ok(()) => return,
+        Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => job,
+    };
+    let id = job.0.id;
+    let (dispatcher, worker_socket) = (workers.dispatcher.clone(), socket.clone());
+    let waiting = workers.waiting.clone();
     let spawned = std::thread::Builder::new()
         .name("wc-link-req".into())
         .stack_size(WORKER_STACK)
         .spawn(move || {
-            answer(&gateway, &socket, request);
-            count.fetch_sub(1, Ordering::AcqRel);
+            let mut job = job;
+            loop {
+                answer(&dispatcher, &worker_socket, job.0, job.1);
+                match waiting.recv_timeout(WORKER_IDLE) {
+                    Ok(next) => job = next,
+                    Err(_) => return,
+                }
+            }
         });
     if let Err(e) = spawned {
-        in_flight.fetch_sub(1, Ordering::AcqRel);
         log::warn!("connect: no thread for a request: {e}");
+        let reply = wire::encode_failure(
+            id,
+            ErrorCode::GatewaySaturated,
+            Dispatch::NotStarted,
+            "the runner could not start a thread for the request; try again",
+        );
+        let _ = socket.send_text(reply);
     }
 }
 
-/// Runs `request` on the gateway (the front has checked the caller's scopes) and writes the
-/// reply; a reply that cannot be written is lost with the link.
-fn answer(gateway: &Gateway, socket: &LinkSocket<LinkStream>, request: LinkRequest) {
+/// Runs `request` on the gateway (the front has checked the caller's scopes) in the trace
+/// context the front sent (a fresh one without), writes the reply and frees `slot`; a reply
+/// that cannot be written is lost with the link. The trace context never reaches a plugin:
+/// only `params` go to the gateway.
+fn answer(
+    dispatcher: &Dispatcher,
+    socket: &LinkSocket<LinkStream>,
+    request: LinkRequest,
+    slot: Slot,
+) {
     let Some(kind) = request.operation.carries(&request.params) else {
         return;
     };
-    let output = gateway.plugin_tool(&Caller::trusted(), &request.params);
+    let trace = request.trace.unwrap_or_else(TraceContext::fresh);
+    let _scope = crate::trace::begin(Some(trace));
+    let output = dispatcher.execute(&Caller::trusted(), &request.params);
+    drop(slot);
+    let outcome = match output.code() {
+        None => "ok",
+        Some(code) => code.as_str(),
+    };
+    log::info!(
+        "connect: {} (link request {}) -> {outcome}",
+        request.operation.as_str(),
+        request.id
+    );
     let mut reply = wire::encode_reply(request.id, kind, &output);
     if reply.len() > wire::MAX_FRAME_BYTES {
         reply = wire::encode_failure(

@@ -8,11 +8,16 @@
 //! one message at a time, until nothing complete is left. So an idle link costs no wake-up
 //! besides its heartbeat, and a writer waits at most for one non-blocking read. The same works
 //! under TLS: `peek` sees the encrypted bytes arrive on the TCP socket below.
+//!
+//! The reader's wait ends at a deadline, not after a duration: bytes that arrive without
+//! completing a message (a peer that dribbles a frame, a TLS record split in two) do not start
+//! the wait again, so they cannot postpone the heartbeat or the dead-link check.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use tungstenite::protocol::frame::coding::CloseCode;
@@ -55,18 +60,39 @@ pub(crate) enum Next {
     Ended(String),
 }
 
+/// A TCP socket shared by the WebSocket above it and the reader that peeks at it: one file
+/// descriptor, not a clone of it (a link costs the front as few descriptors as it can).
+#[derive(Clone)]
+pub(crate) struct SharedTcp(pub(crate) Arc<TcpStream>);
+
+impl Read for SharedTcp {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self.0).read(buf)
+    }
+}
+
+impl Write for SharedTcp {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&*self.0).write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        (&*self.0).flush()
+    }
+}
+
 /// A WebSocket over a stream whose TCP socket is `tcp`.
 pub(crate) struct LinkSocket<S: Read + Write> {
     ws: Mutex<WebSocket<S>>,
-    tcp: TcpStream,
+    tcp: SharedTcp,
     closed: AtomicBool,
 }
 
 impl<S: Read + Write> LinkSocket<S> {
-    /// Wraps `ws`, whose bytes travel on `tcp` (a clone of its TCP socket).
-    pub(crate) fn new(ws: WebSocket<S>, tcp: TcpStream) -> io::Result<LinkSocket<S>> {
-        tcp.set_write_timeout(Some(WRITE_TIMEOUT))?;
-        tcp.set_nonblocking(false)?;
+    /// Wraps `ws`, whose bytes travel on `tcp` (the TCP socket below it).
+    pub(crate) fn new(ws: WebSocket<S>, tcp: SharedTcp) -> io::Result<LinkSocket<S>> {
+        tcp.0.set_write_timeout(Some(WRITE_TIMEOUT))?;
+        tcp.0.set_nonblocking(false)?;
         Ok(LinkSocket {
             ws: Mutex::new(ws),
             tcp,
@@ -109,25 +135,26 @@ impl<S: Read + Write> LinkSocket<S> {
             let _ = ws.close(Some(frame));
             let _ = ws.flush();
         }
-        let _ = self.tcp.shutdown(Shutdown::Both);
+        let _ = self.tcp.0.shutdown(Shutdown::Both);
     }
 
     /// Ends the connection at once, without a close frame; a blocked reader wakes.
     pub(crate) fn shutdown(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        let _ = self.tcp.shutdown(Shutdown::Both);
+        let _ = self.tcp.0.shutdown(Shutdown::Both);
     }
 
-    /// The next message, waiting at most `wait` for bytes to arrive. Only one thread reads.
-    pub(crate) fn next(&self, wait: Duration) -> Next {
+    /// The next message, waiting for bytes until `until` at the latest ([`Next::Quiet`]
+    /// then, whatever arrived meanwhile without completing a message). Only one thread reads.
+    pub(crate) fn next(&self, until: Instant) -> Next {
         loop {
             let read = {
                 let mut ws = self.ws.lock();
-                if self.tcp.set_nonblocking(true).is_err() {
+                if self.tcp.0.set_nonblocking(true).is_err() {
                     return Next::Ended("the socket cannot be read".into());
                 }
                 let read = ws.read();
-                let _ = self.tcp.set_nonblocking(false);
+                let _ = self.tcp.0.set_nonblocking(false);
                 read
             };
             match read {
@@ -151,11 +178,16 @@ impl<S: Read + Write> LinkSocket<S> {
             if self.is_closed() {
                 return Next::Ended("the link is closed".into());
             }
+            let wait = until.saturating_duration_since(Instant::now());
+            if wait.is_zero() {
+                return Next::Quiet;
+            }
             let _ = self
                 .tcp
+                .0
                 .set_read_timeout(Some(wait.max(Duration::from_millis(1))));
             let mut byte = [0u8; 1];
-            match self.tcp.peek(&mut byte) {
+            match self.tcp.0.peek(&mut byte) {
                 // At the end of the stream the next read reports it.
                 Ok(_) => {}
                 Err(e)

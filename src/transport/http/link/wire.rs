@@ -4,8 +4,8 @@
 //!
 //! - runner → front, first: `{"hello":{"protocol","instance","name"?}}` ([`Hello`]);
 //! - front → runner: `{"welcome":{"runner":ID}}` ([`welcome`]);
-//! - front → runner: `{"id":u64,"operation":OP,"params":{plugin_tool params}}`
-//!   ([`LinkRequest`]);
+//! - front → runner: `{"id":u64,"operation":OP,"params":{plugin_tool params},
+//!   "traceparent"?:W3C}` ([`LinkRequest`]);
 //! - runner → front: `{"id":u64,"dispatch_state":D,"payload"?:{"kind","output"},
 //!   "error"?:{"code","message","recovery"?}}` ([`LinkReply`]), exactly one of payload and
 //!   error, a payload only with `completed`.
@@ -14,6 +14,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{Dispatch, ErrorCode};
 use crate::gateway::{ActionKind, ToolOutput, MAX_RUNNER_NAME_BYTES};
+use crate::trace::{TraceContext, TRACEPARENT};
 
 /// The protocol name a runner's hello carries (and the WebSocket subprotocol it asks for).
 pub const PROTOCOL: &str = "webcodex-runner-link-v1";
@@ -216,23 +217,49 @@ pub struct LinkRequest {
     pub operation: Operation,
     /// The `plugin_tool` params of the action.
     pub params: Value,
+    /// The request's trace context (`traceparent`, the front's request under a new parent
+    /// id); `None` when the frame has none or its value is not a valid `traceparent` (the
+    /// runner then makes a fresh one, as for the HTTP header). Never part of `params`.
+    pub trace: Option<TraceContext>,
 }
 
-/// Encodes a request of the front.
-pub fn encode_request(id: u64, operation: Operation, params: &Value) -> String {
-    json!({"id": id, "operation": operation.as_str(), "params": params}).to_string()
+/// Encodes a request of the front, with its trace context when it has one. The params are
+/// serialized once, straight into the frame (no copy of them).
+pub fn encode_request(
+    id: u64,
+    operation: Operation,
+    params: &Value,
+    trace: Option<&TraceContext>,
+) -> String {
+    use std::fmt::Write as _;
+    let mut frame = String::with_capacity(160);
+    let _ = write!(
+        frame,
+        "{{\"id\":{id},\"operation\":\"{}\"",
+        operation.as_str()
+    );
+    if let Some(trace) = trace {
+        // 55 bytes of `00-`, hex digits and dashes: nothing to escape.
+        let _ = write!(frame, ",\"{TRACEPARENT}\":\"{}\"", trace.header_value());
+    }
+    frame.push_str(",\"params\":");
+    // Writing a Value into a String cannot fail, and its output is UTF-8.
+    let mut bytes = frame.into_bytes();
+    let _ = serde_json::to_writer(&mut bytes, params);
+    bytes.push(b'}');
+    String::from_utf8(bytes).unwrap_or_default()
 }
 
 /// Parses a request of the front. An `Err` with `Some(id)` names a request that can still be
 /// answered (with `invalid_request`); `None` when not even its id was readable.
 pub fn parse_request(text: &str) -> Result<LinkRequest, (Option<u64>, FrameError)> {
-    let value: Value =
+    let mut value: Value =
         serde_json::from_str(text).map_err(|_| (None, bad("the request is not JSON")))?;
     let id = value.get("id").and_then(Value::as_u64);
-    let map = only_keys(&value, &["id", "operation", "params"]).ok_or_else(|| {
+    let map = only_keys(&value, &["id", "operation", "params", TRACEPARENT]).ok_or_else(|| {
         (
             id,
-            bad("the request has keys other than id, operation, params"),
+            bad("the request has keys other than id, operation, params, traceparent"),
         )
     })?;
     let id = id.ok_or_else(|| (None, bad("the request has no u64 id")))?;
@@ -241,10 +268,19 @@ pub fn parse_request(text: &str) -> Result<LinkRequest, (Option<u64>, FrameError
         .and_then(Value::as_str)
         .and_then(Operation::parse)
         .ok_or_else(|| (Some(id), bad("the request's operation is unknown")))?;
-    let params = match map.get("params") {
-        Some(params @ Value::Object(_)) => params.clone(),
-        _ => return Err((Some(id), bad("the request's params are not an object"))),
+    if !map.get("params").is_some_and(Value::is_object) {
+        return Err((Some(id), bad("the request's params are not an object")));
+    }
+    let trace = match map.get(TRACEPARENT) {
+        None => None,
+        Some(Value::String(value)) => TraceContext::parse(value),
+        Some(_) => return Err((Some(id), bad("the request's traceparent is not a string"))),
     };
+    // The params are moved out of the frame, not copied.
+    let params = value
+        .as_object_mut()
+        .and_then(|map| map.remove("params"))
+        .unwrap_or_default();
     if operation.carries(&params).is_none() {
         return Err((
             Some(id),
@@ -255,18 +291,23 @@ pub fn parse_request(text: &str) -> Result<LinkRequest, (Option<u64>, FrameError
         id,
         operation,
         params,
+        trace,
     })
 }
 
 /// Encodes the runner's reply to request `id` of action `kind`: its gateway's `output`.
 pub fn encode_reply(id: u64, kind: ActionKind, output: &ToolOutput) -> String {
     if output.success {
-        return json!({
-            "id": id,
-            "dispatch_state": Dispatch::Completed.as_str(),
-            "payload": {"kind": kind.as_str(), "output": output.output},
-        })
-        .to_string();
+        // Written straight into the frame (the output is not copied into a new Value).
+        let mut frame = format!(
+            "{{\"id\":{id},\"dispatch_state\":\"{}\",\"payload\":{{\"kind\":\"{}\",\"output\":",
+            Dispatch::Completed.as_str(),
+            kind.as_str()
+        )
+        .into_bytes();
+        let _ = serde_json::to_writer(&mut frame, &output.output);
+        frame.extend_from_slice(b"}}");
+        return String::from_utf8(frame).unwrap_or_default();
     }
     let failure = &output.output;
     let mut error = json!({
@@ -312,7 +353,7 @@ pub fn reply_id(text: &str) -> Option<u64> {
 /// Parses a runner's reply: an id, a dispatch state and exactly one of payload (only with
 /// `completed`, `{"kind","output"}`) and error (`{"code","message","recovery"?}`).
 pub fn parse_reply(text: &str) -> Result<LinkReply, FrameError> {
-    let value: Value = serde_json::from_str(text).map_err(|_| bad("the reply is not JSON"))?;
+    let mut value: Value = serde_json::from_str(text).map_err(|_| bad("the reply is not JSON"))?;
     let map = only_keys(&value, &["id", "dispatch_state", "payload", "error"])
         .ok_or_else(|| bad("the reply is not an object of id, dispatch_state, payload, error"))?;
     let id = map
@@ -337,10 +378,15 @@ pub fn parse_reply(text: &str) -> Result<LinkReply, FrameError> {
                 .and_then(Value::as_str)
                 .and_then(|k| ActionKind::ALL.into_iter().find(|a| a.as_str() == k))
                 .ok_or_else(|| bad("the payload's kind is not an action"))?;
-            let output = match payload.get("output") {
-                Some(output @ Value::Object(_)) => output.clone(),
-                _ => return Err(bad("the payload's output is not an object")),
-            };
+            if !payload.get("output").is_some_and(Value::is_object) {
+                return Err(bad("the payload's output is not an object"));
+            }
+            // Moved out of the frame, not copied.
+            let output = value
+                .get_mut("payload")
+                .and_then(|p| p.as_object_mut())
+                .and_then(|p| p.remove("output"))
+                .unwrap_or_default();
             Ok(LinkReply {
                 id,
                 kind: Some(kind),
@@ -404,13 +450,37 @@ mod tests {
     #[test]
     fn requests_carry_the_actions_of_their_operation() {
         let params = json!({"action": "describe", "runner": "local", "plugin": "p", "tool": "t"});
-        let text = encode_request(7, Operation::of_params(&params).unwrap(), &params);
+        let text = encode_request(7, Operation::of_params(&params).unwrap(), &params, None);
         let request = parse_request(&text).unwrap();
         assert_eq!(request.operation, Operation::ToolsList);
         assert_eq!(request.params, params);
+        assert_eq!(request.trace, None);
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap()["params"],
+            params
+        );
         let wrong = json!({"id": 3, "operation": "reload", "params": {"action": "call"}});
         assert_eq!(parse_request(&wrong.to_string()).unwrap_err().0, Some(3));
         assert_eq!(parse_request("[]").unwrap_err().0, None);
+    }
+
+    #[test]
+    fn a_request_carries_its_trace_context_beside_the_params() {
+        let params =
+            json!({"action": "call", "binding": "wc_pbind_x", "arguments": {"t": "\u{7}\""}});
+        let trace = TraceContext::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+        let text = encode_request(9, Operation::ToolsCall, &params, trace.as_ref());
+        let request = parse_request(&text).unwrap();
+        assert_eq!((request.id, request.trace), (9, trace));
+        assert_eq!(request.params, params);
+        assert!(request.params.get(TRACEPARENT).is_none());
+        // A value that is not a traceparent is ignored (a fresh context on the runner); one
+        // that is not a string is an unreadable request.
+        let odd =
+            json!({"id": 4, "operation": "tools_call", "params": params, "traceparent": "00-zz"});
+        assert_eq!(parse_request(&odd.to_string()).unwrap().trace, None);
+        let wrong = json!({"id": 4, "operation": "tools_call", "params": params, "traceparent": 1});
+        assert_eq!(parse_request(&wrong.to_string()).unwrap_err().0, Some(4));
     }
 
     #[test]
