@@ -37,6 +37,7 @@ fuzz_target!(|data: &[u8]| {
                     TokenSource::Env(name) => {
                         assert!(!name.is_empty() && !name.contains(['=', '\0']))
                     }
+                    other => panic!("a token source this target does not check: {other:?}"),
                 }
                 if let Some(ca) = &entry.ca_file {
                     assert!(ca.is_absolute());
