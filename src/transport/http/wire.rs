@@ -7,6 +7,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::ops::Range;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The most bytes of a request line and headers; a larger head is answered 431.
@@ -26,6 +27,8 @@ pub const WRITE_DEADLINE: Duration = Duration::from_secs(10);
 const MAX_DISCARD_BYTES: u64 = 4 << 20;
 /// The longest chunk-size or trailer line of a chunked body.
 const MAX_LINE_BYTES: usize = 1024;
+/// The largest response-head buffer a connection keeps between responses.
+const MAX_HEAD_OUT_KEPT: usize = 4 * 1024;
 /// How long a connection closed with unread input keeps reading (and dropping) it, so the
 /// client receives the response instead of a reset.
 const LINGER: Duration = Duration::from_secs(2);
@@ -49,9 +52,13 @@ impl Framing {
 /// A parsed request line and header fields.
 #[derive(Debug, Clone)]
 pub(crate) struct Head {
-    method: String,
-    target: String,
-    headers: Vec<(String, String)>,
+    /// The method, the target and every field name and value, one after the other: one
+    /// allocation for the whole head instead of two for each field.
+    text: String,
+    method: Range<usize>,
+    target: Range<usize>,
+    /// The name and the (trimmed) value of each field, as ranges of `text`.
+    headers: Vec<(Range<usize>, Range<usize>)>,
     framing: Framing,
     keep_alive: bool,
     expect_continue: bool,
@@ -99,20 +106,23 @@ pub enum BodyError {
 impl Head {
     /// The request method, e.g. `POST`.
     pub(crate) fn method(&self) -> &str {
-        &self.method
+        &self.text[self.method.clone()]
     }
 
     /// The request target without its query string.
     pub(crate) fn path(&self) -> &str {
-        self.target.split('?').next().unwrap_or_default()
+        self.text[self.target.clone()]
+            .split('?')
+            .next()
+            .unwrap_or_default()
     }
 
     /// The values of every header field named `name` (ASCII case-insensitive), in order.
     pub(crate) fn values<'h>(&'h self, name: &'h str) -> impl Iterator<Item = &'h str> + 'h {
         self.headers
             .iter()
-            .filter(move |(field, _)| field.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
+            .filter(move |(field, _)| self.text[field.clone()].eq_ignore_ascii_case(name))
+            .map(|(_, value)| &self.text[value.clone()])
     }
 
     /// The value of header `name` when it is given exactly once; absent or repeated → `None`.
@@ -154,17 +164,38 @@ impl Head {
     }
 
     fn from_parsed(request: &httparse::Request<'_, '_>) -> Result<Head, HeadError> {
-        let headers: Vec<(String, String)> = request
+        let method = request.method.unwrap_or_default();
+        let target = request.path.unwrap_or_default();
+        let size = request
+            .headers
+            .iter()
+            .fold(method.len() + target.len(), |n, h| {
+                n + h.name.len() + h.value.len()
+            });
+        let mut text = String::with_capacity(size);
+        let mut push = |part: &str| {
+            let start = text.len();
+            text.push_str(part);
+            start..text.len()
+        };
+        let method = push(method);
+        let target = push(target);
+        let headers = request
             .headers
             .iter()
             .map(|h| {
-                let value = String::from_utf8_lossy(h.value).trim().to_string();
-                (h.name.to_string(), value)
+                let name = push(h.name);
+                let value = match std::str::from_utf8(h.value) {
+                    Ok(value) => push(value.trim()),
+                    Err(_) => push(String::from_utf8_lossy(h.value).trim()),
+                };
+                (name, value)
             })
             .collect();
         let mut head = Head {
-            method: request.method.unwrap_or_default().to_string(),
-            target: request.path.unwrap_or_default().to_string(),
+            text,
+            method,
+            target,
             headers,
             framing: Framing::Length(0),
             keep_alive: false,
@@ -227,6 +258,8 @@ pub(crate) struct Conn {
     buf: Box<[u8]>,
     start: usize,
     end: usize,
+    /// The head of the last response written, kept to write the next one without allocating.
+    head_out: Vec<u8>,
 }
 
 impl Conn {
@@ -238,6 +271,7 @@ impl Conn {
             buf: vec![0; MAX_HEAD_BYTES].into_boxed_slice(),
             start: 0,
             end: 0,
+            head_out: Vec::new(),
         }
     }
 
@@ -477,34 +511,67 @@ impl Conn {
         keep_alive: bool,
         send_body: bool,
     ) -> io::Result<()> {
-        let mut out = Vec::with_capacity(256 + body.len());
-        let connection = if keep_alive { "keep-alive" } else { "close" };
-        let _ = write!(
-            out,
-            "HTTP/1.1 {status} {}\r\nDate: {}\r\n",
-            reason(status),
-            http_date(SystemTime::now()),
-        );
+        let mut out = std::mem::take(&mut self.head_out);
+        out.clear();
+        out.extend_from_slice(b"HTTP/1.1 ");
+        push_decimal(&mut out, u64::from(status));
+        out.push(b' ');
+        out.extend_from_slice(reason(status).as_bytes());
+        out.extend_from_slice(b"\r\nDate: ");
+        push_date(&mut out);
+        out.extend_from_slice(b"\r\n");
         // RFC 9110 §8.6: a 1xx or 204 carries no Content-Length, and never a body.
         let bodiless = status == 204 || (100..200).contains(&status);
         if !bodiless {
-            let _ = write!(out, "Content-Length: {}\r\n", body.len());
+            out.extend_from_slice(b"Content-Length: ");
+            push_decimal(&mut out, body.len() as u64);
+            out.extend_from_slice(b"\r\n");
         }
-        let _ = write!(out, "Connection: {connection}\r\n");
         if keep_alive {
-            let _ = write!(out, "Keep-Alive: timeout={}\r\n", KEEP_ALIVE_IDLE.as_secs());
+            out.extend_from_slice(b"Connection: keep-alive\r\nKeep-Alive: timeout=");
+            push_decimal(&mut out, KEEP_ALIVE_IDLE.as_secs());
+            out.extend_from_slice(b"\r\n");
+        } else {
+            out.extend_from_slice(b"Connection: close\r\n");
         }
         for (field, value) in headers {
             let clean = |s: &str| !s.bytes().any(|b| b == b'\r' || b == b'\n');
             if clean(field) && clean(value) && !field.is_empty() {
-                let _ = write!(out, "{field}: {value}\r\n");
+                out.extend_from_slice(field.as_bytes());
+                out.extend_from_slice(b": ");
+                out.extend_from_slice(value.as_bytes());
+                out.extend_from_slice(b"\r\n");
             }
         }
         out.extend_from_slice(b"\r\n");
-        if send_body && !bodiless {
-            out.extend_from_slice(body);
+        let body = if send_body && !bodiless { body } else { b"" };
+        // The head and the body in one write (no copy of the body).
+        let written = self.write_two_by(&out, body, Instant::now() + WRITE_DEADLINE);
+        // Kept for the next response unless a rare large head made it big.
+        if out.capacity() <= MAX_HEAD_OUT_KEPT {
+            self.head_out = out;
         }
-        self.write_all_by(&out, Instant::now() + WRITE_DEADLINE)
+        written
+    }
+
+    /// Writes `first` then `second`, vectored, before `deadline`.
+    fn write_two_by(&mut self, first: &[u8], second: &[u8], deadline: Instant) -> io::Result<()> {
+        let (mut first, mut second) = (first, second);
+        while !first.is_empty() {
+            self.stream.set_write_timeout(Some(remaining(deadline)?))?;
+            let parts = [io::IoSlice::new(first), io::IoSlice::new(second)];
+            match self.stream.write_vectored(&parts) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) if n < first.len() => first = &first[n..],
+                Ok(n) => {
+                    second = &second[n - first.len()..];
+                    first = b"";
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.write_all_by(second, deadline)
     }
 
     fn write_all_by(&mut self, mut bytes: &[u8], deadline: Instant) -> io::Result<()> {
@@ -575,6 +642,38 @@ fn reason(status: u16) -> &'static str {
         503 => "Service Unavailable",
         _ => "",
     }
+}
+
+/// Appends `n` in decimal.
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// Appends the current [`http_date`], formatted once a second per thread.
+fn push_date(out: &mut Vec<u8>) {
+    use std::cell::RefCell;
+    thread_local! {
+        static LAST: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
+    }
+    let now = SystemTime::now();
+    let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.0 != secs {
+            *last = (secs, http_date(now));
+        }
+        out.extend_from_slice(last.1.as_bytes());
+    });
 }
 
 /// An IMF-fixdate (RFC 9110 §5.6.7), e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
@@ -688,6 +787,16 @@ pub fn fuzz_read_requests(input: &[u8], max_body: usize) -> (Vec<FuzzRequest>, O
 mod tests {
     use super::*;
     use std::net::TcpListener;
+
+    #[test]
+    fn decimals() {
+        let mut out = Vec::new();
+        for n in [0, 7, 10, 204, u64::MAX] {
+            out.clear();
+            push_decimal(&mut out, n);
+            assert_eq!(out, n.to_string().as_bytes());
+        }
+    }
 
     #[test]
     fn dates_are_imf_fixdates() {
