@@ -115,7 +115,9 @@ fn binding_of(answer: &str) -> String {
 }
 
 fn mcp(params: &str) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{{"name":"plugin_tool","arguments":{params}}}}}"#)
+    format!(
+        r#"{{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{{"name":"plugin_tool","arguments":{params}}}}}"#
+    )
 }
 
 fn api(params: &str) -> String {
@@ -183,8 +185,8 @@ fn main() {
                 let (body, expect) = request_for(&mut conn, &kind, &plugin);
                 let one = |conn: &mut Conn, i: usize| {
                     let (status, answer) = conn.post(&body.replace("ID", &(i + 2).to_string()));
-                    let failed = answer.contains("\"isError\":true")
-                        || answer.contains("\"success\":false");
+                    let failed =
+                        answer.contains("\"isError\":true") || answer.contains("\"success\":false");
                     if status != 200 || !answer.contains(expect) || failed {
                         die(&format!("thread {t} request {i}: {status} {answer}"));
                     }

@@ -8,7 +8,9 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::ops::Range;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
+
+use super::answer_head::{push_date, push_decimal, reason};
 
 /// The most bytes of a request line and headers; a larger head is answered 431.
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
@@ -621,191 +623,10 @@ fn is_timeout(e: &io::Error) -> bool {
     )
 }
 
-/// The reason phrase of the statuses this server sends.
-fn reason(status: u16) -> &'static str {
-    match status {
-        100 => "Continue",
-        200 => "OK",
-        202 => "Accepted",
-        204 => "No Content",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        413 => "Content Too Large",
-        426 => "Upgrade Required",
-        431 => "Request Header Fields Too Large",
-        500 => "Internal Server Error",
-        501 => "Not Implemented",
-        503 => "Service Unavailable",
-        _ => "",
-    }
-}
-
-/// Appends `n` in decimal.
-fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
-}
-
-/// Appends the current [`http_date`], formatted once a second per thread.
-fn push_date(out: &mut Vec<u8>) {
-    use std::cell::RefCell;
-    thread_local! {
-        static LAST: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
-    }
-    let now = SystemTime::now();
-    let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    LAST.with(|last| {
-        let mut last = last.borrow_mut();
-        if last.0 != secs {
-            *last = (secs, http_date(now));
-        }
-        out.extend_from_slice(last.1.as_bytes());
-    });
-}
-
-/// An IMF-fixdate (RFC 9110 §5.6.7), e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
-fn http_date(now: SystemTime) -> String {
-    let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][(days % 7) as usize];
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let months = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!(
-        "{weekday}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
-        months[(month - 1) as usize],
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// One request read by [`fuzz_read_requests`] (fuzz targets only, not public API).
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-#[derive(Debug)]
-pub struct FuzzRequest {
-    /// The request method.
-    pub method: String,
-    /// The request target without its query string.
-    pub path: String,
-    /// The declared `Content-Length`; `None` for a chunked body.
-    pub declared_length: Option<u64>,
-    /// Whether the connection would stay open after this request.
-    pub keep_alive: bool,
-    /// The body read (its length), or why it was not.
-    pub body: Result<usize, BodyError>,
-}
-
-/// Feeds `input` to the server side of a loopback connection as the whole stream a client
-/// sent, and reads requests from it as the listener does (head, then a body of at most
-/// `max_body` bytes, or the body dropped when larger), until the stream ends or a request
-/// fails. Returns the requests read and the status a failed head is answered with (after
-/// writing that answer). For the fuzz targets in `fuzz/` (not public API).
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub fn fuzz_read_requests(input: &[u8], max_body: usize) -> (Vec<FuzzRequest>, Option<u16>) {
-    use std::net::TcpListener;
-    use std::sync::OnceLock;
-    static LISTENER: OnceLock<TcpListener> = OnceLock::new();
-    let listener = LISTENER.get_or_init(|| {
-        TcpListener::bind("127.0.0.1:0").expect("a loopback listener for the fuzz target")
-    });
-    let addr = listener.local_addr().expect("a bound address");
-    let mut client = TcpStream::connect(addr).expect("a loopback connection");
-    let (server, _) = listener
-        .accept()
-        .expect("the loopback connection is accepted");
-    // The input fits in the loopback buffers: written whole before the server side reads.
-    client.write_all(input).expect("the input is written");
-    client
-        .shutdown(Shutdown::Write)
-        .expect("the client side ends");
-    let mut conn = Conn::new(server);
-    let mut requests = Vec::new();
-    // Each head read consumes input, so the stream's end ends this loop.
-    loop {
-        let deadline = Instant::now() + REQUEST_DEADLINE;
-        let head = match conn.read_head(deadline, deadline) {
-            Ok(head) => head,
-            Err(error) => {
-                let status = error.status();
-                if let Some(status) = status {
-                    let _ = conn.write_response(status, &[], b"{}", false);
-                }
-                return (requests, status);
-            }
-        };
-        let framing = head.framing();
-        let body = if framing.exceeds(max_body) {
-            if Conn::discardable(framing) && conn.discard_body(framing, deadline) {
-                Err(BodyError::TooLarge)
-            } else {
-                Err(BodyError::Broken)
-            }
-        } else {
-            conn.read_body(framing, max_body, deadline).map(|b| b.len())
-        };
-        let stop = (body.is_err() && body != Err(BodyError::TooLarge)) || !head.keep_alive();
-        requests.push(FuzzRequest {
-            method: head.method().to_string(),
-            path: head.path().to_string(),
-            declared_length: head.declared_length(),
-            keep_alive: head.keep_alive(),
-            body,
-        });
-        if stop {
-            return (requests, None);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::net::TcpListener;
-
-    #[test]
-    fn decimals() {
-        let mut out = Vec::new();
-        for n in [0, 7, 10, 204, u64::MAX] {
-            out.clear();
-            push_decimal(&mut out, n);
-            assert_eq!(out, n.to_string().as_bytes());
-        }
-    }
-
-    #[test]
-    fn dates_are_imf_fixdates() {
-        let at = |secs| http_date(UNIX_EPOCH + Duration::from_secs(secs));
-        assert_eq!(at(0), "Thu, 01 Jan 1970 00:00:00 GMT");
-        assert_eq!(at(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT");
-        assert_eq!(at(951_825_600), "Tue, 29 Feb 2000 12:00:00 GMT");
-        assert_eq!(at(1_798_761_600), "Fri, 01 Jan 2027 00:00:00 GMT");
-    }
 
     /// A connected pair: the server side as a [`Conn`], and the client's stream.
     fn pair() -> (Conn, TcpStream) {
