@@ -73,11 +73,15 @@
 //! [`MAX_CONNECTIONS`]: listener::MAX_CONNECTIONS
 
 #[cfg(feature = "http-server")]
+mod answer_head;
+#[cfg(feature = "http-server")]
 mod bodies;
 #[cfg(feature = "http-client")]
 mod client;
 #[cfg(feature = "http-server")]
 pub mod cors;
+#[cfg(all(feature = "http-server", feature = "fuzzing"))]
+mod fuzz_wire;
 #[cfg(feature = "http-server")]
 pub mod inspector;
 pub mod link;
@@ -97,6 +101,9 @@ pub use client::{
     ClientError, ClientOptions, HttpClient, ProxyChoice, Received, SetupError, SetupPart,
     CONNECT_TIMEOUT, FAILURE_STATUSES, READ_TIMEOUT,
 };
+#[cfg(all(feature = "http-server", feature = "fuzzing"))]
+#[doc(hidden)]
+pub use fuzz_wire::{fuzz_read_requests, FuzzRequest};
 #[cfg(feature = "http-server")]
 pub use listener::MAX_CONNECTIONS;
 /// The server's connection handling, for the admin listener (`crate::ops`).
@@ -116,7 +123,7 @@ pub use tokens::{
 };
 #[cfg(all(feature = "http-server", feature = "fuzzing"))]
 #[doc(hidden)]
-pub use wire::{fuzz_read_requests, BodyError, FuzzRequest};
+pub use wire::BodyError;
 #[cfg(feature = "http-server")]
 pub use wire::{KEEP_ALIVE_IDLE, MAX_HEADERS, MAX_HEAD_BYTES, REQUEST_DEADLINE, WRITE_DEADLINE};
 

@@ -7,7 +7,10 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use super::answer_head::{push_date, push_decimal, reason};
 
 /// The most bytes of a request line and headers; a larger head is answered 431.
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
@@ -26,6 +29,8 @@ pub const WRITE_DEADLINE: Duration = Duration::from_secs(10);
 const MAX_DISCARD_BYTES: u64 = 4 << 20;
 /// The longest chunk-size or trailer line of a chunked body.
 const MAX_LINE_BYTES: usize = 1024;
+/// The largest response-head buffer a connection keeps between responses.
+const MAX_HEAD_OUT_KEPT: usize = 4 * 1024;
 /// How long a connection closed with unread input keeps reading (and dropping) it, so the
 /// client receives the response instead of a reset.
 const LINGER: Duration = Duration::from_secs(2);
@@ -49,9 +54,13 @@ impl Framing {
 /// A parsed request line and header fields.
 #[derive(Debug, Clone)]
 pub(crate) struct Head {
-    method: String,
-    target: String,
-    headers: Vec<(String, String)>,
+    /// The method, the target and every field name and value, one after the other: one
+    /// allocation for the whole head instead of two for each field.
+    text: String,
+    method: Range<usize>,
+    target: Range<usize>,
+    /// The name and the (trimmed) value of each field, as ranges of `text`.
+    headers: Vec<(Range<usize>, Range<usize>)>,
     framing: Framing,
     keep_alive: bool,
     expect_continue: bool,
@@ -99,20 +108,23 @@ pub enum BodyError {
 impl Head {
     /// The request method, e.g. `POST`.
     pub(crate) fn method(&self) -> &str {
-        &self.method
+        &self.text[self.method.clone()]
     }
 
     /// The request target without its query string.
     pub(crate) fn path(&self) -> &str {
-        self.target.split('?').next().unwrap_or_default()
+        self.text[self.target.clone()]
+            .split('?')
+            .next()
+            .unwrap_or_default()
     }
 
     /// The values of every header field named `name` (ASCII case-insensitive), in order.
     pub(crate) fn values<'h>(&'h self, name: &'h str) -> impl Iterator<Item = &'h str> + 'h {
         self.headers
             .iter()
-            .filter(move |(field, _)| field.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
+            .filter(move |(field, _)| self.text[field.clone()].eq_ignore_ascii_case(name))
+            .map(|(_, value)| &self.text[value.clone()])
     }
 
     /// The value of header `name` when it is given exactly once; absent or repeated → `None`.
@@ -154,17 +166,38 @@ impl Head {
     }
 
     fn from_parsed(request: &httparse::Request<'_, '_>) -> Result<Head, HeadError> {
-        let headers: Vec<(String, String)> = request
+        let method = request.method.unwrap_or_default();
+        let target = request.path.unwrap_or_default();
+        let size = request
+            .headers
+            .iter()
+            .fold(method.len() + target.len(), |n, h| {
+                n + h.name.len() + h.value.len()
+            });
+        let mut text = String::with_capacity(size);
+        let mut push = |part: &str| {
+            let start = text.len();
+            text.push_str(part);
+            start..text.len()
+        };
+        let method = push(method);
+        let target = push(target);
+        let headers = request
             .headers
             .iter()
             .map(|h| {
-                let value = String::from_utf8_lossy(h.value).trim().to_string();
-                (h.name.to_string(), value)
+                let name = push(h.name);
+                let value = match std::str::from_utf8(h.value) {
+                    Ok(value) => push(value.trim()),
+                    Err(_) => push(String::from_utf8_lossy(h.value).trim()),
+                };
+                (name, value)
             })
             .collect();
         let mut head = Head {
-            method: request.method.unwrap_or_default().to_string(),
-            target: request.path.unwrap_or_default().to_string(),
+            text,
+            method,
+            target,
             headers,
             framing: Framing::Length(0),
             keep_alive: false,
@@ -227,6 +260,8 @@ pub(crate) struct Conn {
     buf: Box<[u8]>,
     start: usize,
     end: usize,
+    /// The head of the last response written, kept to write the next one without allocating.
+    head_out: Vec<u8>,
 }
 
 impl Conn {
@@ -238,6 +273,7 @@ impl Conn {
             buf: vec![0; MAX_HEAD_BYTES].into_boxed_slice(),
             start: 0,
             end: 0,
+            head_out: Vec::new(),
         }
     }
 
@@ -477,34 +513,67 @@ impl Conn {
         keep_alive: bool,
         send_body: bool,
     ) -> io::Result<()> {
-        let mut out = Vec::with_capacity(256 + body.len());
-        let connection = if keep_alive { "keep-alive" } else { "close" };
-        let _ = write!(
-            out,
-            "HTTP/1.1 {status} {}\r\nDate: {}\r\n",
-            reason(status),
-            http_date(SystemTime::now()),
-        );
+        let mut out = std::mem::take(&mut self.head_out);
+        out.clear();
+        out.extend_from_slice(b"HTTP/1.1 ");
+        push_decimal(&mut out, u64::from(status));
+        out.push(b' ');
+        out.extend_from_slice(reason(status).as_bytes());
+        out.extend_from_slice(b"\r\nDate: ");
+        push_date(&mut out);
+        out.extend_from_slice(b"\r\n");
         // RFC 9110 §8.6: a 1xx or 204 carries no Content-Length, and never a body.
         let bodiless = status == 204 || (100..200).contains(&status);
         if !bodiless {
-            let _ = write!(out, "Content-Length: {}\r\n", body.len());
+            out.extend_from_slice(b"Content-Length: ");
+            push_decimal(&mut out, body.len() as u64);
+            out.extend_from_slice(b"\r\n");
         }
-        let _ = write!(out, "Connection: {connection}\r\n");
         if keep_alive {
-            let _ = write!(out, "Keep-Alive: timeout={}\r\n", KEEP_ALIVE_IDLE.as_secs());
+            out.extend_from_slice(b"Connection: keep-alive\r\nKeep-Alive: timeout=");
+            push_decimal(&mut out, KEEP_ALIVE_IDLE.as_secs());
+            out.extend_from_slice(b"\r\n");
+        } else {
+            out.extend_from_slice(b"Connection: close\r\n");
         }
         for (field, value) in headers {
             let clean = |s: &str| !s.bytes().any(|b| b == b'\r' || b == b'\n');
             if clean(field) && clean(value) && !field.is_empty() {
-                let _ = write!(out, "{field}: {value}\r\n");
+                out.extend_from_slice(field.as_bytes());
+                out.extend_from_slice(b": ");
+                out.extend_from_slice(value.as_bytes());
+                out.extend_from_slice(b"\r\n");
             }
         }
         out.extend_from_slice(b"\r\n");
-        if send_body && !bodiless {
-            out.extend_from_slice(body);
+        let body = if send_body && !bodiless { body } else { b"" };
+        // The head and the body in one write (no copy of the body).
+        let written = self.write_two_by(&out, body, Instant::now() + WRITE_DEADLINE);
+        // Kept for the next response unless a rare large head made it big.
+        if out.capacity() <= MAX_HEAD_OUT_KEPT {
+            self.head_out = out;
         }
-        self.write_all_by(&out, Instant::now() + WRITE_DEADLINE)
+        written
+    }
+
+    /// Writes `first` then `second`, vectored, before `deadline`.
+    fn write_two_by(&mut self, first: &[u8], second: &[u8], deadline: Instant) -> io::Result<()> {
+        let (mut first, mut second) = (first, second);
+        while !first.is_empty() {
+            self.stream.set_write_timeout(Some(remaining(deadline)?))?;
+            let parts = [io::IoSlice::new(first), io::IoSlice::new(second)];
+            match self.stream.write_vectored(&parts) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) if n < first.len() => first = &first[n..],
+                Ok(n) => {
+                    second = &second[n - first.len()..];
+                    first = b"";
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.write_all_by(second, deadline)
     }
 
     fn write_all_by(&mut self, mut bytes: &[u8], deadline: Instant) -> io::Result<()> {
@@ -554,149 +623,10 @@ fn is_timeout(e: &io::Error) -> bool {
     )
 }
 
-/// The reason phrase of the statuses this server sends.
-fn reason(status: u16) -> &'static str {
-    match status {
-        100 => "Continue",
-        200 => "OK",
-        202 => "Accepted",
-        204 => "No Content",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        413 => "Content Too Large",
-        426 => "Upgrade Required",
-        431 => "Request Header Fields Too Large",
-        500 => "Internal Server Error",
-        501 => "Not Implemented",
-        503 => "Service Unavailable",
-        _ => "",
-    }
-}
-
-/// An IMF-fixdate (RFC 9110 §5.6.7), e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
-fn http_date(now: SystemTime) -> String {
-    let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][(days % 7) as usize];
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let months = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!(
-        "{weekday}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
-        months[(month - 1) as usize],
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// One request read by [`fuzz_read_requests`] (fuzz targets only, not public API).
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-#[derive(Debug)]
-pub struct FuzzRequest {
-    /// The request method.
-    pub method: String,
-    /// The request target without its query string.
-    pub path: String,
-    /// The declared `Content-Length`; `None` for a chunked body.
-    pub declared_length: Option<u64>,
-    /// Whether the connection would stay open after this request.
-    pub keep_alive: bool,
-    /// The body read (its length), or why it was not.
-    pub body: Result<usize, BodyError>,
-}
-
-/// Feeds `input` to the server side of a loopback connection as the whole stream a client
-/// sent, and reads requests from it as the listener does (head, then a body of at most
-/// `max_body` bytes, or the body dropped when larger), until the stream ends or a request
-/// fails. Returns the requests read and the status a failed head is answered with (after
-/// writing that answer). For the fuzz targets in `fuzz/` (not public API).
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub fn fuzz_read_requests(input: &[u8], max_body: usize) -> (Vec<FuzzRequest>, Option<u16>) {
-    use std::net::TcpListener;
-    use std::sync::OnceLock;
-    static LISTENER: OnceLock<TcpListener> = OnceLock::new();
-    let listener = LISTENER.get_or_init(|| {
-        TcpListener::bind("127.0.0.1:0").expect("a loopback listener for the fuzz target")
-    });
-    let addr = listener.local_addr().expect("a bound address");
-    let mut client = TcpStream::connect(addr).expect("a loopback connection");
-    let (server, _) = listener
-        .accept()
-        .expect("the loopback connection is accepted");
-    // The input fits in the loopback buffers: written whole before the server side reads.
-    client.write_all(input).expect("the input is written");
-    client
-        .shutdown(Shutdown::Write)
-        .expect("the client side ends");
-    let mut conn = Conn::new(server);
-    let mut requests = Vec::new();
-    // Each head read consumes input, so the stream's end ends this loop.
-    loop {
-        let deadline = Instant::now() + REQUEST_DEADLINE;
-        let head = match conn.read_head(deadline, deadline) {
-            Ok(head) => head,
-            Err(error) => {
-                let status = error.status();
-                if let Some(status) = status {
-                    let _ = conn.write_response(status, &[], b"{}", false);
-                }
-                return (requests, status);
-            }
-        };
-        let framing = head.framing();
-        let body = if framing.exceeds(max_body) {
-            if Conn::discardable(framing) && conn.discard_body(framing, deadline) {
-                Err(BodyError::TooLarge)
-            } else {
-                Err(BodyError::Broken)
-            }
-        } else {
-            conn.read_body(framing, max_body, deadline).map(|b| b.len())
-        };
-        let stop = (body.is_err() && body != Err(BodyError::TooLarge)) || !head.keep_alive();
-        requests.push(FuzzRequest {
-            method: head.method().to_string(),
-            path: head.path().to_string(),
-            declared_length: head.declared_length(),
-            keep_alive: head.keep_alive(),
-            body,
-        });
-        if stop {
-            return (requests, None);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::net::TcpListener;
-
-    #[test]
-    fn dates_are_imf_fixdates() {
-        let at = |secs| http_date(UNIX_EPOCH + Duration::from_secs(secs));
-        assert_eq!(at(0), "Thu, 01 Jan 1970 00:00:00 GMT");
-        assert_eq!(at(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT");
-        assert_eq!(at(951_825_600), "Tue, 29 Feb 2000 12:00:00 GMT");
-        assert_eq!(at(1_798_761_600), "Fri, 01 Jan 2027 00:00:00 GMT");
-    }
 
     /// A connected pair: the server side as a [`Conn`], and the client's stream.
     fn pair() -> (Conn, TcpStream) {
