@@ -39,7 +39,7 @@ procs = []
 def serve(*args):
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     p = subprocess.Popen([bin_, "serve", "--listen", "127.0.0.1:0", "--tokens", tokens, *args],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+                         stdout=subprocess.PIPE, stderr=open(os.environ["PERF_HOP_LOG"], "a") if os.environ.get("PERF_HOP_LOG") else subprocess.DEVNULL, env=env, text=True)
     procs.append(p)
     line = p.stdout.readline().strip()
     if not line.startswith("listening on http://"):
@@ -70,7 +70,7 @@ try:
           'token_file = "edge.tok"\n' % runner)
     front = serve("--runners", os.path.join(work, "runners.toml"))
     sides = {}
-    for name, addr, extra in (("direct", runner, {}), ("front", front, {"runner": "edge"})):
+    for name, addr, extra in (("direct", runner, {"runner": "local"}), ("front", front, {"runner": "edge"})):
         conn = connect(addr)
         d = tool(conn, dict(extra, action="describe", plugin="fx", tool="echo"))
         call = {"action": "call", "binding": d["output"]["binding"], "arguments": {"text": "x"}}

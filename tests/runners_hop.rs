@@ -131,7 +131,12 @@ fn echoed(dir: &TempDir) -> Vec<String> {
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|v| v["method"] == "tools/call" && v["params"]["name"] == "echo")
-        .map(|v| v["params"]["arguments"]["text"].as_str().unwrap_or("").to_string())
+        .map(|v| {
+            v["params"]["arguments"]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
         .collect()
 }
 
@@ -195,7 +200,10 @@ impl Relay {
     fn wait_ended(&self, n: usize) {
         let deadline = Instant::now() + LIMIT;
         while self.ended.load(Ordering::SeqCst) < n {
-            assert!(Instant::now() < deadline, "the relay did not end connection {n}");
+            assert!(
+                Instant::now() < deadline,
+                "the relay did not end connection {n}"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -297,7 +305,7 @@ fn reset(stream: TcpStream) {
     ignore = "the fixture plugin and the /proc checks are POSIX-only here"
 )]
 fn a_connection_closed_after_each_answer_is_never_written_again() {
-    let dir = TempDir::new("hop-close");
+    let dir = TempDir::new("hop", "close");
     let runner = start_runner(&dir, "127.0.0.1:0");
     let relay = Relay::start(runner.addr, Misbehave::CloseAfterAnswer);
     let front = start_front(&dir, relay.addr);
@@ -311,7 +319,11 @@ fn a_connection_closed_after_each_answer_is_never_written_again() {
     relay.wait_ended(6);
     let want: Vec<String> = (0..5).map(|i| format!("close-{i}")).collect();
     assert_eq!(echoed(&dir), want, "each call read once, in order");
-    assert_eq!(relay.requests.load(Ordering::SeqCst), 6, "describe and five calls");
+    assert_eq!(
+        relay.requests.load(Ordering::SeqCst),
+        6,
+        "describe and five calls"
+    );
     stop_all(front, runner, &dir);
 }
 
@@ -324,7 +336,7 @@ fn a_connection_closed_after_each_answer_is_never_written_again() {
     ignore = "the fixture plugin and the /proc checks are POSIX-only here"
 )]
 fn a_reset_in_the_middle_of_the_answer_is_outcome_unknown_and_never_resent() {
-    let dir = TempDir::new("hop-reset");
+    let dir = TempDir::new("hop", "reset");
     let runner = start_runner(&dir, "127.0.0.1:0");
     let relay = Relay::start(runner.addr, Misbehave::ResetCallsMidAnswer);
     let front = start_front(&dir, relay.addr);
@@ -332,13 +344,25 @@ fn a_reset_in_the_middle_of_the_answer_is_outcome_unknown_and_never_resent() {
     relay.wait_ended(1);
     let body = call(front.addr, &binding, "reset-1");
     assert_eq!(body["success"], json!(false), "{body}");
-    assert_eq!(body["output"]["dispatch"], json!("outcome_unknown"), "{body}");
+    assert_eq!(
+        body["output"]["dispatch"],
+        json!("outcome_unknown"),
+        "{body}"
+    );
     relay.wait_ended(2);
     assert_eq!(echoed(&dir), ["reset-1"], "the call was read once");
-    assert_eq!(relay.requests.load(Ordering::SeqCst), 2, "the call was sent once");
+    assert_eq!(
+        relay.requests.load(Ordering::SeqCst),
+        2,
+        "the call was sent once"
+    );
     // The next call is sent once too (and lost the same way).
     let body = call(front.addr, &binding, "reset-2");
-    assert_eq!(body["output"]["dispatch"], json!("outcome_unknown"), "{body}");
+    assert_eq!(
+        body["output"]["dispatch"],
+        json!("outcome_unknown"),
+        "{body}"
+    );
     assert_eq!(echoed(&dir), ["reset-1", "reset-2"]);
     assert_eq!(relay.requests.load(Ordering::SeqCst), 3);
     stop_all(front, runner, &dir);
@@ -353,7 +377,7 @@ fn a_reset_in_the_middle_of_the_answer_is_outcome_unknown_and_never_resent() {
     ignore = "the fixture plugin and the /proc checks are POSIX-only here"
 )]
 fn a_runner_restarted_between_two_calls() {
-    let dir = TempDir::new("hop-restart");
+    let dir = TempDir::new("hop", "restart");
     let mut runner = start_runner(&dir, "127.0.0.1:0");
     let addr = runner.addr;
     let front = start_front(&dir, addr);
@@ -366,7 +390,11 @@ fn a_runner_restarted_between_two_calls() {
     }
     let runner = start_runner(&dir, &addr.to_string());
     let body = call(front.addr, &binding, "stale");
-    assert_eq!(body["output"]["error"]["code"], json!("plugin_replaced"), "{body}");
+    assert_eq!(
+        body["output"]["error"]["code"],
+        json!("plugin_replaced"),
+        "{body}"
+    );
     assert_eq!(body["output"]["dispatch"], json!("not_started"), "{body}");
     let fresh = describe(front.addr);
     assert_echoed(&call(front.addr, &fresh, "after"), "after");

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
-use ureq::unversioned::resolver::DefaultResolver;
 use ureq::unversioned::transport::DefaultConnector;
 use ureq::{Agent, Proxy};
 
+use self::resolve::LiteralFirst;
 use self::sent::{Attempt, MarkingConnector};
 
 use super::{MAX_BODY_BYTES, RUNNER_INSTANCE_HEADER, TOOLS_CALL_PATH};
@@ -36,6 +36,7 @@ pub const MAX_IDLE_AGE: Duration = Duration::from_secs(2);
 /// The most idle connections a client keeps (all to its one server).
 const MAX_IDLE_CONNECTIONS: usize = 8;
 
+mod resolve;
 mod sent;
 
 /// Which proxy a client uses.
@@ -261,7 +262,7 @@ impl HttpClient {
             )
             .build();
         let connector = MarkingConnector::new(DefaultConnector::new(), &authority);
-        let agent = Agent::with_parts(config, connector, DefaultResolver::default());
+        let agent = Agent::with_parts(config, connector, LiteralFirst::default());
         Ok(HttpClient {
             url: full,
             authority,

@@ -16,9 +16,7 @@
 
 use std::cell::Cell;
 
-use ureq::unversioned::transport::{
-    Buffers, ConnectionDetails, Connector, NextTimeout, Transport,
-};
+use ureq::unversioned::transport::{Buffers, ConnectionDetails, Connector, NextTimeout, Transport};
 
 thread_local! {
     /// Set by the first write of the request running on this thread.
