@@ -1,7 +1,7 @@
 //! The HTTP client of the `--server-url` mode and of a front's remote runners: one POST per
 //! request, never resent, made with `ureq` (rustls, no async runtime). The agent (TLS setup,
 //! proxy, timeouts) is built once per client; a connection that answered may carry the next
-//! request while it has been idle less than [`MAX_IDLE_AGE`] (see [`sent`] for why a failure on
+//! request while it has been idle less than [`MAX_IDLE_AGE`] (the `sent` module says why a failure on
 //! it is still classified honestly). See docs/PROTOCOL.md, client mode, and docs/DECISIONS.md
 //! section 6 (HTTP transport).
 
@@ -32,7 +32,7 @@ const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// The longest a connection may wait idle in the pool and still carry a request: well under
 /// the 5 s a `serve` keeps an idle connection open, so a `serve` never closes one for idleness
 /// that the client may still pick.
-pub const MAX_IDLE_AGE: Duration = Duration::from_secs(2);
+pub(crate) const MAX_IDLE_AGE: Duration = Duration::from_secs(2);
 /// The most idle connections a client keeps (all to its one server).
 const MAX_IDLE_CONNECTIONS: usize = 8;
 
