@@ -1,16 +1,19 @@
-//! The HTTP client of the `--server-url` mode: one POST per request on a fresh connection, made
-//! with `ureq` (rustls, no async runtime). See docs/PROTOCOL.md, client mode, and
-//! docs/DECISIONS.md section 6 (HTTP transport).
+//! The HTTP client of the `--server-url` mode and of a front's remote runners: one POST per
+//! request, never resent, made with `ureq` (rustls, no async runtime). The agent (TLS setup,
+//! proxy, timeouts) is built once per client; a connection that answered may carry the next
+//! request while it has been idle less than [`MAX_IDLE_AGE`] (the `sent` module says why a failure on
+//! it is still classified honestly). See docs/PROTOCOL.md, client mode, and docs/DECISIONS.md
+//! section 6 (HTTP transport).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
-use ureq::unversioned::resolver::DefaultResolver;
-use ureq::unversioned::transport::{ConnectionDetails, Connector, DefaultConnector, Transport};
+use ureq::unversioned::transport::DefaultConnector;
 use ureq::{Agent, Proxy};
+
+use self::resolve::LiteralFirst;
+use self::sent::{Attempt, MarkingConnector};
 
 use super::{MAX_BODY_BYTES, RUNNER_INSTANCE_HEADER, TOOLS_CALL_PATH};
 use crate::gateway::ToolOutput;
@@ -26,6 +29,15 @@ pub const READ_TIMEOUT: Duration = Duration::from_secs(130);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most bytes of status line and headers the client reads.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// The longest a connection may wait idle in the pool and still carry a request: well under
+/// the 5 s a `serve` keeps an idle connection open, so a `serve` never closes one for idleness
+/// that the client may still pick.
+pub(crate) const MAX_IDLE_AGE: Duration = Duration::from_secs(2);
+/// The most idle connections a client keeps (all to its one server).
+const MAX_IDLE_CONNECTIONS: usize = 8;
+
+mod resolve;
+mod sent;
 
 /// Which proxy a client uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -74,10 +86,9 @@ pub struct HttpClient {
     url: String,
     authority: String,
     token: String,
-    roots: RootCerts,
-    proxy: Option<Proxy>,
-    connect_timeout: Duration,
-    read_timeout: Duration,
+    /// Built once: its TLS setup, proxy, timeouts and pool of idle connections.
+    agent: Agent,
+    uses_proxy: bool,
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -227,20 +238,43 @@ impl HttpClient {
             ProxyChoice::System => system_proxy(https, &host, &|name| std::env::var(name).ok())
                 .map_err(|m| SetupError::new(SetupPart::Proxy, m))?,
         };
+        let uses_proxy = proxy.is_some();
+        let config = Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .max_redirects_will_error(false)
+            .max_response_header_size(MAX_HEAD_BYTES)
+            .timeout_resolve(Some(options.connect_timeout))
+            .timeout_connect(Some(options.connect_timeout))
+            .timeout_send_request(Some(WRITE_TIMEOUT))
+            .timeout_send_body(Some(WRITE_TIMEOUT))
+            .timeout_recv_response(Some(options.read_timeout))
+            .timeout_recv_body(Some(options.read_timeout))
+            .max_idle_connections(MAX_IDLE_CONNECTIONS)
+            .max_idle_connections_per_host(MAX_IDLE_CONNECTIONS)
+            .max_idle_age(MAX_IDLE_AGE)
+            .proxy(proxy)
+            .tls_config(
+                TlsConfig::builder()
+                    .provider(TlsProvider::Rustls)
+                    .root_certs(roots)
+                    .build(),
+            )
+            .build();
+        let connector = MarkingConnector::new(DefaultConnector::new(), &authority);
+        let agent = Agent::with_parts(config, connector, LiteralFirst::default());
         Ok(HttpClient {
             url: full,
             authority,
             token: token.to_string(),
-            roots,
-            proxy,
-            connect_timeout: options.connect_timeout,
-            read_timeout: options.read_timeout,
+            agent,
+            uses_proxy,
         })
     }
 
     /// Whether requests go through a proxy.
     pub fn uses_proxy(&self) -> bool {
-        self.proxy.is_some()
+        self.uses_proxy
     }
 
     /// Sends one `plugin_tool` request and returns the server's output, whatever the status.
@@ -302,37 +336,13 @@ impl HttpClient {
         }
     }
 
-    /// One POST of `body` on a fresh agent (no pooled connection, so nothing is ever resent);
-    /// the status, the runner instance header and the response body.
+    /// One POST of `body` (never resent: ureq follows no redirect and retries nothing); the
+    /// status, the runner instance header and the response body.
     fn post(&self, body: &Value) -> Result<(u16, Option<String>, Vec<u8>), ClientError> {
-        let connected = Arc::new(AtomicBool::new(false));
-        let config = Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .max_redirects_will_error(false)
-            .max_response_header_size(MAX_HEAD_BYTES)
-            .timeout_resolve(Some(self.connect_timeout))
-            .timeout_connect(Some(self.connect_timeout))
-            .timeout_send_request(Some(WRITE_TIMEOUT))
-            .timeout_send_body(Some(WRITE_TIMEOUT))
-            .timeout_recv_response(Some(self.read_timeout))
-            .timeout_recv_body(Some(self.read_timeout))
-            .proxy(self.proxy.clone())
-            .tls_config(
-                TlsConfig::builder()
-                    .provider(TlsProvider::Rustls)
-                    .root_certs(self.roots.clone())
-                    .build(),
-            )
-            .build();
-        let connector = RecordingConnector {
-            inner: DefaultConnector::new(),
-            server: self.authority.clone(),
-            connected: Arc::clone(&connected),
-        };
-        let agent = Agent::with_parts(config, connector, DefaultResolver::default());
-        let failed = |e: ureq::Error| self.classify(e, connected.load(Ordering::SeqCst));
-        let mut request = agent
+        let attempt = Attempt::begin();
+        let failed = |e: ureq::Error| self.classify(e, attempt.wrote());
+        let mut request = self
+            .agent
             .post(&self.url)
             .header("Authorization", format!("Bearer {}", self.token))
             .header("Content-Type", "application/json")
@@ -358,10 +368,11 @@ impl HttpClient {
         Ok((status, instance, body))
     }
 
-    /// Sorts a ureq error: before a connection was made nothing was sent; after, the request
-    /// may have reached the server.
-    fn classify(&self, e: ureq::Error, connected: bool) -> ClientError {
-        match self.sort(e, connected) {
+    /// Sorts a ureq error: before a byte of the request was written (`wrote` false) nothing was
+    /// sent, whether the connection was fresh or pooled; after, the request may have reached
+    /// the server.
+    fn classify(&self, e: ureq::Error, wrote: bool) -> ClientError {
+        match self.sort(e, wrote) {
             ClientError::Connect(m) => ClientError::Connect(Redactor(&self.token).text(&m)),
             ClientError::Untrusted(m) => ClientError::Untrusted(Redactor(&self.token).text(&m)),
             ClientError::Lost(m) => ClientError::Lost(Redactor(&self.token).text(&m)),
@@ -370,7 +381,7 @@ impl HttpClient {
     }
 
     /// [`HttpClient::classify`] before the token is taken out of the message.
-    fn sort(&self, e: ureq::Error, connected: bool) -> ClientError {
+    fn sort(&self, e: ureq::Error, wrote: bool) -> ClientError {
         let target = if self.uses_proxy() {
             format!("{} (through the proxy)", self.authority)
         } else {
@@ -387,7 +398,7 @@ impl HttpClient {
             ureq::Error::Protocol(p) => {
                 ClientError::BadResponse(format!("the server's response is not HTTP/1.x: {p}"))
             }
-            e if !connected => match untrusted(&e) {
+            e if !wrote => match untrusted(&e) {
                 Some(why) => ClientError::Untrusted(format!(
                     "the TLS certificate of {target} is not trusted ({why})"
                 )),
@@ -606,35 +617,6 @@ fn untrusted(e: &ureq::Error) -> Option<String> {
         _ => None,
     }?;
     matches!(tls, rustls::Error::InvalidCertificate(_)).then(|| tls.to_string())
-}
-
-/// ureq's default connector chain (proxy, TCP, TLS) that records when the connection to the
-/// server is ready: until then nothing of the request was sent. ureq runs the same chain for
-/// the connection to an HTTP proxy before it asks for the `CONNECT` tunnel; that one (to
-/// another authority) does not count, so a proxy that refuses the tunnel sent nothing.
-#[derive(Debug)]
-struct RecordingConnector {
-    inner: DefaultConnector,
-    /// The server's `host:port` as the request URI names it.
-    server: String,
-    connected: Arc<AtomicBool>,
-}
-
-impl Connector<()> for RecordingConnector {
-    type Out = Box<dyn Transport>;
-
-    fn connect(
-        &self,
-        details: &ConnectionDetails,
-        chained: Option<()>,
-    ) -> Result<Option<Self::Out>, ureq::Error> {
-        let out = self.inner.connect(details, chained)?;
-        let to_server = details.uri.authority().map(|a| a.as_str()) == Some(self.server.as_str());
-        if out.is_some() && to_server {
-            self.connected.store(true, Ordering::SeqCst);
-        }
-        Ok(out)
-    }
 }
 
 #[cfg(test)]

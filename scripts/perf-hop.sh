@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The front hop: what a call costs through a front (`serve --runners`) beyond the same call to
+# the runner's `serve` directly. Starts a runner `serve` with the fixture plugin and a front in
+# front of it (both on loopback), then times `echo` calls directly and through the front in
+# alternating rounds, each side on its own keep-alive connection (Python's http.client: the
+# client's own cost is the same on both sides, so the difference is the hop's).
+#
+# Usage: scripts/perf-hop.sh [ROUNDS] [CALLS_PER_ROUND]      (defaults 20 x 500)
+#   BIN=path/to/webcodex-plugin FIXTURE=path/to/fixture_plugin to skip the release build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-20}
+CALLS=${2:-500}
+if [[ -z ${BIN:-} || -z ${FIXTURE:-} ]]; then
+  cargo build --release -q --bin webcodex-plugin --example fixture_plugin
+  T=${CARGO_TARGET_DIR:-target}
+  BIN=${BIN:-$T/release/webcodex-plugin}
+  FIXTURE=${FIXTURE:-$T/release/examples/fixture_plugin}
+fi
+exec python3 - "$BIN" "$FIXTURE" "$ROUNDS" "$CALLS" <<'PY'
+import http.client, json, os, subprocess, sys, tempfile, time
+
+bin_, fixture, rounds, calls = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+work = tempfile.mkdtemp(prefix="perf-hop.")
+token = "perf-hop-token-0123456789abcdef"
+def write(name, text):
+    path = os.path.join(work, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+runner_toml = write("runner.toml",
+    '[plugins]\n\n[[plugins.providers]]\nid = "fx"\nname = "Fixture"\n'
+    'command = %s\nargs = ["normal"]\n' % json.dumps(os.path.abspath(fixture)))
+tokens = write("tokens.toml",
+    '[[tokens]]\nname = "perf"\ntoken = "%s"\nscopes = ["plugin:inspect", "plugin:invoke"]\n' % token)
+write("edge.tok", token + "\n")
+
+procs = []
+def serve(*args):
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    p = subprocess.Popen([bin_, "serve", "--listen", "127.0.0.1:0", "--tokens", tokens, *args],
+                         stdout=subprocess.PIPE, stderr=open(os.environ["PERF_HOP_LOG"], "a") if os.environ.get("PERF_HOP_LOG") else subprocess.DEVNULL, env=env, text=True)
+    procs.append(p)
+    line = p.stdout.readline().strip()
+    if not line.startswith("listening on http://"):
+        sys.exit("serve did not start: %r" % line)
+    host, port = line[len("listening on http://"):].rsplit(":", 1)
+    return host, int(port)
+
+def connect(addr):
+    return http.client.HTTPConnection(addr[0], addr[1], timeout=30)
+
+def tool(conn, params):
+    body = json.dumps({"tool": "plugin_tool", "params": params})
+    conn.request("POST", "/api/tools/call", body, {
+        "Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    r = conn.getresponse()
+    data = r.read()
+    if r.status != 200:
+        sys.exit("answer %d: %s" % (r.status, data[:300]))
+    return json.loads(data)
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * p / 100))]
+
+try:
+    runner = serve("--config", runner_toml)
+    write("runners.toml", '[[runners]]\nid = "edge"\nname = "Edge"\nurl = "http://%s:%d"\n'
+          'token_file = "edge.tok"\n' % runner)
+    front = serve("--runners", os.path.join(work, "runners.toml"))
+    sides = {}
+    for name, addr, extra in (("direct", runner, {"runner": "local"}), ("front", front, {"runner": "edge"})):
+        conn = connect(addr)
+        d = tool(conn, dict(extra, action="describe", plugin="fx", tool="echo"))
+        call = {"action": "call", "binding": d["output"]["binding"], "arguments": {"text": "x"}}
+        for _ in range(200):  # warm-up
+            tool(conn, call)
+        sides[name] = (conn, call, [])
+    for i in range(rounds):
+        order = ("direct", "front") if i % 2 == 0 else ("front", "direct")
+        for name in order:
+            conn, call, times = sides[name]
+            for _ in range(calls):
+                t0 = time.perf_counter_ns()
+                tool(conn, call)
+                times.append((time.perf_counter_ns() - t0) / 1000)
+    print("%d rounds x %d calls a side, alternating; one keep-alive connection a side" % (rounds, calls))
+    for name in ("direct", "front"):
+        t = sides[name][2]
+        print("%-7s p50 %7.1f us   p99 %7.1f us" % (name, pct(t, 50), pct(t, 99)))
+    d, f = sides["direct"][2], sides["front"][2]
+    print("hop     p50 %+7.1f us   p99 %+7.1f us" % (pct(f, 50) - pct(d, 50), pct(f, 99) - pct(d, 99)))
+finally:
+    for p in reversed(procs):
+        p.terminate()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    for name in os.listdir(work):
+        os.remove(os.path.join(work, name))
+    os.rmdir(work)
+PY
