@@ -310,17 +310,7 @@ fn a_front_counts_the_requests_in_flight_to_each_runner() {
             front.tool(serde_json::json!({"action": "call", "binding": binding, "arguments": {"ms": 2000}}))
         })
     };
-    let deadline = Instant::now() + LIMIT;
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("\"sleep\"")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the call never reached the plugin"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    ops_support::wait_for_logged(&log, "\"sleep\"", "the call never reached the plugin");
     let in_flight = |front: &AdminServe| {
         let (_, metrics) = front.admin_get("/metrics");
         sample(
@@ -388,17 +378,7 @@ fn metrics_count_busy_rejections_timeouts_and_retirements_by_reason() {
             )
         })
     };
-    let deadline = Instant::now() + LIMIT;
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("\"sleep\"")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the first call never reached the plugin"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    ops_support::wait_for_logged(&log, "\"sleep\"", "the first call never reached the plugin");
     let (_, busy) =
         serve.tool(serde_json::json!({"action": "call", "binding": sleep, "arguments": {"ms": 1}}));
     assert_eq!(
@@ -482,19 +462,10 @@ fn readyz_turns_red_while_serve_drains_on_sigterm() {
             serve.tool(serde_json::json!({"action": "call", "binding": binding, "arguments": {"ms": 3000}}))
         })
     };
-    let deadline = Instant::now() + LIMIT;
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("\"sleep\"")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the call never reached the plugin"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    ops_support::wait_for_logged(&log, "\"sleep\"", "the call never reached the plugin");
     assert_eq!(serve.admin_get("/readyz").0, 200);
     assert!(common::request_stop(serve.pid()));
+    let deadline = Instant::now() + LIMIT;
     let red = loop {
         let (status, body) = serve.admin_get("/readyz");
         if status == 503 {

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use common::serve::runner_token;
 use ops_support::{s, sample, AdminServe, LIMIT};
 use tempdir::TempDir;
 
@@ -25,24 +26,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
 /// A user token of the front with every scope.
 const USER: &str = ops_support::TOKEN;
 
-/// The runner token of runner `id`.
-fn runner_token(id: &str) -> String {
-    format!("runner-token-{id}-{}", std::process::id())
-}
-
 /// The front's tokens file: the user token, and a runner token for each of `runners`.
 fn front_tokens(dir: &TempDir, runners: &[&str]) -> PathBuf {
-    let mut text = format!(
-        "[[tokens]]\nname = \"user\"\ntoken = \"{USER}\"\n\
-         scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n\n"
-    );
-    for id in runners {
-        text.push_str(&format!(
-            "[[runner_tokens]]\nname = \"{id}-token\"\ntoken = \"{}\"\nrunner = \"{id}\"\n\n",
-            runner_token(id)
-        ));
-    }
-    dir.write("front-tokens.toml", &text)
+    common::serve::write_front_tokens(dir, USER, runners)
 }
 
 /// A front (`serve` with an admin listener) with `args` before its listeners, its plugins
@@ -343,17 +329,7 @@ fn exposition_of_every_kind() -> String {
             front.tool(json!({"action": "call", "binding": sleep, "arguments": {"ms": 3000}}))
         })
     };
-    let deadline = Instant::now() + LIMIT;
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("\"sleep\"")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the call never reached the plugin"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    ops_support::wait_for_logged(&log, "\"sleep\"", "the call never reached the plugin");
     let (_, busy) = front.tool(json!({"action": "call", "binding": sleep, "arguments": {"ms": 1}}));
     assert_eq!(
         busy["output"]["error"]["code"], "plugin_provider_busy",

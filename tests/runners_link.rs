@@ -7,7 +7,7 @@
 mod common;
 mod tempdir;
 
-use common::serve::ServeProcess;
+use common::serve::{runner_token, ServeProcess};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -30,24 +30,9 @@ fn s(path: &Path) -> &str {
     path.to_str().expect("temp path is UTF-8")
 }
 
-/// The runner token of runner `id`.
-fn runner_token(id: &str) -> String {
-    format!("runner-token-{id}-{}", std::process::id())
-}
-
 /// The front's tokens file: one user token, and a runner token for each of `runners`.
 fn front_tokens(dir: &TempDir, runners: &[&str]) -> PathBuf {
-    let mut text = format!(
-        "[[tokens]]\nname = \"user\"\ntoken = \"{USER}\"\n\
-         scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n\n"
-    );
-    for id in runners {
-        text.push_str(&format!(
-            "[[runner_tokens]]\nname = \"{id}-token\"\ntoken = \"{}\"\nrunner = \"{id}\"\n\n",
-            runner_token(id)
-        ));
-    }
-    dir.write("front-tokens.toml", &text)
+    common::serve::write_front_tokens(dir, USER, runners)
 }
 
 /// A front with only dial-out runners.

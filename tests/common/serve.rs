@@ -36,6 +36,29 @@ pub fn write_tokens_file(dir: &Path) -> PathBuf {
     path
 }
 
+/// The runner token of dial-out runner `id` in [`write_front_tokens`] (unique per test process).
+pub fn runner_token(id: &str) -> String {
+    format!("runner-token-{id}-{}", std::process::id())
+}
+
+/// Writes `dir/front-tokens.toml` for a front: the user token `user` with every scope, and a
+/// `[[runner_tokens]]` entry ([`runner_token`]) for each of `runners`; returns its path.
+pub fn write_front_tokens(dir: &Path, user: &str, runners: &[&str]) -> PathBuf {
+    let mut text = format!(
+        "[[tokens]]\nname = \"user\"\ntoken = \"{user}\"\n\
+         scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n\n"
+    );
+    for id in runners {
+        text.push_str(&format!(
+            "[[runner_tokens]]\nname = \"{id}-token\"\ntoken = \"{}\"\nrunner = \"{id}\"\n\n",
+            runner_token(id)
+        ));
+    }
+    let path = dir.join("front-tokens.toml");
+    std::fs::write(&path, text).expect("write front-tokens.toml");
+    path
+}
+
 /// A running `serve` process. Its stderr is read on a thread of its own (returned by the stop
 /// methods); it is killed and reaped on drop if the test did not stop it.
 pub struct ServeProcess {

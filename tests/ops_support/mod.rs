@@ -23,6 +23,19 @@ pub const LIMIT: Duration = Duration::from_secs(30);
 /// A token with every scope, in the tokens file of [`files`].
 pub const TOKEN: &str = common::serve::TOKEN_ALL;
 
+/// Waits (bounded by [`LIMIT`]) until the plugins' log file `log` holds `needle`; `what` names
+/// the failure ("the call never reached the plugin").
+pub fn wait_for_logged(log: &Path, needle: &str, what: &str) {
+    let deadline = std::time::Instant::now() + LIMIT;
+    while !std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .contains(needle)
+    {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 pub fn s(path: &Path) -> &str {
     path.to_str().expect("temp path is UTF-8")
 }
