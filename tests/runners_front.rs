@@ -11,8 +11,8 @@ mod inspector_support;
 mod tempdir;
 
 use common::serve::ServeProcess;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -171,19 +171,7 @@ impl Server {
 
 /// One raw HTTP/1.1 POST (Connection: close): status, JSON body, `Webcodex-Runner-Instance`.
 fn post(addr: SocketAddr, token: &str, params: &Value) -> (u16, Value, Option<String>) {
-    let body = json!({"tool": "plugin_tool", "params": params}).to_string();
-    let raw = format!(
-        "POST /api/tools/call HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream.set_read_timeout(Some(LIMIT * 2)).unwrap();
-    stream.write_all(raw.as_bytes()).expect("write request");
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).expect("read response");
-    let _ = stream.shutdown(Shutdown::Both);
-    let response = common::http::parse_response(&response);
+    let response = common::http::post_tool(addr, token, params, LIMIT * 2);
     let instance = response
         .first_header("webcodex-runner-instance")
         .map(str::to_string);

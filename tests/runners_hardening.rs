@@ -9,7 +9,7 @@
 mod common;
 mod tempdir;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -82,19 +82,7 @@ fn start_front(dir: &TempDir, runners: &Path, env: &[(&str, &str)]) -> ServeProc
 
 /// One raw HTTP/1.1 POST of a plugin_tool request (Connection: close): status and JSON body.
 fn post(addr: SocketAddr, params: &Value) -> (u16, Value) {
-    let body = json!({"tool": "plugin_tool", "params": params}).to_string();
-    let raw = format!(
-        "POST /api/tools/call HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {CALLER}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream.set_read_timeout(Some(LIMIT * 6)).unwrap();
-    stream.write_all(raw.as_bytes()).expect("write request");
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).expect("read response");
-    let _ = stream.shutdown(Shutdown::Both);
-    let response = common::http::parse_response(&response);
+    let response = common::http::post_tool(addr, CALLER, params, LIMIT * 6);
     (response.status, response.json())
 }
 

@@ -90,18 +90,7 @@ fn start_front(dir: &TempDir, runner: SocketAddr) -> ServeProcess {
 /// One raw HTTP/1.1 POST of a plugin_tool request to the front (Connection: close): its JSON
 /// body.
 fn post(addr: SocketAddr, params: &Value) -> Value {
-    let body = json!({"tool": "plugin_tool", "params": params}).to_string();
-    let raw = format!(
-        "POST /api/tools/call HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {CALLER}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream.set_read_timeout(Some(LIMIT * 2)).unwrap();
-    stream.write_all(raw.as_bytes()).expect("write request");
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).expect("read response");
-    common::http::parse_response(&response).json()
+    common::http::post_tool(addr, CALLER, params, LIMIT * 2).json()
 }
 
 /// The front's binding of the fixture's `echo`.

@@ -1,9 +1,11 @@
 //! Raw HTTP/1.1 for tests: reading one request (a test that plays a server) and parsing one
 //! response (a test that plays a client).
 
-use std::io::Read;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// A raw HTTP response: status, headers (lower-case names) and body.
 #[derive(Debug)]
@@ -107,4 +109,27 @@ fn content_length(head: &str) -> usize {
                 .then(|| value.trim().parse().ok())?
         })
         .unwrap_or(0)
+}
+
+/// One raw HTTP/1.1 `POST /api/tools/call` of `plugin_tool` with `params` and bearer `token`
+/// (`Connection: close`), its response read to the end within `read_timeout`.
+pub fn post_tool(
+    addr: SocketAddr,
+    token: &str,
+    params: &Value,
+    read_timeout: Duration,
+) -> RawResponse {
+    let body = json!({"tool": "plugin_tool", "params": params}).to_string();
+    let raw = format!(
+        "POST /api/tools/call HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(read_timeout)).unwrap();
+    stream.write_all(raw.as_bytes()).expect("write request");
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).expect("read response");
+    let _ = stream.shutdown(Shutdown::Both);
+    parse_response(&response)
 }
