@@ -1220,7 +1220,7 @@ fn call_of_a_tool_that_reports_an_error_exits_one_in_both_modes() {
     let out = run(&[&base[..], &["--json"]].concat());
     out.assert_code(1);
     let v = out.json();
-    assert_eq!(v["isError"], true, "{v}");
+    assert_eq!(v["isError"], true, "{out:?}");
     assert_eq!(v["content"][0]["text"], "bad input");
     let out = run(&base);
     out.assert_code(1);

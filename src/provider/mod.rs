@@ -436,7 +436,13 @@ impl Connection {
         let process = PluginProcess::spawn(launch).map_err(|e| {
             Error::not_started(
                 ErrorCode::SpawnFailed,
-                format!("the plugin process could not be started ({})", e.kind()),
+                match e.raw_os_error() {
+                    Some(os) => format!(
+                        "the plugin process could not be started ({}, os error {os})",
+                        e.kind()
+                    ),
+                    None => format!("the plugin process could not be started ({})", e.kind()),
+                },
             )
             .in_phase(Phase::Spawn)
         })?;

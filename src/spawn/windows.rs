@@ -123,11 +123,18 @@ impl Drop for Job {
     }
 }
 
+/// `ERROR_INTERNAL_ERROR`: what `CreateProcessW` now and then returns under load (seen under
+/// Wine) before any process exists.
+const ERROR_INTERNAL_ERROR: i32 = 1359;
+
+/// How many times a `CreateProcessW` that failed with [`ERROR_INTERNAL_ERROR`] is tried again.
+const INTERNAL_ERROR_RETRIES: u32 = 2;
+
 /// Spawns `command` suspended, puts it in a new kill-on-close job, then resumes it.
 pub(crate) fn spawn_in_job(mut command: Command) -> io::Result<(Child, Job)> {
     let job = Job::new()?;
     command.creation_flags(CREATE_SUSPENDED);
-    let mut child = command.spawn()?;
+    let mut child = spawn_retrying_internal_errors(&mut command)?;
     let process = child.as_raw_handle() as HANDLE;
     // SAFETY: both handles are valid: the job is ours, the process handle is the child's.
     let assigned = unsafe { AssignProcessToJobObject(job.handle, process) } != 0;
@@ -142,6 +149,25 @@ pub(crate) fn spawn_in_job(mut command: Command) -> io::Result<(Child, Job)> {
         return Err(error);
     }
     Ok((child, job))
+}
+
+/// `command.spawn()`, tried again (at most [`INTERNAL_ERROR_RETRIES`] times) when it fails with
+/// [`ERROR_INTERNAL_ERROR`]. A failed `CreateProcessW` created no process, so no byte reached a
+/// plugin and trying again cannot repeat an effect; every other error is returned at once.
+fn spawn_retrying_internal_errors(command: &mut Command) -> io::Result<Child> {
+    let mut retries = 0;
+    loop {
+        match command.spawn() {
+            Err(e)
+                if e.raw_os_error() == Some(ERROR_INTERNAL_ERROR)
+                    && retries < INTERNAL_ERROR_RETRIES =>
+            {
+                retries += 1;
+                log::debug!("CreateProcessW failed with ERROR_INTERNAL_ERROR; trying again");
+            }
+            spawned => return spawned,
+        }
+    }
 }
 
 /// Blocks until the process behind `handle` has exited (its handle is signalled). Waiting does
