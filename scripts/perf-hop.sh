@@ -3,24 +3,30 @@
 # the runner's `serve` directly. Starts a runner `serve` with the fixture plugin and a front in
 # front of it (both on loopback), then times `echo` calls directly and through the front in
 # alternating rounds, each side on its own keep-alive connection (Python's http.client: the
-# client's own cost is the same on both sides, so the difference is the hop's).
+# client's own cost is the same on both sides, so the difference is the hop's). A third side goes
+# through `hop_floor` (examples/hop_floor.rs), a byte relay with no HTTP or JSON work: the floor
+# of any hop between two processes on this machine, so "front - floor" is what the front itself
+# adds.
 #
 # Usage: scripts/perf-hop.sh [ROUNDS] [CALLS_PER_ROUND]      (defaults 20 x 500)
-#   BIN=path/to/webcodex-plugin FIXTURE=path/to/fixture_plugin to skip the release build.
+#   BIN=path/to/webcodex-plugin FIXTURE=path/to/fixture_plugin FLOOR=path/to/hop_floor to skip
+#   the release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-20}
 CALLS=${2:-500}
-if [[ -z ${BIN:-} || -z ${FIXTURE:-} ]]; then
-  cargo build --release -q --bin webcodex-plugin --example fixture_plugin
+if [[ -z ${BIN:-} || -z ${FIXTURE:-} || -z ${FLOOR:-} ]]; then
+  cargo build --release -q --bin webcodex-plugin --example fixture_plugin --example hop_floor
   T=${CARGO_TARGET_DIR:-target}
   BIN=${BIN:-$T/release/webcodex-plugin}
   FIXTURE=${FIXTURE:-$T/release/examples/fixture_plugin}
+  FLOOR=${FLOOR:-$T/release/examples/hop_floor}
 fi
-exec python3 - "$BIN" "$FIXTURE" "$ROUNDS" "$CALLS" <<'PY'
+exec python3 - "$BIN" "$FIXTURE" "$ROUNDS" "$CALLS" "$FLOOR" <<'PY'
 import http.client, json, os, subprocess, sys, tempfile, time
 
 bin_, fixture, rounds, calls = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+floor_bin = sys.argv[5]
 work = tempfile.mkdtemp(prefix="perf-hop.")
 token = "perf-hop-token-0123456789abcdef"
 def write(name, text):
@@ -69,8 +75,18 @@ try:
     write("runners.toml", '[[runners]]\nid = "edge"\nname = "Edge"\nurl = "http://%s:%d"\n'
           'token_file = "edge.tok"\n' % runner)
     front = serve("--runners", os.path.join(work, "runners.toml"))
+    relay = subprocess.Popen([floor_bin, "%s:%d" % runner], stdout=subprocess.PIPE, text=True)
+    procs.append(relay)
+    line = relay.stdout.readline().strip()
+    if not line.startswith("listening on "):
+        sys.exit("hop_floor did not start: %r" % line)
+    host, port = line[len("listening on "):].rsplit(":", 1)
+    floor = (host, int(port))
     sides = {}
-    for name, addr, extra in (("direct", runner, {"runner": "local"}), ("front", front, {"runner": "edge"})):
+    names = ("direct", "floor", "front")
+    for name, addr, extra in (("direct", runner, {"runner": "local"}),
+                              ("floor", floor, {"runner": "local"}),
+                              ("front", front, {"runner": "edge"})):
         conn = connect(addr)
         d = tool(conn, dict(extra, action="describe", plugin="fx", tool="echo"))
         call = {"action": "call", "binding": d["output"]["binding"], "arguments": {"text": "x"}}
@@ -78,19 +94,20 @@ try:
             tool(conn, call)
         sides[name] = (conn, call, [])
     for i in range(rounds):
-        order = ("direct", "front") if i % 2 == 0 else ("front", "direct")
+        order = names[i % 3:] + names[:i % 3]
         for name in order:
             conn, call, times = sides[name]
             for _ in range(calls):
                 t0 = time.perf_counter_ns()
                 tool(conn, call)
                 times.append((time.perf_counter_ns() - t0) / 1000)
-    print("%d rounds x %d calls a side, alternating; one keep-alive connection a side" % (rounds, calls))
-    for name in ("direct", "front"):
+    print("%d rounds x %d calls a side, rotating the order; one keep-alive connection a side" % (rounds, calls))
+    for name in names:
         t = sides[name][2]
         print("%-7s p50 %7.1f us   p99 %7.1f us" % (name, pct(t, 50), pct(t, 99)))
-    d, f = sides["direct"][2], sides["front"][2]
-    print("hop     p50 %+7.1f us   p99 %+7.1f us" % (pct(f, 50) - pct(d, 50), pct(f, 99) - pct(d, 99)))
+    d, r, f = (sides[n][2] for n in names)
+    for label, a, b in (("hop", f, d), ("floor", r, d), ("front-floor", f, r)):
+        print("%-12s p50 %+7.1f us   p99 %+7.1f us" % (label, pct(a, 50) - pct(b, 50), pct(a, 99) - pct(b, 99)))
 finally:
     for p in reversed(procs):
         p.terminate()

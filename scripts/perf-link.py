@@ -10,7 +10,10 @@ a. Latency of a sequential `call` over one keep-alive connection: a `serve --con
    asked directly, against a front (`serve --tokens`, no runner of its own) asked for the same
    call on a `connect` runner of the same runner.toml. Both are asked call by call in turn
    (the order swaps every call), so both see the same machine. p50/p99 per round, and the
-   hop (front p50 - direct p50).
+   hop (front p50 - direct p50). With `--floor` (examples/hop_floor, built by `cargo build
+   --release --example hop_floor`) a third path goes through a byte relay in front of the
+   direct runner: the floor of any hop through one more process, and "link - floor" what
+   the front and the link add on top of it.
 b. Calls/s from concurrent keep-alive clients (one process each, each on a provider of its
    own: a provider serves one request at a time), 3 runners x 8 providers: through a front to
    3 `connect` runners, and directly to 3 `serve --config` runners.
@@ -140,10 +143,20 @@ def percentile(samples, p):
     return ordered[max(0, int(len(ordered) * p + 0.5) - 1)]
 
 
+def start_floor(floor, upstream):
+    proc = subprocess.Popen([floor, f"{upstream[0]}:{upstream[1]}"], stdout=subprocess.PIPE,
+                            text=True)
+    line = proc.stdout.readline().strip()
+    if not line.startswith("listening on "):
+        sys.exit(f"hop_floor printed {line!r}")
+    host, port = line.removeprefix("listening on ").rsplit(":", 1)
+    return proc, (host, int(port))
+
+
 def part_a(o, tmp):
     print(f"(a) sequential call, direct vs front -> link -> runner; {o.rounds} rounds of "
           f"{o.n} calls per path after {o.warmup} warm-up calls", flush=True)
-    hops = []
+    hops, floors = [], []
     for rnd in range(1, o.rounds + 1):
         workdir = tempfile.mkdtemp(dir=tmp)
         config = runner_config(workdir, o.binary, 1)
@@ -154,15 +167,21 @@ def part_a(o, tmp):
         wait_listed(front_addr, ["edge-1"])
         paths = [(direct_addr, call_params(direct_addr, "local", "ex0")),
                  (front_addr, call_params(front_addr, "edge-1", "ex0"))]
-        conns = [http.client.HTTPConnection(*addr, timeout=30) for addr, _ in paths]
-        samples = [[], []]
         groups = [[direct.pid], [front.pid, runner.pid]]
+        procs = [runner, front, direct]
+        if o.floor:
+            relay, relay_addr = start_floor(o.floor, direct_addr)
+            paths.append((relay_addr, paths[0][1]))
+            groups.append([relay.pid])
+            procs.insert(0, relay)
+        conns = [http.client.HTTPConnection(*addr, timeout=30) for addr, _ in paths]
+        samples = [[] for _ in paths]
         counted = None
         for i in range(o.warmup + o.n):
             if i == o.warmup:
                 counted = [sum_switches(g) for g in groups]
-            for k in (0, 1):
-                j = (i + k) % 2
+            for k in range(len(paths)):
+                j = (i + k) % len(paths)
                 started = time.perf_counter()
                 post(conns[j], paths[j][1])
                 if i >= o.warmup:
@@ -170,14 +189,21 @@ def part_a(o, tmp):
         handoffs = [(sum_switches(g) - c) / o.n for g, c in zip(groups, counted)]
         for conn in conns:
             conn.close()
-        stop([runner, front, direct])
-        (d50, d99), (f50, f99) = [(percentile(s, 0.5), percentile(s, 0.99)) for s in samples]
+        stop(procs)
+        (d50, d99), (f50, f99) = [(percentile(s, 0.5), percentile(s, 0.99)) for s in samples[:2]]
         hops.append(f50 - d50)
-        print(f"  round {rnd}: direct p50 {d50:.0f} us p99 {d99:.0f} us | front p50 {f50:.0f} "
-              f"us p99 {f99:.0f} us | hop p50 +{f50 - d50:.0f} us, p99 +{f99 - d99:.0f} us | "
-              f"switches per call: direct {handoffs[0]:.1f}, front+runner {handoffs[1]:.1f}",
-              flush=True)
+        line = (f"  round {rnd}: direct p50 {d50:.0f} us p99 {d99:.0f} us | front p50 {f50:.0f} "
+                f"us p99 {f99:.0f} us | hop p50 +{f50 - d50:.0f} us, p99 +{f99 - d99:.0f} us | "
+                f"switches per call: direct {handoffs[0]:.1f}, front+runner {handoffs[1]:.1f}")
+        if o.floor:
+            r50 = percentile(samples[2], 0.5)
+            floors.append(r50 - d50)
+            line += f" | floor relay p50 +{r50 - d50:.0f} us ({handoffs[2]:.1f} switches)"
+        print(line, flush=True)
     print(f"  median hop at p50: +{statistics.median(hops):.0f} us", flush=True)
+    if floors:
+        print(f"  median floor hop at p50: +{statistics.median(floors):.0f} us; link above the "
+              f"floor: +{statistics.median(hops) - statistics.median(floors):.0f} us", flush=True)
 
 
 def client_loop(addr, params, seconds, out):
@@ -377,6 +403,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", default="target/release/webcodex-plugin")
     parser.add_argument("--part", default="a,b,c,d")
+    parser.add_argument("--floor", default=None,
+                        help="the hop_floor relay (target/release/examples/hop_floor)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("-n", type=int, default=3000)
     parser.add_argument("--warmup", type=int, default=300)

@@ -52,12 +52,15 @@ impl TraceContext {
         })
     }
 
-    /// A fresh context: random ids, flags `00` (this process records no trace). Should the
-    /// system's random source fail, the ids come from the clock and a counter (they only need
-    /// to be distinct).
+    /// A fresh context: random ids, flags `00` (this process records no trace). The ids come
+    /// from a per-thread generator seeded once from the system's random source (a trace id
+    /// only needs to be unpredictable enough not to collide, and asking the kernel twice per
+    /// request cost two system calls on every hop); should that source fail, the seed comes
+    /// from the clock and a counter.
     pub fn fresh() -> TraceContext {
         let mut bytes = [0u8; 24];
-        if getrandom::getrandom(&mut bytes).is_err() || bytes[..16] == [0; 16] {
+        random_bytes(&mut bytes);
+        if bytes[..16] == [0; 16] {
             fallback_bytes(&mut bytes);
         }
         let mut trace_id = [0u8; 16];
@@ -131,6 +134,33 @@ fn hex(bytes: &[u8]) -> String {
         text.push(DIGITS[usize::from(b & 15)] as char);
     }
     text
+}
+
+/// Fills `bytes` from this thread's SplitMix64 generator, seeded on first use.
+fn random_bytes(bytes: &mut [u8; 24]) {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<Option<u64>> = const { Cell::new(None) };
+    }
+    STATE.with(|state| {
+        let mut x = state.get().unwrap_or_else(|| {
+            let mut seed = [0u8; 24];
+            if getrandom::getrandom(&mut seed).is_err() {
+                fallback_bytes(&mut seed);
+            }
+            let [a, b, c] =
+                [0, 8, 16].map(|i| u64::from_le_bytes(seed[i..i + 8].try_into().expect("8 bytes")));
+            a ^ b.rotate_left(21) ^ c.rotate_left(42)
+        });
+        for chunk in bytes.chunks_exact_mut(8) {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            chunk.copy_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+        }
+        state.set(Some(x));
+    });
 }
 
 /// Distinct, non-zero bytes without the system's random source.
@@ -287,6 +317,21 @@ mod tests {
     use super::*;
 
     const VALID: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn fresh_contexts_differ_within_and_across_threads() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..1000 {
+            let fresh = TraceContext::fresh();
+            assert_ne!(fresh.trace_id, [0; 16]);
+            assert_ne!(fresh.parent_id, [0; 8]);
+            assert!(seen.insert(fresh.trace_id), "a trace id came twice");
+        }
+        let other = std::thread::spawn(|| TraceContext::fresh().trace_id)
+            .join()
+            .unwrap();
+        assert!(seen.insert(other), "another thread repeated a trace id");
+    }
 
     #[test]
     fn a_valid_traceparent_round_trips() {

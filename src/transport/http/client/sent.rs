@@ -71,16 +71,90 @@ impl<C: Connector<(), Out = Box<dyn Transport>>> Connector<()> for MarkingConnec
         let out = self.inner.connect(details, chained)?;
         let to_server = details.uri.authority().map(|a| a.as_str()) == Some(self.server.as_str());
         Ok(match out {
-            Some(inner) if to_server => Some(Box::new(Marked { inner })),
+            Some(inner) if to_server => Some(Box::new(Marked::new(inner))),
             other => other,
         })
     }
 }
 
 /// A connection to the server whose writes mark the writing thread.
+///
+/// It also spares the hop's system calls (DECISIONS 6.33): the request's head and body go out
+/// in one write (held until ureq first waits for the answer), the socket timeouts ureq derives
+/// from each request's own deadline are rounded up to [`TIMEOUT_STEP`] (so the same value is not
+/// set again on every request), and the probe ureq makes when a connection goes back to the
+/// pool is left to the probe it makes before handing the connection out again.
 #[derive(Debug)]
 struct Marked {
     inner: Box<dyn Transport>,
+    /// Request bytes handed over by ureq and not yet written.
+    pending: Vec<u8>,
+    /// The write timeout of the latest bytes in `pending`.
+    write_timeout: NextTimeout,
+    /// True from the first I/O of a request until the next probe: the connection is on its way
+    /// back to the pool, and will be probed before it is used again.
+    returning: bool,
+}
+
+/// The granularity of the socket timeouts: each is rounded up to a whole multiple, so a timeout
+/// fires at most this much later than the request's deadline.
+const TIMEOUT_STEP: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Request bytes held back at most: beyond this they are written at once.
+const MAX_PENDING: usize = 64 * 1024;
+
+impl Marked {
+    fn new(inner: Box<dyn Transport>) -> Marked {
+        Marked {
+            inner,
+            pending: Vec::new(),
+            write_timeout: NextTimeout::default(),
+            returning: false,
+        }
+    }
+
+    /// Writes the held request bytes through the inner transport's output buffer.
+    fn flush(&mut self) -> Result<(), ureq::Error> {
+        let mut done = 0;
+        while done < self.pending.len() {
+            let output = self.inner.buffers().output();
+            let n = output.len().min(self.pending.len() - done);
+            if n == 0 {
+                break;
+            }
+            output[..n].copy_from_slice(&self.pending[done..done + n]);
+            let written = self.inner.transmit_output(n, self.write_timeout);
+            done += n;
+            if let Err(e) = written {
+                self.pending.clear();
+                return Err(e);
+            }
+        }
+        self.pending.clear();
+        Ok(())
+    }
+}
+
+/// `timeout` with each exact duration rounded up to a multiple of [`TIMEOUT_STEP`] (zero, a
+/// spent budget, stays zero).
+fn coarse(timeout: NextTimeout) -> NextTimeout {
+    use ureq::unversioned::transport::time::Duration as Budget;
+    let round = |d: Budget| match d {
+        Budget::Exact(exact) => {
+            let step = TIMEOUT_STEP.as_nanos();
+            let steps = exact.as_nanos().div_ceil(step);
+            Budget::Exact(std::time::Duration::from_nanos(
+                u64::try_from(steps * step).unwrap_or(u64::MAX),
+            ))
+        }
+        other => other,
+    };
+    NextTimeout {
+        after: round(timeout.after),
+        per_read: timeout.per_read.map(round),
+        per_write: timeout.per_write.map(round),
+        ..timeout
+    }
 }
 
 impl Transport for Marked {
@@ -93,22 +167,66 @@ impl Transport for Marked {
         if amount > 0 {
             WROTE.with(|w| w.set(true));
         }
-        self.inner.transmit_output(amount, timeout)
+        self.returning = true;
+        let output = &self.inner.buffers().output()[..amount];
+        self.pending.extend_from_slice(output);
+        self.write_timeout = coarse(timeout);
+        if self.pending.len() >= MAX_PENDING {
+            self.flush()?;
+        }
+        Ok(())
     }
 
     fn maybe_await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
-        self.inner.maybe_await_input(timeout)
+        self.flush()?;
+        self.inner.maybe_await_input(coarse(timeout))
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
-        self.inner.await_input(timeout)
+        self.flush()?;
+        self.returning = true;
+        self.inner.await_input(coarse(timeout))
     }
 
     fn is_open(&mut self) -> bool {
+        if std::mem::take(&mut self.returning) {
+            // Back to the pool after a request: the pool probes again before it hands the
+            // connection out, and that probe is the one that counts.
+            return self.pending.is_empty();
+        }
         self.inner.is_open()
     }
 
     fn is_tls(&self) -> bool {
         self.inner.is_tls()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ureq::unversioned::transport::time::Duration as Budget;
+
+    #[test]
+    fn timeouts_are_rounded_up_to_whole_steps() {
+        let exact = |ms| Budget::Exact(std::time::Duration::from_millis(ms));
+        let timeout = NextTimeout {
+            after: exact(129_999),
+            per_read: Some(exact(1)),
+            per_write: None,
+            ..NextTimeout::default()
+        };
+        let rounded = coarse(timeout);
+        assert_eq!(rounded.after, exact(130_000));
+        assert_eq!(rounded.per_read, Some(exact(100)));
+        assert_eq!(rounded.per_write, None);
+        assert_eq!(rounded.reason, timeout.reason);
+        assert_eq!(coarse(NextTimeout::default()).after, Budget::NotHappening);
+        // A spent budget stays spent: ureq fails it as a timeout.
+        let spent = NextTimeout {
+            after: exact(0),
+            ..NextTimeout::default()
+        };
+        assert_eq!(coarse(spent).after, exact(0));
     }
 }
