@@ -158,7 +158,7 @@ impl LinkRegistry {
     /// Serves one upgraded connection of runner `runner` (authenticated with `token`) until
     /// the link ends: the hello, the welcome, then the answers and the heartbeat.
     pub(crate) fn serve(&self, runner: &str, token: &str, stream: TcpStream, leftover: Vec<u8>) {
-        let tcp = SharedTcp(Arc::new(stream));
+        let tcp = SharedTcp::new(stream);
         let ws =
             WebSocket::from_partially_read(tcp.clone(), leftover, Role::Server, Some(config()));
         let Ok(socket) = LinkSocket::new(ws, tcp) else {

@@ -334,7 +334,7 @@ impl Dialer {
         let deadline = Some(self.connect_timeout);
         let _ = tcp.set_read_timeout(deadline);
         let _ = tcp.set_write_timeout(deadline);
-        let tcp = SharedTcp(Arc::new(tcp));
+        let tcp = SharedTcp::new(tcp);
         let raw = tcp.clone();
         let stream = match &self.tls {
             None => LinkStream::Plain(tcp),

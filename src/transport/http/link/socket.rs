@@ -2,12 +2,14 @@
 //! write to it.
 //!
 //! The WebSocket sits behind a lock that every writer takes for one whole message, so frames
-//! never interleave. The reader never holds the lock while it waits: it waits for bytes with
-//! `peek` on the TCP socket (blocking, with the time left until its next heartbeat duty as the
-//! timeout), then takes the lock and reads what has arrived with the socket set non-blocking,
-//! one message at a time, until nothing complete is left. So an idle link costs no wake-up
-//! besides its heartbeat, and a writer waits at most for one non-blocking read. The same works
-//! under TLS: `peek` sees the encrypted bytes arrive on the TCP socket below.
+//! never interleave. The reader never holds the lock while it waits: it waits for bytes on the
+//! TCP socket (the time left until its next heartbeat duty as the timeout), then takes the lock
+//! and reads what has arrived without waiting, one message at a time, until nothing complete is
+//! left. So an idle link costs no wake-up besides its heartbeat, and a writer waits at most for
+//! one read that does not wait. The same works under TLS: the wait sees the encrypted bytes
+//! arrive on the TCP socket below. On Unix the wait is one `poll(2)` and the reads pass
+//! `MSG_DONTWAIT` (three system calls a message); elsewhere the wait is a `peek` with a read
+//! timeout and the socket is set non-blocking for the reads.
 //!
 //! The reader's wait ends at a deadline, not after a duration: bytes that arrive without
 //! completing a message (a peer that dribbles a frame, a TLS record split in two) do not start
@@ -60,13 +62,51 @@ pub(crate) enum Next {
     Ended(String),
 }
 
-/// A TCP socket shared by the WebSocket above it and the reader that peeks at it: one file
+/// A TCP socket shared by the WebSocket above it and the reader that waits on it: one file
 /// descriptor, not a clone of it (a link costs the front as few descriptors as it can).
 #[derive(Clone)]
-pub(crate) struct SharedTcp(pub(crate) Arc<TcpStream>);
+pub(crate) struct SharedTcp(pub(crate) Arc<TcpStream>, Arc<AtomicBool>);
+
+impl SharedTcp {
+    /// Shares `tcp`.
+    pub(crate) fn new(tcp: TcpStream) -> SharedTcp {
+        SharedTcp(Arc::new(tcp), Arc::new(AtomicBool::new(false)))
+    }
+
+    /// Runs `read` (the WebSocket's read, under its lock) with the socket's reads not waiting:
+    /// on Unix each read passes `MSG_DONTWAIT` (no `fcntl` before and after, so four system
+    /// calls fewer per message), elsewhere the socket is set non-blocking for the call.
+    fn reading_without_waiting<T>(&self, read: impl FnOnce() -> T) -> io::Result<T> {
+        if cfg!(unix) {
+            self.1.store(true, Ordering::Relaxed);
+            let out = read();
+            self.1.store(false, Ordering::Relaxed);
+            return Ok(out);
+        }
+        self.0.set_nonblocking(true)?;
+        let out = read();
+        let _ = self.0.set_nonblocking(false);
+        Ok(out)
+    }
+}
 
 impl Read for SharedTcp {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        #[cfg(unix)]
+        if self.1.load(Ordering::Relaxed) {
+            use std::os::fd::AsRawFd;
+            // SAFETY: a valid descriptor owned by the shared stream, and a buffer of `buf.len()`
+            // writable bytes.
+            let n = unsafe {
+                libc::recv(
+                    self.0.as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            return usize::try_from(n).map_err(|_| io::Error::last_os_error());
+        }
         (&*self.0).read(buf)
     }
 }
@@ -150,12 +190,10 @@ impl<S: Read + Write> LinkSocket<S> {
         loop {
             let read = {
                 let mut ws = self.ws.lock();
-                if self.tcp.0.set_nonblocking(true).is_err() {
-                    return Next::Ended("the socket cannot be read".into());
+                match self.tcp.reading_without_waiting(|| ws.read()) {
+                    Ok(read) => read,
+                    Err(_) => return Next::Ended("the socket cannot be read".into()),
                 }
-                let read = ws.read();
-                let _ = self.tcp.0.set_nonblocking(false);
-                read
             };
             match read {
                 Ok(Message::Text(text)) => return Next::Text(text.to_string()),
@@ -182,25 +220,54 @@ impl<S: Read + Write> LinkSocket<S> {
             if wait.is_zero() {
                 return Next::Quiet;
             }
-            let _ = self
-                .tcp
-                .0
-                .set_read_timeout(Some(wait.max(Duration::from_millis(1))));
-            let mut byte = [0u8; 1];
-            match self.tcp.0.peek(&mut byte) {
-                // At the end of the stream the next read reports it.
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Next::Quiet
-                }
+            match wait_readable(&self.tcp.0, wait) {
+                // Bytes, or the end of the stream (the next read reports it).
+                Ok(true) => {}
+                Ok(false) => return Next::Quiet,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Next::Ended(e.to_string()),
             }
         }
+    }
+}
+
+/// Waits up to `wait` (at least 1 ms) for `tcp` to be readable (bytes, or the end of the
+/// stream): true when it is, false when the wait ran out. Unix: one `poll(2)`.
+#[cfg(unix)]
+fn wait_readable(tcp: &TcpStream, wait: Duration) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let millis = wait
+        .as_nanos()
+        .div_ceil(1_000_000)
+        .clamp(1, i32::MAX as u128) as i32;
+    let mut fd = libc::pollfd {
+        fd: tcp.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the call.
+    match unsafe { libc::poll(&mut fd, 1, millis) } {
+        n if n < 0 => Err(io::Error::last_os_error()),
+        0 => Ok(false),
+        _ => Ok(true),
+    }
+}
+
+/// Waits up to `wait` (at least 1 ms) for `tcp` to be readable: a `peek` with a read timeout.
+#[cfg(not(unix))]
+fn wait_readable(tcp: &TcpStream, wait: Duration) -> io::Result<bool> {
+    tcp.set_read_timeout(Some(wait.max(Duration::from_millis(1))))?;
+    let mut byte = [0u8; 1];
+    match tcp.peek(&mut byte) {
+        Ok(_) => Ok(true),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(e),
     }
 }
