@@ -380,4 +380,83 @@ mod tests {
             json!([{"name":"a","title":"A"}])
         );
     }
+
+    #[test]
+    fn a_received_canonical_output_types_and_serializes_back_the_same() {
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let cases = [
+            (
+                ActionKind::List,
+                true,
+                json!({"runners":[{"runner":"local"},{"runner":"e","name":"E"}]}),
+            ),
+            (
+                ActionKind::List,
+                true,
+                json!({"runner":"local","plugins":[
+                {"plugin":"a","name":"A","status":"ready"},
+                {"plugin":"b","name":"B","status":"failed","errorCode":"plugin_eof"}]}),
+            ),
+            (
+                ActionKind::List,
+                true,
+                json!({"plugin":"a","name":"A","status":"ready",
+                "toolCount":2,"tools":[{"name":"x","title":"X"},{"name":"y"}]}),
+            ),
+            (
+                ActionKind::Describe,
+                true,
+                json!({"runner":"local","plugin":"a","pluginName":"A",
+                "tool":{"name":"x","inputSchema":{"type":"object"}},"binding":"wc_pbind_1"}),
+            ),
+            (
+                ActionKind::Call,
+                true,
+                json!({"content":[{"type":"text","text":"t"}],"isError":false}),
+            ),
+            (
+                ActionKind::Check,
+                true,
+                json!({"runner":"local","plugin":"a","ready":true,
+                "phase":"ready","toolCount":1,"tools":[{"name":"x"}],"catalogDigest":digest}),
+            ),
+            (
+                ActionKind::Check,
+                true,
+                json!({"runner":"local","plugin":"a","ready":false,
+                "phase":"tools_list","toolCount":0,"tools":[],"code":"plugin_tools_list_invalid",
+                "detail":"d","diagnostic":{"code":"invalid_tool_name","field":"name"}}),
+            ),
+            (
+                ActionKind::Reload,
+                true,
+                json!({"runner":"local","plugins":[],
+                "failures":[{"plugin":"a","code":"plugin_eof"}]}),
+            ),
+            (
+                ActionKind::Catalog,
+                true,
+                json!({"runner":"local","tools":[{"plugin":"a","name":"A",
+                "tool":"x","description":"d","annotations":{"readOnlyHint":true}}],
+                "totalCount":1,"catalogRevision":"wc_plugcat_1"}),
+            ),
+            (
+                ActionKind::Call,
+                false,
+                json!({"error":{"code":"plugin_timeout","message":"m\nn"},
+                "dispatch":"outcome_unknown","recovery":"do_not_retry"}),
+            ),
+        ];
+        for (kind, success, json) in cases {
+            let received = ToolOutput::received(success, json.clone());
+            assert_eq!(received.to_json(), json);
+            let typed = received.typed(kind).unwrap_or_else(|| panic!("{json}"));
+            assert!(!matches!(*typed, Outcome::Received(_)), "{json}");
+            assert_eq!(typed.is_success(), success);
+            assert_eq!(typed.to_json(), json);
+            assert_eq!(serde_json::to_value(&*typed).unwrap(), json);
+        }
+        let odd = ToolOutput::received(true, json!({"runner":"local","plugins":"no"}));
+        assert!(odd.typed(ActionKind::List).is_none());
+    }
 }
