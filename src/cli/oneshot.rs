@@ -5,8 +5,6 @@
 use std::io::Write;
 use std::path::Path;
 
-use std::borrow::Cow;
-
 use serde_json::{json, Value};
 use webcodex_plugin_host::env::{load_runner_config, DEFAULT_MAX_PROVIDERS};
 use webcodex_plugin_host::gateway::{ActionKind, Outcome, ToolOutput, LOCAL_RUNNER};
@@ -35,19 +33,14 @@ fn send(target: &Target, params: Value) -> Result<Answer, i32> {
     target.plugin_tool(&params).map_err(|e| e.0)
 }
 
-/// The typed outcome of an answer to an action of kind `kind` (an answer from a `serve`
-/// endpoint is checked and rebuilt first); `None` when it is not an output of that kind.
-fn typed(output: &ToolOutput, kind: ActionKind) -> Option<Cow<'_, Outcome>> {
-    output.typed(kind)
-}
-
 /// Prints the output of an action of kind `kind` (canonical JSON, or human text from its typed
-/// outcome) and returns the exit code for it.
+/// outcome: an answer from a `serve` endpoint is checked and rebuilt first, and one that is not
+/// an output of that kind is shown as its JSON) and returns the exit code for it.
 pub(super) fn finish(output: &ToolOutput, kind: ActionKind, json: bool) -> i32 {
     let text = if json {
         output.to_json().to_string()
     } else {
-        match typed(output, kind) {
+        match output.typed(kind) {
             Some(outcome) => human::render(&outcome),
             None => human::clean(&output.to_json().to_string(), false),
         }
@@ -89,7 +82,7 @@ pub(super) fn call(source: Resolved, plugin: &str, tool: &str, arguments: &str, 
     let params = json!({"action": "describe", "runner": RUNNER, "plugin": plugin, "tool": tool});
     let answer = session(source, Startup::Providers, |target| {
         let described = send(target, params)?;
-        let binding = match typed(&described.output, ActionKind::Describe).as_deref() {
+        let binding = match described.output.typed(ActionKind::Describe).as_deref() {
             Some(Outcome::Described(d)) => d.binding.clone(),
             _ => return Ok(described),
         };
@@ -166,7 +159,7 @@ fn configured_ids(path: &Path) -> Result<Vec<String>, i32> {
 /// The provider ids a remote runner lists.
 fn listed_ids(target: &Target) -> Result<Vec<String>, i32> {
     let answer = send(target, json!({"action": "list", "runner": RUNNER}))?;
-    match typed(&answer.output, ActionKind::List).as_deref() {
+    match answer.output.typed(ActionKind::List).as_deref() {
         Some(Outcome::Providers(list)) => {
             Ok(list.plugins.iter().map(|p| p.plugin.clone()).collect())
         }
@@ -183,7 +176,7 @@ fn check_one(target: &Target, plugin: &str, json: bool) -> i32 {
     };
     let output = &answer.output;
     let code = finish(output, ActionKind::Check, json);
-    let ready = match typed(output, ActionKind::Check).as_deref() {
+    let ready = match output.typed(ActionKind::Check).as_deref() {
         Some(Outcome::Checked(report)) => Some(report.ready),
         _ => None,
     };
@@ -212,7 +205,7 @@ pub(super) fn reload(source: Resolved, json: bool) -> i32 {
     };
     let code = finish(&output, ActionKind::Reload, json);
     let failed = matches!(
-        typed(&output, ActionKind::Reload).as_deref(),
+        output.typed(ActionKind::Reload).as_deref(),
         Some(Outcome::Reloaded(reload)) if !reload.failures.is_empty()
     );
     if code == EXIT_OK && failed {
