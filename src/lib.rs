@@ -43,20 +43,23 @@
 //!     &caller,
 //!     &json!({"action": "describe", "runner": "local", "plugin": "notes", "tool": "word_count"}),
 //! );
-//! let binding = described.output["binding"].clone();
+//! let binding = described.binding().expect("described").to_string();
 //! let called = gateway.plugin_tool(
 //!     &caller,
 //!     &json!({"action": "call", "binding": binding, "arguments": {"text": "one two three"}}),
 //! );
-//! assert!(called.success);
-//! assert_eq!(called.output["structuredContent"]["words"], 3);
+//! assert!(called.is_success());
+//! let result = called.call_result().expect("a tool result");
+//! assert_eq!(result.structured_content().unwrap()["words"], 3);
+//! // The canonical JSON object, as every JSON front sends it.
+//! assert_eq!(called.to_json()["structuredContent"]["words"], 3);
 //!
 //! // Arguments that break the input schema never reach the plugin.
 //! let rejected = gateway.plugin_tool(
 //!     &caller,
 //!     &json!({"action": "call", "binding": binding, "arguments": {"text": 3}}),
 //! );
-//! assert_eq!(rejected.output["dispatch"], "not_started");
+//! assert_eq!(rejected.dispatch(), Some(webcodex_plugin_host::Dispatch::NotStarted));
 //! gateway.shutdown();
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -101,12 +104,18 @@ pub use provider::{InstanceId, LaunchSpec, Provider, ProviderSpec, StderrLine};
 /// ```rust,no_run
 /// use std::sync::Arc;
 /// use serde_json::json;
+/// use webcodex_plugin_host::gateway::Outcome;
 /// use webcodex_plugin_host::{Caller, ConfigSource, Gateway, Host, HostOptions};
 ///
 /// let host = Host::start(ConfigSource::File("runner.toml".into()), HostOptions::default())?;
 /// let gateway = Gateway::single(Arc::new(host));
 /// let out = gateway.plugin_tool(&Caller::trusted(), &json!({"action": "list", "runner": "local"}));
-/// println!("{}", out.output);
+/// if let Outcome::Providers(list) = out.outcome() {
+///     for plugin in &list.plugins {
+///         println!("{} ({:?})", plugin.plugin, plugin.status);
+///     }
+/// }
+/// println!("{}", out.to_json());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[cfg(doctest)]

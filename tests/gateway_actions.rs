@@ -399,9 +399,9 @@ fn reload_with_failures_is_a_success_listing_them() {
         provider("broken", &["bad-version"]),
     ]);
     let out = run(&gw, json!({"action":"reload","runner":"local"}));
-    assert!(out.success);
+    assert!(out.is_success());
     assert_eq!(
-        out.output,
+        out.to_json(),
         json!({"runner":"local",
                "plugins":[
                  {"plugin":"alpha","name":"Provider alpha","status":"ready"},
@@ -452,10 +452,10 @@ fn scopes_are_checked_after_parsing() {
     let nobody = Caller::new(Scopes::none());
     // Malformed: invalid_arguments even without any scope.
     let out = gw.plugin_tool(&nobody, &json!({"action":"call","runner":"local"}));
-    assert_eq!(code(&out.output), "invalid_arguments");
+    assert_eq!(code(&out.to_json()), "invalid_arguments");
     let out = gw.plugin_tool(&nobody, &json!({"action":"list"}));
-    assert_eq!(code(&out.output), "insufficient_scope");
-    assert_eq!(out.output["dispatch"], "not_started");
+    assert_eq!(code(&out.to_json()), "insufficient_scope");
+    assert_eq!(out.to_json()["dispatch"], "not_started");
 
     let binding = bind(&gw, "alpha", "echo");
     let call = json!({"action":"call","binding":binding,"arguments":{"text":"x"}});
@@ -464,20 +464,21 @@ fn scopes_are_checked_after_parsing() {
     let invoke = Caller::new(Scopes::none().with(Scope::Invoke));
     for caller in [manage, inspect] {
         let out = gw.plugin_tool(&caller, &call);
-        assert_eq!(code(&out.output), "insufficient_scope");
+        assert_eq!(code(&out.to_json()), "insufficient_scope");
     }
-    assert!(gw.plugin_tool(&invoke, &call).success);
-    assert!(!gw.plugin_tool(&invoke, &json!({"action":"list"})).success);
+    assert!(gw.plugin_tool(&invoke, &call).is_success());
+    assert!(!gw
+        .plugin_tool(&invoke, &json!({"action":"list"}))
+        .is_success());
     let check = json!({"action":"check","runner":"local","plugin":"alpha"});
-    assert!(gw.plugin_tool(&manage, &check).success);
-    assert!(!gw.plugin_tool(&invoke, &check).success);
-    assert!(
-        !gw.plugin_tool(&inspect, &json!({"action":"reload","runner":"local"}))
-            .success
-    );
+    assert!(gw.plugin_tool(&manage, &check).is_success());
+    assert!(!gw.plugin_tool(&invoke, &check).is_success());
+    assert!(!gw
+        .plugin_tool(&inspect, &json!({"action":"reload","runner":"local"}))
+        .is_success());
     let describe = json!({"action":"describe","runner":"local","plugin":"alpha","tool":"echo"});
-    assert!(gw.plugin_tool(&inspect, &describe).success);
-    assert!(!gw.plugin_tool(&manage, &describe).success);
+    assert!(gw.plugin_tool(&inspect, &describe).is_success());
+    assert!(!gw.plugin_tool(&manage, &describe).is_success());
 }
 
 #[test]

@@ -44,8 +44,8 @@ impl Audit {
     /// Runs a request and audits its output, whatever the outcome.
     fn run(&mut self, gw: &Gateway, params: Value) -> Value {
         let out = run(gw, params.clone());
-        self.check(&params.to_string(), &out.output);
-        out.output
+        self.check(&params.to_string(), &out.to_json());
+        out.into_json()
     }
 }
 
@@ -238,13 +238,13 @@ fn the_canary_never_appears_in_any_output() {
         &gw,
         json!({"action":"call","binding":env_tool,"arguments":{"name":"CANARY_SECRET"}}),
     );
-    assert_eq!(out.output["content"][0]["text"], canary.as_str());
+    assert_eq!(out.to_json()["content"][0]["text"], canary.as_str());
     let cwd_tool = describe(&mut audit, "cwd");
     let out = run(
         &gw,
         json!({"action":"call","binding":cwd_tool,"arguments":{}}),
     );
-    assert!(out.output.to_string().contains(&canary));
+    assert!(out.to_json().to_string().contains(&canary));
     // The stderr drain thread reads the plugin's stderr beside the call: the line written
     // before the reply may reach the ring a moment after the reply reaches the caller.
     let provider = gw.runner("clean").unwrap().provider("good").unwrap();

@@ -183,20 +183,19 @@ fn warm(
             &caller,
             &json!({"action": "describe", "runner": "local", "plugin": id, "tool": args.tool}),
         );
-        if !described.success {
+        let Some(binding) = described.binding() else {
             gateway.shutdown();
-            return Err(output_error(&described.output));
-        }
-        let binding = described.output["binding"].clone();
+            return Err(output_error(&described));
+        };
         calls.push(json!({"action": "call", "binding": binding, "arguments": arguments}));
     }
     // The reply is returned, so that it is dropped after the sample's clock stops.
     let call_once = |params: &Value| {
         let out = gateway.plugin_tool(&caller, params);
-        if out.success {
+        if out.is_success() {
             Ok(out)
         } else {
-            Err(output_error(&out.output))
+            Err(output_error(&out))
         }
     };
     let result = if k == 1 && args.switches {
@@ -303,13 +302,11 @@ fn cold(
 }
 
 /// A failed plugin_tool output as one line: `code: message (dispatch)`.
-fn output_error(output: &Value) -> String {
-    format!(
-        "{}: {} ({})",
-        output["error"]["code"].as_str().unwrap_or("unknown"),
-        output["error"]["message"].as_str().unwrap_or(""),
-        output["dispatch"].as_str().unwrap_or("")
-    )
+fn output_error(output: &ToolOutput) -> String {
+    match output.failure_info() {
+        Some(f) => format!("{}: {} ({})", f.code, f.message, f.dispatch),
+        None => "unknown: the action did not give the expected output ()".to_string(),
+    }
 }
 
 fn print_human(s: &BenchSummary, args: &BenchArgs) {

@@ -7,8 +7,9 @@ use serde_json::{json, Value};
 use webcodex_plugin_host::env::{
     PluginsConfig, ProviderConfig, RunnerConfig, DEFAULT_REQUEST_TIMEOUT,
 };
-use webcodex_plugin_host::gateway::{Caller, Gateway};
+use webcodex_plugin_host::gateway::{Caller, Gateway, ToolOutput};
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
+use webcodex_plugin_host::Dispatch;
 
 use super::{human, EXIT_FAILURE, EXIT_OK};
 
@@ -41,11 +42,8 @@ pub(super) fn example_runner() -> Result<RunnerConfig, String> {
 }
 
 /// The binding a describe step returned, printed so the call that uses it can be followed.
-fn binding_of(described: &Value) -> String {
-    let binding = described["binding"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+fn binding_of(described: &ToolOutput) -> String {
+    let binding = described.binding().unwrap_or_default().to_string();
     println!("binding: {binding}");
     binding
 }
@@ -68,54 +66,43 @@ pub(super) fn run() -> i32 {
     let gateway = Gateway::single(host);
     let caller = Caller::trusted();
     let mut ok = true;
-    let mut step = |title: &str, params: Value, render: fn(&Value) -> String| -> Value {
+    let mut step = |title: &str, params: Value| -> ToolOutput {
         println!("\n== {title}");
         println!("plugin_tool {params}");
         let output = gateway.plugin_tool(&caller, &params);
-        if output.success {
-            println!("{}", render(&output.output));
-        } else {
-            println!("{}", human::failure(&output.output));
-        }
-        ok &= output.success;
-        output.output
+        println!("{}", human::render(output.outcome()));
+        ok &= output.is_success();
+        output
     };
 
     println!("webcodex-plugin demo: one runner (\"local\") with this binary's example plugin");
     step(
         "check: admit a disposable candidate (initialize + tools/list, no call)",
         json!({"action": "check", "runner": "local", "plugin": EXAMPLE_ID}),
-        human::check,
     );
     step(
         "list: the runner's providers",
         json!({"action": "list", "runner": "local"}),
-        human::providers,
     );
     step(
         "list: one provider's tools",
         json!({"action": "list", "runner": "local", "plugin": EXAMPLE_ID}),
-        human::provider_detail,
     );
     let binding = binding_of(&step(
         "describe: the full definition of `echo`, and a fresh binding",
         json!({"action": "describe", "runner": "local", "plugin": EXAMPLE_ID, "tool": "echo"}),
-        human::describe,
     ));
     step(
         "call: echo through the binding",
         json!({"action": "call", "binding": binding, "arguments": {"text": "hello from the demo"}}),
-        human::call,
     );
     let binding = binding_of(&step(
         "describe: `add`, and a fresh binding",
         json!({"action": "describe", "runner": "local", "plugin": EXAMPLE_ID, "tool": "add"}),
-        human::describe,
     ));
     step(
         "call: add 2 + 5",
         json!({"action": "call", "binding": binding, "arguments": {"a": 2, "b": 5}}),
-        human::call,
     );
 
     // A rejected call, to show the failure shape: the arguments never reach the plugin.
@@ -123,8 +110,8 @@ pub(super) fn run() -> i32 {
     let params = json!({"action": "call", "binding": binding, "arguments": {"a": "two", "b": 5}});
     println!("plugin_tool {params}");
     let rejected = gateway.plugin_tool(&caller, &params);
-    println!("{}", human::failure(&rejected.output));
-    ok &= !rejected.success && rejected.output["dispatch"] == "not_started";
+    println!("{}", human::render(rejected.outcome()));
+    ok &= rejected.dispatch() == Some(Dispatch::NotStarted);
 
     gateway.shutdown();
     if ok {

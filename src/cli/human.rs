@@ -4,6 +4,11 @@
 use std::fmt::Write;
 
 use serde_json::Value;
+use webcodex_plugin_host::catalog::{Tool, ToolResult};
+use webcodex_plugin_host::gateway::{
+    CatalogOutcome, CheckOutcome, Outcome, ProviderDetail, ProviderStatus, ProviderSummary,
+    ReloadOutcome, ToolFailure, ToolSummary,
+};
 
 /// Longest single text printed; longer texts are cut with a note pointing at `--json`.
 const MAX_TEXT_BYTES: usize = 16 * 1024;
@@ -26,45 +31,60 @@ pub(super) fn clean(text: &str, multiline: bool) -> String {
     out
 }
 
-fn field<'a>(value: &'a Value, key: &str) -> &'a str {
-    value.get(key).and_then(Value::as_str).unwrap_or("")
+/// The human text of a typed outcome (a received output that did not validate: its JSON).
+pub(super) fn render(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Runners(runners) => runners
+            .iter()
+            .map(|r| clean(&r.runner, false))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Outcome::Providers(list) => providers(&list.plugins),
+        Outcome::Provider(detail) => provider_detail(detail),
+        Outcome::Described(described) => describe(&described.plugin, &described.tool),
+        Outcome::Called(result) => call(result),
+        Outcome::Checked(report) => check(report),
+        Outcome::Reloaded(reload) => self::reload(reload),
+        Outcome::Catalog(c) => catalog(c),
+        Outcome::Failed(f) => failure(f),
+        other => clean(&other.to_json().to_string(), false),
+    }
 }
 
-/// A failure object: `error: CODE: message (dispatch; recovery)`.
-pub(super) fn failure(output: &Value) -> String {
-    let error = &output["error"];
+/// A failure: `error: CODE: message (dispatch; recovery)`.
+pub(super) fn failure(failure: &ToolFailure) -> String {
     let mut line = format!(
         "error: {}: {} (dispatch: {}",
-        clean(field(error, "code"), false),
-        clean(field(error, "message"), false),
-        clean(field(output, "dispatch"), false)
+        failure.code.as_str(),
+        clean(&failure.message, false),
+        failure.dispatch.as_str()
     );
-    if let Some(recovery) = output.get("recovery").and_then(Value::as_str) {
-        let _ = write!(line, "; recovery: {}", clean(recovery, false));
+    if let Some(recovery) = failure.recovery {
+        let _ = write!(line, "; recovery: {}", recovery.as_str());
     }
     line.push(')');
     line
 }
 
-fn provider_line(plugin: &Value) -> String {
+fn provider_line(plugin: &ProviderSummary) -> String {
+    let status = match plugin.status {
+        ProviderStatus::Ready => "ready",
+        ProviderStatus::Failed(_) => "failed",
+    };
     let mut line = format!(
         "{:<24} {:<7} {}",
-        clean(field(plugin, "plugin"), false),
-        clean(field(plugin, "status"), false),
-        clean(field(plugin, "name"), false)
+        clean(&plugin.plugin, false),
+        status,
+        clean(&plugin.name, false)
     );
-    if let Some(code) = plugin.get("errorCode").and_then(Value::as_str) {
-        let _ = write!(line, "  ({})", clean(code, false));
+    if let Some(code) = plugin.error_code() {
+        let _ = write!(line, "  ({})", code.as_str());
     }
     line
 }
 
 /// `list(runner)`.
-pub(super) fn providers(output: &Value) -> String {
-    let plugins = output["plugins"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
+pub(super) fn providers(plugins: &[ProviderSummary]) -> String {
     if plugins.is_empty() {
         return "no providers configured".into();
     }
@@ -76,28 +96,27 @@ pub(super) fn providers(output: &Value) -> String {
 }
 
 /// `1 tool`, `2 tools`: a count and its noun, singular for exactly one.
-pub(super) fn count(n: &Value, noun: &str) -> String {
-    match n.as_u64() {
-        Some(1) => format!("1 {noun}"),
-        Some(n) => format!("{n} {noun}s"),
-        None => format!("? {noun}s"),
+pub(super) fn count(n: usize, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
     }
 }
 
-fn tool_lines(tools: &Value, out: &mut String) {
-    for tool in tools.as_array().map(Vec::as_slice).unwrap_or(&[]) {
-        let _ = write!(out, "\n  {}", clean(field(tool, "name"), false));
-        if let Some(title) = tool.get("title").and_then(Value::as_str) {
+fn tool_lines(tools: &[ToolSummary], out: &mut String) {
+    for tool in tools {
+        let _ = write!(out, "\n  {}", clean(&tool.name, false));
+        if let Some(title) = &tool.title {
             let _ = write!(out, " — {}", clean(title, false));
         }
     }
 }
 
 /// `list(runner, plugin)`.
-pub(super) fn provider_detail(output: &Value) -> String {
-    let mut out = provider_line(output);
-    let _ = write!(out, "\n{}:", count(&output["toolCount"], "tool"));
-    tool_lines(&output["tools"], &mut out);
+pub(super) fn provider_detail(detail: &ProviderDetail) -> String {
+    let mut out = provider_line(&detail.provider);
+    let _ = write!(out, "\n{}:", count(detail.tools.len(), "tool"));
+    tool_lines(&detail.tools, &mut out);
     out
 }
 
@@ -150,117 +169,99 @@ fn annotation_lines(annotations: &Value, out: &mut String) {
 const NO_HINTS_WARNING: &str = "\nwarning: no hints: the tool does not say it is read-only \
      (readOnlyHint) or non-destructive (destructiveHint), so it may change or delete data";
 
-/// `describe`.
-pub(super) fn describe(output: &Value) -> String {
-    let tool = &output["tool"];
-    let mut out = format!(
-        "{} / {}",
-        clean(field(output, "plugin"), false),
-        clean(field(tool, "name"), false)
-    );
-    if let Some(title) = tool.get("title").and_then(Value::as_str) {
+/// `describe`: the admitted tool definition of provider `plugin`.
+pub(super) fn describe(plugin: &str, tool: &Tool) -> String {
+    let mut out = format!("{} / {}", clean(plugin, false), clean(tool.name(), false));
+    if let Some(title) = tool.title() {
         let _ = write!(out, " — {}", clean(title, false));
     }
-    if let Some(description) = tool.get("description").and_then(Value::as_str) {
+    if let Some(description) = tool.description() {
         let _ = write!(out, "\n{}", clean(description, true));
     }
+    let definition = tool.definition();
     let _ = write!(
         out,
         "\ninputSchema: {}",
-        clean(&tool["inputSchema"].to_string(), false)
+        clean(&definition["inputSchema"].to_string(), false)
     );
-    if let Some(schema) = tool.get("outputSchema") {
+    if let Some(schema) = definition.get("outputSchema") {
         let _ = write!(out, "\noutputSchema: {}", clean(&schema.to_string(), false));
     }
-    annotation_lines(&tool["annotations"], &mut out);
+    annotation_lines(tool.annotations().unwrap_or(&Value::Null), &mut out);
     out
 }
 
 /// `call`: the text content, then structuredContent, then the tool's own error flag.
-pub(super) fn call(output: &Value) -> String {
-    let mut parts = Vec::new();
-    for item in output["content"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
-    {
-        parts.push(clean(field(item, "text"), true));
+pub(super) fn call(result: &ToolResult) -> String {
+    let mut parts: Vec<String> = result.texts().iter().map(|t| clean(t, true)).collect();
+    if let Some(structured) = result.structured_content() {
+        let text = serde_json::to_string(structured).unwrap_or_default();
+        parts.push(format!("structuredContent: {}", clean(&text, false)));
     }
-    if let Some(structured) = output.get("structuredContent") {
-        parts.push(format!(
-            "structuredContent: {}",
-            clean(&structured.to_string(), false)
-        ));
-    }
-    if output["isError"] == Value::Bool(true) {
+    if result.is_error() {
         parts.push("(the tool reported an error: isError = true)".into());
     }
     parts.join("\n")
 }
 
 /// `check`.
-pub(super) fn check(output: &Value) -> String {
-    let plugin = clean(field(output, "plugin"), false);
-    if output["ready"] == Value::Bool(true) {
-        let mut out = format!("{plugin}: ready, {}", count(&output["toolCount"], "tool"));
-        if let Some(digest) = output.get("catalogDigest").and_then(Value::as_str) {
+pub(super) fn check(report: &CheckOutcome) -> String {
+    let plugin = clean(&report.plugin, false);
+    if report.ready {
+        let mut out = format!("{plugin}: ready, {}", count(report.tools.len(), "tool"));
+        if let Some(digest) = &report.catalog_digest {
             let _ = write!(out, " (catalog {})", clean(digest, false));
         }
         out.push(':');
-        tool_lines(&output["tools"], &mut out);
+        tool_lines(&report.tools, &mut out);
         return out;
     }
     let mut out = format!(
         "{plugin}: not ready (phase {}): {}\n{}",
-        clean(field(output, "phase"), false),
-        clean(field(output, "code"), false),
-        clean(field(output, "detail"), false)
+        report.phase.as_str(),
+        report.code.map_or("", |c| c.as_str()),
+        clean(report.detail.as_deref().unwrap_or(""), false)
     );
-    if let Some(diagnostic) = output.get("diagnostic") {
+    if let Some(diagnostic) = &report.diagnostic {
         let _ = write!(
             out,
             "\ndiagnostic: {}",
-            clean(&diagnostic.to_string(), false)
+            clean(&diagnostic.to_json().to_string(), false)
         );
     }
     out
 }
 
 /// `reload`.
-pub(super) fn reload(output: &Value) -> String {
-    let failures = output["failures"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
-    if failures.is_empty() {
-        return format!("reloaded:\n{}", providers(output));
+pub(super) fn reload(reload: &ReloadOutcome) -> String {
+    if reload.failures.is_empty() {
+        return format!("reloaded:\n{}", providers(&reload.plugins));
     }
     let mut out = String::from("reload kept the previous providers; these candidates failed:");
-    for failure in failures {
+    for failure in &reload.failures {
         let _ = write!(
             out,
             "\n  {}: {}",
-            clean(field(failure, "plugin"), false),
-            clean(field(failure, "code"), false)
+            clean(&failure.plugin, false),
+            failure.code.as_str()
         );
     }
     out
 }
 
 /// `catalog`.
-pub(super) fn catalog(output: &Value) -> String {
-    let tools = output["tools"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+pub(super) fn catalog(c: &CatalogOutcome) -> String {
     let mut out = format!(
         "{} (revision {})",
-        count(&output["totalCount"], "tool"),
-        clean(field(output, "catalogRevision"), false)
+        count(c.catalog.total_count, "tool"),
+        clean(&c.catalog.catalog_revision, false)
     );
-    for tool in tools {
+    for tool in &c.catalog.tools {
         let _ = write!(
             out,
             "\n  {} / {}",
-            clean(field(tool, "plugin"), false),
-            clean(field(tool, "tool"), false)
+            clean(&tool.plugin, false),
+            clean(&tool.tool, false)
         );
     }
     out
@@ -270,6 +271,26 @@ pub(super) fn catalog(output: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use webcodex_plugin_host::gateway::{ActionKind, ToolOutput};
+
+    /// The typed outcome of a canonical output object of an action of kind `kind`.
+    fn typed(kind: ActionKind, success: bool, json: Value) -> Outcome {
+        ToolOutput::received(success, json)
+            .typed(kind)
+            .expect("a canonical output")
+            .into_owned()
+    }
+
+    fn describe_json(json: Value) -> String {
+        match typed(ActionKind::Describe, true, json) {
+            Outcome::Described(d) => describe(&d.plugin, &d.tool),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn described(tool: Value) -> Value {
+        json!({"runner":"local","plugin":"p","pluginName":"P","tool":tool,"binding":"b"})
+    }
 
     #[test]
     fn control_characters_are_replaced() {
@@ -286,17 +307,19 @@ mod tests {
 
     #[test]
     fn counts_are_singular_for_one() {
-        assert_eq!(count(&json!(1), "tool"), "1 tool");
-        assert_eq!(count(&json!(0), "tool"), "0 tools");
-        assert_eq!(count(&json!(2), "tool"), "2 tools");
+        assert_eq!(count(1, "tool"), "1 tool");
+        assert_eq!(count(0, "tool"), "0 tools");
+        assert_eq!(count(2, "tool"), "2 tools");
     }
 
     #[test]
     fn list_shows_names_and_titles() {
-        let out = provider_detail(
-            &json!({"plugin":"p","status":"ready","name":"P","toolCount":2,
+        let out = render(&typed(
+            ActionKind::List,
+            true,
+            json!({"plugin":"p","status":"ready","name":"P","toolCount":2,
             "tools":[{"name":"a","title":"A"},{"name":"b"}]}),
-        );
+        ));
         assert!(out.contains("\n  a — A"), "{out}");
         assert!(out.ends_with("\n  b"), "{out}");
         assert!(out.contains("2 tools:"), "{out}");
@@ -304,19 +327,19 @@ mod tests {
 
     #[test]
     fn describe_marks_a_destructive_tool() {
-        let out = describe(
-            &json!({"plugin":"p","tool":{"name":"rm","inputSchema":{"type":"object"},
-            "annotations":{"destructiveHint":true,"idempotentHint":false}}}),
-        );
+        let out = describe_json(described(
+            json!({"name":"rm","inputSchema":{"type":"object"},
+            "annotations":{"destructiveHint":true,"idempotentHint":false}}),
+        ));
         assert!(
             out.contains("annotations: destructiveHint=true, idempotentHint=false"),
             "{out}"
         );
         assert!(out.contains("WARNING: DESTRUCTIVE"), "{out}");
-        let out = describe(
-            &json!({"plugin":"p","tool":{"name":"ls","inputSchema":{"type":"object"},
-            "annotations":{"readOnlyHint":true,"x":1}}}),
-        );
+        let out = describe_json(described(
+            json!({"name":"ls","inputSchema":{"type":"object"},
+            "annotations":{"readOnlyHint":true,"x":1}}),
+        ));
         assert!(
             out.contains("annotations: readOnlyHint=true (+1 other keys"),
             "{out}"
@@ -332,7 +355,7 @@ mod tests {
             if let Some(a) = annotations {
                 tool["annotations"] = a;
             }
-            describe(&json!({"plugin":"p","tool":tool}))
+            describe_json(described(tool))
         };
         for warned in [
             None,
@@ -357,7 +380,7 @@ mod tests {
     fn failure_names_code_dispatch_and_recovery() {
         let out = json!({"error":{"code":"plugin_timeout","message":"late"},"dispatch":"outcome_unknown","recovery":"do_not_retry"});
         assert_eq!(
-            failure(&out),
+            render(&typed(ActionKind::Call, false, out)),
             "error: plugin_timeout: late (dispatch: outcome_unknown; recovery: do_not_retry)"
         );
     }

@@ -356,8 +356,7 @@ fn with(source: target::Source, action: impl FnOnce(target::Resolved) -> i32) ->
 /// call whose tool reported `isError: true` exits [`EXIT_FAILURE`] like any failed call, so a
 /// script can tell a refused operation from a done one (human and `--json` alike).
 fn call_exit_code(output: &webcodex_plugin_host::gateway::ToolOutput, printed: i32) -> i32 {
-    let tool_error =
-        output.success && output.output.get("isError") == Some(&serde_json::Value::Bool(true));
+    let tool_error = output.is_tool_error();
     if printed == EXIT_OK && tool_error {
         EXIT_FAILURE
     } else {

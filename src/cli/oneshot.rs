@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 use webcodex_plugin_host::env::{load_runner_config, DEFAULT_MAX_PROVIDERS};
-use webcodex_plugin_host::gateway::{ToolOutput, LOCAL_RUNNER};
+use webcodex_plugin_host::gateway::{ActionKind, Outcome, ToolOutput, LOCAL_RUNNER};
 
 use super::human;
 use super::target::{Answer, Resolved, Startup, Target};
@@ -33,18 +33,21 @@ fn send(target: &Target, params: Value) -> Result<Answer, i32> {
     target.plugin_tool(&params).map_err(|e| e.0)
 }
 
-/// Prints the output (canonical JSON or human text) and returns the exit code for it.
-pub(super) fn finish(output: &ToolOutput, json: bool, render: impl Fn(&Value) -> String) -> i32 {
+/// Prints the output of an action of kind `kind` (canonical JSON, or human text from its typed
+/// outcome: an answer from a `serve` endpoint is checked and rebuilt first, and one that is not
+/// an output of that kind is shown as its JSON) and returns the exit code for it.
+pub(super) fn finish(output: &ToolOutput, kind: ActionKind, json: bool) -> i32 {
     let text = if json {
-        output.output.to_string()
-    } else if output.success {
-        render(&output.output)
+        output.to_json().to_string()
     } else {
-        human::failure(&output.output)
+        match output.typed(kind) {
+            Some(outcome) => human::render(&outcome),
+            None => human::clean(&output.to_json().to_string(), false),
+        }
     };
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{text}");
-    if output.success {
+    if output.is_success() {
         EXIT_OK
     } else {
         EXIT_FAILURE
@@ -60,16 +63,13 @@ pub(super) fn list(source: Resolved, plugin: Option<&str>, json: bool) -> i32 {
         Ok(answer) => answer,
         Err(code) => return code,
     };
-    match plugin {
-        Some(_) => finish(&answer.output, json, human::provider_detail),
-        None => finish(&answer.output, json, human::providers),
-    }
+    finish(&answer.output, ActionKind::List, json)
 }
 
 pub(super) fn describe(source: Resolved, plugin: &str, tool: &str, json: bool) -> i32 {
     let params = json!({"action": "describe", "runner": RUNNER, "plugin": plugin, "tool": tool});
     match session(source, Startup::Providers, |t| send(t, params)) {
-        Ok(answer) => finish(&answer.output, json, human::describe),
+        Ok(answer) => finish(&answer.output, ActionKind::Describe, json),
         Err(code) => code,
     }
 }
@@ -82,22 +82,19 @@ pub(super) fn call(source: Resolved, plugin: &str, tool: &str, arguments: &str, 
     let params = json!({"action": "describe", "runner": RUNNER, "plugin": plugin, "tool": tool});
     let answer = session(source, Startup::Providers, |target| {
         let described = send(target, params)?;
-        match described
-            .output
-            .output
-            .get("binding")
-            .and_then(Value::as_str)
-        {
-            Some(binding) if described.output.success => send(
-                target,
-                json!({"action": "call", "binding": binding, "arguments": arguments}),
-            ),
-            _ => Ok(described),
-        }
+        let binding = match described.output.typed(ActionKind::Describe).as_deref() {
+            Some(Outcome::Described(d)) => d.binding.clone(),
+            _ => return Ok(described),
+        };
+        send(
+            target,
+            json!({"action": "call", "binding": binding, "arguments": arguments}),
+        )
     });
     match answer {
         Ok(answer) => {
-            super::call_exit_code(&answer.output, finish(&answer.output, json, human::call))
+            let printed = finish(&answer.output, ActionKind::Call, json);
+            super::call_exit_code(&answer.output, printed)
         }
         Err(code) => code,
     }
@@ -162,16 +159,12 @@ fn configured_ids(path: &Path) -> Result<Vec<String>, i32> {
 /// The provider ids a remote runner lists.
 fn listed_ids(target: &Target) -> Result<Vec<String>, i32> {
     let answer = send(target, json!({"action": "list", "runner": RUNNER}))?;
-    if !answer.output.success {
-        return Err(finish(&answer.output, false, human::providers));
+    match answer.output.typed(ActionKind::List).as_deref() {
+        Some(Outcome::Providers(list)) => {
+            Ok(list.plugins.iter().map(|p| p.plugin.clone()).collect())
+        }
+        _ => Err(finish(&answer.output, ActionKind::List, false)),
     }
-    Ok(answer.output.output["plugins"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
-        .iter()
-        .filter_map(|p| p["plugin"].as_str().map(str::to_string))
-        .collect())
 }
 
 /// One check of `plugin` on an open target: prints it and returns its exit code.
@@ -182,8 +175,12 @@ fn check_one(target: &Target, plugin: &str, json: bool) -> i32 {
         Err(code) => return code,
     };
     let output = &answer.output;
-    let code = finish(output, json, human::check);
-    if !json && !answer.check_stderr.is_empty() && output.output["ready"] == json!(false) {
+    let code = finish(output, ActionKind::Check, json);
+    let ready = match output.typed(ActionKind::Check).as_deref() {
+        Some(Outcome::Checked(report)) => Some(report.ready),
+        _ => None,
+    };
+    if !json && !answer.check_stderr.is_empty() && ready == Some(false) {
         // Local operators may see the candidate's stderr; plugin_tool callers never do.
         eprintln!("stderr of the candidate (last lines):");
         for line in answer.check_stderr.iter().rev().take(20).rev() {
@@ -194,8 +191,8 @@ fn check_one(target: &Target, plugin: &str, json: bool) -> i32 {
             );
         }
     }
-    match (code, output.output.get("ready")) {
-        (EXIT_OK, Some(Value::Bool(false))) => EXIT_USAGE,
+    match (code, ready) {
+        (EXIT_OK, Some(false)) => EXIT_USAGE,
         _ => code,
     }
 }
@@ -206,10 +203,11 @@ pub(super) fn reload(source: Resolved, json: bool) -> i32 {
         Ok(answer) => answer.output,
         Err(code) => return code,
     };
-    let code = finish(&output, json, human::reload);
-    let failed = output.output["failures"]
-        .as_array()
-        .is_some_and(|f| !f.is_empty());
+    let code = finish(&output, ActionKind::Reload, json);
+    let failed = matches!(
+        output.typed(ActionKind::Reload).as_deref(),
+        Some(Outcome::Reloaded(reload)) if !reload.failures.is_empty()
+    );
     if code == EXIT_OK && failed {
         EXIT_USAGE
     } else {
@@ -224,7 +222,7 @@ pub(super) fn catalog(source: Resolved, project: &Path, json: bool) -> i32 {
     };
     let params = json!({"action": "catalog", "runner": RUNNER, "project": project});
     match session(source, Startup::Providers, |t| send(t, params)) {
-        Ok(answer) => finish(&answer.output, json, human::catalog),
+        Ok(answer) => finish(&answer.output, ActionKind::Catalog, json),
         Err(code) => code,
     }
 }

@@ -18,7 +18,7 @@
 //! Every other failure (for example `insufficient_scope`, configuration errors, or a completed
 //! call whose answer was an error) carries no `recovery`: nothing the caller can do by itself.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::error::{Dispatch, Error, ErrorCode};
 
@@ -97,19 +97,13 @@ impl Recovery {
 
 /// The canonical failure output object for `error`.
 pub fn failure_output(error: &Error) -> Value {
-    let mut output = json!({
-        "error": {"code": error.code().as_str(), "message": error.message()},
-        "dispatch": error.dispatch().as_str(),
-    });
-    if let Some(recovery) = Recovery::for_error(error) {
-        output["recovery"] = recovery.as_str().into();
-    }
-    output
+    super::output::failure(error).to_json()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn recovery(code: ErrorCode, dispatch: Dispatch) -> Option<&'static str> {
         Recovery::for_error(&Error::new(code, dispatch, "m")).map(Recovery::as_str)

@@ -2,7 +2,8 @@
 //!
 //! A request flows: strict, action-aware parameter parsing (`invalid_arguments`) → scope check
 //! ([`Caller`], `insufficient_scope`) → runner routing (`plugin_runner_not_found`) → the action on
-//! a [`Host`](crate::host::Host) → a canonical output object ([`ToolOutput`]). Failures share one
+//! a [`Host`](crate::host::Host) → a typed [`Outcome`] in a [`ToolOutput`], whose one JSON form
+//! ([`ToolOutput::to_json`]) every JSON front sends. Failures share one
 //! shape with a stable code, a dispatch state and, when the caller can do something, a
 //! [`Recovery`].
 //!
@@ -30,6 +31,7 @@
 mod binding;
 mod breaker;
 mod failure;
+mod outcome;
 mod output;
 mod params;
 mod recording;
@@ -42,6 +44,11 @@ mod service;
 pub use binding::{Binding, BindingStore, BindingTarget, BINDING_CAPACITY, BINDING_PREFIX};
 pub use breaker::{BREAKER_STATES, FAILURE_THRESHOLD, OPEN_FOR};
 pub use failure::{failure_output, Recovery};
+pub use outcome::{
+    CatalogOutcome, CheckOutcome, Described, Outcome, ProviderDetail, ProviderList, ProviderStatus,
+    ProviderSummary, Received, ReloadFailure, ReloadOutcome, RunnerSummary, ToolFailure,
+    ToolSummary,
+};
 pub use output::{ToolOutput, MAX_DETAIL_BYTES};
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

@@ -20,11 +20,17 @@
 use serde_json::{Map, Value};
 
 use super::failure::Recovery;
-use super::output::{self, ToolOutput};
+use super::outcome::{
+    CatalogOutcome, CheckOutcome, Described, Outcome, ProviderDetail, ProviderList, ProviderStatus,
+    ProviderSummary, ReloadFailure, ReloadOutcome, ToolFailure, ToolSummary,
+};
+use super::output;
+use super::params::ActionKind;
 use super::runners::valid_id;
-use crate::catalog::{admit_tools_list, valid_tool_name, Tool, DIAGNOSTIC_FIELDS, MAX_TOOLS};
-use crate::diagnostic::DiagnosticCode;
+use crate::catalog::{admit_tools_list, valid_tool_name, DIAGNOSTIC_FIELDS, MAX_TOOLS};
+use crate::diagnostic::{Diagnostic, DiagnosticCode};
 use crate::error::{Dispatch, ErrorCode, Phase};
+use crate::host::{ProjectCatalog, ProjectTool};
 
 /// The longest failure message relayed, in bytes (cut on a character boundary).
 pub const MAX_RELAYED_MESSAGE_BYTES: usize = 1024;
@@ -54,14 +60,6 @@ pub(crate) enum Expect<'a> {
     Reload,
     /// `catalog(runner, project)`.
     Catalog,
-}
-
-/// A relayed `describe`: the rebuilt output (its `binding` still the runner's), the runner's
-/// binding and the admitted tool.
-pub(crate) struct Described {
-    pub(crate) output: Map<String, Value>,
-    pub(crate) binding: String,
-    pub(crate) tool: Tool,
 }
 
 /// Every top-level key of every `plugin_tool` output kind; a key of this list that the expected
@@ -130,54 +128,85 @@ impl Expect<'_> {
 
 /// A relayed success output of the kind `expect`, rebuilt with `runner` as its runner id;
 /// `None` when it is not such an output. Not for `describe` (see [`describe`]).
-pub(crate) fn success(expect: Expect<'_>, output: &Value, runner: &str) -> Option<Value> {
+pub(crate) fn success(expect: Expect<'_>, output: &Value, runner: &str) -> Option<Outcome> {
     let map = of_kind(expect, output)?;
     let rebuilt = match expect {
-        Expect::Providers => {
-            let mut out = Map::new();
-            out.insert("runner".into(), runner.into());
-            out.insert("plugins".into(), summaries(map.get("plugins")?)?);
-            out
-        }
+        Expect::Providers => Outcome::Providers(ProviderList {
+            runner: runner.to_string(),
+            plugins: summaries(map.get("plugins")?)?,
+        }),
         Expect::ProviderDetail { plugin } => {
-            let mut out = summary(map)?;
-            if out.get("plugin")?.as_str() != Some(plugin) {
+            let provider = summary(map)?;
+            if provider.plugin != plugin {
                 return None;
             }
             let tools = tool_entries(map)?;
-            if out.get("status")?.as_str() != Some("ready") && !tools.is_empty() {
+            if provider.status != ProviderStatus::Ready && !tools.is_empty() {
                 return None;
             }
-            out.insert("toolCount".into(), tools.len().into());
-            out.insert("tools".into(), tools.into());
-            out
+            Outcome::Provider(ProviderDetail { provider, tools })
         }
-        Expect::Check { plugin } => check(map, plugin, runner)?,
+        Expect::Check { plugin } => Outcome::Checked(check(map, plugin, runner)?),
         Expect::Reload => {
-            let mut out = Map::new();
-            out.insert("runner".into(), runner.into());
-            out.insert("plugins".into(), summaries(map.get("plugins")?)?);
             let failures = array(map.get("failures")?, MAX_PROVIDERS)?
                 .iter()
                 .map(|f| {
                     let f = f.as_object()?;
-                    let mut entry = Map::new();
-                    entry.insert("plugin".into(), provider_id(f.get("plugin")?)?.into());
-                    entry.insert("code".into(), error_code(f.get("code")?)?.as_str().into());
-                    Some(Value::Object(entry))
+                    Some(ReloadFailure {
+                        plugin: provider_id(f.get("plugin")?)?.to_string(),
+                        code: error_code(f.get("code")?)?,
+                    })
                 })
-                .collect::<Option<Vec<Value>>>()?;
-            out.insert("failures".into(), failures.into());
-            out
+                .collect::<Option<Vec<_>>>()?;
+            Outcome::Reloaded(ReloadOutcome {
+                runner: runner.to_string(),
+                plugins: summaries(map.get("plugins")?)?,
+                failures,
+            })
         }
-        Expect::Catalog => catalog(map, runner)?,
+        Expect::Catalog => Outcome::Catalog(catalog(map, runner)?),
         Expect::Describe => return None,
     };
-    Some(Value::Object(rebuilt))
+    Some(rebuilt)
 }
 
-/// A relayed `describe` output for `plugin`'s `tool`, rebuilt with `runner`; `None` when it is
-/// not one (its tool definition is admitted as a local tools/list entry is).
+/// An output received from another process for an action of kind `kind`, checked and rebuilt
+/// as a relayed answer is, keeping its own runner id and its binding; a failure keeps its
+/// message as it came (a front that prints it cleans it itself). `None` when it is not an
+/// output of that kind.
+pub(crate) fn received(kind: ActionKind, ok: bool, json: &Value) -> Option<Outcome> {
+    if !ok {
+        return failure_fields(json, false).map(Outcome::Failed);
+    }
+    let map = json.as_object()?;
+    let runner = || {
+        map.get("runner")
+            .and_then(Value::as_str)
+            .filter(|r| valid_id(r))
+    };
+    let plugin = || map.get("plugin").and_then(Value::as_str);
+    match kind {
+        ActionKind::List if map.contains_key("runners") => runners(map),
+        ActionKind::List if map.contains_key("plugins") => {
+            success(Expect::Providers, json, runner()?)
+        }
+        ActionKind::List => success(Expect::ProviderDetail { plugin: plugin()? }, json, ""),
+        ActionKind::Describe => {
+            let tool = map.get("tool")?.get("name")?.as_str()?;
+            describe(json, plugin()?, tool, runner()?).map(Outcome::Described)
+        }
+        ActionKind::Call => crate::catalog::validate_tool_result(json.clone(), None)
+            .ok()
+            .map(Outcome::Called),
+        ActionKind::Check => success(Expect::Check { plugin: plugin()? }, json, runner()?),
+        ActionKind::Reload => success(Expect::Reload, json, runner()?),
+        ActionKind::Catalog => success(Expect::Catalog, json, runner()?),
+    }
+}
+
+/// A relayed `describe` output for `plugin`'s `tool`, rebuilt with `runner` (its `binding`
+/// still the runner's); `None` when it is not one (its tool definition is admitted as a local
+/// tools/list entry is).
 pub(crate) fn describe(
     output: &Value,
     plugin: &str,
@@ -196,27 +225,29 @@ pub(crate) fn describe(
         return None;
     }
     let binding = graphic_token(map.get("binding")?, MAX_BINDING_BYTES)?;
-    let mut out = Map::new();
-    out.insert("runner".into(), runner.into());
-    out.insert("plugin".into(), plugin.into());
-    out.insert("pluginName".into(), name.into());
-    out.insert("tool".into(), admitted.definition().clone());
-    out.insert("binding".into(), binding.clone().into());
     Some(Described {
-        output: out,
-        binding,
+        runner: runner.to_string(),
+        plugin: plugin.to_string(),
+        plugin_name: name.to_string(),
         tool: admitted,
+        binding,
     })
 }
 
 /// A relayed failure object, rebuilt from its known fields; `None` when it is not one (no
 /// known code, no message, no dispatch state).
-pub(crate) fn failure(output: &Value) -> Option<ToolOutput> {
+pub(crate) fn failure(output: &Value) -> Option<ToolFailure> {
+    failure_fields(output, true)
+}
+
+/// A failure object's known fields; its message cleaned and cut when `clean`.
+fn failure_fields(output: &Value, clean_message: bool) -> Option<ToolFailure> {
     let map = output.as_object()?;
     let error = map.get("error")?.as_object()?;
     let code = error_code(error.get("code")?)?;
     let message = match error.get("message")? {
-        Value::String(m) => clean(m, MAX_RELAYED_MESSAGE_BYTES),
+        Value::String(m) if clean_message => clean(m, MAX_RELAYED_MESSAGE_BYTES),
+        Value::String(m) => m.clone(),
         _ => return None,
     };
     let dispatch = match map.get("dispatch")?.as_str()? {
@@ -226,21 +257,41 @@ pub(crate) fn failure(output: &Value) -> Option<ToolOutput> {
         _ => return None,
     };
     let recovery = match dispatch {
-        Dispatch::OutcomeUnknown => Some(Recovery::DoNotRetry.as_str()),
+        Dispatch::OutcomeUnknown => Some(Recovery::DoNotRetry),
         _ => map
             .get("recovery")
             .and_then(Value::as_str)
             .and_then(|r| RECOVERIES.iter().find(|known| known.as_str() == r))
-            .map(|r| r.as_str()),
+            .copied(),
     };
-    let mut rebuilt = serde_json::json!({
-        "error": {"code": code.as_str(), "message": message},
-        "dispatch": dispatch.as_str(),
-    });
-    if let Some(recovery) = recovery {
-        rebuilt["recovery"] = recovery.into();
+    Some(ToolFailure {
+        code,
+        message,
+        dispatch,
+        recovery,
+    })
+}
+
+/// `list` without a runner: `{"runners":[{"runner","name"?}]}`.
+fn runners(map: &Map<String, Value>) -> Option<Outcome> {
+    if map.len() != 1 {
+        return None;
     }
-    Some(ToolOutput::relayed_failure(code, rebuilt))
+    let runners = array(map.get("runners")?, MAX_PROVIDERS)?
+        .iter()
+        .map(|r| {
+            let r = r.as_object()?;
+            let name = match r.get("name") {
+                Some(name) => Some(display_name(name)?.to_string()),
+                None => None,
+            };
+            Some(super::outcome::RunnerSummary {
+                runner: provider_id(r.get("runner")?)?.to_string(),
+                name,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Outcome::Runners(runners))
 }
 
 /// The fixed recovery list.
@@ -293,168 +344,173 @@ fn of_kind<'v>(expect: Expect<'_>, output: &'v Value) -> Option<&'v Map<String, 
 }
 
 /// `list(runner)` and `reload` providers: each `{plugin, name, status, errorCode?}`.
-fn summaries(value: &Value) -> Option<Value> {
-    let list = array(value, MAX_PROVIDERS)?
+fn summaries(value: &Value) -> Option<Vec<ProviderSummary>> {
+    array(value, MAX_PROVIDERS)?
         .iter()
-        .map(|entry| summary(entry.as_object()?).map(Value::Object))
-        .collect::<Option<Vec<Value>>>()?;
-    Some(list.into())
+        .map(|entry| summary(entry.as_object()?))
+        .collect()
 }
 
 /// One provider summary `{plugin, name, status, errorCode?}` (`errorCode` exactly when failed).
-fn summary(map: &Map<String, Value>) -> Option<Map<String, Value>> {
-    let mut out = Map::new();
-    out.insert("plugin".into(), provider_id(map.get("plugin")?)?.into());
-    out.insert("name".into(), display_name(map.get("name")?)?.into());
-    match (map.get("status")?.as_str()?, map.get("errorCode")) {
-        ("ready", None) => {
-            out.insert("status".into(), "ready".into());
-        }
-        ("failed", Some(code)) => {
-            out.insert("status".into(), "failed".into());
-            out.insert("errorCode".into(), error_code(code)?.as_str().into());
-        }
+fn summary(map: &Map<String, Value>) -> Option<ProviderSummary> {
+    let status = match (map.get("status")?.as_str()?, map.get("errorCode")) {
+        ("ready", None) => ProviderStatus::Ready,
+        ("failed", Some(code)) => ProviderStatus::Failed(error_code(code)?),
         _ => return None,
-    }
-    Some(out)
+    };
+    Some(ProviderSummary {
+        plugin: provider_id(map.get("plugin")?)?.to_string(),
+        name: display_name(map.get("name")?)?.to_string(),
+        status,
+    })
 }
 
 /// `toolCount` and `tools:[{name, title?}]` of a list or check output; the count must match.
-fn tool_entries(map: &Map<String, Value>) -> Option<Vec<Value>> {
+fn tool_entries(map: &Map<String, Value>) -> Option<Vec<ToolSummary>> {
     let tools = array(map.get("tools")?, MAX_TOOLS)?
         .iter()
         .map(|t| {
             let t = t.as_object()?;
-            let mut entry = Map::new();
-            entry.insert("name".into(), tool_name(t.get("name")?)?.into());
-            if let Some(title) = t.get("title") {
-                entry.insert("title".into(), title_text(title)?.into());
-            }
-            Some(Value::Object(entry))
+            let title = match t.get("title") {
+                Some(title) => Some(title_text(title)?),
+                None => None,
+            };
+            Some(output::tool_summary(tool_name(t.get("name")?)?, title))
         })
-        .collect::<Option<Vec<Value>>>()?;
+        .collect::<Option<Vec<_>>>()?;
     (map.get("toolCount")?.as_u64()? == tools.len() as u64).then_some(tools)
 }
 
-fn check(map: &Map<String, Value>, plugin: &str, runner: &str) -> Option<Map<String, Value>> {
+fn check(map: &Map<String, Value>, plugin: &str, runner: &str) -> Option<CheckOutcome> {
     if provider_id(map.get("plugin")?)? != plugin {
         return None;
     }
     let ready = map.get("ready")?.as_bool()?;
     let phase = map.get("phase")?.as_str()?;
-    let phase = PHASES.iter().find(|p| p.as_str() == phase)?;
+    let phase = *PHASES.iter().find(|p| p.as_str() == phase)?;
     let tools = tool_entries(map)?;
-    let mut out = Map::new();
-    out.insert("runner".into(), runner.into());
-    out.insert("plugin".into(), plugin.into());
-    out.insert("ready".into(), ready.into());
-    out.insert("phase".into(), phase.as_str().into());
+    let mut out = CheckOutcome {
+        runner: runner.to_string(),
+        plugin: plugin.to_string(),
+        ready,
+        phase,
+        tools: Vec::new(),
+        catalog_digest: None,
+        code: None,
+        detail: None,
+        diagnostic: None,
+    };
     if ready {
-        if *phase != Phase::Ready
+        if phase != Phase::Ready
             || ["code", "detail", "diagnostic"]
                 .iter()
                 .any(|k| map.contains_key(*k))
         {
             return None;
         }
-        out.insert("toolCount".into(), tools.len().into());
-        out.insert("tools".into(), tools.into());
+        out.tools = tools;
         if let Some(digest) = map.get("catalogDigest") {
             let digest = digest.as_str()?;
             let hex = digest.strip_prefix("sha256:")?;
             if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return None;
             }
-            out.insert("catalogDigest".into(), digest.into());
+            out.catalog_digest = Some(digest.to_string());
         }
     } else {
         if !tools.is_empty() || map.contains_key("catalogDigest") {
             return None;
         }
-        out.insert("toolCount".into(), 0.into());
-        out.insert("tools".into(), Vec::<Value>::new().into());
-        out.insert("code".into(), error_code(map.get("code")?)?.as_str().into());
-        out.insert(
-            "detail".into(),
-            output::detail(map.get("detail")?.as_str()?).into(),
-        );
+        out.code = Some(error_code(map.get("code")?)?);
+        out.detail = Some(output::detail(map.get("detail")?.as_str()?));
         if let Some(diagnostic) = map.get("diagnostic") {
-            out.insert("diagnostic".into(), check_diagnostic(diagnostic)?);
+            out.diagnostic = Some(check_diagnostic(diagnostic)?);
         }
     }
     Some(out)
 }
 
 /// A check diagnostic `{code, tool?, field?}`.
-fn check_diagnostic(value: &Value) -> Option<Value> {
+fn check_diagnostic(value: &Value) -> Option<Diagnostic> {
     let map = value.as_object()?;
     let code = map.get("code")?.as_str()?;
-    let code = DIAGNOSTIC_CODES.iter().find(|c| c.as_str() == code)?;
-    let mut out = Map::new();
-    out.insert("code".into(), code.as_str().into());
-    if let Some(tool) = map.get("tool") {
-        out.insert("tool".into(), tool_name(tool)?.into());
-    }
-    if let Some(field) = map.get("field") {
-        let field = field.as_str()?;
-        out.insert(
-            "field".into(),
-            (*DIAGNOSTIC_FIELDS.iter().find(|f| **f == field)?).into(),
-        );
-    }
-    Some(Value::Object(out))
+    let code = *DIAGNOSTIC_CODES.iter().find(|c| c.as_str() == code)?;
+    let tool = match map.get("tool") {
+        Some(tool) => Some(tool_name(tool)?.to_string()),
+        None => None,
+    };
+    let field = match map.get("field") {
+        Some(field) => {
+            let field = field.as_str()?;
+            Some(*DIAGNOSTIC_FIELDS.iter().find(|f| **f == field)?)
+        }
+        None => None,
+    };
+    Some(Diagnostic { code, tool, field })
 }
 
-fn catalog(map: &Map<String, Value>, runner: &str) -> Option<Map<String, Value>> {
+fn catalog(map: &Map<String, Value>, runner: &str) -> Option<CatalogOutcome> {
     let tools = array(map.get("tools")?, MAX_CATALOG_ENTRIES)?
         .iter()
         .map(|t| {
             let t = t.as_object()?;
-            let mut entry = Map::new();
-            entry.insert("plugin".into(), provider_id(t.get("plugin")?)?.into());
-            entry.insert("name".into(), display_name(t.get("name")?)?.into());
-            entry.insert("tool".into(), tool_name(t.get("tool")?)?.into());
-            if let Some(title) = t.get("title") {
-                entry.insert("title".into(), title_text(title)?.into());
-            }
-            if let Some(description) = t.get("description") {
-                let d = description.as_str()?;
-                if d.len() > MAX_CATALOG_DESCRIPTION_BYTES || !plain_text(d) {
-                    return None;
+            let title = match t.get("title") {
+                Some(title) => Some(title_text(title)?.to_string()),
+                None => None,
+            };
+            let description = match t.get("description") {
+                Some(description) => {
+                    let d = description.as_str()?;
+                    if d.len() > MAX_CATALOG_DESCRIPTION_BYTES || !plain_text(d) {
+                        return None;
+                    }
+                    Some(d.to_string())
                 }
-                entry.insert("description".into(), d.into());
-            }
-            if let Some(annotations) = t.get("annotations") {
-                let hints = annotations.as_object()?;
-                let known = [
-                    "readOnlyHint",
-                    "destructiveHint",
-                    "idempotentHint",
-                    "openWorldHint",
-                ];
-                if hints.is_empty()
-                    || !hints
-                        .iter()
-                        .all(|(k, v)| known.contains(&k.as_str()) && v.is_boolean())
-                {
-                    return None;
+                None => None,
+            };
+            let annotations = match t.get("annotations") {
+                Some(annotations) => {
+                    let hints = annotations.as_object()?;
+                    let known = [
+                        "readOnlyHint",
+                        "destructiveHint",
+                        "idempotentHint",
+                        "openWorldHint",
+                    ];
+                    if hints.is_empty()
+                        || !hints
+                            .iter()
+                            .all(|(k, v)| known.contains(&k.as_str()) && v.is_boolean())
+                    {
+                        return None;
+                    }
+                    Some(hints.clone())
                 }
-                entry.insert("annotations".into(), annotations.clone());
-            }
-            Some(Value::Object(entry))
+                None => None,
+            };
+            Some(ProjectTool {
+                plugin: provider_id(t.get("plugin")?)?.to_string(),
+                name: display_name(t.get("name")?)?.to_string(),
+                tool: tool_name(t.get("tool")?)?.to_string(),
+                title,
+                description,
+                annotations,
+            })
         })
-        .collect::<Option<Vec<Value>>>()?;
+        .collect::<Option<Vec<_>>>()?;
     let total = map.get("totalCount")?.as_u64()?;
     if total < tools.len() as u64 {
         return None;
     }
     let revision = graphic_token(map.get("catalogRevision")?, MAX_NAME_BYTES)?;
-    let mut out = Map::new();
-    out.insert("tools".into(), tools.into());
-    out.insert("totalCount".into(), total.into());
-    out.insert("catalogRevision".into(), revision.into());
-    out.insert("runner".into(), runner.into());
-    Some(out)
+    Some(CatalogOutcome {
+        runner: runner.to_string(),
+        catalog: ProjectCatalog {
+            tools,
+            total_count: usize::try_from(total).ok()?,
+            catalog_revision: revision,
+        },
+    })
 }
 
 fn array(value: &Value, max: usize) -> Option<&Vec<Value>> {
@@ -546,24 +602,24 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(
-            relayed.output,
+            relayed.to_json(),
             json!({"error": {"code": "plugin_not_configured", "message": "a b"},
                    "dispatch": "not_started"})
         );
-        assert_eq!(relayed.code(), Some(ErrorCode::NotConfigured));
+        assert_eq!(relayed.code, ErrorCode::NotConfigured);
         // outcome_unknown is always do_not_retry, whatever the runner says.
         let relayed = failure(&json!({
             "error": {"code": "plugin_timeout", "message": "m"},
             "dispatch": "outcome_unknown", "recovery": "retry",
         }))
         .unwrap();
-        assert_eq!(relayed.output["recovery"], json!("do_not_retry"));
+        assert_eq!(relayed.recovery, Some(Recovery::DoNotRetry));
         let long = failure(
             &json!({"error": {"code": "plugin_timeout", "message": "é".repeat(900)},
                                    "dispatch": "completed"}),
         )
         .unwrap();
-        let message = long.output["error"]["message"].as_str().unwrap();
+        let message = long.message;
         assert!(message.len() <= MAX_RELAYED_MESSAGE_BYTES && message.len() > 1000);
         for bad in [
             json!({"error": {"code": "made_up", "message": "m"}, "dispatch": "completed"}),
@@ -583,7 +639,9 @@ mod tests {
             {"plugin": "dead", "name": "Dead", "status": "failed", "errorCode": "plugin_eof"},
         ], "unknown": "dropped"});
         assert_eq!(
-            success(Expect::Providers, &providers, "edge").unwrap(),
+            success(Expect::Providers, &providers, "edge")
+                .unwrap()
+                .to_json(),
             json!({"runner": "edge", "plugins": [
                 {"plugin": "fx", "name": "Fixture", "status": "ready"},
                 {"plugin": "dead", "name": "Dead", "status": "failed", "errorCode": "plugin_eof"},
@@ -607,7 +665,9 @@ mod tests {
         let detail = json!({"plugin": "fx", "name": "F", "status": "ready", "toolCount": 1,
                             "tools": [{"name": "echo", "title": "Echo", "description": "d"}]});
         assert_eq!(
-            success(Expect::ProviderDetail { plugin: "fx" }, &detail, "edge").unwrap()["tools"],
+            success(Expect::ProviderDetail { plugin: "fx" }, &detail, "edge")
+                .unwrap()
+                .to_json()["tools"],
             json!([{"name": "echo", "title": "Echo"}])
         );
         assert!(success(Expect::ProviderDetail { plugin: "other" }, &detail, "edge").is_none());
@@ -625,8 +685,9 @@ mod tests {
         let good = answer(json!({"name": "echo", "inputSchema": {"type": "object"}}));
         let described = describe(&good, "fx", "echo", "edge").unwrap();
         assert_eq!(described.binding, "wc_pbind_remote");
-        assert!(!described.output.contains_key("leak"));
-        assert_eq!(described.output["runner"], json!("edge"));
+        let out = Outcome::Described(described).to_json();
+        assert!(out.get("leak").is_none());
+        assert_eq!(out["runner"], json!("edge"));
         for bad in [
             answer(json!({"name": "echo", "inputSchema": {"type": "object"}, "x": 1})),
             answer(json!({"name": "echo", "inputSchema": {"type": "object", "oneOf": []}})),
@@ -641,13 +702,17 @@ mod tests {
         let ready = json!({"runner": "local", "plugin": "fx", "ready": true, "phase": "ready",
             "toolCount": 1, "tools": [{"name": "echo"}],
             "catalogDigest": format!("sha256:{}", "a".repeat(64))});
-        let out = success(Expect::Check { plugin: "fx" }, &ready, "edge").unwrap();
+        let out = success(Expect::Check { plugin: "fx" }, &ready, "edge")
+            .unwrap()
+            .to_json();
         assert_eq!(out["runner"], json!("edge"));
         assert_eq!(out["catalogDigest"], ready["catalogDigest"]);
         let not_ready = json!({"runner": "local", "plugin": "fx", "ready": false,
             "phase": "tools_list", "toolCount": 0, "tools": [], "code": "plugin_tools_list_invalid",
             "detail": "bad\ttool", "diagnostic": {"code": "invalid_tool_name", "field": "name"}});
-        let out = success(Expect::Check { plugin: "fx" }, &not_ready, "edge").unwrap();
+        let out = success(Expect::Check { plugin: "fx" }, &not_ready, "edge")
+            .unwrap()
+            .to_json();
         assert_eq!(out["detail"], json!("bad tool"));
         assert_eq!(
             out["diagnostic"],
@@ -660,7 +725,9 @@ mod tests {
             "description": "d", "annotations": {"readOnlyHint": true}}],
             "totalCount": 1, "catalogRevision": "wc_plugcat_abc", "runner": "local"});
         assert_eq!(
-            success(Expect::Catalog, &catalog, "edge").unwrap()["runner"],
+            success(Expect::Catalog, &catalog, "edge")
+                .unwrap()
+                .to_json()["runner"],
             json!("edge")
         );
         let mut bad = catalog.clone();

@@ -193,7 +193,10 @@ impl RemoteRunner {
                 permit.answered();
                 let held_secret = answer.held_link_secret
                     || self.secret.as_deref().is_some_and(|secret| {
-                        super::relay::contains_secret(&answer.output.output, secret)
+                        match answer.output.received_json() {
+                            Some(json) => super::relay::contains_secret(json, secret),
+                            None => super::relay::contains_secret(&answer.output.to_json(), secret),
+                        }
                     });
                 if held_secret {
                     log::warn!(
@@ -314,7 +317,10 @@ mod tests {
             let _ = self.release.lock().unwrap().recv();
             let text = self.echo.clone().unwrap_or_default();
             Ok(LinkAnswer {
-                output: ToolOutput::ok(serde_json::json!({"runner": "local", "note": text})),
+                output: ToolOutput::received(
+                    true,
+                    serde_json::json!({"runner": "local", "note": text}),
+                ),
                 instance: None,
                 held_link_secret: false,
             })

@@ -10,6 +10,7 @@ use serde_json::json;
 use serde_json::Value;
 
 use super::binding::{BindingStore, BindingTarget};
+use super::outcome::{Outcome, ToolFailure};
 use super::output::{self, ToolOutput};
 use super::params::ActionKind;
 use super::params::ActionRef;
@@ -18,7 +19,7 @@ use super::relay::{self, Expect};
 use super::remote::{RemoteRunner, REMOTE_RUNNER};
 use super::runners::LOCAL_RUNNER;
 use super::scope::Caller;
-use crate::catalog::{validate_tool_result, Tool, ToolResult};
+use crate::catalog::{validate_tool_result, Tool};
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::host::{Host, InstanceCall, DEFAULT_PROJECT_CATALOG_BYTES};
 use crate::provider::StderrLine;
@@ -120,11 +121,11 @@ fn note_bound(bound: &Bound) {
     crate::trace::note_target(Some(runner), Some(plugin), Some(tool));
 }
 
-/// Why an action failed: a failure of this gateway, or a remote runner's own failure object,
-/// which passes through unchanged.
+/// Why an action failed: a failure of this gateway, or a remote runner's own failure (rebuilt
+/// by `relay`), which passes through unchanged.
 enum Failure {
     Error(Error),
-    Remote(ToolOutput),
+    Remote(ToolFailure),
 }
 
 impl From<Error> for Failure {
@@ -137,25 +138,21 @@ impl Failure {
     fn dispatch(&self) -> Dispatch {
         match self {
             Failure::Error(e) => e.dispatch(),
-            Failure::Remote(output) => match output.output["dispatch"].as_str() {
-                Some("not_started") => Dispatch::NotStarted,
-                Some("completed") => Dispatch::Completed,
-                _ => Dispatch::OutcomeUnknown,
-            },
+            Failure::Remote(failure) => failure.dispatch,
         }
     }
 
     fn code(&self) -> Option<ErrorCode> {
         match self {
             Failure::Error(e) => Some(e.code()),
-            Failure::Remote(output) => output.code(),
+            Failure::Remote(failure) => Some(failure.code),
         }
     }
 
     fn into_output(self) -> ToolOutput {
         match self {
             Failure::Error(e) => ToolOutput::failure(&e),
-            Failure::Remote(output) => output,
+            Failure::Remote(failure) => Outcome::Failed(failure).into(),
         }
     }
 }
@@ -362,7 +359,7 @@ impl Gateway {
             note_target(action);
         }
         match result {
-            Ok(output) => ToolOutput::ok(output),
+            Ok(outcome) => outcome.into(),
             Err(failure) => failure.into_output(),
         }
     }
@@ -372,7 +369,7 @@ impl Gateway {
         action: ActionRef<'_>,
         target: &mut Option<Arc<Bound>>,
         check_stderr: Option<&mut Vec<StderrLine>>,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Outcome, Failure> {
         if let ActionRef::Call {
             binding,
             arguments,
@@ -418,7 +415,7 @@ impl Gateway {
         runner: &str,
         action: ActionRef<'_>,
         check_stderr: Option<&mut Vec<StderrLine>>,
-    ) -> Result<Value, Error> {
+    ) -> Result<Outcome, Error> {
         match action {
             ActionRef::List { plugin: None, .. } => {
                 let set = host.providers();
@@ -448,7 +445,7 @@ impl Gateway {
             ActionRef::Catalog { project, .. } => {
                 let catalog =
                     host.project_catalog(Path::new(project), DEFAULT_PROJECT_CATALOG_BYTES)?;
-                Ok(output::catalog(runner, &catalog))
+                Ok(output::catalog(runner, catalog))
             }
             ActionRef::Call { .. } => unreachable!("calls are routed by their binding"),
         }
@@ -460,7 +457,7 @@ impl Gateway {
         runner: &str,
         plugin: &str,
         tool: &str,
-    ) -> Result<Value, Error> {
+    ) -> Result<Outcome, Error> {
         let (provider, tool) = host.tool(plugin, tool)?;
         let binding = self.mint(Bound::Local(BindingTarget {
             runner: runner.to_string(),
@@ -470,7 +467,7 @@ impl Gateway {
             tool: tool.name().to_string(),
             observation: tool.observation().to_string(),
         }))?;
-        Ok(output::describe(runner, &provider, &tool, &binding))
+        Ok(output::describe(runner, &provider, tool, binding))
     }
 
     /// Stores `bound` under a fresh binding; its wire form.
@@ -493,7 +490,7 @@ impl Gateway {
         arguments: &Value,
         recording_session_id: Option<&str>,
         seen: &mut Option<Arc<Bound>>,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Outcome, Failure> {
         let bound = self.bindings.resolve(binding).ok_or_else(|| {
             Error::not_started(
                 ErrorCode::DescribeRequired,
@@ -516,7 +513,7 @@ impl Gateway {
             InstanceCall::new(&target.plugin, target.instance, &target.tool, arguments)
                 .observation(&target.observation),
         )
-        .map(ToolResult::into_json)
+        .map(Outcome::Called)
         .map_err(|e| match e.code() {
             ErrorCode::StaleProvider => replaced().into(),
             _ => e.into(),
@@ -537,7 +534,7 @@ impl Gateway {
         action: ActionRef<'_>,
         session_id: &str,
         target: Option<&Bound>,
-        result: &Result<Value, Failure>,
+        result: &Result<Outcome, Failure>,
     ) {
         let Some(hook) = self.hook.read().clone() else {
             return;
@@ -582,7 +579,7 @@ impl Gateway {
         remote: &Arc<RemoteRunner>,
         runner: &str,
         action: ActionRef<'_>,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Outcome, Failure> {
         let kind = action.kind();
         let mut params = json!({"action": kind.as_str(), "runner": REMOTE_RUNNER});
         match action {
@@ -604,8 +601,9 @@ impl Gateway {
             params["recording_session_id"] = session_id.into();
         }
         let answer = remote.forward(kind, &params)?;
-        if !answer.output.success {
-            return match relay::failure(&answer.output.output) {
+        let (success, json) = answer.output.into_parts();
+        if !success {
+            return match relay::failure(&json) {
                 Some(failure) => Err(Failure::Remote(failure)),
                 None => Err(remote.unusable_answer(kind).into()),
             };
@@ -617,28 +615,25 @@ impl Gateway {
                 ..
             } => Expect::ProviderDetail { plugin },
             ActionRef::Describe { plugin, tool, .. } => {
-                let Some(described) = relay::describe(&answer.output.output, plugin, tool, runner)
-                else {
+                let Some(mut described) = relay::describe(&json, plugin, tool, runner) else {
                     return Err(remote.unusable_answer(kind).into());
                 };
                 let front = self.mint(Bound::Remote(Box::new(RemoteBinding {
                     runner: remote.clone(),
-                    binding: described.binding,
+                    binding: std::mem::take(&mut described.binding),
                     instance: answer.instance,
                     plugin: plugin.to_string(),
-                    tool: described.tool,
+                    tool: described.tool.clone(),
                 })))?;
-                let mut output = described.output;
-                output.insert("binding".into(), front.into());
-                return Ok(Value::Object(output));
+                described.binding = front;
+                return Ok(Outcome::Described(described));
             }
             ActionRef::Check { plugin, .. } => Expect::Check { plugin },
             ActionRef::Reload { .. } => Expect::Reload,
             ActionRef::Catalog { .. } => Expect::Catalog,
             ActionRef::Call { .. } => unreachable!("calls are routed by their binding"),
         };
-        relay::success(expect, &answer.output.output, runner)
-            .ok_or_else(|| remote.unusable_answer(kind).into())
+        relay::success(expect, &json, runner).ok_or_else(|| remote.unusable_answer(kind).into())
     }
 
     /// A call through a front binding: forwarded once with the remote's binding. A remote that
@@ -648,7 +643,7 @@ impl Gateway {
         target: &RemoteBinding,
         arguments: &Value,
         recording_session_id: Option<&str>,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Outcome, Failure> {
         let registered = matches!(
             self.runners.read().get(target.runner.id()),
             Some(Runner::Remote(r)) if Arc::ptr_eq(r, &target.runner)
@@ -662,10 +657,11 @@ impl Gateway {
             params["recording_session_id"] = session_id.into();
         }
         let answer = target.runner.forward(ActionKind::Call, &params)?;
-        if answer.output.success {
+        let (success, json) = answer.output.into_parts();
+        if success {
             // Checked as a local provider's result is: the contract, then the output schema.
-            return validate_tool_result(answer.output.output, target.tool.output_schema())
-                .map(ToolResult::into_json)
+            return validate_tool_result(json, target.tool.output_schema())
+                .map(Outcome::Called)
                 .map_err(|fault| {
                     log::warn!(
                         "runner `{}` answered a call of `{}` with a result that breaks the \
@@ -686,11 +682,11 @@ impl Gateway {
                     .into()
                 });
         }
-        let Some(failure) = relay::failure(&answer.output.output) else {
+        let Some(failure) = relay::failure(&json) else {
             return Err(target.runner.unusable_answer(ActionKind::Call).into());
         };
         let restarted = target.instance.is_some() && answer.instance != target.instance;
-        if restarted && failure.code() == Some(ErrorCode::DescribeRequired) {
+        if restarted && failure.code == ErrorCode::DescribeRequired {
             return Err(replaced().into());
         }
         Err(Failure::Remote(failure))

@@ -125,7 +125,7 @@ impl Dispatcher {
         let finished = Finished::of(params, &output, started.elapsed());
         let dispatch = match (finished.dispatch, finished.action) {
             (Some(dispatch), _) => Some(dispatch.as_str()),
-            (None, Some(ActionKind::Call)) if output.success => Some("completed"),
+            (None, Some(ActionKind::Call)) if output.is_success() => Some("completed"),
             (None, _) => None,
         };
         super::trace::note_finished(
@@ -214,14 +214,14 @@ mod tests {
         assert_eq!(invalid_request("m").code(), Some(ErrorCode::InvalidRequest));
         let internal = internal_error();
         assert_eq!(internal.code(), Some(ErrorCode::Internal));
-        assert_eq!(internal.output["dispatch"], "outcome_unknown");
+        assert_eq!(internal.to_json()["dispatch"], "outcome_unknown");
     }
 
     #[test]
     fn execute_answers_a_request() {
         let output =
             dispatcher().execute(&Caller::trusted(), &serde_json::json!({"action": "list"}));
-        assert!(output.success);
+        assert!(output.is_success());
         assert_eq!(output.code(), None);
     }
 }

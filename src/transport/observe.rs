@@ -59,20 +59,12 @@ impl Finished {
             .get("action")
             .and_then(Value::as_str)
             .and_then(|name| ActionKind::ALL.into_iter().find(|a| a.as_str() == name));
-        let outcome = match (output.success, output.output.get("isError")) {
-            (true, Some(Value::Bool(true))) => Outcome::ToolError,
-            (true, _) => Outcome::Success,
+        let outcome = match (output.is_success(), output.is_tool_error()) {
+            (true, true) => Outcome::ToolError,
+            (true, false) => Outcome::Success,
             (false, _) => Outcome::Failure,
         };
-        let dispatch = match output.success {
-            true => None,
-            false => match output.output.get("dispatch").and_then(Value::as_str) {
-                Some("not_started") => Some(Dispatch::NotStarted),
-                Some("completed") => Some(Dispatch::Completed),
-                Some("outcome_unknown") => Some(Dispatch::OutcomeUnknown),
-                _ => None,
-            },
-        };
+        let dispatch = output.dispatch();
         Finished {
             action,
             outcome,
@@ -126,7 +118,7 @@ mod tests {
     fn finished_reads_closed_sets_only() {
         let ok = Finished::of(
             &json!({"action": "call"}),
-            &ToolOutput::ok(json!({"content": [], "isError": true})),
+            &ToolOutput::received(true, json!({"content": [], "isError": true})),
             Duration::ZERO,
         );
         assert_eq!(ok.action, Some(ActionKind::Call));

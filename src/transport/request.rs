@@ -109,8 +109,8 @@ impl ResponseBody {
 pub fn response_body(id: Option<RequestId>, output: ToolOutput) -> ResponseBody {
     ResponseBody {
         id,
-        success: output.success,
-        output: output.output,
+        success: output.is_success(),
+        output: output.into_json(),
     }
 }
 
@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn response_omits_a_missing_id() {
-        let output = ToolOutput::ok(json!({"a": 1}));
+        let output = ToolOutput::received(true, json!({"a": 1}));
         assert_eq!(
             response_body(None, output.clone()).to_value(),
             json!({"success": true, "output": {"a": 1}})
@@ -210,7 +210,7 @@ mod tests {
         ] {
             let line = format!(r#"{{"id": {id}, "tool":"plugin_tool","params":{{}}}}"#);
             let request = parse_request(line.as_bytes(), Framing::Line).unwrap();
-            let response = response_body(request.id, ToolOutput::ok(json!({})));
+            let response = response_body(request.id, ToolOutput::received(true, json!({})));
             let text = serde_json::to_string(&response).unwrap();
             assert_eq!(
                 text,

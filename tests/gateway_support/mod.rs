@@ -75,15 +75,15 @@ pub fn run(gateway: &Gateway, params: Value) -> ToolOutput {
 /// One request that must succeed; its output.
 pub fn ok(gateway: &Gateway, params: Value) -> Value {
     let out = run(gateway, params.clone());
-    assert!(out.success, "{params} failed: {}", out.output);
-    out.output
+    assert!(out.is_success(), "{params} failed: {}", out.to_json());
+    out.into_json()
 }
 
 /// One request that must fail; its output.
 pub fn fail(gateway: &Gateway, params: Value) -> Value {
     let out = run(gateway, params.clone());
-    assert!(!out.success, "{params} succeeded: {}", out.output);
-    out.output
+    assert!(!out.is_success(), "{params} succeeded: {}", out.to_json());
+    out.into_json()
 }
 
 /// The error code of a failure output.

@@ -9,7 +9,7 @@ use crate::transport::{RequestId, ResponseBody};
 
 /// The 503 body of `/api/tools/call` for a connection beyond the connection limit.
 pub(super) fn saturated_body() -> ResponseBody {
-    failure_body(None, saturated().output)
+    failure_body(None, saturated().into_json())
 }
 
 /// The failure body `{"id"?,"success":false,"output":output}` of `/api/tools/call`.
@@ -37,5 +37,5 @@ pub(super) fn json_bytes<T: Serialize + ?Sized>(body: &T) -> Vec<u8> {
 
 /// The `invalid_request` failure output for `message`.
 pub(super) fn transport_failure(message: &str) -> Value {
-    invalid_request(message).output
+    invalid_request(message).into_json()
 }

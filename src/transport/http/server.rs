@@ -477,7 +477,7 @@ pub fn fuzz_answer_body(dispatcher: &Dispatcher, caller: &Caller, body: &[u8]) -
 
 /// The HTTP status of a gateway output, from its typed code.
 fn status_for(output: &ToolOutput) -> u16 {
-    if output.success {
+    if output.is_success() {
         return 200;
     }
     match output.code() {
@@ -626,7 +626,7 @@ mod tests {
     #[test]
     fn status_mapping() {
         let failure = |code: ErrorCode| ToolOutput::failure(&Error::not_started(code, "m"));
-        assert_eq!(status_for(&ToolOutput::ok(json!({}))), 200);
+        assert_eq!(status_for(&ToolOutput::received(true, json!({}))), 200);
         assert_eq!(status_for(&failure(ErrorCode::InsufficientScope)), 403);
         assert_eq!(status_for(&failure(ErrorCode::GatewaySaturated)), 503);
         assert_eq!(status_for(&failure(ErrorCode::DescribeRequired)), 400);

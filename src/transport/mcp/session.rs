@@ -593,7 +593,7 @@ mod tests {
             panic!("{step:?}")
         };
         assert_eq!(call.params(), &json!({"action":"list"}));
-        let r = seen(call.respond(ToolOutput::ok(json!({"runners":[]}))));
+        let r = seen(call.respond(ToolOutput::received(true, json!({"runners":[]}))));
         assert_eq!(r.message["id"], 9);
         assert_eq!(r.message["result"]["resultType"], "complete");
         assert_eq!(r.message["result"]["isError"], false);

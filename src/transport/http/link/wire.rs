@@ -297,7 +297,7 @@ pub fn parse_request(text: &str) -> Result<LinkRequest, (Option<u64>, FrameError
 
 /// Encodes the runner's reply to request `id` of action `kind`: its gateway's `output`.
 pub fn encode_reply(id: u64, kind: ActionKind, output: &ToolOutput) -> String {
-    if output.success {
+    if output.is_success() {
         // Written straight into the frame (the output is not copied into a new Value).
         let mut frame = format!(
             "{{\"id\":{id},\"dispatch_state\":\"{}\",\"payload\":{{\"kind\":\"{}\",\"output\":",
@@ -305,11 +305,20 @@ pub fn encode_reply(id: u64, kind: ActionKind, output: &ToolOutput) -> String {
             kind.as_str()
         )
         .into_bytes();
-        let _ = serde_json::to_writer(&mut frame, &output.output);
+        let _ = serde_json::to_writer(&mut frame, output);
         frame.extend_from_slice(b"}}");
         return String::from_utf8(frame).unwrap_or_default();
     }
-    let failure = &output.output;
+    if let Some(failure) = output.failure_info() {
+        let mut error = json!({"code": failure.code.as_str(), "message": failure.message});
+        if let Some(recovery) = failure.recovery {
+            error["recovery"] = recovery.as_str().into();
+        }
+        return json!({"id": id, "dispatch_state": failure.dispatch.as_str(), "error": error})
+            .to_string();
+    }
+    // A received failure, passed on as it came.
+    let failure = output.to_json();
     let mut error = json!({
         "code": failure["error"]["code"],
         "message": failure["error"]["message"],
@@ -491,7 +500,7 @@ mod tests {
         assert_eq!(reply.output, ok);
         let failed = ToolOutput::failure(&Error::not_started(ErrorCode::ProviderBusy, "busy"));
         let reply = parse_reply(&encode_reply(6, ActionKind::Call, &failed)).unwrap();
-        assert_eq!(reply.output.output, failed.output);
+        assert_eq!(reply.output.to_json(), failed.to_json());
         assert_eq!(reply.output.code(), Some(ErrorCode::ProviderBusy));
         for bad in [
             r#"{"id":1,"dispatch_state":"completed"}"#,
