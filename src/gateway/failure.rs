@@ -18,8 +18,6 @@
 //! Every other failure (for example `insufficient_scope`, configuration errors, or a completed
 //! call whose answer was an error) carries no `recovery`: nothing the caller can do by itself.
 
-use serde_json::Value;
-
 use crate::error::{Dispatch, Error, ErrorCode};
 
 /// What a caller should do after a failure.
@@ -95,15 +93,9 @@ impl Recovery {
     }
 }
 
-/// The canonical failure output object for `error`.
-pub fn failure_output(error: &Error) -> Value {
-    super::output::failure(error).to_json()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn recovery(code: ErrorCode, dispatch: Dispatch) -> Option<&'static str> {
         Recovery::for_error(&Error::new(code, dispatch, "m")).map(Recovery::as_str)
@@ -162,21 +154,5 @@ mod tests {
         assert_eq!(Recovery::for_error(&e), Some(Recovery::Reload));
         let e = Error::not_started(ErrorCode::Timeout, "m").retiring();
         assert_eq!(Recovery::for_error(&e), Some(Recovery::Reload));
-    }
-
-    #[test]
-    fn failure_output_shape() {
-        let e = Error::not_started(ErrorCode::DescribeRequired, "describe the tool again");
-        assert_eq!(
-            failure_output(&e),
-            json!({"error":{"code":"describe_required","message":"describe the tool again"},
-                   "dispatch":"not_started","recovery":"describe_again"})
-        );
-        let e = Error::new(ErrorCode::RpcError, Dispatch::Completed, "tool failed");
-        assert_eq!(
-            failure_output(&e),
-            json!({"error":{"code":"plugin_rpc_error","message":"tool failed"},
-                   "dispatch":"completed"})
-        );
     }
 }

@@ -43,12 +43,13 @@ mod service;
 
 pub use binding::{Binding, BindingStore, BindingTarget, BINDING_CAPACITY, BINDING_PREFIX};
 pub use breaker::{BREAKER_STATES, FAILURE_THRESHOLD, OPEN_FOR};
-pub use failure::{failure_output, Recovery};
+pub use failure::Recovery;
 pub use outcome::{
     CatalogOutcome, CheckOutcome, Described, Outcome, ProviderDetail, ProviderList, ProviderStatus,
     ProviderSummary, Received, ReloadFailure, ReloadOutcome, RunnerSummary, ToolFailure,
     ToolSummary,
 };
+pub use output::failure_output;
 pub use output::{ToolOutput, MAX_DETAIL_BYTES};
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

@@ -4,8 +4,6 @@
 //! Built only from provider ids, display names, tool definitions, stable codes and safe
 //! messages: never from launch specs, instance ids or stderr.
 
-use std::borrow::Cow;
-
 use serde_json::Value;
 
 use super::failure::Recovery;
@@ -14,7 +12,6 @@ use super::outcome::{
     ProviderSummary, Received, ReloadFailure, ReloadOutcome, RunnerSummary, ToolFailure,
     ToolSummary,
 };
-use super::params::ActionKind;
 use crate::catalog::{Tool, ToolResult};
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::host::{CheckReport, ProjectCatalog, ProviderEntry, ReloadReport};
@@ -56,22 +53,17 @@ impl ToolOutput {
         Outcome::Received(Received { success, json }).into()
     }
 
-    /// The typed outcome of this output of an action of kind `kind`: its own when it is typed;
-    /// for a received output, the output checked and rebuilt as a relayed answer is (its own
-    /// runner id and binding kept, a failure's message as it came), or `None` when it is not
-    /// an output of that kind. A front that received an output renders it through this.
-    pub fn typed(&self, kind: ActionKind) -> Option<Cow<'_, Outcome>> {
-        match &self.outcome {
-            Outcome::Received(r) => {
-                super::relay::received(kind, r.success, &r.json).map(Cow::Owned)
-            }
-            typed => Some(Cow::Borrowed(typed)),
-        }
-    }
-
     /// `(success, JSON object)` by value: what a relay validates.
     pub(crate) fn into_parts(self) -> (bool, Value) {
         (self.is_success(), self.into_json())
+    }
+
+    /// A received output's success flag and JSON object, borrowed; `None` for a typed one.
+    pub(crate) fn received_parts(&self) -> Option<(bool, &Value)> {
+        match &self.outcome {
+            Outcome::Received(r) => Some((r.success, &r.json)),
+            _ => None,
+        }
     }
 
     /// The JSON object of a received output, borrowed; `None` for a typed one.
@@ -167,6 +159,11 @@ impl ToolOutput {
             _ => false,
         }
     }
+}
+
+/// The canonical failure output object for `error`.
+pub fn failure_output(error: &Error) -> Value {
+    failure(error).to_json()
 }
 
 /// The typed failure for `error`, with its recovery.
@@ -329,7 +326,24 @@ pub(crate) fn detail(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gateway::params::ActionKind;
     use serde_json::json;
+
+    #[test]
+    fn failure_output_shape() {
+        let e = Error::not_started(ErrorCode::DescribeRequired, "describe the tool again");
+        assert_eq!(
+            failure_output(&e),
+            json!({"error":{"code":"describe_required","message":"describe the tool again"},
+                   "dispatch":"not_started","recovery":"describe_again"})
+        );
+        let e = Error::new(ErrorCode::RpcError, Dispatch::Completed, "tool failed");
+        assert_eq!(
+            failure_output(&e),
+            json!({"error":{"code":"plugin_rpc_error","message":"tool failed"},
+                   "dispatch":"completed"})
+        );
+    }
 
     #[test]
     fn detail_replaces_control_characters() {

@@ -17,6 +17,8 @@
 //! Anything else is not an answer this front can relay: the caller gets the hop's
 //! classification (docs/PROTOCOL.md §9.8), never a piece of it.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use super::failure::Recovery;
@@ -24,7 +26,7 @@ use super::outcome::{
     CatalogOutcome, CheckOutcome, Described, Outcome, ProviderDetail, ProviderList, ProviderStatus,
     ProviderSummary, ReloadFailure, ReloadOutcome, ToolFailure, ToolSummary,
 };
-use super::output;
+use super::output::{self, ToolOutput};
 use super::params::ActionKind;
 use super::runners::valid_id;
 use crate::catalog::{admit_tools_list, valid_tool_name, DIAGNOSTIC_FIELDS, MAX_TOOLS};
@@ -588,6 +590,21 @@ const DIAGNOSTIC_CODES: [DiagnosticCode; 12] = [
     DiagnosticCode::AnnotationsInvalid,
     DiagnosticCode::SchemaBoundsExceeded,
 ];
+
+impl ToolOutput {
+    /// The typed outcome of this output of an action of kind `kind`: its own when it is typed;
+    /// for a received output, the output checked and rebuilt as a relayed answer is (its own
+    /// runner id and binding kept, a failure's message as it came), or `None` when it is not
+    /// an output of that kind. A front that received an output renders it through this.
+    ///
+    /// Defined here, beside the checks it runs, so that `output` needs nothing of `relay`.
+    pub fn typed(&self, kind: ActionKind) -> Option<Cow<'_, Outcome>> {
+        match self.received_parts() {
+            Some((success, json)) => received(kind, success, json).map(Cow::Owned),
+            None => Some(Cow::Borrowed(self.outcome())),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
