@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(reply) = wire::parse_reply(text) {
         assert_eq!(wire::reply_id(text), Some(reply.id));
-        assert_eq!(reply.kind.is_some(), reply.output.success);
+        assert_eq!(reply.kind.is_some(), reply.output.is_success());
         if let Some(kind) = reply.kind {
             let again = wire::parse_reply(&wire::encode_reply(reply.id, kind, &reply.output))
                 .expect("an encoded reply parses");
