@@ -341,6 +341,21 @@ fn http_post(addr: std::net::SocketAddr, body: &str, token: &str) -> String {
     )
 }
 
+/// Audits one whole HTTP response and returns its body. The head is checked for every canary
+/// string; process ids are looked for in the body only, where a small pid (under Wine) cannot
+/// collide with a status code, a length or the date.
+fn check_response<'r>(audit: &mut Audit, what: &str, response: &'r str) -> &'r str {
+    let (head, body) = response.split_at(response.find("\r\n\r\n").map_or(0, |i| i + 4));
+    for needle in &audit.canary.strings {
+        assert!(
+            !head.contains(needle.as_str()),
+            "{what}: the HTTP head leaked {needle:?}: {head}"
+        );
+    }
+    audit.check_text(what, body);
+    body
+}
+
 /// Serves the gateway over HTTP on loopback and audits responses of every kind: check reports
 /// (ready and not ready), reload failures, calls that fail and retire, and rejected requests.
 fn http_audit(audit: &mut Audit, gw: &Arc<Gateway>) {
@@ -356,17 +371,7 @@ fn http_audit(audit: &mut Audit, gw: &Arc<Gateway>) {
     let post = |audit: &mut Audit, params: Value| -> Value {
         let body = json!({"tool": "plugin_tool", "params": params}).to_string();
         let response = http_post(addr, &body, HTTP_TOKEN);
-        let (head, json) = response.split_at(response.find("\r\n\r\n").map_or(0, |i| i + 4));
-        // The head is checked for every canary string; process ids are looked for in the body
-        // only, where a small pid (under Wine) cannot collide with a status code, a length or
-        // the date.
-        for needle in &audit.canary.strings {
-            assert!(
-                !head.contains(needle.as_str()),
-                "HTTP head leaked {needle:?}: {head}"
-            );
-        }
-        audit.check_text(&format!("HTTP {params}"), json);
+        let json = check_response(audit, &format!("HTTP {params}"), &response);
         serde_json::from_str(json).unwrap_or(Value::Null)
     };
     for plugin in [
@@ -422,7 +427,7 @@ fn http_audit(audit: &mut Audit, gw: &Arc<Gateway>) {
             response.starts_with(&format!("HTTP/1.1 {status} ")),
             "{status}: {response}"
         );
-        audit.check_text(&format!("an HTTP {status} answer"), &response);
+        check_response(audit, &format!("an HTTP {status} answer"), &response);
     }
     for response in [
         http_post(addr, &body, "wrong-token-0123456789abcdef"),
@@ -437,7 +442,7 @@ fn http_audit(audit: &mut Audit, gw: &Arc<Gateway>) {
         ),
     ] {
         assert!(response.starts_with("HTTP/1.1 4"), "{response}");
-        audit.check_text("a rejected HTTP request", &response);
+        check_response(audit, "a rejected HTTP request", &response);
     }
     stopper.stop();
     serving.join().unwrap().unwrap();
