@@ -284,22 +284,16 @@ impl Conn {
 
     /// Sets the socket's read timeout for a wait until `deadline`, unless it is set already.
     fn read_by(&mut self, deadline: Instant) -> io::Result<()> {
-        let timeout = socket_timeout(deadline)?;
-        if self.read_timeout != Some(timeout) {
-            self.stream.set_read_timeout(Some(timeout))?;
-            self.read_timeout = Some(timeout);
-        }
-        Ok(())
+        set_once(&mut self.read_timeout, deadline, |t| {
+            self.stream.set_read_timeout(t)
+        })
     }
 
     /// Sets the socket's write timeout for a write until `deadline`, unless it is set already.
     fn write_by(&mut self, deadline: Instant) -> io::Result<()> {
-        let timeout = socket_timeout(deadline)?;
-        if self.write_timeout != Some(timeout) {
-            self.stream.set_write_timeout(Some(timeout))?;
-            self.write_timeout = Some(timeout);
-        }
-        Ok(())
+        set_once(&mut self.write_timeout, deadline, |t| {
+            self.stream.set_write_timeout(t)
+        })
     }
 
     /// Reads the next request head. The first byte must come before `idle`, the whole head
@@ -647,6 +641,21 @@ fn socket_timeout(deadline: Instant) -> io::Result<Duration> {
     Ok(Duration::from_nanos(
         u64::try_from(steps * step).unwrap_or(u64::MAX),
     ))
+}
+
+/// Sets a socket timeout (through `set`) for a wait until `deadline` when it differs from
+/// `current`, the value last set.
+fn set_once(
+    current: &mut Option<Duration>,
+    deadline: Instant,
+    set: impl FnOnce(Option<Duration>) -> io::Result<()>,
+) -> io::Result<()> {
+    let timeout = Some(socket_timeout(deadline)?);
+    if *current != timeout {
+        set(timeout)?;
+        *current = timeout;
+    }
+    Ok(())
 }
 
 fn remaining(deadline: Instant) -> io::Result<Duration> {

@@ -120,7 +120,10 @@ impl Marked {
             let output = self.inner.buffers().output();
             let n = output.len().min(self.pending.len() - done);
             if n == 0 {
-                break;
+                self.pending.clear();
+                return Err(ureq::Error::Io(std::io::Error::other(
+                    "the connection has no output buffer",
+                )));
             }
             output[..n].copy_from_slice(&self.pending[done..done + n]);
             let written = self.inner.transmit_output(n, self.write_timeout);
