@@ -1,6 +1,6 @@
 //! The JSON bounds checked while a value is parsed: [`BoundedSeed`] builds the same `Value` that
-//! serde_json would, and tallies what [`check_json_bounds_sized`] would find in it, so the hot
-//! path (a tool result) needs no second walk over the value.
+//! serde_json would, and feeds it to the same [`Tally`] that [`check_json_bounds_sized`] walks
+//! a built value with, so the hot path (a tool result) needs no second walk over the value.
 //!
 //! [`check_json_bounds_sized`]: super::check_json_bounds_sized
 
@@ -9,86 +9,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-use super::bounds::{escaped_len, is_plain, number_len};
-use super::{JsonBoundsError, MAX_DEPTH, MAX_KEY_BYTES, MAX_NODES, MAX_STRING_BYTES};
-
-/// The bounds verdict of one value: its compact serialized length, or the bound it broke.
-pub(crate) type BoundsVerdict = Result<usize, JsonBoundsError>;
-
-/// What a [`BoundedSeed`] found while parsing.
-#[derive(Debug, Default)]
-pub(crate) struct Tally {
-    nodes: usize,
-    bytes: usize,
-    fault: Option<JsonBoundsError>,
-    /// A duplicate key replaced a member already counted: only a walk over the built value
-    /// counts exactly what it holds.
-    inexact: bool,
-}
-
-impl Tally {
-    /// The verdict [`check_json_bounds_sized`](super::check_json_bounds_sized) with no size
-    /// limit gives on the parsed value — the same `Ok` length, and an `Err` exactly when it
-    /// fails (when several bounds are broken the kind may be another one) — or `None` when only
-    /// a walk can tell (a duplicate key).
-    pub(crate) fn verdict(&self) -> Option<BoundsVerdict> {
-        match (self.inexact, self.fault) {
-            (true, _) => None,
-            (false, Some(fault)) => Some(Err(fault)),
-            (false, None) => Some(Ok(self.bytes)),
-        }
-    }
-
-    /// A duplicate key replaced a member already counted.
-    pub(super) fn duplicate(&mut self) {
-        self.inexact = true;
-    }
-
-    fn fail(&mut self, fault: JsonBoundsError) {
-        self.fault.get_or_insert(fault);
-    }
-
-    /// A value at `depth`: counted as a node, before anything below it.
-    pub(super) fn enter(&mut self, depth: usize) {
-        if depth > MAX_DEPTH {
-            self.fail(JsonBoundsError::TooDeep);
-        }
-        self.nodes += 1;
-        if self.nodes > MAX_NODES {
-            self.fail(JsonBoundsError::TooManyNodes);
-        }
-    }
-
-    pub(super) fn add(&mut self, bytes: usize) {
-        self.bytes = self.bytes.saturating_add(bytes);
-    }
-
-    pub(super) fn key(&mut self, key: &str) {
-        let plain = is_plain(key.as_bytes());
-        if key.len() > MAX_KEY_BYTES || (!plain && key.chars().any(char::is_control)) {
-            self.fail(JsonBoundsError::InvalidKey);
-        }
-        self.add(if plain {
-            key.len() + 2
-        } else {
-            escaped_len(key)
-        });
-    }
-
-    pub(super) fn string(&mut self, depth: usize, s: &str) {
-        self.enter(depth);
-        if s.len() > MAX_STRING_BYTES {
-            self.fail(JsonBoundsError::StringTooLong);
-        } else {
-            self.add(escaped_len(s));
-        }
-    }
-
-    pub(super) fn scalar(&mut self, depth: usize, bytes: usize) {
-        self.enter(depth);
-        self.add(bytes);
-    }
-}
+use super::bounds::{bool_len, number_len, Tally};
 
 /// Deserializes one JSON value into a `Value` (exactly what `Value`'s own `Deserialize`
 /// builds) and records its bounds in a [`Tally`]. Never fails on a bound: the verdict is read
@@ -133,7 +54,7 @@ impl<'de> Visitor<'de> for BoundedSeed<'_> {
     }
 
     fn visit_bool<E: de::Error>(self, b: bool) -> Result<Value, E> {
-        self.tally.scalar(self.depth, if b { 4 } else { 5 });
+        self.tally.scalar(self.depth, bool_len(b));
         Ok(Value::Bool(b))
     }
 
@@ -181,7 +102,7 @@ impl<'de> Visitor<'de> for BoundedSeed<'_> {
         while let Some(item) = seq.next_element_seed(self.child())? {
             items.push(item);
         }
-        self.tally.add(2 + items.len().saturating_sub(1));
+        self.tally.array(items.len());
         Ok(Value::Array(items))
     }
 
@@ -195,15 +116,17 @@ impl<'de> Visitor<'de> for BoundedSeed<'_> {
                 self.tally.duplicate();
             }
         }
-        // Braces, and per entry a colon plus a comma between entries.
-        self.tally.add(2 + map.len() + map.len().saturating_sub(1));
+        self.tally.object(map.len());
         Ok(Value::Object(map))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::check_json_bounds_sized;
+    use super::super::bounds::BoundsVerdict;
+    use super::super::{
+        check_json_bounds_sized, MAX_DEPTH, MAX_KEY_BYTES, MAX_NODES, MAX_STRING_BYTES,
+    };
     use super::*;
 
     /// Parses `text` with the seed: the value and the verdict.

@@ -40,68 +40,151 @@ pub fn check_json_bounds(value: &Value) -> Result<(), JsonBoundsError> {
 /// one walk; returns the compact serialized length (exactly what `serde_json::to_vec` would
 /// produce). Fails with [`JsonBoundsError::TooLarge`] once the length passes `max_bytes`.
 pub fn check_json_bounds_sized(value: &Value, max_bytes: usize) -> Result<usize, JsonBoundsError> {
-    let mut walk = Walk {
-        nodes: 0,
-        bytes: 0,
-        max_bytes,
-    };
-    walk.value(value, 0)?;
-    Ok(walk.bytes)
+    let mut tally = Tally::default();
+    walk(&mut tally, value, 0, max_bytes)?;
+    Ok(tally.bytes)
 }
 
-struct Walk {
+/// Tallies `value`, found at `depth`, and everything below it, in document order; stops at the
+/// first broken bound, before descending below it.
+fn walk(
+    tally: &mut Tally,
+    value: &Value,
+    depth: usize,
+    max_bytes: usize,
+) -> Result<(), JsonBoundsError> {
+    match value {
+        Value::Null => tally.scalar(depth, 4),
+        Value::Bool(b) => tally.scalar(depth, bool_len(*b)),
+        Value::Number(n) => tally.scalar(depth, number_len(n)),
+        Value::String(s) => tally.string(depth, s),
+        Value::Array(items) => {
+            tally.enter(depth);
+            tally.array(items.len());
+        }
+        Value::Object(map) => {
+            tally.enter(depth);
+            tally.object(map.len());
+        }
+    }
+    tally.settled(max_bytes)?;
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .try_for_each(|v| walk(tally, v, depth + 1, max_bytes)),
+        Value::Object(map) => map.iter().try_for_each(|(key, v)| {
+            tally.key(key);
+            tally.settled(max_bytes)?;
+            walk(tally, v, depth + 1, max_bytes)
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The bounds verdict of one value: its compact serialized length, or the bound it broke.
+pub(crate) type BoundsVerdict = Result<usize, JsonBoundsError>;
+
+/// What a [`BoundedSeed`] found while parsing.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
     nodes: usize,
     bytes: usize,
-    max_bytes: usize,
+    fault: Option<JsonBoundsError>,
+    /// A duplicate key replaced a member already counted: only a walk over the built value
+    /// counts exactly what it holds.
+    inexact: bool,
 }
 
-impl Walk {
-    fn add(&mut self, bytes: usize) -> Result<(), JsonBoundsError> {
-        self.bytes = self.bytes.saturating_add(bytes);
-        if self.bytes > self.max_bytes {
-            Err(JsonBoundsError::TooLarge)
-        } else {
-            Ok(())
+impl Tally {
+    /// The verdict [`check_json_bounds_sized`](check_json_bounds_sized) with no size
+    /// limit gives on the parsed value — the same `Ok` length, and an `Err` exactly when it
+    /// fails (when several bounds are broken the kind may be another one) — or `None` when only
+    /// a walk can tell (a duplicate key).
+    pub(crate) fn verdict(&self) -> Option<BoundsVerdict> {
+        match (self.inexact, self.fault) {
+            (true, _) => None,
+            (false, Some(fault)) => Some(Err(fault)),
+            (false, None) => Some(Ok(self.bytes)),
         }
     }
 
-    /// Checks `value`, found at `depth`, and everything below it.
-    fn value(&mut self, value: &Value, depth: usize) -> Result<(), JsonBoundsError> {
+    /// A duplicate key replaced a member already counted.
+    pub(super) fn duplicate(&mut self) {
+        self.inexact = true;
+    }
+
+    fn fail(&mut self, fault: JsonBoundsError) {
+        self.fault.get_or_insert(fault);
+    }
+
+    /// A value at `depth`: counted as a node, before anything below it.
+    pub(super) fn enter(&mut self, depth: usize) {
         if depth > MAX_DEPTH {
-            return Err(JsonBoundsError::TooDeep);
+            self.fail(JsonBoundsError::TooDeep);
         }
         self.nodes += 1;
         if self.nodes > MAX_NODES {
-            return Err(JsonBoundsError::TooManyNodes);
+            self.fail(JsonBoundsError::TooManyNodes);
         }
-        match value {
-            Value::Null => self.add(4),
-            Value::Bool(b) => self.add(if *b { 4 } else { 5 }),
-            Value::Number(n) => self.add(number_len(n)),
-            Value::String(s) if s.len() > MAX_STRING_BYTES => Err(JsonBoundsError::StringTooLong),
-            Value::String(s) => self.add(escaped_len(s)),
-            Value::Array(items) => {
-                self.add(2 + items.len().saturating_sub(1))?;
-                items.iter().try_for_each(|v| self.value(v, depth + 1))
-            }
-            Value::Object(map) => {
-                // Braces, and per entry a colon plus a comma between entries.
-                self.add(2 + map.len() + map.len().saturating_sub(1))?;
-                map.iter().try_for_each(|(key, v)| {
-                    // A plain key has no control character and no escape.
-                    let plain = is_plain(key.as_bytes());
-                    if key.len() > MAX_KEY_BYTES || (!plain && key.chars().any(char::is_control)) {
-                        return Err(JsonBoundsError::InvalidKey);
-                    }
-                    self.add(if plain {
-                        key.len() + 2
-                    } else {
-                        escaped_len(key)
-                    })?;
-                    self.value(v, depth + 1)
-                })
-            }
+    }
+
+    fn add(&mut self, bytes: usize) {
+        self.bytes = self.bytes.saturating_add(bytes);
+    }
+
+    /// The brackets and commas of an array of `len` items (its items count on their own).
+    pub(super) fn array(&mut self, len: usize) {
+        self.add(2 + len.saturating_sub(1));
+    }
+
+    /// The braces, colons and commas of an object of `len` members (keys and values count on
+    /// their own).
+    pub(super) fn object(&mut self, len: usize) {
+        self.add(2 + len + len.saturating_sub(1));
+    }
+
+    /// The first broken bound so far, or a length past `max_bytes`.
+    fn settled(&self, max_bytes: usize) -> Result<(), JsonBoundsError> {
+        match self.fault {
+            Some(fault) => Err(fault),
+            None if self.bytes > max_bytes => Err(JsonBoundsError::TooLarge),
+            None => Ok(()),
         }
+    }
+
+    pub(super) fn key(&mut self, key: &str) {
+        let plain = is_plain(key.as_bytes());
+        if key.len() > MAX_KEY_BYTES || (!plain && key.chars().any(char::is_control)) {
+            self.fail(JsonBoundsError::InvalidKey);
+        }
+        self.add(if plain {
+            key.len() + 2
+        } else {
+            escaped_len(key)
+        });
+    }
+
+    pub(super) fn string(&mut self, depth: usize, s: &str) {
+        self.enter(depth);
+        if s.len() > MAX_STRING_BYTES {
+            self.fail(JsonBoundsError::StringTooLong);
+        } else {
+            self.add(escaped_len(s));
+        }
+    }
+
+    pub(super) fn scalar(&mut self, depth: usize, bytes: usize) {
+        self.enter(depth);
+        self.add(bytes);
+    }
+}
+
+/// Length of `true` or `false`.
+pub(super) fn bool_len(b: bool) -> usize {
+    if b {
+        4
+    } else {
+        5
     }
 }
 

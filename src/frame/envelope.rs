@@ -14,7 +14,8 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::bounded::{BoundedSeed, BoundsVerdict, Tally};
+use super::bounded::BoundedSeed;
+use super::bounds::{BoundsVerdict, Tally};
 use super::plain::plain_result;
 #[cfg(any(test, feature = "internals", feature = "fuzzing"))]
 use super::text::line_text;

@@ -7,10 +7,8 @@
 
 use std::io::{self, BufRead};
 
+use super::text::{find_newline, push_capped, MAX_BUFFERED};
 use super::MAX_LINE_BYTES;
-
-/// The most bytes of one line that are ever buffered: the limit plus room for a trailing `\r`.
-const MAX_BUFFERED: usize = MAX_LINE_BYTES + 1;
 
 /// What [`read_line`] found.
 #[derive(Debug, PartialEq, Eq)]
@@ -46,7 +44,7 @@ pub fn read_line<R: BufRead>(input: &mut R, line: &mut Vec<u8>) -> io::Result<Li
             });
         }
         started = true;
-        let (chunk, used, done) = match buf.iter().position(|&b| b == b'\n') {
+        let (chunk, used, done) = match find_newline(buf) {
             Some(pos) => (&buf[..pos], pos + 1, true),
             None => (buf, buf.len(), false),
         };
@@ -80,17 +78,6 @@ fn finish(line: &mut Vec<u8>) -> Line {
     } else {
         Line::Complete
     }
-}
-
-/// Appends `bytes`, growing the capacity geometrically but never past `MAX_BUFFERED`. The
-/// caller guarantees the result fits.
-fn push_capped(line: &mut Vec<u8>, bytes: &[u8]) {
-    let needed = line.len() + bytes.len();
-    if needed > line.capacity() {
-        let target = needed.max(line.capacity() * 2).min(MAX_BUFFERED);
-        line.reserve_exact(target - line.len());
-    }
-    line.extend_from_slice(bytes);
 }
 
 #[cfg(test)]

@@ -17,11 +17,10 @@ mod plain;
 mod reader;
 mod text;
 
-pub(crate) use bounded::BoundsVerdict;
-pub use bounds::{
-    check_json_bounds, check_json_bounds_sized, JsonBoundsError, MAX_DEPTH, MAX_KEY_BYTES,
-    MAX_NODES, MAX_STRING_BYTES,
-};
+pub(crate) use bounds::BoundsVerdict;
+pub use bounds::{check_json_bounds, check_json_bounds_sized, JsonBoundsError, MAX_DEPTH};
+#[cfg(any(test, feature = "internals", feature = "fuzzing"))]
+pub use bounds::{MAX_KEY_BYTES, MAX_NODES, MAX_STRING_BYTES};
 pub use encode::{RequestEncoder, PROTOCOL_VERSION};
 pub(crate) use envelope::validate_raw_bounded;
 #[cfg(any(test, feature = "internals"))]

@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::bounded::{BoundsVerdict, Tally};
+use super::bounds::{BoundsVerdict, Tally};
 use super::MAX_DEPTH;
 
 /// Longest number the fast path reads: 18 digits always fit a u64.
@@ -206,7 +206,7 @@ impl Parser<'_> {
                 }
             }
         }
-        self.tally.add(2 + map.len() + map.len().saturating_sub(1));
+        self.tally.object(map.len());
         Some(Value::Object(map))
     }
 
@@ -232,7 +232,7 @@ impl Parser<'_> {
                 }
             }
         }
-        self.tally.add(2 + items.len().saturating_sub(1));
+        self.tally.array(items.len());
         Some(Value::Array(items))
     }
 }

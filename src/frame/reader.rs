@@ -10,16 +10,12 @@ use std::io::{self, BufRead};
 use super::envelope::ResponseLine;
 #[cfg(any(test, feature = "internals"))]
 use super::envelope::{decode_response_text, RawEnvelope};
-use super::text::{line_text, ReadFault};
-use super::MAX_LINE_BYTES;
-
-/// The most bytes of one line that are ever buffered: the limit plus room for a trailing `\r`.
-const MAX_BUFFERED: usize = MAX_LINE_BYTES + 1;
+use super::text::{find_newline, line_text, push_capped, ReadFault, MAX_BUFFERED};
 
 /// Reads newline-terminated JSON values with a hard cap on line length.
 ///
 /// A line is its bytes before `\n`, with one trailing `\r` stripped; it may be at most
-/// [`MAX_LINE_BYTES`] long. After any [`ReadFault`] the stream position is unspecified and the
+/// [`MAX_LINE_BYTES`](super::MAX_LINE_BYTES) long. After any [`ReadFault`] the stream position is unspecified and the
 /// reader must not be used again.
 #[derive(Debug)]
 pub struct LineReader<R> {
@@ -63,7 +59,7 @@ impl<R: BufRead> LineReader<R> {
     /// Reads the next line and parses it as one JSON value.
     ///
     /// Fails with [`ReadFault::TooLarge`] as soon as the line is known to exceed
-    /// [`MAX_LINE_BYTES`] (the rest of it is not consumed), [`ReadFault::Malformed`] for an empty
+    /// [`MAX_LINE_BYTES`](super::MAX_LINE_BYTES) (the rest of it is not consumed), [`ReadFault::Malformed`] for an empty
     /// line, a BOM, invalid UTF-8 or anything but exactly one JSON value, [`ReadFault::Eof`] at
     /// end of stream (even in the middle of a line) and [`ReadFault::Io`] for a read error other
     /// than `Interrupted`, which is retried.
@@ -78,7 +74,7 @@ impl<R: BufRead> LineReader<R> {
 
     /// Reads the next line as a response envelope, decoded straight into a [`RawEnvelope`]
     /// (see [`decode_response`](super::decode_response)). Fails with [`ReadFault::TooLarge`] as
-    /// soon as the line is known to exceed [`MAX_LINE_BYTES`] (the rest of it is not consumed),
+    /// soon as the line is known to exceed [`MAX_LINE_BYTES`](super::MAX_LINE_BYTES) (the rest of it is not consumed),
     /// [`ReadFault::Malformed`] for an empty line, a BOM, invalid UTF-8 or anything but exactly
     /// one JSON value, [`ReadFault::Eof`] at end of stream (even in the middle of a line) and
     /// [`ReadFault::Io`] for a read error other than `Interrupted`, which is retried. A valid
@@ -124,7 +120,7 @@ impl<R: BufRead> LineReader<R> {
     /// [`read_response`](Self::read_response) except the JSON parse itself.
     ///
     /// `decode` sees the line without its `\n` and without one trailing `\r`: valid UTF-8, not
-    /// empty, no BOM, at most [`MAX_LINE_BYTES`] long. It is called only when a whole line was
+    /// empty, no BOM, at most [`MAX_LINE_BYTES`](super::MAX_LINE_BYTES) long. It is called only when a whole line was
     /// read, and in the common case straight from the underlying buffer (no copy). Whatever it
     /// returns is returned; it should fail with [`ReadFault::Malformed`] for text that is not
     /// exactly one JSON value, like [`read_response`](Self::read_response) does.
@@ -179,45 +175,6 @@ impl<R: BufRead> LineReader<R> {
     }
 }
 
-/// The index of the first `\n` in `bytes`.
-///
-/// Looks at eight bytes per step: `x - 0x01…01 & !x & 0x80…80` flags the bytes of `x` that are
-/// zero (here: of the word xor-ed with `\n`s). A borrow can only set a false flag above a true
-/// one, so the lowest flag — the first byte, read little-endian — is always a real `\n`.
-fn find_newline(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    const NEWLINES: u64 = u64::from_ne_bytes([b'\n'; 8]);
-    let mut words = bytes.chunks_exact(8);
-    let mut offset = 0;
-    for word in &mut words {
-        let word = u64::from_le_bytes(word.try_into().expect("chunks of eight bytes"));
-        let x = word ^ NEWLINES;
-        let flags = x.wrapping_sub(ONES) & !x & HIGHS;
-        if flags != 0 {
-            return Some(offset + (flags.trailing_zeros() / 8) as usize);
-        }
-        offset += 8;
-    }
-    words
-        .remainder()
-        .iter()
-        .position(|&b| b == b'\n')
-        .map(|pos| offset + pos)
-}
-
-/// Appends `bytes` to `line`, growing its capacity geometrically but never past
-/// `MAX_BUFFERED`. The caller guarantees the result fits.
-fn push_capped(line: &mut Vec<u8>, bytes: &[u8]) {
-    let needed = line.len() + bytes.len();
-    debug_assert!(needed <= MAX_BUFFERED);
-    if needed > line.capacity() {
-        let target = needed.max(line.capacity() * 2).min(MAX_BUFFERED);
-        line.reserve_exact(target - line.len());
-    }
-    line.extend_from_slice(bytes);
-}
-
 /// Parses the text of one line as exactly one JSON value.
 #[cfg(any(test, feature = "internals"))]
 fn parse_json(text: &str) -> Result<serde_json::Value, ReadFault> {
@@ -233,6 +190,7 @@ mod tests {
 
     use super::*;
     use crate::error::ErrorCode;
+    use crate::frame::MAX_LINE_BYTES;
 
     /// A `BufRead` that hands out its data at most `chunk` bytes per `fill_buf`.
     struct Chunked {

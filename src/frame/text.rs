@@ -1,12 +1,16 @@
-//! The text of one protocol line, and why a line could not be read.
+//! The bytes and text of one protocol line, and why a line could not be read.
 //!
-//! Below both the [`LineReader`](super::LineReader) and the envelope decoder: each turns raw
-//! line bytes into text here, and reports the same [`ReadFault`]s.
+//! Below both line readers ([`LineReader`](super::LineReader), [`read_line`](super::read_line))
+//! and the envelope decoder: they find a line's end, buffer it under the one bound and turn its
+//! bytes into text here, and report the same [`ReadFault`]s.
 
 use std::io;
 
 use super::MAX_LINE_BYTES;
 use crate::error::ErrorCode;
+
+/// The most bytes of one line that are ever buffered: the limit plus room for a trailing `\r`.
+pub(super) const MAX_BUFFERED: usize = MAX_LINE_BYTES + 1;
 
 /// The UTF-8 byte order mark, which the protocol forbids.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -62,4 +66,43 @@ pub(super) fn line_text(raw: &[u8]) -> Result<&str, ReadFault> {
         return Err(ReadFault::Malformed);
     }
     std::str::from_utf8(line).map_err(|_| ReadFault::Malformed)
+}
+
+/// The index of the first `\n` in `bytes`.
+///
+/// Looks at eight bytes per step: `x - 0x01…01 & !x & 0x80…80` flags the bytes of `x` that are
+/// zero (here: of the word xor-ed with `\n`s). A borrow can only set a false flag above a true
+/// one, so the lowest flag — the first byte, read little-endian — is always a real `\n`.
+pub(super) fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    const NEWLINES: u64 = u64::from_ne_bytes([b'\n'; 8]);
+    let mut words = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for word in &mut words {
+        let word = u64::from_le_bytes(word.try_into().expect("chunks of eight bytes"));
+        let x = word ^ NEWLINES;
+        let flags = x.wrapping_sub(ONES) & !x & HIGHS;
+        if flags != 0 {
+            return Some(offset + (flags.trailing_zeros() / 8) as usize);
+        }
+        offset += 8;
+    }
+    words
+        .remainder()
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|pos| offset + pos)
+}
+
+/// Appends `bytes` to `line`, growing its capacity geometrically but never past
+/// `MAX_BUFFERED`. The caller guarantees the result fits.
+pub(super) fn push_capped(line: &mut Vec<u8>, bytes: &[u8]) {
+    let needed = line.len() + bytes.len();
+    debug_assert!(needed <= MAX_BUFFERED);
+    if needed > line.capacity() {
+        let target = needed.max(line.capacity() * 2).min(MAX_BUFFERED);
+        line.reserve_exact(target - line.len());
+    }
+    line.extend_from_slice(bytes);
 }
