@@ -21,11 +21,11 @@ pub enum Outcome {
     /// `list(runner, plugin)`: one provider and its tools.
     Provider(ProviderDetail),
     /// `describe`: the full tool definition and a fresh binding.
-    Described(Described),
+    Described(Box<Described>),
     /// `call`: the plugin's validated tool result, kept in its canonical JSON form.
     Called(ToolResult),
     /// `check`: a disposable candidate's admission.
-    Checked(CheckOutcome),
+    Checked(Box<CheckOutcome>),
     /// `reload`: the committed providers and the candidates that failed.
     Reloaded(ReloadOutcome),
     /// `catalog`: the project catalog.

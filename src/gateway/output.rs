@@ -235,13 +235,13 @@ pub(crate) fn tool_summary(name: &str, title: Option<&str>) -> ToolSummary {
 
 /// `describe`.
 pub(crate) fn describe(runner: &str, provider: &Provider, tool: Tool, binding: String) -> Outcome {
-    Outcome::Described(Described {
+    Outcome::Described(Box::new(Described {
         runner: runner.to_string(),
         plugin: provider.id().to_string(),
         plugin_name: provider.name().to_string(),
         tool,
         binding,
-    })
+    }))
 }
 
 /// `check`: when ready the tools and the catalog digest; when not ready no tools, and the
@@ -277,7 +277,7 @@ pub(crate) fn check(runner: &str, report: &CheckReport) -> Outcome {
         outcome.detail = Some(text);
         outcome.diagnostic = report.diagnostic().cloned();
     }
-    Outcome::Checked(outcome)
+    Outcome::Checked(Box::new(outcome))
 }
 
 /// `reload`.

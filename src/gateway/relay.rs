@@ -148,7 +148,7 @@ pub(crate) fn success(expect: Expect<'_>, output: &Value, runner: &str) -> Optio
             }
             Outcome::Provider(ProviderDetail { provider, tools })
         }
-        Expect::Check { plugin } => Outcome::Checked(check(map, plugin, runner)?),
+        Expect::Check { plugin } => Outcome::Checked(Box::new(check(map, plugin, runner)?)),
         Expect::Reload => {
             let failures = array(map.get("failures")?, MAX_PROVIDERS)?
                 .iter()
@@ -195,7 +195,7 @@ pub(crate) fn received(kind: ActionKind, ok: bool, json: &Value) -> Option<Outco
         ActionKind::List => success(Expect::ProviderDetail { plugin: plugin()? }, json, ""),
         ActionKind::Describe => {
             let tool = map.get("tool")?.get("name")?.as_str()?;
-            describe(json, plugin()?, tool, runner()?).map(Outcome::Described)
+            describe(json, plugin()?, tool, runner()?).map(|d| Outcome::Described(Box::new(d)))
         }
         ActionKind::Call => crate::catalog::validate_tool_result(json.clone(), None)
             .ok()
@@ -702,7 +702,7 @@ mod tests {
         let good = answer(json!({"name": "echo", "inputSchema": {"type": "object"}}));
         let described = describe(&good, "fx", "echo", "edge").unwrap();
         assert_eq!(described.binding, "wc_pbind_remote");
-        let out = Outcome::Described(described).to_json();
+        let out = Outcome::Described(Box::new(described)).to_json();
         assert!(out.get("leak").is_none());
         assert_eq!(out["runner"], json!("edge"));
         for bad in [

@@ -626,7 +626,7 @@ impl Gateway {
                     tool: described.tool.clone(),
                 })))?;
                 described.binding = front;
-                return Ok(Outcome::Described(described));
+                return Ok(Outcome::Described(Box::new(described)));
             }
             ActionRef::Check { plugin, .. } => Expect::Check { plugin },
             ActionRef::Reload { .. } => Expect::Reload,
