@@ -342,3 +342,86 @@ fn sighup_refuses_a_runner_id_that_is_both_static_and_dial_out() {
         assert!(!line.contains(BROKEN_MARKER), "{line}");
     }
 }
+
+/// One keep-alive connection to `serve` that sends `plugin_tool` `list` requests.
+struct KeepAlive {
+    stream: std::net::TcpStream,
+}
+
+impl KeepAlive {
+    fn open(addr: SocketAddr) -> KeepAlive {
+        let stream = std::net::TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        KeepAlive { stream }
+    }
+
+    /// A `list` with `token` on this connection: the status; panics when the server closes.
+    fn list(&mut self, token: &str) -> u16 {
+        use std::io::{Read, Write};
+        let body = json!({"tool": "plugin_tool", "params": {"action": "list"}}).to_string();
+        let raw = format!(
+            "POST /api/tools/call HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        self.stream.write_all(raw.as_bytes()).expect("write");
+        let mut bytes = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            if let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+                let response = common::http::parse_response(&bytes);
+                let length: usize = response.header("content-length").parse().unwrap();
+                if bytes.len() >= end + 4 + length {
+                    assert_ne!(
+                        response.first_header("connection"),
+                        Some("close"),
+                        "the connection stays open"
+                    );
+                    return response.status;
+                }
+            }
+            let n = self.stream.read(&mut chunk).expect("read");
+            assert!(n > 0, "serve closed the keep-alive connection");
+            bytes.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+#[test]
+fn a_keep_alive_connection_is_authenticated_against_the_tokens_in_place() {
+    let dir = TempDir::new("ops", "hup-keepalive");
+    let (config, tokens) = ops_support::files(&dir, false);
+    let mut serve = LoggedServe::start(serve_command(&config, &tokens, None));
+    tokens_with_added(&dir);
+    assert!(hang_up(serve.pid()));
+    serve.wait_for_line("`--tokens reloaded`", |l| l.contains("--tokens reloaded"));
+
+    let mut conn = KeepAlive::open(serve.addr);
+    assert_eq!(conn.list(NEW_TOKEN), 200, "the added token works");
+    assert_eq!(
+        conn.list("not-a-token-of-this-file-0123"),
+        401,
+        "a connection accepted once still refuses another, unknown token"
+    );
+    assert_eq!(conn.list(NEW_TOKEN), 200);
+    assert_eq!(
+        conn.list(TOKEN),
+        200,
+        "another valid token on the same connection"
+    );
+    assert_eq!(conn.list(NEW_TOKEN), 200);
+
+    // Removed from the file: refused on the very connection it was accepted on.
+    common::serve::write_tokens_file(&dir);
+    assert!(hang_up(serve.pid()));
+    serve.wait_for_line("a second `--tokens reloaded`", |l| {
+        l.contains("--tokens reloaded")
+    });
+    assert_eq!(conn.list(NEW_TOKEN), 401, "a removed token is refused");
+    assert_eq!(conn.list(TOKEN), 200, "the token still in the file works");
+    drop(conn);
+    let (status, lines) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{lines:#?}");
+}

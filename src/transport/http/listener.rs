@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
+use super::tokens::TokenMemo;
 use super::wire::{BodyError, Conn, Framing, Head, HeadError, KEEP_ALIVE_IDLE, REQUEST_DEADLINE};
 use crate::transport::dispatcher::WORKER_STACK;
 use crate::transport::observe::{observer, Observer};
@@ -37,6 +38,8 @@ pub(crate) struct Exchange<'c> {
     observed: bool,
     /// Marks this connection as upgraded: a stop then ends it like an idle one.
     on_upgrade: &'c dyn Fn(),
+    /// The token this connection was last accepted with (kept from request to request).
+    token_memo: &'c mut TokenMemo,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +53,11 @@ impl Exchange<'_> {
     /// The request line and header fields.
     pub(crate) fn head(&self) -> &Head {
         &self.head
+    }
+
+    /// The head, and the connection's memory of the token it was last accepted with.
+    pub(crate) fn head_and_token_memo(&mut self) -> (&Head, &mut TokenMemo) {
+        (&self.head, self.token_memo)
     }
 
     /// Reads the whole body (at most `max` bytes) before the request's deadline, first writing
@@ -388,6 +396,7 @@ impl Connection {
     /// Serves requests on `conn` until the client closes, stalls past a deadline, asks to
     /// close, or the server stops.
     fn serve(self, mut conn: Conn, handler: &dyn Handler) {
+        let mut token_memo = TokenMemo::default();
         loop {
             let ready = Instant::now();
             let deadline = ready + REQUEST_DEADLINE;
@@ -408,6 +417,7 @@ impl Connection {
                 extra_headers: Vec::new(),
                 observed: self.listener.observed,
                 on_upgrade: &|| self.listener.mark_upgraded(self.id),
+                token_memo: &mut token_memo,
             };
             let handled = catch_unwind(AssertUnwindSafe(|| handler.handle(&mut exchange)));
             if handled.is_err() {

@@ -308,12 +308,12 @@ fn route(shared: &Routes, request: &mut Exchange<'_>) {
 }
 
 /// The name and scopes of the one `Authorization: Bearer` token of `request`, when valid
-/// (against the tokens in place now).
-fn authenticate(tokens: &RwLock<Tokens>, request: &Exchange<'_>) -> Option<(String, Scopes)> {
-    let presented = request.head().unique("Authorization").and_then(bearer)?;
-    let tokens = tokens.read();
-    let (name, scopes) = tokens.authenticate(presented)?;
-    Some((name.to_string(), scopes))
+/// (against the tokens in place now; the connection's memo saves the digest of a token it was
+/// accepted with before).
+fn authenticate(tokens: &RwLock<Tokens>, request: &mut Exchange<'_>) -> Option<(String, Scopes)> {
+    let (head, memo) = request.head_and_token_memo();
+    let presented = head.unique("Authorization").and_then(bearer)?;
+    tokens.read().authenticate_remembered(presented, memo)
 }
 
 /// True when `request` presents a runner token (good for the link route only).

@@ -2,6 +2,7 @@
 //! authentication.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
@@ -38,7 +39,13 @@ const EXAMPLE_TOKENS: [&str; 2] = ["long-random-secret-at-least-16-bytes", "long
 pub struct Tokens {
     entries: Vec<TokenEntry>,
     runners: Vec<RunnerTokenEntry>,
+    /// Names this set among every set this process parsed (a clone keeps it: same tokens), so
+    /// a [`TokenMemo`] made against another set is never trusted.
+    generation: u64,
 }
+
+/// Numbers every parsed [`Tokens`] set.
+static GENERATIONS: AtomicU64 = AtomicU64::new(1);
 
 /// A `[[runner_tokens]]` entry: the one runner id its token may connect a link as.
 #[derive(Clone)]
@@ -196,7 +203,11 @@ impl Tokens {
             }
             runners.push(entry);
         }
-        Ok(Tokens { entries, runners })
+        Ok(Tokens {
+            entries,
+            runners,
+            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
+        })
     }
 
     /// The runner ids the `[[runner_tokens]]` entries may connect as.
@@ -240,6 +251,71 @@ impl Tokens {
         }
         found
     }
+
+    /// [`Tokens::authenticate`] through a connection's `memo`: the token this connection's
+    /// last request was accepted with, compared in constant time, answers without the digest
+    /// while these tokens are in place; any other token is authenticated in full and, when
+    /// accepted, remembered in its place.
+    pub(crate) fn authenticate_remembered(
+        &self,
+        presented: &str,
+        memo: &mut TokenMemo,
+    ) -> Option<(String, Scopes)> {
+        if let Some(known) = &memo.accepted {
+            if known.generation == self.generation && bytes_equal(&known.token, presented) {
+                return Some((known.name.clone(), known.scopes));
+            }
+        }
+        let (name, scopes) = self.authenticate(presented)?;
+        memo.accepted = Some(Accepted {
+            generation: self.generation,
+            token: presented.as_bytes().into(),
+            name: name.to_string(),
+            scopes,
+        });
+        Some((name.to_string(), scopes))
+    }
+}
+
+/// One connection's memory of the user token it was last accepted with (see
+/// [`Tokens::authenticate_remembered`]): it saves the SHA-256 of the token on every request
+/// of a keep-alive connection. It holds the token's bytes, overwritten when it is dropped or
+/// replaced, and is trusted only against the very set of tokens that accepted it: a reload
+/// of the tokens file makes every connection authenticate again.
+#[derive(Default)]
+pub(crate) struct TokenMemo {
+    accepted: Option<Accepted>,
+}
+
+struct Accepted {
+    generation: u64,
+    token: Box<[u8]>,
+    name: String,
+    scopes: Scopes,
+}
+
+impl Drop for Accepted {
+    fn drop(&mut self) {
+        for byte in self.token.iter_mut() {
+            // SAFETY: `byte` is a valid, aligned, exclusive reference into the box.
+            unsafe { std::ptr::write_volatile(byte, 0) };
+        }
+    }
+}
+
+/// Equality of a remembered token and a presented one in time independent of where they
+/// differ (a length differs only when the tokens do; tokens of one file share no secret
+/// through their length).
+fn bytes_equal(known: &[u8], presented: &str) -> bool {
+    let presented = presented.as_bytes();
+    if known.len() != presented.len() {
+        return false;
+    }
+    let diff = known
+        .iter()
+        .zip(presented)
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
 }
 
 fn parse_entry(index: usize, item: &toml::Value) -> Result<TokenEntry, TokensError> {
@@ -445,6 +521,60 @@ mod tests {
         assert!(t.authenticate("0123456789abcdef-secreT").is_none());
         assert!(t.authenticate("").is_none());
         assert!(!format!("{t:?}").contains(SECRET));
+    }
+
+    #[test]
+    fn a_memo_answers_only_its_own_token_and_only_against_the_set_that_accepted_it() {
+        let file = |extra: &str| {
+            format!(
+                "[[tokens]]\nname = \"ci\"\ntoken = \"{SECRET}\"\nscopes = [\"plugin:invoke\"]\n{extra}"
+            )
+        };
+        let ops = format!(
+            "[[tokens]]\nname = \"ops\"\ntoken = \"{SECRET}-ops\"\nscopes = [\"plugin:manage\"]\n"
+        );
+        let both = tokens(&file(&ops)).unwrap();
+        let mut memo = TokenMemo::default();
+        let ops_token = format!("{SECRET}-ops");
+        let (name, _) = both.authenticate_remembered(&ops_token, &mut memo).unwrap();
+        assert_eq!(name, "ops");
+        // Remembered: the same answer again; other tokens are still checked in full.
+        let (name, scopes) = both.authenticate_remembered(&ops_token, &mut memo).unwrap();
+        assert_eq!(name, "ops");
+        assert!(scopes.contains(Scope::Manage));
+        assert!(both
+            .authenticate_remembered("0123456789abcdef-secreT-ops", &mut memo)
+            .is_none());
+        assert!(both
+            .authenticate_remembered(&format!("{SECRET}-op"), &mut memo)
+            .is_none());
+        assert!(both.authenticate_remembered("", &mut memo).is_none());
+        let (name, _) = both.authenticate_remembered(SECRET, &mut memo).unwrap();
+        assert_eq!(name, "ci", "an accepted token takes the memo's place");
+        let (name, _) = both.authenticate_remembered(&ops_token, &mut memo).unwrap();
+        assert_eq!(name, "ops");
+        // A new set without `ops` (a reload): the memo made against the old set is not trusted.
+        let only_ci = tokens(&file("")).unwrap();
+        assert!(only_ci
+            .authenticate_remembered(&ops_token, &mut memo)
+            .is_none());
+        // Even a set parsed from the same text is another set.
+        let again = tokens(&file(&ops)).unwrap();
+        let _ = again
+            .authenticate_remembered(&ops_token, &mut memo)
+            .unwrap();
+        assert!(only_ci
+            .authenticate_remembered(&ops_token, &mut memo)
+            .is_none());
+    }
+
+    #[test]
+    fn remembered_tokens_compare_whole() {
+        assert!(bytes_equal(b"abc", "abc"));
+        assert!(!bytes_equal(b"abc", "abd"));
+        assert!(!bytes_equal(b"abc", "ab"));
+        assert!(!bytes_equal(b"abc", "abcd"));
+        assert!(bytes_equal(b"", ""));
     }
 
     #[test]
