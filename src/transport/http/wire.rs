@@ -66,6 +66,14 @@ pub(crate) struct Head {
     expect_continue: bool,
 }
 
+/// A head's text and the ranges of its method, target and fields in it.
+type HeadParts = (
+    String,
+    Range<usize>,
+    Range<usize>,
+    Vec<(Range<usize>, Range<usize>)>,
+);
+
 /// Why no request head was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum HeadError {
@@ -165,7 +173,66 @@ impl Head {
         self.expect_continue
     }
 
-    fn from_parsed(request: &httparse::Request<'_, '_>) -> Result<Head, HeadError> {
+    /// The head of `request`, parsed from `raw` (the head's bytes, which every slice of
+    /// `request` points into).
+    fn from_parsed(request: &httparse::Request<'_, '_>, raw: &[u8]) -> Result<Head, HeadError> {
+        let (text, method, target, headers) = match std::str::from_utf8(raw) {
+            Ok(raw) => Head::ranges_of(request, raw),
+            Err(_) => Head::copied_from(request),
+        };
+        let mut head = Head {
+            text,
+            method,
+            target,
+            headers,
+            framing: Framing::Length(0),
+            keep_alive: false,
+            expect_continue: false,
+        };
+        head.framing = head.parse_framing()?;
+        let has_token = |token: &str| {
+            head.values("Connection")
+                .flat_map(|v| v.split(','))
+                .any(|t| t.trim().eq_ignore_ascii_case(token))
+        };
+        let keep_alive = match request.version {
+            Some(1) => !has_token("close"),
+            _ => has_token("keep-alive"),
+        };
+        let expect_continue = head
+            .values("Expect")
+            .any(|v| v.eq_ignore_ascii_case("100-continue"));
+        head.keep_alive = keep_alive;
+        head.expect_continue = expect_continue;
+        Ok(head)
+    }
+
+    /// A head that is valid UTF-8 (the usual case), kept whole: its parts are ranges into one
+    /// copy, checked once.
+    fn ranges_of(request: &httparse::Request<'_, '_>, raw: &str) -> HeadParts {
+        let range = |part: &[u8]| {
+            let start = part.as_ptr() as usize - raw.as_ptr() as usize;
+            start..start + part.len()
+        };
+        let trimmed = |value: &[u8]| {
+            let whole = range(value);
+            let trimmed = raw[whole.clone()].trim();
+            let start = whole.start + (trimmed.as_ptr() as usize - raw[whole].as_ptr() as usize);
+            start..start + trimmed.len()
+        };
+        let method = request.method.map_or(0..0, |m| range(m.as_bytes()));
+        let target = request.path.map_or(0..0, |t| range(t.as_bytes()));
+        let headers = request
+            .headers
+            .iter()
+            .map(|h| (range(h.name.as_bytes()), trimmed(h.value)))
+            .collect();
+        (raw.to_owned(), method, target, headers)
+    }
+
+    /// A head with bytes that are not UTF-8 (in a field value): its parts copied one by one,
+    /// each such value lossily.
+    fn copied_from(request: &httparse::Request<'_, '_>) -> HeadParts {
         let method = request.method.unwrap_or_default();
         let target = request.path.unwrap_or_default();
         let size = request
@@ -194,31 +261,7 @@ impl Head {
                 (name, value)
             })
             .collect();
-        let mut head = Head {
-            text,
-            method,
-            target,
-            headers,
-            framing: Framing::Length(0),
-            keep_alive: false,
-            expect_continue: false,
-        };
-        head.framing = head.parse_framing()?;
-        let has_token = |token: &str| {
-            head.values("Connection")
-                .flat_map(|v| v.split(','))
-                .any(|t| t.trim().eq_ignore_ascii_case(token))
-        };
-        let keep_alive = match request.version {
-            Some(1) => !has_token("close"),
-            _ => has_token("keep-alive"),
-        };
-        let expect_continue = head
-            .values("Expect")
-            .any(|v| v.eq_ignore_ascii_case("100-continue"));
-        head.keep_alive = keep_alive;
-        head.expect_continue = expect_continue;
-        Ok(head)
+        (text, method, target, headers)
     }
 
     /// The body framing (RFC 9112 §6.3): chunked only as the one transfer coding, never beside
@@ -313,7 +356,8 @@ impl Conn {
                 let mut request = httparse::Request::new(&mut fields);
                 match request.parse(&self.buf[self.start..self.end]) {
                     Ok(httparse::Status::Complete(n)) => {
-                        let head = Head::from_parsed(&request);
+                        let raw = &self.buf[self.start..self.start + n];
+                        let head = Head::from_parsed(&request, raw);
                         self.start += n;
                         return head;
                     }
@@ -754,6 +798,42 @@ mod tests {
             "v".repeat(MAX_HEAD_BYTES)
         );
         assert_eq!(bad(&long), HeadError::TooLarge);
+    }
+
+    fn head_of_bytes(raw: &[u8]) -> Head {
+        let (mut conn, mut client) = pair();
+        client.write_all(raw).unwrap();
+        client.shutdown(Shutdown::Write).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        conn.read_head(deadline, deadline).unwrap()
+    }
+
+    #[test]
+    fn a_head_reads_the_same_whether_or_not_a_value_is_utf8() {
+        // Two requests on one connection: the second head's ranges are into its own text.
+        let (mut conn, mut client) = pair();
+        client
+            .write_all(b"GET /one HTTP/1.1\r\nA:  x y \t\r\nB:\r\n\r\nPOST /two?q HTTP/1.1\r\nC: \xc3\xa9\r\n\r\n")
+            .unwrap();
+        client.shutdown(Shutdown::Write).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let first = conn.read_head(deadline, deadline).unwrap();
+        assert_eq!((first.method(), first.path()), ("GET", "/one"));
+        assert_eq!(first.unique("a"), Some("x y"), "values are trimmed");
+        assert_eq!(first.unique("B"), Some(""));
+        let second = conn.read_head(deadline, deadline).unwrap();
+        assert_eq!((second.method(), second.path()), ("POST", "/two"));
+        assert_eq!(
+            second.unique("c"),
+            Some("\u{e9}"),
+            "UTF-8 in a value is kept"
+        );
+        // Not UTF-8 (a Latin-1 byte in a value): the value is kept lossily, the rest as is.
+        let latin = head_of_bytes(b"GET /l HTTP/1.1\r\nX:  caf\xe9 \r\nY: ok\r\n\r\n");
+        assert_eq!((latin.method(), latin.path()), ("GET", "/l"));
+        assert_eq!(latin.unique("x"), Some("caf\u{fffd}"));
+        assert_eq!(latin.unique("y"), Some("ok"));
+        assert!(latin.keep_alive);
     }
 
     #[test]
