@@ -129,9 +129,13 @@ impl Head {
 
     /// The values of every header field named `name` (ASCII case-insensitive), in order.
     pub(crate) fn values<'h>(&'h self, name: &'h str) -> impl Iterator<Item = &'h str> + 'h {
+        let text = self.text.as_bytes();
         self.headers
             .iter()
-            .filter(move |(field, _)| self.text[field.clone()].eq_ignore_ascii_case(name))
+            .filter(move |(field, _)| {
+                field.len() == name.len()
+                    && text[field.clone()].eq_ignore_ascii_case(name.as_bytes())
+            })
             .map(|(_, value)| &self.text[value.clone()])
     }
 
