@@ -87,8 +87,37 @@ pub struct Response {
 pub enum Outcome {
     /// `result`.
     Result(Value),
+    /// `result`, already written as JSON text (sent as it is).
+    RawResult(RawJson),
     /// `error`.
     Error(RpcError),
+}
+
+/// A JSON value kept as its text (written out as it is, compared as text).
+#[derive(Debug, Clone)]
+pub struct RawJson(Box<RawValue>);
+
+impl RawJson {
+    /// The JSON text of `value`, serialized once.
+    pub fn of<T: Serialize + ?Sized>(value: &T) -> Result<RawJson, serde_json::Error> {
+        serde_json::value::to_raw_value(value).map(RawJson)
+    }
+
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The JSON text as a [`RawValue`] (to write inside another value).
+    pub fn as_raw(&self) -> &RawValue {
+        &self.0
+    }
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &RawJson) -> bool {
+        self.get() == other.get()
+    }
 }
 
 impl Response {
@@ -105,6 +134,7 @@ impl Serialize for Response {
         map.serialize_entry("id", &self.id)?;
         match &self.outcome {
             Outcome::Result(result) => map.serialize_entry("result", result)?,
+            Outcome::RawResult(raw) => map.serialize_entry("result", &raw.0)?,
             Outcome::Error(error) => map.serialize_entry("error", &error.to_json())?,
         }
         map.end()
@@ -138,9 +168,14 @@ impl Serialize for Outgoing {
 
 /// A result response for request `id`.
 pub fn result_response(id: &RequestId, result: Value) -> Response {
+    response_of(id, Outcome::Result(result))
+}
+
+/// A response for request `id` with `outcome`.
+pub fn response_of(id: &RequestId, outcome: Outcome) -> Response {
     Response {
         id: id.clone(),
-        outcome: Outcome::Result(result),
+        outcome,
     }
 }
 

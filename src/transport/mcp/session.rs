@@ -19,7 +19,7 @@ use super::jsonrpc::{
     INVALID_REQUEST, METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION,
 };
 use super::manifest;
-use super::result::call_tool_result;
+use super::result::call_tool_outcome;
 use super::version::{self, SUPPORTED_VERSIONS};
 use crate::gateway::ToolOutput;
 use crate::trace::{TraceContext, TRACEPARENT};
@@ -131,11 +131,11 @@ impl ToolCall {
 
     /// The response carrying the `CallToolResult` of `output`.
     pub fn respond(&self, output: ToolOutput) -> Reply {
-        let mut result = call_tool_result(&self.arguments, output);
-        if self.stateless {
-            result["resultType"] = "complete".into();
+        let outcome = call_tool_outcome(&self.arguments, output, self.stateless);
+        Reply {
+            message: jsonrpc::response_of(&self.id, outcome),
+            http_status: 200,
         }
-        Reply::ok(&self.id, result)
     }
 }
 
