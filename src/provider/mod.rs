@@ -218,9 +218,8 @@ impl Provider {
 
     /// The plugin's process id, which is also its process group id (local operators and tests
     /// only; never shown to plugin_tool callers). After retirement the process is gone.
-    #[cfg_attr(windows, allow(clippy::unnecessary_cast))] // a pid_t on Unix, a u32 on Windows
     pub fn process_id(&self) -> u32 {
-        self.connection.process.pid() as u32
+        self.connection.process.pid()
     }
 
     /// True once the instance was retired (a fatal fault, its exit, or shutdown).
