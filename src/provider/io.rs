@@ -39,7 +39,7 @@ use parking_lot::Mutex;
 
 use super::event::event_channel;
 pub(crate) use super::event::Event;
-use super::event::{EventSender, EventWait, Wake};
+use super::event::{EventSender, Wake};
 use super::process::PluginProcess;
 use super::stderr_ring::{self, Retirement, StderrRing};
 use crate::error::ErrorCode;
@@ -102,7 +102,7 @@ impl WriteGate {
 pub(crate) struct Channels {
     pub(crate) stdin: Arc<ChildStdin>,
     pub(crate) jobs: Sender<WriteJob>,
-    pub(crate) events: EventWait,
+    pub(crate) events: Receiver<Event>,
     pub(crate) gate: Arc<WriteGate>,
     /// Set by the reader when, as it hands over a message, more stdout bytes are already
     /// buffered: something unasked is on its way.

@@ -79,7 +79,6 @@ use io::{Event, IdleWatch, ThreadSet};
 use process::PluginProcess;
 use session::{into_result, Session};
 use stderr_ring::Retirement;
-use stdout_buffer::Stdout;
 
 /// Largest serialized call arguments.
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
@@ -461,7 +460,8 @@ impl Connection {
             return Err(stdio_failed(&process));
         };
         let ring = Arc::new(Mutex::new(StderrRing::new()));
-        let (path, response) = match imp::ResponsePath::open(Stdout::new(stdout)) {
+        #[allow(clippy::useless_conversion)] // to a descriptor on Unix, none on Windows
+        let (path, response) = match imp::ResponsePath::open(stdout.into()) {
             Ok(opened) => opened,
             Err(_) => return Err(stdio_failed(&process)),
         };

@@ -20,7 +20,7 @@ use std::io::{self, ErrorKind};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
-use crossbeam_channel::RecvTimeoutError;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 use parking_lot::{Mutex, MutexGuard};
 
 use std::mem::ManuallyDrop;
@@ -28,7 +28,7 @@ use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
 use super::kick::Kicker;
-use crate::provider::event::{Event, EventWait};
+use crate::provider::event::Event;
 use crate::provider::io::set_nonblocking;
 use crate::provider::stdout_buffer::{stdout_lines, Stdout, StdoutLines};
 
@@ -170,7 +170,7 @@ impl StdoutPort {
             // watches (kicks this request at its deadline, re-arms stdout once requests
             // stop).
             state.reader_sleeps_armed = false;
-            self.raise_wake();
+            self.wake.raise();
         }
         state.requests = state.requests.wrapping_add(1);
         Some(Held {
@@ -250,7 +250,7 @@ impl StdoutPort {
     /// grace is kicked then by the reader thread, woken here to look at that moment.
     pub(crate) fn plugin_exited(&self) {
         if self.kicker.as_ref().is_some_and(|kicker| kicker.exited()) {
-            self.raise_wake();
+            self.wake.raise();
         }
     }
 
@@ -322,10 +322,6 @@ impl StdoutPort {
         }
         Ok(())
     }
-
-    fn raise_wake(&self) {
-        self.wake.raise();
-    }
 }
 
 /// Stdout taken over by the caller for one request; handed back on drop.
@@ -349,7 +345,7 @@ impl<'a> Held<'a> {
     #[inline]
     pub(crate) fn sleep_in_read(&self, kicker: &Kicker, until: Instant) {
         if kicker.sleep(until) {
-            self.port.raise_wake();
+            self.port.wake.raise();
         }
     }
 
@@ -363,14 +359,14 @@ impl<'a> Held<'a> {
     /// wakes the reader thread, which ends.
     pub(crate) fn end(&mut self) {
         self.state.end();
-        self.port.raise_wake();
+        self.port.wake.raise();
     }
 
     /// Sleeps until stdout is readable (`Ok(None)`) or an event is queued, until `until`.
     #[inline]
     pub(crate) fn wait(
         &self,
-        events: &EventWait,
+        events: &Receiver<Event>,
         wake: &super::Wake,
         until: Instant,
     ) -> Result<Option<Event>, RecvTimeoutError> {
@@ -383,7 +379,7 @@ impl Drop for Held<'_> {
         // SAFETY: the guard is dropped exactly once, here, and not used afterwards.
         unsafe { ManuallyDrop::drop(&mut self.state) };
         if self.port.reader_waits.swap(0, Ordering::SeqCst) == WAITS_FOR_END {
-            self.port.raise_wake();
+            self.port.wake.raise();
         }
     }
 }
