@@ -12,10 +12,9 @@ use shared_child::SharedChild;
 use super::PluginProcess;
 use crate::spawn::{spawn_tied, wait_exit_noreap};
 
-/// The plugin's process group.
+/// The plugin's process group (its id is the leader's pid).
 #[derive(Debug)]
 pub(super) struct Tree {
-    pgid: libc::pid_t,
     /// True once the leader was reaped. Group kills and the reap both hold this lock, so no
     /// signal is ever sent to the group id after the leader was reaped (it may be reused then).
     reaped: Mutex<bool>,
@@ -26,13 +25,17 @@ pub(super) fn spawn(mut command: Command) -> io::Result<(SharedChild, Tree)> {
     command.process_group(0);
     let child = SharedChild::new(spawn_tied(command)?)?;
     let tree = Tree {
-        pgid: child.id() as libc::pid_t,
         reaped: Mutex::new(false),
     };
     Ok((child, tree))
 }
 
 impl PluginProcess {
+    /// The process group id: the leader's pid.
+    fn pgid(&self) -> libc::pid_t {
+        self.child.id() as libc::pid_t
+    }
+
     /// SIGKILL to the process group, then to the leader through `SharedChild`; both are no-ops
     /// once the leader was reaped, so a reused group id or PID is never signalled.
     pub(super) fn kill_tree(&self) {
@@ -41,7 +44,7 @@ impl PluginProcess {
             // SAFETY: plain syscall; the leader is not reaped (checked under the lock), so the
             // group id cannot have been reused.
             unsafe {
-                libc::kill(-self.tree.pgid, libc::SIGKILL);
+                libc::kill(-self.pgid(), libc::SIGKILL);
             }
         }
         drop(reaped);
@@ -57,7 +60,7 @@ impl PluginProcess {
         }
         // SAFETY: the leader is not reaped yet (it is a zombie at most), so the group id is ours.
         unsafe {
-            libc::kill(-self.tree.pgid, libc::SIGKILL);
+            libc::kill(-self.pgid(), libc::SIGKILL);
         }
         match self.child.try_wait() {
             Ok(Some(_)) => {
@@ -74,7 +77,7 @@ impl PluginProcess {
 
     /// Blocks until the leader has exited, without reaping it.
     pub(crate) fn wait_exit(&self) {
-        wait_exit_noreap(self.tree.pgid);
+        wait_exit_noreap(self.pgid());
     }
 
     /// Reaps the leader (killed before) and waits, bounded by `deadline`, until no process of
@@ -101,7 +104,7 @@ impl PluginProcess {
         let mut pause = Duration::from_millis(1);
         loop {
             // SAFETY: signal 0 sends nothing; it only checks whether the group has members.
-            let alive = unsafe { libc::kill(-self.tree.pgid, 0) } == 0;
+            let alive = unsafe { libc::kill(-self.pgid(), 0) } == 0;
             if !alive {
                 return;
             }
