@@ -9,25 +9,13 @@
 //!                                      └── stderr drain        (process exit, via a pidfd)
 //!  StderrRing  ◄────────────────────────── stderr drain ◄── stderr
 //! ```
-//! stdin is non-blocking. The coordinator writes a frame itself when the pipe has room (the
-//! common case: no hand-off on the success path) and gives the writer only what did not fit;
-//! the writer then waits for the pipe with `poll(2)` and a blocked write never holds the caller
-//! past its deadline. The writer reports only failures: a response proves the write. Every
-//! thread ends on its own once its pipe closes or its channel peer is dropped; none spins or
-//! sleeps.
-//!
-//! On Linux the reader reads stdout only while no request holds it: a request takes stdout over
-//! and reads its response itself (`super::direct`), so the reader's hand-over is off the path of
-//! a call. The diagram shows the portable path every other system takes (`super::portable`).
-//!
-//! The reader checks each stdout line (length, UTF-8, no BOM) and hands over its text; the
-//! coordinator parses it. The decoded response is then allocated by the thread that frees it
-//! (with glibc, a value allocated by the reader and freed by the caller goes back to the
-//! reader's malloc arena under its lock on every call; see docs/DECISIONS.md), and the text
-//! buffer goes back to the reader for the next line, so the reader allocates nothing per line.
-//!
-//! On Windows anonymous pipes have no non-blocking writes and no `poll(2)`: the writer thread
-//! takes every frame, and a waiter thread watches the process handle (`windows`).
+//! The writer reports only failures: a response proves the write. Every thread ends on its own
+//! once its pipe closes or its channel peer is dropped; none spins or sleeps. The reader checks
+//! each line and hands over its text, which the coordinator parses, and gets the buffer back
+//! (docs/DECISIONS.md 1.1–1.3, 1.20). On Linux a request reads its response itself
+//! (`super::direct`); the diagram is the portable path (`super::portable`). Windows pipes have
+//! no non-blocking write and no `poll(2)`: the writer takes every frame, and a waiter thread
+//! watches the process handle (`windows`).
 
 use std::io::{ErrorKind, Read, Write};
 use std::process::{ChildStderr, ChildStdin};

@@ -1,31 +1,21 @@
 //! One plugin process: spawn, admission, calls and termination.
 //!
-//! # The problem
 //! A plugin is a separate program on the other end of two pipes. It can stop reading, stop
 //! answering, answer garbage, flood stderr, die halfway or leave grandchildren behind, and the
 //! caller must still learn, within its deadline, whether its request may have taken effect.
 //!
-//! # The mechanism
-//! Each [`Provider`] runs its plugin in a new process group with three named threads: a writer,
-//! a stdout reader, and a stderr drain (into a bounded [`StderrRing`]) that also judges the
-//! plugin's exit by wait status through a pidfd (a fourth, waiter thread where the kernel has no
-//! pidfd). The calling thread is the coordinator: it takes the session with a try-lock
-//! (a second caller gets `plugin_provider_busy`), arms one deadline before encoding, queues the
-//! frame and waits for one event (on Linux it reads the response from stdout itself, see
-//! `direct`; elsewhere it blocks on the event channel, see `portable`: one response path per
-//! platform, chosen at compile time). Every failure is classified by one pure function
-//! (`fault`; see [`crate::Dispatch`]): a frame the writer provably never claimed is
-//! `not_started`; once it may have been written, a tools/call failure is `outcome_unknown` and
-//! the instance is retired (its whole process group is killed), in one place
-//! (`Connection::settle`). A retired instance is never respawned; only a reload makes a new one.
-//! As soon as the plugin has exited, for whatever reason, the exit watch retires the instance,
-//! kills what is left of its group and reaps it: no zombie waits for a reload or shutdown.
-//! On Linux plugins are spawned with a parent-death signal, so they die with a SIGKILLed host.
+//! Each [`Provider`] runs its plugin in a process group of its own (a Job Object on Windows,
+//! `process`) with a writer, a stdout reader and a stderr drain that also watches the exit
+//! (`io`). The calling thread is the coordinator (`session`): it takes the session with a
+//! try-lock (a second caller gets `plugin_provider_busy`), arms one deadline before encoding
+//! and waits on this build's response path (`direct` on Linux, `portable` elsewhere). One pure
+//! function classifies every failure (`fault`); a failure that may leave the connection out of
+//! step retires the instance, in one place (`Connection::settle`), and a retired instance is
+//! never respawned. The exit watch retires and reaps an exited plugin at once.
 //!
-//! # Caveats
-//! Grandchildren that leave the process group (`setsid`) escape the group kill, and the
-//! parent-death signal is not inherited by grandchildren. Termination waits at most one second
-//! for the group to empty; zombies reparented to init are reaped by init.
+//! Caveats (docs/DECISIONS.md 1.9, 1.17): grandchildren that leave the process group (`setsid`)
+//! escape the group kill and do not inherit the parent-death signal; termination waits at most
+//! [`TERMINATION_BOUND`] for the group to empty.
 
 #[cfg(all(target_os = "linux", not(feature = "portable-wait")))]
 mod direct;

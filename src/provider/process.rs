@@ -1,15 +1,9 @@
-//! Spawning the plugin in its own process group and terminating the whole tree.
+//! Spawning the plugin in a tree of its own and terminating the whole tree.
 //!
-//! The kill path never takes the session lock: a writer blocked in `write(2)` holds no lock
-//! that termination needs. The group is signalled only while the leader is not yet reaped (exit
-//! is watched through a pidfd or `waitid(WNOWAIT)`, neither of which reaps; the reap and every
-//! group kill share one small lock), so the group id cannot have been reused. The exit watch
-//! reaps the leader as soon as it has exited, so a retired plugin never lingers as a zombie.
-//!
-//! On Windows the tree is a Job Object instead of a process group (`windows`).
-//!
-//! Each retirement is counted process-wide by reason for operators (the admin listener's
-//! metrics, [`retirement_counts`]): an instance counts once, under the reason that retired it
+//! The tree is a process group on Unix (`unix`: signalled only while the leader is not reaped,
+//! so its id cannot have been reused) and a Job Object on Windows (`windows`). The kill path
+//! never takes the session lock. Each retirement is counted process-wide by reason for
+//! operators ([`retirement_counts`]): an instance counts once, under the reason that retired it
 //! first.
 
 use std::io;

@@ -1,14 +1,9 @@
 //! The deadline-driven coordinator: one request at a time, one total budget per request.
 //!
 //! The budget's clock starts before encoding and covers the unsolicited-output check, queue
-//! admission, write + flush and the response wait. How the response is waited for is the
-//! response path's (`super::imp`, chosen at compile time), which drives the phases here: on
-//! Linux the caller reads it from stdout itself (`super::direct`), elsewhere it blocks on the
-//! event channel (`super::portable`). No polling loop, no sleeps.
-//!
-//! The I/O here never picks an error code: a request that ends without a response envelope
-//! returns a typed [`Fault`], which `super::fault::classify` turns into the code, the dispatch
-//! and whether the instance is retired.
+//! admission, write and the response wait, which the response path (`super::imp`) drives. The
+//! I/O here never picks an error code: a request that ends without a response envelope returns
+//! a typed [`Fault`] for `super::fault::classify`.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

@@ -1,12 +1,8 @@
 //! The read buffer under the plugin's stdout line reader ([`StdoutLines`]).
 //!
-//! `std::io::BufReader` zero-fills its whole buffer before the first read when the reader under
-//! it implements only `Read::read` (stable Rust cannot hand uninitialized memory to `read`): with
-//! the 64 KiB stdout buffer that is 64 KiB of resident memory per provider from its first
-//! response on, idle or not. On Unix [`StdoutBuffer`] reads with `read(2)` straight into
-//! uninitialized memory instead, so a provider keeps resident only the pages its reads reached.
-//! On Windows stdout is the process's `ChildStdout`, which `BufReader` already fills without
-//! zeroing.
+//! On Unix it is filled by `read(2)` straight into uninitialized memory, so a provider keeps
+//! resident only the pages its reads reached (`std::io::BufReader` would zero-fill 64 KiB);
+//! Windows keeps `BufReader` over `ChildStdout` (docs/DECISIONS.md 1.22).
 
 #[cfg(unix)]
 use std::os::fd::OwnedFd;

@@ -1,16 +1,10 @@
 //! The Linux response path: the caller reads its response from stdout itself.
 //!
-//! Chosen at compile time (`imp` in `super`): this module on Linux, `super::portable` on every
-//! other system and under the test-only `portable-wait` feature. During a request the caller
-//! takes stdout over ([`port`]) and reads the response line itself, so the plugin's write wakes
-//! the caller and no other thread. It sleeps in a plain blocking `read(2)` where it can
-//! ([`kick`]: the other reasons to stop waiting write one byte into the pipe), else in `poll(2)`
-//! on stdout and an eventfd the senders raise ([`wait_direct`]): where `/proc` cannot
-//! reopen stdout, and while part of the frame waits in the writer thread (whose failure, or
-//! whose untouched frame at the deadline, ends the request without retiring the connection, so
-//! no kick byte may be left in the pipe). A request that cannot take stdout over (the reader
-//! holds a line it cannot queue) or that asked for the opt-in spin waits on the event channel
-//! as the portable path does, with the reader thread reading.
+//! During a request the caller takes stdout over ([`port`]) and reads the response line, so the
+//! plugin's write wakes the caller and no other thread. It sleeps in a blocking `read(2)` where
+//! it can ([`kick`]), else in `poll(2)` on stdout and an eventfd the senders raise
+//! ([`wait_direct`]). A request that cannot take stdout over, or that spins, waits on the event
+//! channel as the portable path does (docs/DECISIONS.md 1.21, 1.24, 1.26).
 
 mod kick;
 mod port;

@@ -2,19 +2,9 @@
 //!
 //! stdout is non-blocking and its line reader sits behind one mutex: whoever reads holds it.
 //! Between requests the reader thread sleeps in `epoll_wait` on stdout (while armed) and a wake
-//! descriptor, and reads whatever the plugin writes unasked. A request takes the mutex
-//! ([`StdoutPort::take`]; the reader holds it only while it reads, never while it waits),
-//! disarms stdout in the reader's set (`epoll_ctl` changes another thread's wait set without
-//! waking it), reads its response itself (`super::kick`, `super::wait_direct`) and lets go on
-//! [`Held`]'s drop: the call costs the two wake-ups of a plain pipe round trip, not three.
-//!
-//! stdout is re-armed lazily, so a stream of requests pays no `epoll_ctl` each: while requests
-//! keep coming the reader looks every [`REARM_AFTER`] (reading what is there: unasked output,
-//! the end of stdout), and re-arms stdout and sleeps for good once a whole period passed
-//! without one. A request that finds the reader holding a line it cannot queue (the event
-//! channel is full), or that spins, takes the event channel and arms stdout for the reader
-//! first ([`StdoutPort::arm_for_reader`]). After a read fault the caller ends reading
-//! ([`Held::end`]): stdout closes and the wake descriptor tells the reader to end.
+//! descriptor; a request takes the mutex ([`StdoutPort::take`]), disarms stdout in the reader's
+//! set and lets go on [`Held`]'s drop. stdout is re-armed lazily, a [`REARM_AFTER`] period after
+//! the last request (docs/DECISIONS.md 1.21).
 
 use std::io::{self, ErrorKind};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
