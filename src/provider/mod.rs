@@ -75,10 +75,8 @@ pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 /// How long termination may wait for the process group to empty.
 pub const TERMINATION_BOUND: Duration = Duration::from_secs(1);
 
-/// The response path this build was compiled with (for tests and measurements): `direct`
-/// (Linux: the caller reads the response from stdout itself) or `portable` (every other
-/// system, and Linux with the test-only `portable-wait` feature: the reader thread reads, the
-/// caller blocks on the event channel).
+/// The response path this build was compiled with (for tests and measurements): `direct` or
+/// `portable`.
 #[cfg(any(test, feature = "internals"))]
 pub fn response_wait_mode() -> &'static str {
     imp::NAME
@@ -394,18 +392,12 @@ fn stopping() -> Error {
 /// input schema. Failures are `plugin_arguments_schema_invalid` / not_started.
 fn validate_arguments(tool: &Tool, arguments: &Value) -> Result<(), Error> {
     let invalid = |message: String| Error::not_started(ErrorCode::ArgumentsSchemaInvalid, message);
-    match check_json_bounds_sized(arguments, MAX_ARGUMENTS_BYTES) {
-        Ok(_) => {}
-        Err(JsonBoundsError::TooLarge) => {
-            return Err(invalid("arguments exceed 64 KiB when serialized".into()))
-        }
-        Err(_) => {
-            return Err(invalid(
-                "arguments exceed the JSON bounds (depth 16, 4096 values, 512 KiB strings, 1024-byte keys)"
-                    .into(),
-            ))
-        }
-    }
+    check_json_bounds_sized(arguments, MAX_ARGUMENTS_BYTES).map_err(|bound| {
+        invalid(match bound {
+            JsonBoundsError::TooLarge => "arguments exceed 64 KiB when serialized".into(),
+            _ => "arguments exceed the JSON bounds (depth 16, 4096 values, 512 KiB strings, 1024-byte keys)".into(),
+        })
+    })?;
     tool.input_schema().check(arguments).map_err(|mismatch| {
         let at = if mismatch.path.is_empty() {
             "the arguments".to_string()
@@ -422,17 +414,13 @@ fn validate_arguments(tool: &Tool, arguments: &Value) -> Result<(), Error> {
 impl Connection {
     fn open(id: &str, launch: &LaunchSpec) -> Result<Connection, Error> {
         let process = PluginProcess::spawn(launch).map_err(|e| {
-            Error::not_started(
-                ErrorCode::SpawnFailed,
-                match e.raw_os_error() {
-                    Some(os) => format!(
-                        "the plugin process could not be started ({}, os error {os})",
-                        e.kind()
-                    ),
-                    None => format!("the plugin process could not be started ({})", e.kind()),
-                },
-            )
-            .in_phase(Phase::Spawn)
+            let os = e.raw_os_error().map(|os| format!(", os error {os}"));
+            let message = format!(
+                "the plugin process could not be started ({}{})",
+                e.kind(),
+                os.unwrap_or_default()
+            );
+            Error::not_started(ErrorCode::SpawnFailed, message).in_phase(Phase::Spawn)
         })?;
         let process = Arc::new(process);
         let stdio_failed = |process: &PluginProcess| {
@@ -451,12 +439,10 @@ impl Connection {
         };
         let ring = Arc::new(Mutex::new(StderrRing::new()));
         #[allow(clippy::useless_conversion)] // to a descriptor on Unix, none on Windows
-        let (path, response) = match imp::ResponsePath::open(stdout.into()) {
-            Ok(opened) => opened,
-            Err(_) => return Err(stdio_failed(&process)),
-        };
+        let (path, response) =
+            imp::ResponsePath::open(stdout.into()).map_err(|_| stdio_failed(&process))?;
         let idle = Arc::new(IdleWatch::new(id));
-        let (channels, stop, threads) = match io::start(
+        let (channels, stop, threads) = io::start(
             id,
             &process,
             stdin,
@@ -464,10 +450,8 @@ impl Connection {
             stderr,
             ring.clone(),
             idle.clone(),
-        ) {
-            Ok(started) => started,
-            Err(_) => return Err(stdio_failed(&process)),
-        };
+        )
+        .map_err(|_| stdio_failed(&process))?;
         Ok(Connection {
             process,
             ring,
@@ -485,10 +469,7 @@ impl Connection {
     fn admit(&self, timeout: Duration) -> Result<FrozenCatalog, Error> {
         let mut guard = self.session.lock();
         let session = guard.as_mut().ok_or_else(stopping)?;
-        let admitted = Connection::admit_on(|kind, encode| {
-            let deadline = Instant::now() + timeout;
-            self.round_trip(session, kind, deadline, Duration::ZERO, encode)
-        });
+        let admitted = self.admit_on(session, timeout);
         self.settle(admitted)
     }
 
@@ -508,21 +489,24 @@ impl Connection {
             .map_err(|fault| classify(kind, fault).into_error())
     }
 
-    /// initialize → tools/list → validate → freeze, each request sent by `send`.
-    fn admit_on(
-        mut send: impl FnMut(
-            RequestKind,
-            &dyn Fn(&mut RequestEncoder, &mut Vec<u8>) -> u64,
-        ) -> Result<Envelope, Error>,
-    ) -> Result<FrozenCatalog, Error> {
-        let initialize = send(RequestKind::Admission, &|e, out| e.initialize(out))
+    /// initialize → tools/list → validate → freeze on `session`.
+    fn admit_on(&self, session: &mut Session, timeout: Duration) -> Result<FrozenCatalog, Error> {
+        let mut send = |phase, encode: &dyn Fn(&mut RequestEncoder, &mut Vec<u8>) -> u64| {
+            let deadline = Instant::now() + timeout;
+            self.round_trip(
+                session,
+                RequestKind::Admission,
+                deadline,
+                Duration::ZERO,
+                encode,
+            )
             .and_then(into_result)
-            .map_err(|e| admission_failure(e, Phase::Initialize))?;
+            .map_err(|e| admission_failure(e, phase))
+        };
+        let initialize = send(Phase::Initialize, &|e, out| e.initialize(out))?;
         check_initialize_result(&initialize)
             .map_err(|e| admission_failure(e, Phase::Initialize))?;
-        let tools = send(RequestKind::Admission, &|e, out| e.tools_list(out))
-            .and_then(into_result)
-            .map_err(|e| admission_failure(e, Phase::ToolsList))?;
+        let tools = send(Phase::ToolsList, &|e, out| e.tools_list(out))?;
         admit_tools_list(&tools).map_err(|diagnostic| {
             admission_failure(
                 Error::not_started(

@@ -156,15 +156,14 @@ impl Session {
     #[inline]
     pub(super) fn write_frame(&mut self, deadline: Instant) -> Result<Written, Fault> {
         let frame = &self.frame;
-        let (sent, end) = match write_nonblocking(&self.channels.stdin, frame) {
+        let (written, end) = match write_nonblocking(&self.channels.stdin, frame) {
             WriteOutcome::Done => {
                 return Ok(Written {
                     direct: frame.len(),
                     queued: None,
                 })
             }
-            WriteOutcome::Failed { written: 0 } => (Sent::Nothing, End::WriterFailed),
-            WriteOutcome::Failed { .. } => (Sent::Part, End::WriterFailed),
+            WriteOutcome::Failed { written } => (written, End::WriterFailed),
             WriteOutcome::WouldBlock { written } => {
                 // The rest goes to the writer, which waits for the pipe.
                 self.seq += 1;
@@ -174,28 +173,23 @@ impl Session {
                     seq,
                     frame: frame[written..].to_vec(),
                 };
-                let end = match self.channels.jobs.send_deadline(job, deadline) {
+                match self.channels.jobs.send_deadline(job, deadline) {
                     Ok(()) => {
                         return Ok(Written {
                             direct: written,
                             queued: Some(seq),
                         })
                     }
-                    Err(SendTimeoutError::Timeout(_)) => End::Deadline,
-                    Err(SendTimeoutError::Disconnected(_)) => End::WriterFailed,
-                };
-                let sent = if written > 0 {
-                    Sent::Part
-                } else {
-                    Sent::Nothing
-                };
-                (sent, end)
+                    Err(SendTimeoutError::Timeout(_)) => (written, End::Deadline),
+                    Err(SendTimeoutError::Disconnected(_)) => (written, End::WriterFailed),
+                }
             }
         };
-        if sent == Sent::Nothing {
-            self.encoder.unsend_last();
+        if written > 0 {
+            return Err(Fault::new(Sent::Part, end));
         }
-        Err(Fault::new(sent, end))
+        self.encoder.unsend_last();
+        Err(Fault::new(Sent::Nothing, end))
     }
 
     /// Waits for the response with id `id` (or the event that ends the connection) until
