@@ -69,11 +69,12 @@ impl EventSender {
     /// channel is full: the coordinator has events to read then anyway).
     pub(crate) fn try_send(&self, event: Event) {
         let exit = matches!(event, Event::Exited);
-        match self.events.try_send(event) {
-            Ok(()) => self.notify(exit),
-            // Full: the coordinator has events to read; it must not sleep through them.
-            Err(TrySendError::Full(_)) => self.notify(exit),
-            Err(TrySendError::Disconnected(_)) => {}
+        // Full too: the coordinator has events to read; it must not sleep through them.
+        if !matches!(
+            self.events.try_send(event),
+            Err(TrySendError::Disconnected(_))
+        ) {
+            self.notify(exit);
         }
     }
 

@@ -319,11 +319,8 @@ impl Provider {
     }
 
     /// Opts in to an active wait of up to `spin` for each response before the caller's thread
-    /// blocks (`try_recv` + `yield_now`; zero, the default, always blocks at once).
-    ///
-    /// Trade-off: saves the wake-up of the calling thread when plugins answer within `spin`
-    /// (measured: about 1.5 µs per call on a 2-core machine), at the cost of up to `spin` of CPU
-    /// per call. Idle providers are unaffected: the wait only runs while a request is in flight.
+    /// blocks (`try_recv` + `yield_now`; zero, the default, always blocks at once): it saves a
+    /// wake-up per call at the cost of up to `spin` of CPU (docs/DECISIONS.md 1.12).
     pub fn set_response_spin(&self, spin: Duration) {
         let nanos = u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX);
         self.connection.spin_nanos.store(nanos, Ordering::Relaxed);

@@ -76,11 +76,8 @@ impl Session {
     }
 
     /// One request with every event taken from the event channel (the reader thread reads
-    /// stdout), after the opt-in spin when `spin` is not zero.
-    ///
-    /// Four phases, each its own function: [`Session::ensure_in_step`] (nothing unasked is
-    /// waiting), [`Session::encode_frame`] (encode and bound the line), [`Session::write_frame`]
-    /// (write it here, or hand the rest to the writer) and [`Session::await_response`].
+    /// stdout), after the opt-in spin when `spin` is not zero; its four phases are the four
+    /// functions below.
     pub(super) fn round_trip_channel(
         &mut self,
         deadline: Instant,

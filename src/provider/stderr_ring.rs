@@ -57,11 +57,8 @@ impl StderrRing {
         StderrRing::default()
     }
 
-    /// Maps and appends raw stderr bytes, splitting on LF.
-    ///
-    /// Cost stays low under a flood: when a chunk completes more lines than the ring keeps, the
-    /// lines that would be evicted anyway are skipped without being mapped, and the cut part
-    /// of an overlong line is skipped in one step.
+    /// Maps and appends raw stderr bytes, splitting on LF; lines that would be evicted anyway
+    /// are skipped unmapped (docs/DECISIONS.md 1.13).
     pub fn push_bytes(&mut self, bytes: &[u8]) {
         let mut rest = match start_of_last_lines(bytes, STDERR_MAX_LINES) {
             Some(start) => {

@@ -40,9 +40,7 @@ pub(crate) struct ResponsePath {
 
 impl ResponsePath {
     /// Makes stdout shareable between the reader thread and requests; also returns the
-    /// threads' part: the senders' wake-up, the reader's body, and the exit watch's hook (a
-    /// request still sleeping in a blocking read after the exit grace is kicked then by the
-    /// reader thread).
+    /// threads' part: the senders' wake-up, the reader's body and the exit watch's hook.
     pub(crate) fn open(stdout: Stdout) -> io::Result<(ResponsePath, ResponseThreads)> {
         let port = Arc::new(StdoutPort::new(stdout, STDOUT_BUFFER)?);
         let wake = Arc::new(Wake {
@@ -109,12 +107,9 @@ impl Session {
     /// line, or lines behind the last response); else a fault, nothing sent.
     #[inline]
     fn ensure_nothing_buffered(&mut self, held: &mut Held<'_>) -> Result<(), Fault> {
-        let Some(lines) = held.lines() else {
+        let Some(lines) = held.lines().filter(|lines| has_pending(lines)) else {
             return Ok(());
         };
-        if !has_pending(lines) {
-            return Ok(());
-        }
         let event = match lines.read_response_line_into(&mut self.spare) {
             Ok(line) => Event::Message(line),
             // The rest of an unfinished line.
