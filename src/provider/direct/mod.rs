@@ -138,6 +138,10 @@ impl Session {
         until: Instant,
         may_block: bool,
     ) -> Result<Event, RecvTimeoutError> {
+        if held.lines().is_none() {
+            // Reading ended after a fault or a kick: only the other threads' events are left.
+            return self.channels.events.recv_deadline(until);
+        }
         if let Some(kicker) = held.kicker().filter(|_| may_block) {
             return self.read_event_blocking(held, kicker, until);
         }
@@ -145,11 +149,7 @@ impl Session {
         // first rather than try a read that would fail.
         let mut readable = held.lines().is_some_and(|lines| has_pending(lines));
         loop {
-            let Some(lines) = held.lines() else {
-                // Reading ended after a fault: only the other threads' events are left.
-                return self.channels.events.recv_deadline(until);
-            };
-            if readable {
+            if let Some(lines) = held.lines().filter(|_| readable) {
                 match lines.read_response_line_into(&mut self.spare) {
                     Ok(line) => return Ok(Event::Message(line)),
                     Err(fault) if fault.is_would_block() => {}
@@ -174,10 +174,6 @@ impl Session {
         kicker: &Kicker,
         until: Instant,
     ) -> Result<Event, RecvTimeoutError> {
-        if held.lines().is_none() {
-            // Reading ended after a fault or a kick: only the other threads' events are left.
-            return self.channels.events.recv_deadline(until);
-        }
         if Instant::now() >= until {
             return Err(RecvTimeoutError::Timeout);
         }
