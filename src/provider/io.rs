@@ -138,12 +138,7 @@ pub(crate) fn start(
     idle: Arc<IdleWatch>,
 ) -> std::io::Result<(Channels, EventSender, ThreadSet)> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
-    let ResponseThreads {
-        wake,
-        reader,
-        on_exit,
-    } = response;
-    let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wake);
+    let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, response.wake);
     let gate = Arc::new(WriteGate::default());
     #[cfg(unix)]
     set_nonblocking(std::os::fd::AsRawFd::as_raw_fd(&stdin))?;
@@ -158,7 +153,7 @@ pub(crate) fn start(
     let (spare_lines, spare_rx) = crossbeam_channel::bounded(1);
     let (events, pending) = (event_tx.clone(), more_pending.clone());
     threads.spawn(format!("wc-read-{id}"), READER_STACK, move || {
-        reader(events, pending, spare_rx)
+        (response.reader)(events, pending, spare_rx)
     })?;
     // Exit is judged by wait status. Where the kernel offers a pidfd, the stderr thread watches
     // it beside stderr (three threads per provider); elsewhere a waiter thread blocks until the
@@ -168,7 +163,7 @@ pub(crate) fn start(
         events: event_tx.clone(),
         idle,
         ring: ring.clone(),
-        on_exit,
+        on_exit: response.on_exit,
     };
     let drain = format!("wc-stderr-{id}");
     match imp::exit_pidfd(process) {
