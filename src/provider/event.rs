@@ -1,13 +1,13 @@
 //! What the provider's threads tell its coordinator: one typed message per happening, sent
-//! over the one bounded event channel ([`EventSender`] → [`EventWait`]; see `io` for the
-//! threads). A response path whose caller may sleep elsewhere than on the channel (the Linux
+//! over the one bounded event channel ([`EventSender`] → a plain `Receiver`; see `io` for
+//! the threads). A response path whose caller may sleep elsewhere than on the channel (the Linux
 //! direct read) gives the senders a [`Wake`] to call after each event.
 
 use std::fmt::Debug;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, TrySendError};
+use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use crate::error::ErrorCode;
 use crate::frame::ResponseLine;
@@ -69,11 +69,12 @@ impl EventSender {
     /// channel is full: the coordinator has events to read then anyway).
     pub(crate) fn try_send(&self, event: Event) {
         let exit = matches!(event, Event::Exited);
-        match self.events.try_send(event) {
-            Ok(()) => self.notify(exit),
-            // Full: the coordinator has events to read; it must not sleep through them.
-            Err(TrySendError::Full(_)) => self.notify(exit),
-            Err(TrySendError::Disconnected(_)) => {}
+        // Full too: the coordinator has events to read; it must not sleep through them.
+        if !matches!(
+            self.events.try_send(event),
+            Err(TrySendError::Disconnected(_))
+        ) {
+            self.notify(exit);
         }
     }
 
@@ -85,38 +86,11 @@ impl EventSender {
     }
 }
 
-/// The coordinator's end of the event channel.
-#[derive(Debug)]
-pub(crate) struct EventWait {
-    events: Receiver<Event>,
-}
-
 /// The event channel, bounded to `capacity`, with the response path's wake-up `wake` (if any).
 pub(crate) fn event_channel(
     capacity: usize,
     wake: Option<Arc<dyn Wake>>,
-) -> (EventSender, EventWait) {
+) -> (EventSender, Receiver<Event>) {
     let (tx, rx) = crossbeam_channel::bounded(capacity);
-    (EventSender { events: tx, wake }, EventWait { events: rx })
-}
-
-impl EventWait {
-    /// The next event if one is queued.
-    #[inline]
-    pub(crate) fn try_recv(&self) -> Result<Event, TryRecvError> {
-        self.events.try_recv()
-    }
-
-    /// True when no event is queued: two loads, where a failed `try_recv` costs more than a
-    /// hundred instructions (the check that runs before every request).
-    #[inline]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.events.is_empty()
-    }
-
-    /// Blocking wait for the next event until `until`.
-    #[inline]
-    pub(crate) fn recv_deadline(&self, until: Instant) -> Result<Event, RecvTimeoutError> {
-        self.events.recv_deadline(until)
-    }
+    (EventSender { events: tx, wake }, rx)
 }

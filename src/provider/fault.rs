@@ -1,19 +1,12 @@
 //! Failure classification of one request, as a pure function.
 //!
-//! The request's I/O (`session`, and the response path in `imp`) never picks an error code or
-//! a dispatch: when a request ends without a response envelope it returns a [`Fault`] that
-//! says what happened — how much of the frame may have reached the plugin ([`Sent`]), what was
+//! When a request ends without a response envelope its I/O (`session`, the response path)
+//! returns a [`Fault`]: how much of the frame may have reached the plugin ([`Sent`]), what was
 //! read ([`Read`]) and what ended the request ([`End`]). [`classify`] alone turns that into the
-//! error code, the dispatch (docs/PROTOCOL.md, failure classification) and whether the
-//! instance must be retired; the provider retires it in one place (`Connection::settle`).
-//!
-//! The rules:
-//! - Dispatch: a frame of which provably no byte was written is `not_started`; once any byte
-//!   may have been written, a tools/call is `outcome_unknown` and an admission request
-//!   (initialize, tools/list: no effect) stays `not_started`.
-//! - Retirement: every fault may leave the connection out of step and retires the instance,
-//!   except a deadline that passed before any byte was written.
-//! - Code: what ended the request, or for a line that ended it, what the line was.
+//! error code, the dispatch (docs/PROTOCOL.md, failure classification) and whether the instance
+//! must be retired: `not_started` when provably no byte was written, else `outcome_unknown` for
+//! a tools/call (admission requests have no effect and stay `not_started`); every fault retires
+//! except a deadline before any byte was written (docs/DECISIONS.md 1.27).
 
 use crate::error::{Dispatch, Error, ErrorCode};
 

@@ -9,57 +9,41 @@
 //!                                      └── stderr drain        (process exit, via a pidfd)
 //!  StderrRing  ◄────────────────────────── stderr drain ◄── stderr
 //! ```
-//! stdin is non-blocking. The coordinator writes a frame itself when the pipe has room (the
-//! common case: no hand-off on the success path) and gives the writer only what did not fit;
-//! the writer then waits for the pipe with `poll(2)` and a blocked write never holds the caller
-//! past its deadline. The writer reports only failures: a response proves the write. Every
-//! thread ends on its own once its pipe closes or its channel peer is dropped; none spins or
-//! sleeps.
-//!
-//! On Linux the reader reads stdout only while no request holds it: a request takes stdout over
-//! and reads its response itself (`super::direct`), so the reader's hand-over is off the path of
-//! a call. The diagram shows the portable path every other system takes (`super::portable`).
-//!
-//! The reader checks each stdout line (length, UTF-8, no BOM) and hands over its text; the
-//! coordinator parses it. The decoded response is then allocated by the thread that frees it
-//! (with glibc, a value allocated by the reader and freed by the caller goes back to the
-//! reader's malloc arena under its lock on every call; see docs/DECISIONS.md), and the text
-//! buffer goes back to the reader for the next line, so the reader allocates nothing per line.
-//!
-//! On Windows anonymous pipes have no non-blocking writes and no `poll(2)`: the writer thread
-//! takes every frame, and a waiter thread watches the process handle (`windows`).
+//! The writer reports only failures: a response proves the write. Every thread ends on its own
+//! once its pipe closes or its channel peer is dropped; none spins or sleeps. The reader checks
+//! each line and hands over its text, which the coordinator parses, and gets the buffer back
+//! (docs/DECISIONS.md 1.1–1.3, 1.20). On Linux a request reads its response itself
+//! (`super::direct`); the diagram is the portable path (`super::portable`). Windows pipes have
+//! no non-blocking write and no `poll(2)`: the writer takes every frame, and a waiter thread
+//! watches the process handle (`windows`).
 
-#[cfg(unix)]
 use std::io::{ErrorKind, Read, Write};
-#[cfg(unix)]
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-#[cfg(unix)]
-use std::process::ChildStderr;
-use std::process::ChildStdin;
+use std::process::{ChildStderr, ChildStdin};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-#[cfg(unix)]
-use std::sync::OnceLock;
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
-#[cfg(unix)]
 use super::event::event_channel;
 pub(crate) use super::event::Event;
-use super::event::{EventSender, EventWait, Wake};
+use super::event::{EventSender, Wake};
 use super::process::PluginProcess;
 use super::stderr_ring::{self, Retirement, StderrRing};
 use crate::error::ErrorCode;
 use crate::frame::ResponseLine;
-#[cfg(unix)]
-use crate::spawn::wait_exit_noreap;
 pub(crate) use crate::spawn::ThreadSet;
 
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+use unix as imp;
+#[cfg(unix)]
+pub(crate) use unix::set_nonblocking;
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub(crate) use windows::{start, write_nonblocking};
+use windows as imp;
 
 /// Capacity of the event channel (reader messages beyond it wait in the pipe).
 pub(crate) const EVENT_CAPACITY: usize = 16;
@@ -68,7 +52,6 @@ pub(crate) const EVENT_CAPACITY: usize = 16;
 pub(crate) const RECYCLED_LINE_MAX: usize = 16 * 1024;
 const READER_STACK: usize = 256 * 1024;
 const SMALL_STACK: usize = 64 * 1024;
-#[cfg(unix)]
 const STDERR_CHUNK: usize = 32 * 1024;
 
 /// A frame for the writer. The writer claims it on the shared gate before its first byte.
@@ -107,7 +90,7 @@ impl WriteGate {
 pub(crate) struct Channels {
     pub(crate) stdin: Arc<ChildStdin>,
     pub(crate) jobs: Sender<WriteJob>,
-    pub(crate) events: EventWait,
+    pub(crate) events: Receiver<Event>,
     pub(crate) gate: Arc<WriteGate>,
     /// Set by the reader when, as it hands over a message, more stdout bytes are already
     /// buffered: something unasked is on its way.
@@ -142,14 +125,8 @@ pub(crate) struct ResponseThreads {
     pub(crate) on_exit: ExitHook,
 }
 
-/// The channel of line buffers the coordinator hands back to the reader: at most one waits.
-pub(crate) fn spare_line_channel() -> (Sender<String>, Receiver<String>) {
-    crossbeam_channel::bounded(1)
-}
-
-#[cfg(unix)]
-/// Starts the writer, reader and stderr-drain threads (and a waiter where the kernel has no
-/// pidfd), named after the provider id.
+/// Starts the writer, reader and stderr-drain threads (and a waiter where there is no pidfd to
+/// watch: Windows, kernels before Linux 5.3, other Unix systems), named after the provider id.
 /// Also returns the sender the host uses to announce `Stopping`.
 pub(crate) fn start(
     id: &str,
@@ -161,14 +138,10 @@ pub(crate) fn start(
     idle: Arc<IdleWatch>,
 ) -> std::io::Result<(Channels, EventSender, ThreadSet)> {
     let (job_tx, job_rx) = crossbeam_channel::bounded::<WriteJob>(1);
-    let ResponseThreads {
-        wake,
-        reader,
-        on_exit,
-    } = response;
-    let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, wake);
+    let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, response.wake);
     let gate = Arc::new(WriteGate::default());
-    set_nonblocking(stdin.as_raw_fd())?;
+    #[cfg(unix)]
+    set_nonblocking(std::os::fd::AsRawFd::as_raw_fd(&stdin))?;
     let stdin = Arc::new(stdin);
     let mut threads = ThreadSet::new("provider I/O");
 
@@ -177,30 +150,30 @@ pub(crate) fn start(
         write_loop(writer_stdin, job_rx, writer_gate, events)
     })?;
     let more_pending = Arc::new(AtomicBool::new(false));
-    let (spare_lines, spare_rx) = spare_line_channel();
+    let (spare_lines, spare_rx) = crossbeam_channel::bounded(1);
     let (events, pending) = (event_tx.clone(), more_pending.clone());
     threads.spawn(format!("wc-read-{id}"), READER_STACK, move || {
-        reader(events, pending, spare_rx)
+        (response.reader)(events, pending, spare_rx)
     })?;
     // Exit is judged by wait status. Where the kernel offers a pidfd, the stderr thread watches
-    // it beside stderr (three threads per provider); elsewhere a waiter thread blocks in waitid.
+    // it beside stderr (three threads per provider); elsewhere a waiter thread blocks until the
+    // exit.
     let watch = ExitWatch {
         process: process.clone(),
         events: event_tx.clone(),
         idle,
         ring: ring.clone(),
-        on_exit,
+        on_exit: response.on_exit,
     };
-    match exit_pidfd(process.pid()) {
-        Some(pidfd) => threads.spawn(format!("wc-stderr-{id}"), SMALL_STACK, move || {
+    let drain = format!("wc-stderr-{id}");
+    match imp::exit_pidfd(process) {
+        Some(pidfd) => threads.spawn(drain, SMALL_STACK, move || {
             drain_stderr(stderr, ring, Some((pidfd, watch)))
         })?,
         None => {
-            threads.spawn(format!("wc-stderr-{id}"), SMALL_STACK, move || {
-                drain_stderr(stderr, ring, None)
-            })?;
+            threads.spawn(drain, SMALL_STACK, move || drain_stderr(stderr, ring, None))?;
             threads.spawn(format!("wc-wait-{id}"), SMALL_STACK, move || {
-                wait_exit_noreap(watch.process.pid());
+                watch.process.wait_exit();
                 watch.exited();
             })?;
         }
@@ -217,20 +190,8 @@ pub(crate) fn start(
     Ok((channels, event_tx, threads))
 }
 
-#[cfg(unix)]
-/// Makes the descriptor `fd` non-blocking.
-pub(crate) fn set_nonblocking(fd: RawFd) -> std::io::Result<()> {
-    // SAFETY: fcntl on a descriptor we own.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// How a non-blocking write ended.
 #[derive(Debug, PartialEq, Eq)]
-#[cfg_attr(windows, allow(dead_code))]
 pub(crate) enum WriteOutcome {
     /// Every byte was written.
     Done,
@@ -240,9 +201,21 @@ pub(crate) enum WriteOutcome {
     Failed { written: usize },
 }
 
+/// Writes as much of `frame` as the pipe takes now, without blocking (stdin is non-blocking).
 #[cfg(unix)]
-/// Writes as much of `frame` as the pipe takes now, without blocking.
-pub(crate) fn write_nonblocking(mut stdin: &ChildStdin, frame: &[u8]) -> WriteOutcome {
+pub(crate) fn write_nonblocking(stdin: &ChildStdin, frame: &[u8]) -> WriteOutcome {
+    write_until_blocked(stdin, frame)
+}
+
+/// Anonymous pipes (Windows) cannot be written without the risk of blocking: the coordinator
+/// writes nothing and hands the whole frame to the writer thread.
+#[cfg(windows)]
+pub(crate) fn write_nonblocking(_stdin: &ChildStdin, _frame: &[u8]) -> WriteOutcome {
+    WriteOutcome::WouldBlock { written: 0 }
+}
+
+/// Writes `frame` until it is done, the pipe is full (a non-blocking pipe) or the write fails.
+fn write_until_blocked(mut stdin: &ChildStdin, frame: &[u8]) -> WriteOutcome {
     let mut written = 0;
     while written < frame.len() {
         match stdin.write(&frame[written..]) {
@@ -258,7 +231,8 @@ pub(crate) fn write_nonblocking(mut stdin: &ChildStdin, frame: &[u8]) -> WriteOu
     WriteOutcome::Done
 }
 
-#[cfg(unix)]
+/// The writer thread: writes each job it claims, waiting for the pipe when it is full; reports
+/// failures only.
 fn write_loop(
     stdin: Arc<ChildStdin>,
     jobs: Receiver<WriteJob>,
@@ -271,11 +245,11 @@ fn write_loop(
         }
         let mut written = 0;
         loop {
-            match write_nonblocking(&stdin, &job.frame[written..]) {
+            match write_until_blocked(&stdin, &job.frame[written..]) {
                 WriteOutcome::Done => break,
                 WriteOutcome::WouldBlock { written: n } => {
                     written += n;
-                    poll_forever([stdin.as_raw_fd()], libc::POLLOUT);
+                    imp::wait_writable(&stdin);
                 }
                 WriteOutcome::Failed { written: n } => {
                     let _ = events.send(Event::WriteFailed {
@@ -373,84 +347,21 @@ impl ExitWatch {
 #[cfg_attr(not(unix), allow(dead_code))]
 pub const FORCE_EXIT_WAITER_ENV: &str = "WEBCODEX_PLUGIN_FORCE_EXIT_WAITER";
 
-#[cfg(unix)]
-/// True when [`FORCE_EXIT_WAITER_ENV`] is `1`.
-fn exit_waiter_forced() -> bool {
-    static FORCED: OnceLock<bool> = OnceLock::new();
-    *FORCED.get_or_init(|| std::env::var_os(FORCE_EXIT_WAITER_ENV).is_some_and(|v| v == "1"))
-}
-
-#[cfg(unix)]
-/// A pidfd to watch the plugin's exit, unless the waiter thread is forced.
-fn exit_pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
-    if exit_waiter_forced() {
-        None
-    } else {
-        open_pidfd(pid)
-    }
-}
-
-/// Other systems have no pidfd: the waiter thread watches the exit.
-#[cfg(all(unix, not(target_os = "linux")))]
-fn open_pidfd(_pid: libc::pid_t) -> Option<OwnedFd> {
-    None
-}
-
-/// A pidfd for `pid` (Linux 5.3+), readable once the process has exited; it never reaps.
-#[cfg(target_os = "linux")]
-fn open_pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: the descriptor was just created and is owned by nobody else.
-    Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
-}
-
-#[cfg(unix)]
-/// Blocks in `poll(2)` until one of `fds` has `events` (or hung up, or failed); returns their
-/// `revents`.
-fn poll_forever<const N: usize>(fds: [RawFd; N], events: libc::c_short) -> [libc::c_short; N] {
-    let mut polled = fds.map(|fd| libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    });
-    // SAFETY: `polled` is a valid array of pollfd; an infinite timeout is a blocking wait.
-    while unsafe { libc::poll(polled.as_mut_ptr(), N as libc::nfds_t, -1) } < 0 {
-        if std::io::Error::last_os_error().kind() != ErrorKind::Interrupted {
-            break;
-        }
-    }
-    polled.map(|p| p.revents)
-}
-
-#[cfg(unix)]
 /// Drains stderr into the ring until EOF and, when given a pidfd, reports the plugin's exit.
 /// Ends once stderr is closed and the exit (if watched) was reported.
 fn drain_stderr(
     mut stderr: ChildStderr,
     ring: Arc<Mutex<StderrRing>>,
-    mut exit: Option<(OwnedFd, ExitWatch)>,
+    mut exit: Option<(imp::ExitFd, ExitWatch)>,
 ) {
     // A quiet plugin costs a small stack buffer; a large one is allocated once a read fills it.
     let mut small = [0u8; 1024];
     let mut large: Vec<u8> = Vec::new();
     let mut stderr_open = true;
     while stderr_open || exit.is_some() {
-        let (stderr_ready, exited) = match (&exit, stderr_open) {
-            (Some((pidfd, _)), true) => {
-                let [err, pid] =
-                    poll_forever([stderr.as_raw_fd(), pidfd.as_raw_fd()], libc::POLLIN);
-                (err != 0, pid != 0)
-            }
-            (Some((pidfd, _)), false) => (
-                false,
-                poll_forever([pidfd.as_raw_fd()], libc::POLLIN)[0] != 0,
-            ),
-            (None, _) => (true, false),
+        let (stderr_ready, exited) = match &exit {
+            Some((pidfd, _)) => imp::wait_stderr_or_exit(&stderr, stderr_open, pidfd),
+            None => (true, false),
         };
         if exited {
             if let Some((_, watch)) = exit.take() {

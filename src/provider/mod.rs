@@ -1,31 +1,21 @@
 //! One plugin process: spawn, admission, calls and termination.
 //!
-//! # The problem
 //! A plugin is a separate program on the other end of two pipes. It can stop reading, stop
 //! answering, answer garbage, flood stderr, die halfway or leave grandchildren behind, and the
 //! caller must still learn, within its deadline, whether its request may have taken effect.
 //!
-//! # The mechanism
-//! Each [`Provider`] runs its plugin in a new process group with three named threads: a writer,
-//! a stdout reader, and a stderr drain (into a bounded [`StderrRing`]) that also judges the
-//! plugin's exit by wait status through a pidfd (a fourth, waiter thread where the kernel has no
-//! pidfd). The calling thread is the coordinator: it takes the session with a try-lock
-//! (a second caller gets `plugin_provider_busy`), arms one deadline before encoding, queues the
-//! frame and waits for one event (on Linux it reads the response from stdout itself, see
-//! `direct`; elsewhere it blocks on the event channel, see `portable`: one response path per
-//! platform, chosen at compile time). Every failure is classified by one pure function
-//! (`fault`; see [`crate::Dispatch`]): a frame the writer provably never claimed is
-//! `not_started`; once it may have been written, a tools/call failure is `outcome_unknown` and
-//! the instance is retired (its whole process group is killed), in one place
-//! (`Connection::settle`). A retired instance is never respawned; only a reload makes a new one.
-//! As soon as the plugin has exited, for whatever reason, the exit watch retires the instance,
-//! kills what is left of its group and reaps it: no zombie waits for a reload or shutdown.
-//! On Linux plugins are spawned with a parent-death signal, so they die with a SIGKILLed host.
+//! Each [`Provider`] runs its plugin in a process group of its own (a Job Object on Windows,
+//! `process`) with a writer, a stdout reader and a stderr drain that also watches the exit
+//! (`io`). The calling thread is the coordinator (`session`): it takes the session with a
+//! try-lock (a second caller gets `plugin_provider_busy`), arms one deadline before encoding
+//! and waits on this build's response path (`direct` on Linux, `portable` elsewhere). One pure
+//! function classifies every failure (`fault`); a failure that may leave the connection out of
+//! step retires the instance, in one place (`Connection::settle`), and a retired instance is
+//! never respawned. The exit watch retires and reaps an exited plugin at once.
 //!
-//! # Caveats
-//! Grandchildren that leave the process group (`setsid`) escape the group kill, and the
-//! parent-death signal is not inherited by grandchildren. Termination waits at most one second
-//! for the group to empty; zombies reparented to init are reaped by init.
+//! Caveats (docs/DECISIONS.md 1.9, 1.17): grandchildren that leave the process group (`setsid`)
+//! escape the group kill and do not inherit the parent-death signal; termination waits at most
+//! [`TERMINATION_BOUND`] for the group to empty.
 
 #[cfg(all(target_os = "linux", not(feature = "portable-wait")))]
 mod direct;
@@ -79,17 +69,14 @@ use io::{Event, IdleWatch, ThreadSet};
 use process::PluginProcess;
 use session::{into_result, Session};
 use stderr_ring::Retirement;
-use stdout_buffer::Stdout;
 
 /// Largest serialized call arguments.
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 /// How long termination may wait for the process group to empty.
 pub const TERMINATION_BOUND: Duration = Duration::from_secs(1);
 
-/// The response path this build was compiled with (for tests and measurements): `direct`
-/// (Linux: the caller reads the response from stdout itself) or `portable` (every other
-/// system, and Linux with the test-only `portable-wait` feature: the reader thread reads, the
-/// caller blocks on the event channel).
+/// The response path this build was compiled with (for tests and measurements): `direct` or
+/// `portable`.
 #[cfg(any(test, feature = "internals"))]
 pub fn response_wait_mode() -> &'static str {
     imp::NAME
@@ -218,9 +205,8 @@ impl Provider {
 
     /// The plugin's process id, which is also its process group id (local operators and tests
     /// only; never shown to plugin_tool callers). After retirement the process is gone.
-    #[cfg_attr(windows, allow(clippy::unnecessary_cast))] // a pid_t on Unix, a u32 on Windows
     pub fn process_id(&self) -> u32 {
-        self.connection.process.pid() as u32
+        self.connection.process.pid()
     }
 
     /// True once the instance was retired (a fatal fault, its exit, or shutdown).
@@ -333,11 +319,8 @@ impl Provider {
     }
 
     /// Opts in to an active wait of up to `spin` for each response before the caller's thread
-    /// blocks (`try_recv` + `yield_now`; zero, the default, always blocks at once).
-    ///
-    /// Trade-off: saves the wake-up of the calling thread when plugins answer within `spin`
-    /// (measured: about 1.5 µs per call on a 2-core machine), at the cost of up to `spin` of CPU
-    /// per call. Idle providers are unaffected: the wait only runs while a request is in flight.
+    /// blocks (`try_recv` + `yield_now`; zero, the default, always blocks at once): it saves a
+    /// wake-up per call at the cost of up to `spin` of CPU (docs/DECISIONS.md 1.12).
     pub fn set_response_spin(&self, spin: Duration) {
         let nanos = u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX);
         self.connection.spin_nanos.store(nanos, Ordering::Relaxed);
@@ -406,18 +389,12 @@ fn stopping() -> Error {
 /// input schema. Failures are `plugin_arguments_schema_invalid` / not_started.
 fn validate_arguments(tool: &Tool, arguments: &Value) -> Result<(), Error> {
     let invalid = |message: String| Error::not_started(ErrorCode::ArgumentsSchemaInvalid, message);
-    match check_json_bounds_sized(arguments, MAX_ARGUMENTS_BYTES) {
-        Ok(_) => {}
-        Err(JsonBoundsError::TooLarge) => {
-            return Err(invalid("arguments exceed 64 KiB when serialized".into()))
-        }
-        Err(_) => {
-            return Err(invalid(
-                "arguments exceed the JSON bounds (depth 16, 4096 values, 512 KiB strings, 1024-byte keys)"
-                    .into(),
-            ))
-        }
-    }
+    check_json_bounds_sized(arguments, MAX_ARGUMENTS_BYTES).map_err(|bound| {
+        invalid(match bound {
+            JsonBoundsError::TooLarge => "arguments exceed 64 KiB when serialized".into(),
+            _ => "arguments exceed the JSON bounds (depth 16, 4096 values, 512 KiB strings, 1024-byte keys)".into(),
+        })
+    })?;
     tool.input_schema().check(arguments).map_err(|mismatch| {
         let at = if mismatch.path.is_empty() {
             "the arguments".to_string()
@@ -434,17 +411,13 @@ fn validate_arguments(tool: &Tool, arguments: &Value) -> Result<(), Error> {
 impl Connection {
     fn open(id: &str, launch: &LaunchSpec) -> Result<Connection, Error> {
         let process = PluginProcess::spawn(launch).map_err(|e| {
-            Error::not_started(
-                ErrorCode::SpawnFailed,
-                match e.raw_os_error() {
-                    Some(os) => format!(
-                        "the plugin process could not be started ({}, os error {os})",
-                        e.kind()
-                    ),
-                    None => format!("the plugin process could not be started ({})", e.kind()),
-                },
-            )
-            .in_phase(Phase::Spawn)
+            let os = e.raw_os_error().map(|os| format!(", os error {os}"));
+            let message = format!(
+                "the plugin process could not be started ({}{})",
+                e.kind(),
+                os.unwrap_or_default()
+            );
+            Error::not_started(ErrorCode::SpawnFailed, message).in_phase(Phase::Spawn)
         })?;
         let process = Arc::new(process);
         let stdio_failed = |process: &PluginProcess| {
@@ -462,12 +435,11 @@ impl Connection {
             return Err(stdio_failed(&process));
         };
         let ring = Arc::new(Mutex::new(StderrRing::new()));
-        let (path, response) = match imp::ResponsePath::open(Stdout::new(stdout)) {
-            Ok(opened) => opened,
-            Err(_) => return Err(stdio_failed(&process)),
-        };
+        #[allow(clippy::useless_conversion)] // to a descriptor on Unix, none on Windows
+        let (path, response) =
+            imp::ResponsePath::open(stdout.into()).map_err(|_| stdio_failed(&process))?;
         let idle = Arc::new(IdleWatch::new(id));
-        let (channels, stop, threads) = match io::start(
+        let (channels, stop, threads) = io::start(
             id,
             &process,
             stdin,
@@ -475,10 +447,8 @@ impl Connection {
             stderr,
             ring.clone(),
             idle.clone(),
-        ) {
-            Ok(started) => started,
-            Err(_) => return Err(stdio_failed(&process)),
-        };
+        )
+        .map_err(|_| stdio_failed(&process))?;
         Ok(Connection {
             process,
             ring,
@@ -496,10 +466,7 @@ impl Connection {
     fn admit(&self, timeout: Duration) -> Result<FrozenCatalog, Error> {
         let mut guard = self.session.lock();
         let session = guard.as_mut().ok_or_else(stopping)?;
-        let admitted = Connection::admit_on(|kind, encode| {
-            let deadline = Instant::now() + timeout;
-            self.round_trip(session, kind, deadline, Duration::ZERO, encode)
-        });
+        let admitted = self.admit_on(session, timeout);
         self.settle(admitted)
     }
 
@@ -519,21 +486,24 @@ impl Connection {
             .map_err(|fault| classify(kind, fault).into_error())
     }
 
-    /// initialize → tools/list → validate → freeze, each request sent by `send`.
-    fn admit_on(
-        mut send: impl FnMut(
-            RequestKind,
-            &dyn Fn(&mut RequestEncoder, &mut Vec<u8>) -> u64,
-        ) -> Result<Envelope, Error>,
-    ) -> Result<FrozenCatalog, Error> {
-        let initialize = send(RequestKind::Admission, &|e, out| e.initialize(out))
+    /// initialize → tools/list → validate → freeze on `session`.
+    fn admit_on(&self, session: &mut Session, timeout: Duration) -> Result<FrozenCatalog, Error> {
+        let mut send = |phase, encode: &dyn Fn(&mut RequestEncoder, &mut Vec<u8>) -> u64| {
+            let deadline = Instant::now() + timeout;
+            self.round_trip(
+                session,
+                RequestKind::Admission,
+                deadline,
+                Duration::ZERO,
+                encode,
+            )
             .and_then(into_result)
-            .map_err(|e| admission_failure(e, Phase::Initialize))?;
+            .map_err(|e| admission_failure(e, phase))
+        };
+        let initialize = send(Phase::Initialize, &|e, out| e.initialize(out))?;
         check_initialize_result(&initialize)
             .map_err(|e| admission_failure(e, Phase::Initialize))?;
-        let tools = send(RequestKind::Admission, &|e, out| e.tools_list(out))
-            .and_then(into_result)
-            .map_err(|e| admission_failure(e, Phase::ToolsList))?;
+        let tools = send(Phase::ToolsList, &|e, out| e.tools_list(out))?;
         admit_tools_list(&tools).map_err(|diagnostic| {
             admission_failure(
                 Error::not_started(

@@ -1,11 +1,7 @@
-//! The portable response path: the reader thread reads stdout, the caller waits on the event
-//! channel.
-//!
-//! Chosen at compile time (`imp` in `super`): on every system but Linux, and on Linux under the
-//! test-only `portable-wait` feature (so CI runs it there too). The stdout reader thread reads
-//! and checks each line and hands it over on the bounded event channel; the caller blocks in
-//! `recv_deadline` on that channel, the one place every event reaches it. Senders need no
-//! wake-up of their own: queueing the event is the wake-up.
+//! The portable response path (every system but Linux, and Linux under the test-only
+//! `portable-wait` feature): the reader thread reads and checks each stdout line and hands it
+//! over on the bounded event channel; the caller blocks in `recv_deadline` on that channel,
+//! where every event reaches it, so senders need no wake-up of their own.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

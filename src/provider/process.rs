@@ -1,47 +1,29 @@
-//! Spawning the plugin in its own process group and terminating the whole tree.
+//! Spawning the plugin in a tree of its own and terminating the whole tree.
 //!
-//! The kill path never takes the session lock: a writer blocked in `write(2)` holds no lock
-//! that termination needs. The group is signalled only while the leader is not yet reaped (exit
-//! is watched through a pidfd or `waitid(WNOWAIT)`, neither of which reaps; the reap and every
-//! group kill share one small lock), so the group id cannot have been reused. The exit watch
-//! reaps the leader as soon as it has exited, so a retired plugin never lingers as a zombie.
-//!
-//! On Windows the tree is a Job Object instead of a process group (`windows`).
-//!
-//! Each retirement is counted process-wide by reason for operators (the admin listener's
-//! metrics, [`retirement_counts`]): an instance counts once, under the reason that retired it
+//! The tree is a process group on Unix (`unix`: signalled only while the leader is not reaped,
+//! so its id cannot have been reused) and a Job Object on Windows (`windows`). The kill path
+//! never takes the session lock. Each retirement is counted process-wide by reason for
+//! operators ([`retirement_counts`]): an instance counts once, under the reason that retired it
 //! first.
 
-#[cfg(unix)]
 use std::io;
-#[cfg(unix)]
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-#[cfg(unix)]
 use std::process::{Command, Stdio};
-#[cfg(unix)]
-use std::sync::atomic::AtomicBool;
-use std::sync::atomic::{AtomicU64, Ordering};
-#[cfg(unix)]
-use std::sync::Arc;
-#[cfg(unix)]
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-#[cfg(unix)]
-use parking_lot::Mutex;
-#[cfg(unix)]
 use shared_child::SharedChild;
-
-#[cfg(unix)]
-use crate::spawn::{spawn_tied, wait_exit_noreap};
 
 use crate::env::EnvSnapshot;
 use crate::error::ErrorCode;
 
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+use unix as imp;
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub(crate) use windows::PluginProcess;
+use windows as imp;
 
 /// What to run: the resolved program, its argv, cwd and exact environment.
 #[derive(Debug, Clone)]
@@ -56,42 +38,41 @@ pub struct LaunchSpec {
     pub env: EnvSnapshot,
 }
 
-/// The plugin process and its group.
-#[cfg(unix)]
+impl LaunchSpec {
+    /// The command to run, with its exact environment and piped stdio.
+    fn command(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        command
+            .args(&self.args)
+            .env_clear()
+            .envs(self.env.vars().iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(cwd) = &self.cwd {
+            command.current_dir(cwd);
+        }
+        command
+    }
+}
+
+/// The plugin process and its tree (a process group on Unix, a Job Object on Windows).
 #[derive(Debug)]
 pub(crate) struct PluginProcess {
     child: SharedChild,
-    pgid: libc::pid_t,
     retired: AtomicBool,
-    /// True once the leader was reaped. Group kills and the reap both hold this lock, so no
-    /// signal is ever sent to the group id after the leader was reaped (it may be reused then).
-    reaped: Mutex<bool>,
+    tree: imp::Tree,
 }
 
-#[cfg(unix)]
 impl PluginProcess {
-    /// Spawns the plugin with piped stdio in a new process group, tied to the host's lifetime
-    /// (see [`super::spawn`]).
+    /// Spawns the plugin with piped stdio in a tree of its own: a new process group tied to the
+    /// host's lifetime, or a kill-on-close job (see [`crate::spawn`]).
     pub(crate) fn spawn(spec: &LaunchSpec) -> io::Result<PluginProcess> {
-        let mut command = Command::new(&spec.program);
-        command
-            .args(&spec.args)
-            .env_clear()
-            .envs(spec.env.vars().iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        if let Some(cwd) = &spec.cwd {
-            command.current_dir(cwd);
-        }
-        let child = SharedChild::new(spawn_tied(command)?)?;
-        let pgid = child.id() as libc::pid_t;
+        let (child, tree) = imp::spawn(spec.command())?;
         Ok(PluginProcess {
             child,
-            pgid,
             retired: AtomicBool::new(false),
-            reaped: Mutex::new(false),
+            tree,
         })
     }
 
@@ -99,9 +80,9 @@ impl PluginProcess {
         &self.child
     }
 
-    /// The process id of the plugin (the group leader; its group id is the same number).
-    pub(crate) fn pid(&self) -> libc::pid_t {
-        self.child.id() as libc::pid_t
+    /// The process id of the plugin (on Unix also its process group id).
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// True once the instance was retired (fault, exit or shutdown).
@@ -109,8 +90,8 @@ impl PluginProcess {
         self.retired.load(Ordering::Acquire)
     }
 
-    /// Marks the instance retired and SIGKILLs the whole process group. Never blocks on I/O
-    /// (the lock it takes is only held for a kill or a non-blocking reap).
+    /// Marks the instance retired and kills its whole tree. Never blocks on I/O (on Unix the
+    /// lock it takes is only held for a kill or a non-blocking reap).
     pub(crate) fn retire(&self) {
         self.retire_for(RetireReason::Stopped);
     }
@@ -124,88 +105,17 @@ impl PluginProcess {
         if !self.retired.swap(true, Ordering::AcqRel) {
             count(reason);
         }
-        self.kill_group();
+        self.kill_tree();
     }
 
-    /// SIGKILL to the process group, then to the leader through `SharedChild`; both are no-ops
-    /// once the leader was reaped, so a reused group id or PID is never signalled.
-    pub(crate) fn kill_group(&self) {
-        let reaped = self.reaped.lock();
-        if !*reaped {
-            // SAFETY: plain syscall; the leader is not reaped (checked under the lock), so the
-            // group id cannot have been reused.
-            unsafe {
-                libc::kill(-self.pgid, libc::SIGKILL);
-            }
-        }
-        drop(reaped);
-        let _ = self.child.kill();
-    }
-
-    /// Called once the leader was seen to exit: retires the instance, kills what is left of its
-    /// group and reaps the leader, all at once (no zombie waits for a reload or shutdown).
-    /// True when the leader is reaped (now or before).
+    /// Called once the plugin was seen to exit: retires the instance, kills what is left of its
+    /// tree and collects its exit status, all at once (no zombie waits for a reload or
+    /// shutdown). True when the status is collected (now or before).
     pub(crate) fn retire_and_reap_exited(&self) -> bool {
         if !self.retired.swap(true, Ordering::AcqRel) {
             count(RetireReason::Exited);
         }
-        let mut reaped = self.reaped.lock();
-        if *reaped {
-            return true;
-        }
-        // SAFETY: the leader is not reaped yet (it is a zombie at most), so the group id is ours.
-        unsafe {
-            libc::kill(-self.pgid, libc::SIGKILL);
-        }
-        match self.child.try_wait() {
-            Ok(Some(_)) => {
-                *reaped = true;
-                true
-            }
-            Ok(None) => false,
-            Err(e) => {
-                log::warn!("reaping the plugin process failed: {e}");
-                false
-            }
-        }
-    }
-
-    /// Reaps the leader (killed before) and waits, bounded by `deadline`, until no process of
-    /// the group is left. Grandchildren are reaped by init, so their disappearance is observed,
-    /// not caused. A leader that has not exited by the deadline (a machine under heavy load) is
-    /// reaped by a detached thread as soon as it does, so no zombie is left behind and the
-    /// caller is not held past the bound.
-    pub(crate) fn reap(self: &Arc<Self>, deadline: Instant) {
-        if !self.retire_and_reap_exited() {
-            log::warn!("plugin process did not exit within the termination bound");
-            let process = Arc::clone(self);
-            let spawned = std::thread::Builder::new()
-                .name("wc-reap".into())
-                .stack_size(64 * 1024)
-                .spawn(move || {
-                    wait_exit_noreap(process.pgid);
-                    process.retire_and_reap_exited();
-                });
-            if spawned.is_err() {
-                log::error!("could not start a thread to reap a plugin process");
-            }
-            return;
-        }
-        let mut pause = Duration::from_millis(1);
-        loop {
-            // SAFETY: signal 0 sends nothing; it only checks whether the group has members.
-            let alive = unsafe { libc::kill(-self.pgid, 0) } == 0;
-            if !alive {
-                return;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                log::debug!("process group still had members at the termination bound");
-                return;
-            }
-            std::thread::sleep(pause.min(deadline - now));
-            pause = (pause * 2).min(Duration::from_millis(50));
-        }
+        self.kill_and_reap_exited()
     }
 }
 

@@ -1,14 +1,9 @@
 //! The deadline-driven coordinator: one request at a time, one total budget per request.
 //!
 //! The budget's clock starts before encoding and covers the unsolicited-output check, queue
-//! admission, write + flush and the response wait. How the response is waited for is the
-//! response path's (`super::imp`, chosen at compile time), which drives the phases here: on
-//! Linux the caller reads it from stdout itself (`super::direct`), elsewhere it blocks on the
-//! event channel (`super::portable`). No polling loop, no sleeps.
-//!
-//! The I/O here never picks an error code: a request that ends without a response envelope
-//! returns a typed [`Fault`], which `super::fault::classify` turns into the code, the dispatch
-//! and whether the instance is retired.
+//! admission, write and the response wait, which the response path (`super::imp`) drives. The
+//! I/O here never picks an error code: a request that ends without a response envelope returns
+//! a typed [`Fault`] for `super::fault::classify`.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -81,11 +76,8 @@ impl Session {
     }
 
     /// One request with every event taken from the event channel (the reader thread reads
-    /// stdout), after the opt-in spin when `spin` is not zero.
-    ///
-    /// Four phases, each its own function: [`Session::ensure_in_step`] (nothing unasked is
-    /// waiting), [`Session::encode_frame`] (encode and bound the line), [`Session::write_frame`]
-    /// (write it here, or hand the rest to the writer) and [`Session::await_response`].
+    /// stdout), after the opt-in spin when `spin` is not zero; its four phases are the four
+    /// functions below.
     pub(super) fn round_trip_channel(
         &mut self,
         deadline: Instant,
@@ -126,6 +118,8 @@ impl Session {
     /// sent.
     #[inline]
     pub(super) fn ensure_nothing_queued(&self) -> Result<(), Fault> {
+        // `is_empty` is two loads, where a failed `try_recv` costs more than a hundred
+        // instructions (this check runs before every request).
         if self.channels.events.is_empty() {
             // The connection keeps a sender (`stop()`'s) as long as this session, so an empty
             // channel is never a disconnected one here.
@@ -159,15 +153,14 @@ impl Session {
     #[inline]
     pub(super) fn write_frame(&mut self, deadline: Instant) -> Result<Written, Fault> {
         let frame = &self.frame;
-        let (sent, end) = match write_nonblocking(&self.channels.stdin, frame) {
+        let (written, end) = match write_nonblocking(&self.channels.stdin, frame) {
             WriteOutcome::Done => {
                 return Ok(Written {
                     direct: frame.len(),
                     queued: None,
                 })
             }
-            WriteOutcome::Failed { written: 0 } => (Sent::Nothing, End::WriterFailed),
-            WriteOutcome::Failed { .. } => (Sent::Part, End::WriterFailed),
+            WriteOutcome::Failed { written } => (written, End::WriterFailed),
             WriteOutcome::WouldBlock { written } => {
                 // The rest goes to the writer, which waits for the pipe.
                 self.seq += 1;
@@ -177,28 +170,23 @@ impl Session {
                     seq,
                     frame: frame[written..].to_vec(),
                 };
-                let end = match self.channels.jobs.send_deadline(job, deadline) {
+                match self.channels.jobs.send_deadline(job, deadline) {
                     Ok(()) => {
                         return Ok(Written {
                             direct: written,
                             queued: Some(seq),
                         })
                     }
-                    Err(SendTimeoutError::Timeout(_)) => End::Deadline,
-                    Err(SendTimeoutError::Disconnected(_)) => End::WriterFailed,
-                };
-                let sent = if written > 0 {
-                    Sent::Part
-                } else {
-                    Sent::Nothing
-                };
-                (sent, end)
+                    Err(SendTimeoutError::Timeout(_)) => (written, End::Deadline),
+                    Err(SendTimeoutError::Disconnected(_)) => (written, End::WriterFailed),
+                }
             }
         };
-        if sent == Sent::Nothing {
-            self.encoder.unsend_last();
+        if written > 0 {
+            return Err(Fault::new(Sent::Part, end));
         }
-        Err(Fault::new(sent, end))
+        self.encoder.unsend_last();
+        Err(Fault::new(Sent::Nothing, end))
     }
 
     /// Waits for the response with id `id` (or the event that ends the connection) until

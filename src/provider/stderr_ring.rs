@@ -1,12 +1,8 @@
 //! The bounded ring of a plugin's recent stderr lines, and the operator log lines of provider
-//! faults that carry its tail: a retirement after a call failed (or an idle exit), and an
-//! admission failure. Each names the provider id, the phase, the code and the last lines of the
-//! ring; they go to the host's own log (the `log` crate) only, never into a plugin_tool output.
-//!
-//! A retirement is logged once the plugin's stderr has closed (or its connection is dropped),
-//! so the lines a crashing plugin wrote just before it died are in the tail: the coordinator
-//! may see the fault a moment before the stderr thread has stored them
-//! ([`StderrRing::report_when_closed`]).
+//! faults that carry its tail (a retirement after a failed call or an idle exit, a failed
+//! admission): provider id, phase, code and the last lines, to the host's own log only, never
+//! into a plugin_tool output. A retirement is logged once stderr has closed, so the lines a
+//! crashing plugin wrote as it died are in the tail ([`StderrRing::report_when_closed`]).
 
 use std::collections::VecDeque;
 
@@ -61,11 +57,8 @@ impl StderrRing {
         StderrRing::default()
     }
 
-    /// Maps and appends raw stderr bytes, splitting on LF.
-    ///
-    /// Cost stays low under a flood: when a chunk completes more lines than the ring keeps, the
-    /// lines that would be evicted anyway are skipped without being mapped, and the cut part
-    /// of an overlong line is skipped in one step.
+    /// Maps and appends raw stderr bytes, splitting on LF; lines that would be evicted anyway
+    /// are skipped unmapped (docs/DECISIONS.md 1.13).
     pub fn push_bytes(&mut self, bytes: &[u8]) {
         let mut rest = match start_of_last_lines(bytes, STDERR_MAX_LINES) {
             Some(start) => {

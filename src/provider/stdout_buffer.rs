@@ -1,16 +1,12 @@
 //! The read buffer under the plugin's stdout line reader ([`StdoutLines`]).
 //!
-//! `std::io::BufReader` zero-fills its whole buffer before the first read when the reader under
-//! it implements only `Read::read` (stable Rust cannot hand uninitialized memory to `read`): with
-//! the 64 KiB stdout buffer that is 64 KiB of resident memory per provider from its first
-//! response on, idle or not. On Unix [`StdoutBuffer`] reads with `read(2)` straight into
-//! uninitialized memory instead, so a provider keeps resident only the pages its reads reached.
-//! On Windows stdout is the process's `ChildStdout`, which `BufReader` already fills without
-//! zeroing.
+//! On Unix it is filled by `read(2)` straight into uninitialized memory, so a provider keeps
+//! resident only the pages its reads reached (`std::io::BufReader` would zero-fill 64 KiB);
+//! Windows keeps `BufReader` over `ChildStdout` (docs/DECISIONS.md 1.22).
 
-use std::io::{self, Read};
 #[cfg(unix)]
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::OwnedFd;
+#[cfg(not(unix))]
 use std::process::ChildStdout;
 
 use crate::frame::LineReader;
@@ -18,59 +14,29 @@ use crate::frame::LineReader;
 /// The read buffer of the plugin's stdout.
 pub(crate) const STDOUT_BUFFER: usize = 64 * 1024;
 
-/// The plugin's stdout, owned by whoever reads it (the reader thread, or the direct read's port).
-#[derive(Debug)]
-pub(crate) struct Stdout(#[cfg(unix)] std::fs::File, #[cfg(not(unix))] ChildStdout);
-
-impl Stdout {
-    pub(crate) fn new(stdout: ChildStdout) -> Stdout {
-        #[cfg(unix)]
-        return Stdout::from_fd(OwnedFd::from(stdout));
-        #[cfg(not(unix))]
-        return Stdout(stdout);
-    }
-
-    /// Any readable descriptor (tests use a plain pipe).
-    #[cfg(unix)]
-    pub(crate) fn from_fd(fd: OwnedFd) -> Stdout {
-        Stdout(std::fs::File::from(fd))
-    }
-}
-
-impl Read for Stdout {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.read(buf)
-    }
-}
-
+/// The plugin's stdout, owned by whoever reads it (the reader thread, or the direct read's
+/// port): its descriptor on Unix (any readable one: tests use a plain pipe).
 #[cfg(unix)]
-impl AsRawFd for Stdout {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.as_raw_fd()
-    }
-}
+pub(crate) type Stdout = OwnedFd;
+/// The plugin's stdout, owned by whoever reads it (the reader thread).
+#[cfg(not(unix))]
+pub(crate) type Stdout = ChildStdout;
 
 /// The line reader over the plugin's stdout.
-pub(crate) type StdoutLines = LineReader<StdoutReader>;
-
 #[cfg(unix)]
-/// The buffered reader under [`StdoutLines`].
-pub(crate) type StdoutReader = StdoutBuffer;
+pub(crate) type StdoutLines = LineReader<unix::StdoutBuffer>;
+/// The line reader over the plugin's stdout.
 #[cfg(not(unix))]
-/// The buffered reader under [`StdoutLines`].
-pub(crate) type StdoutReader = std::io::BufReader<Stdout>;
+pub(crate) type StdoutLines = LineReader<std::io::BufReader<Stdout>>;
 
 /// A line reader over `stdout` with a read buffer of `capacity` bytes.
 pub(crate) fn stdout_lines(stdout: Stdout, capacity: usize) -> StdoutLines {
     #[cfg(unix)]
-    let reader = StdoutBuffer::new(stdout, capacity);
+    let reader = unix::StdoutBuffer::new(stdout, capacity);
     #[cfg(not(unix))]
     let reader = std::io::BufReader::with_capacity(capacity, stdout);
     LineReader::new(reader)
 }
-
-#[cfg(unix)]
-pub(crate) use unix::StdoutBuffer;
 
 #[cfg(unix)]
 mod unix {
@@ -167,8 +133,7 @@ mod unix {
 
         fn pipe_buffer(capacity: usize) -> (StdoutBuffer, os_pipe::PipeWriter) {
             let (reader, writer) = os_pipe::pipe().unwrap();
-            let stdout = Stdout::from_fd(OwnedFd::from(reader));
-            (StdoutBuffer::new(stdout, capacity), writer)
+            (StdoutBuffer::new(OwnedFd::from(reader), capacity), writer)
         }
 
         #[test]

@@ -1,21 +1,11 @@
 //! Waking a caller that sleeps in a blocking `read(2)` on the plugin's stdout (Linux).
 //!
-//! Where it can, the caller of the direct read (`super`) sleeps in a plain blocking `read(2)`,
-//! as a bare pipe client does, instead of in `poll(2)` before a non-blocking read: one system
-//! call less per call. It reads a second, blocking open file description of stdout opened
-//! through `/proc/self/fd` (stdout's own stays non-blocking for the reader thread).
-//!
-//! The other reasons to stop waiting wake it by writing one byte into the pipe ("a kick",
-//! through a write end opened for that moment only, so the plugin's exit still ends stdout). A
-//! kick always ends the request with a failure that retires the connection, so the byte is never
-//! read as part of a later response. Who kicks: the sender of an event that ends the request
-//! (`stop()`, a write failure); at the deadline, the stdout reader thread (woken first by a
-//! request whose deadline comes before its next look); after the plugin's exit with stdout left
-//! open (a grandchild holds it), the reader thread at [`EXIT_GRACE`] after the exit. A kick whose
-//! write end cannot be opened (no descriptor free) is retried by the reader every
-//! [`KICK_RETRY`]. The caller registers before it reads and checks the event channel after; a
-//! sender queues its event before it looks for a sleeper (both with a `SeqCst` fence), so a
-//! request never sleeps through an event.
+//! The caller reads a second, blocking open file description of stdout opened through
+//! `/proc/self/fd`. The other reasons to stop waiting write one byte into the pipe ("a kick")
+//! through a write end opened for that moment only; a kicked request always fails and retires
+//! the connection, so the byte is never read as part of a later response. Who kicks, the exit
+//! grace ([`EXIT_GRACE`]) and the retry of a kick with no descriptor free ([`KICK_RETRY`]):
+//! docs/DECISIONS.md 1.24.
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

@@ -1,16 +1,10 @@
 //! The Linux response path: the caller reads its response from stdout itself.
 //!
-//! Chosen at compile time (`imp` in `super`): this module on Linux, `super::portable` on every
-//! other system and under the test-only `portable-wait` feature. During a request the caller
-//! takes stdout over ([`port`]) and reads the response line itself, so the plugin's write wakes
-//! the caller and no other thread. It sleeps in a plain blocking `read(2)` where it can
-//! ([`kick`]: the other reasons to stop waiting write one byte into the pipe), else in `poll(2)`
-//! on stdout and an eventfd the senders raise ([`wait_direct`]): where `/proc` cannot
-//! reopen stdout, and while part of the frame waits in the writer thread (whose failure, or
-//! whose untouched frame at the deadline, ends the request without retiring the connection, so
-//! no kick byte may be left in the pipe). A request that cannot take stdout over (the reader
-//! holds a line it cannot queue) or that asked for the opt-in spin waits on the event channel
-//! as the portable path does, with the reader thread reading.
+//! During a request the caller takes stdout over ([`port`]) and reads the response line, so the
+//! plugin's write wakes the caller and no other thread. It sleeps in a blocking `read(2)` where
+//! it can ([`kick`]), else in `poll(2)` on stdout and an eventfd the senders raise
+//! ([`wait_direct`]). A request that cannot take stdout over, or that spins, waits on the event
+//! channel as the portable path does (docs/DECISIONS.md 1.21, 1.24, 1.26).
 
 mod kick;
 mod port;
@@ -23,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError, TrySendError};
 
-use super::event::{self, Event, EventSender, EventWait};
+use super::event::{self, Event, EventSender};
 use super::fault::{Fault, Read, Sent};
 use super::io::ResponseThreads;
 use super::session::Session;
@@ -44,14 +38,9 @@ pub(crate) struct ResponsePath {
     wake: Arc<Wake>,
 }
 
-/// The stdout reader thread's body, before it runs.
-struct Reader(Arc<StdoutPort>);
-
 impl ResponsePath {
     /// Makes stdout shareable between the reader thread and requests; also returns the
-    /// threads' part: the senders' wake-up, the reader's body, and the exit watch's hook (a
-    /// request still sleeping in a blocking read after the exit grace is kicked then by the
-    /// reader thread).
+    /// threads' part: the senders' wake-up, the reader's body and the exit watch's hook.
     pub(crate) fn open(stdout: Stdout) -> io::Result<(ResponsePath, ResponseThreads)> {
         let port = Arc::new(StdoutPort::new(stdout, STDOUT_BUFFER)?);
         let wake = Arc::new(Wake {
@@ -59,11 +48,11 @@ impl ResponsePath {
             signal: WakeFd::new()?,
             kicker: port.kicker(),
         });
-        let (reader, exited) = (Reader(port.clone()), port.clone());
+        let (reader, exited) = (port.clone(), port.clone());
         let threads = ResponseThreads {
             wake: Some(wake.clone()),
             reader: Box::new(move |events, more_pending, spare_lines| {
-                reader.run(events, more_pending, spare_lines)
+                read_lines(&reader, events, more_pending, spare_lines)
             }),
             on_exit: Box::new(move || exited.plugin_exited()),
         };
@@ -118,12 +107,9 @@ impl Session {
     /// line, or lines behind the last response); else a fault, nothing sent.
     #[inline]
     fn ensure_nothing_buffered(&mut self, held: &mut Held<'_>) -> Result<(), Fault> {
-        let Some(lines) = held.lines() else {
+        let Some(lines) = held.lines().filter(|lines| has_pending(lines)) else {
             return Ok(());
         };
-        if !has_pending(lines) {
-            return Ok(());
-        }
         let event = match lines.read_response_line_into(&mut self.spare) {
             Ok(line) => Event::Message(line),
             // The rest of an unfinished line.
@@ -152,6 +138,10 @@ impl Session {
         until: Instant,
         may_block: bool,
     ) -> Result<Event, RecvTimeoutError> {
+        if held.lines().is_none() {
+            // Reading ended after a fault or a kick: only the other threads' events are left.
+            return self.channels.events.recv_deadline(until);
+        }
         if let Some(kicker) = held.kicker().filter(|_| may_block) {
             return self.read_event_blocking(held, kicker, until);
         }
@@ -159,11 +149,7 @@ impl Session {
         // first rather than try a read that would fail.
         let mut readable = held.lines().is_some_and(|lines| has_pending(lines));
         loop {
-            let Some(lines) = held.lines() else {
-                // Reading ended after a fault: only the other threads' events are left.
-                return self.channels.events.recv_deadline(until);
-            };
-            if readable {
+            if let Some(lines) = held.lines().filter(|_| readable) {
                 match lines.read_response_line_into(&mut self.spare) {
                     Ok(line) => return Ok(Event::Message(line)),
                     Err(fault) if fault.is_would_block() => {}
@@ -188,10 +174,6 @@ impl Session {
         kicker: &Kicker,
         until: Instant,
     ) -> Result<Event, RecvTimeoutError> {
-        if held.lines().is_none() {
-            // Reading ended after a fault or a kick: only the other threads' events are left.
-            return self.channels.events.recv_deadline(until);
-        }
         if Instant::now() >= until {
             return Err(RecvTimeoutError::Timeout);
         }
@@ -244,69 +226,66 @@ fn has_pending(lines: &StdoutLines) -> bool {
     lines.has_partial_line() || !lines.get_ref().buffer().is_empty()
 }
 
-impl Reader {
-    /// The reader thread: sleeps until stdout is readable while no request holds it, then
-    /// reads every line there is under the port's lock and hands each over.
-    pub(crate) fn run(
-        self,
-        events: EventSender,
-        more_pending: Arc<AtomicBool>,
-        spare_lines: Receiver<String>,
-    ) {
-        let port = &*self.0;
-        let mut buffer = String::new();
-        let mut sleep = ReaderSleep::Armed;
+/// The reader thread: sleeps until stdout is readable while no request holds it, then reads
+/// every line there is under the port's lock and hands each over.
+fn read_lines(
+    port: &StdoutPort,
+    events: EventSender,
+    more_pending: Arc<AtomicBool>,
+    spare_lines: Receiver<String>,
+) {
+    let mut buffer = String::new();
+    let mut sleep = ReaderSleep::Armed;
+    loop {
+        port.reader_sleep(sleep);
+        let mut state = match port.try_lock_for_look(sleep) {
+            Ok(state) => state,
+            Err(next) => {
+                sleep = next;
+                continue;
+            }
+        };
         loop {
-            port.reader_sleep(sleep);
-            let mut state = match port.try_lock_for_look(sleep) {
-                Ok(state) => state,
-                Err(next) => {
-                    sleep = next;
-                    continue;
+            let Some(reader) = state.lines() else {
+                // A request ended reading after a fault (and reported it).
+                return;
+            };
+            if buffer.capacity() == 0 {
+                buffer = spare_lines.try_recv().unwrap_or_default();
+            }
+            let line = match reader.read_response_line_into(&mut buffer) {
+                Ok(line) => line,
+                Err(fault) if fault.is_would_block() => break,
+                Err(fault) => {
+                    state.end();
+                    let _ = events.send(Event::ReadFault(fault.code()));
+                    return;
                 }
             };
-            loop {
-                let Some(reader) = state.lines() else {
-                    // A request ended reading after a fault (and reported it).
-                    return;
-                };
-                if buffer.capacity() == 0 {
-                    buffer = spare_lines.try_recv().unwrap_or_default();
+            let pending = !reader.get_ref().buffer().is_empty();
+            more_pending.store(pending, Ordering::Release);
+            match events.send_now(Event::Message(line)) {
+                Ok(()) => {}
+                Err(TrySendError::Full(event)) => {
+                    // Never wait with the lock held: requests take the channel path (and
+                    // drain it) while this line is in hand.
+                    state.set_line_in_hand(true);
+                    drop(state);
+                    let sent = events.send(event);
+                    state = port.lock();
+                    state.set_line_in_hand(false);
+                    if sent.is_err() {
+                        state.end();
+                        return;
+                    }
                 }
-                let line = match reader.read_response_line_into(&mut buffer) {
-                    Ok(line) => line,
-                    Err(fault) if fault.is_would_block() => break,
-                    Err(fault) => {
-                        state.end();
-                        let _ = events.send(Event::ReadFault(fault.code()));
-                        return;
-                    }
-                };
-                let pending = !reader.get_ref().buffer().is_empty();
-                more_pending.store(pending, Ordering::Release);
-                match events.send_now(Event::Message(line)) {
-                    Ok(()) => {}
-                    Err(TrySendError::Full(event)) => {
-                        // Never wait with the lock held: requests take the channel path (and
-                        // drain it) while this line is in hand.
-                        state.set_line_in_hand(true);
-                        drop(state);
-                        let sent = events.send(event);
-                        state = port.lock();
-                        state.set_line_in_hand(false);
-                        if sent.is_err() {
-                            state.end();
-                            return;
-                        }
-                    }
-                    Err(TrySendError::Disconnected(_)) => {
-                        state.end();
-                        return;
-                    }
+                Err(TrySendError::Disconnected(_)) => {
+                    state.end();
+                    return;
                 }
             }
-            sleep = port.next_sleep(&mut state, sleep);
         }
+        sleep = port.next_sleep(&mut state, sleep);
     }
 }
 
@@ -346,7 +325,7 @@ impl Wake {
     /// Arms the wake descriptor before a sleep in `poll(2)`, then checks the channel: an event
     /// queued before the arm (or a closed channel) is returned, disarmed; `None` means sleep.
     #[inline]
-    fn arm(&self, events: &EventWait) -> Option<Result<Event, RecvTimeoutError>> {
+    fn arm(&self, events: &Receiver<Event>) -> Option<Result<Event, RecvTimeoutError>> {
         self.armed.store(true, Ordering::Relaxed);
         // Pairs with the fence in `notify`: either this `try_recv` sees an event just queued,
         // or its sender sees the flag and raises the descriptor.
@@ -371,7 +350,7 @@ impl Wake {
 /// queued event, or `Ok(None)` once stdout is readable (or hung up), or the timeout at `until`.
 /// Arms the wake descriptor, so other threads' events wake it.
 pub(crate) fn wait_direct(
-    events: &EventWait,
+    events: &Receiver<Event>,
     wake: &Wake,
     stdout: RawFd,
     until: Instant,
@@ -461,7 +440,7 @@ mod tests {
     /// and a pipe standing in for the plugin's stdout.
     fn channel() -> (
         EventSender,
-        EventWait,
+        Receiver<Event>,
         Arc<Wake>,
         os_pipe::PipeReader,
         os_pipe::PipeWriter,

@@ -2,33 +2,23 @@
 //!
 //! stdout is non-blocking and its line reader sits behind one mutex: whoever reads holds it.
 //! Between requests the reader thread sleeps in `epoll_wait` on stdout (while armed) and a wake
-//! descriptor, and reads whatever the plugin writes unasked. A request takes the mutex
-//! ([`StdoutPort::take`]; the reader holds it only while it reads, never while it waits),
-//! disarms stdout in the reader's set (`epoll_ctl` changes another thread's wait set without
-//! waking it), reads its response itself (`super::kick`, `super::wait_direct`) and lets go on
-//! [`Held`]'s drop: the call costs the two wake-ups of a plain pipe round trip, not three.
-//!
-//! stdout is re-armed lazily, so a stream of requests pays no `epoll_ctl` each: while requests
-//! keep coming the reader looks every [`REARM_AFTER`] (reading what is there: unasked output,
-//! the end of stdout), and re-arms stdout and sleeps for good once a whole period passed
-//! without one. A request that finds the reader holding a line it cannot queue (the event
-//! channel is full), or that spins, takes the event channel and arms stdout for the reader
-//! first ([`StdoutPort::arm_for_reader`]). After a read fault the caller ends reading
-//! ([`Held::end`]): stdout closes and the wake descriptor tells the reader to end.
+//! descriptor; a request takes the mutex ([`StdoutPort::take`]), disarms stdout in the reader's
+//! set and lets go on [`Held`]'s drop. stdout is re-armed lazily, a [`REARM_AFTER`] period after
+//! the last request (docs/DECISIONS.md 1.21).
 
 use std::io::{self, ErrorKind};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
-use crossbeam_channel::RecvTimeoutError;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 use parking_lot::{Mutex, MutexGuard};
 
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::kick::Kicker;
-use crate::provider::event::{Event, EventWait};
+use crate::provider::event::Event;
 use crate::provider::io::set_nonblocking;
 use crate::provider::stdout_buffer::{stdout_lines, Stdout, StdoutLines};
 
@@ -69,9 +59,6 @@ pub(crate) struct PortState {
     requests_seen: u64,
 }
 
-/// The reader waits for the running request to end (it then raises the wake descriptor).
-const WAITS_FOR_END: u8 = 1;
-
 impl PortState {
     /// The line reader; `None` once reading has ended.
     pub(crate) fn lines(&mut self) -> Option<&mut StdoutLines> {
@@ -103,8 +90,8 @@ pub(crate) struct StdoutPort {
     /// Wakes a caller that sleeps in a blocking read of stdout (`super::kick`);
     /// `None` where requests sleep in `poll(2)` instead.
     kicker: Option<Arc<Kicker>>,
-    /// [`WAITS_FOR_END`] while the reader sleeps until the running request ends.
-    reader_waits: std::sync::atomic::AtomicU8,
+    /// True while the reader sleeps until the running request ends (which then raises `wake`).
+    reader_waits: AtomicBool,
 }
 
 impl StdoutPort {
@@ -135,15 +122,14 @@ impl StdoutPort {
             epoll,
             wake,
             kicker,
-            reader_waits: std::sync::atomic::AtomicU8::new(0),
+            reader_waits: AtomicBool::new(false),
         };
-        port.control(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, STDOUT_TOKEN)?;
-        let wake_fd = port.wake.0.as_raw_fd();
+        port.control(libc::EPOLL_CTL_ADD, fd, STDOUT_TOKEN, true)?;
         port.control(
             libc::EPOLL_CTL_ADD,
-            wake_fd,
-            libc::EPOLLIN as u32,
+            port.wake.0.as_raw_fd(),
             WAKE_TOKEN,
+            true,
         )?;
         Ok(port)
     }
@@ -161,8 +147,7 @@ impl StdoutPort {
         if state.armed {
             // Disarmed, stdout stays in the set but wakes nobody (a hang-up still would:
             // the reader then waits for the mutex and reads the end after this request).
-            self.control(libc::EPOLL_CTL_MOD, self.stdout, 0, STDOUT_TOKEN)
-                .ok()?;
+            self.arm_stdout(false).ok()?;
             state.armed = false;
         }
         if state.reader_sleeps_armed && !state.armed {
@@ -170,7 +155,7 @@ impl StdoutPort {
             // watches (kicks this request at its deadline, re-arms stdout once requests
             // stop).
             state.reader_sleeps_armed = false;
-            self.raise_wake();
+            self.wake.raise();
         }
         state.requests = state.requests.wrapping_add(1);
         Some(Held {
@@ -183,8 +168,7 @@ impl StdoutPort {
     pub(crate) fn arm_for_reader(&self) {
         let mut state = self.state.lock();
         if state.lines.is_some() && !state.armed {
-            let armed = libc::EPOLLIN as u32;
-            match self.control(libc::EPOLL_CTL_MOD, self.stdout, armed, STDOUT_TOKEN) {
+            match self.arm_stdout(true) {
                 Ok(()) => state.armed = true,
                 // The reader still looks every period.
                 Err(e) => log::warn!("arming the plugin's stdout for its reader failed: {e}"),
@@ -250,7 +234,7 @@ impl StdoutPort {
     /// grace is kicked then by the reader thread, woken here to look at that moment.
     pub(crate) fn plugin_exited(&self) {
         if self.kicker.as_ref().is_some_and(|kicker| kicker.exited()) {
-            self.raise_wake();
+            self.wake.raise();
         }
     }
 
@@ -275,11 +259,11 @@ impl StdoutPort {
         if last == ReaderSleep::RequestHeld {
             return Err(ReaderSleep::Watching);
         }
-        self.reader_waits.store(WAITS_FOR_END, Ordering::SeqCst);
+        self.reader_waits.store(true, Ordering::SeqCst);
         // The request may have ended just before the flag was up: look now.
         match self.state.try_lock() {
             Some(state) => {
-                self.reader_waits.store(0, Ordering::SeqCst);
+                self.reader_waits.store(false, Ordering::SeqCst);
                 Ok(state)
             }
             None => Err(ReaderSleep::RequestHeld),
@@ -291,17 +275,7 @@ impl StdoutPort {
     /// stdout; or watches for another period.
     pub(crate) fn next_sleep(&self, state: &mut PortState, last: ReaderSleep) -> ReaderSleep {
         let quiet = last == ReaderSleep::Watching && state.requests == state.requests_seen;
-        if !state.armed
-            && quiet
-            && self
-                .control(
-                    libc::EPOLL_CTL_MOD,
-                    self.stdout,
-                    libc::EPOLLIN as u32,
-                    STDOUT_TOKEN,
-                )
-                .is_ok()
-        {
+        if !state.armed && quiet && self.arm_stdout(true).is_ok() {
             state.armed = true;
         }
         state.requests_seen = state.requests;
@@ -313,7 +287,14 @@ impl StdoutPort {
         }
     }
 
-    fn control(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+    /// Arms stdout in the reader's wait set, or disarms it (it stays in the set, waking nobody).
+    fn arm_stdout(&self, armed: bool) -> io::Result<()> {
+        self.control(libc::EPOLL_CTL_MOD, self.stdout, STDOUT_TOKEN, armed)
+    }
+
+    /// Adds `fd` to the reader's wait set or changes its entry, readable when `armed`.
+    fn control(&self, op: libc::c_int, fd: RawFd, token: u64, armed: bool) -> io::Result<()> {
+        let events = if armed { libc::EPOLLIN as u32 } else { 0 };
         let mut event = libc::epoll_event { events, u64: token };
         // SAFETY: a valid epoll descriptor, a descriptor open while `lines` is Some, and a
         // valid event.
@@ -321,10 +302,6 @@ impl StdoutPort {
             return Err(io::Error::last_os_error());
         }
         Ok(())
-    }
-
-    fn raise_wake(&self) {
-        self.wake.raise();
     }
 }
 
@@ -349,7 +326,7 @@ impl<'a> Held<'a> {
     #[inline]
     pub(crate) fn sleep_in_read(&self, kicker: &Kicker, until: Instant) {
         if kicker.sleep(until) {
-            self.port.raise_wake();
+            self.port.wake.raise();
         }
     }
 
@@ -363,14 +340,14 @@ impl<'a> Held<'a> {
     /// wakes the reader thread, which ends.
     pub(crate) fn end(&mut self) {
         self.state.end();
-        self.port.raise_wake();
+        self.port.wake.raise();
     }
 
     /// Sleeps until stdout is readable (`Ok(None)`) or an event is queued, until `until`.
     #[inline]
     pub(crate) fn wait(
         &self,
-        events: &EventWait,
+        events: &Receiver<Event>,
         wake: &super::Wake,
         until: Instant,
     ) -> Result<Option<Event>, RecvTimeoutError> {
@@ -382,8 +359,8 @@ impl Drop for Held<'_> {
     fn drop(&mut self) {
         // SAFETY: the guard is dropped exactly once, here, and not used afterwards.
         unsafe { ManuallyDrop::drop(&mut self.state) };
-        if self.port.reader_waits.swap(0, Ordering::SeqCst) == WAITS_FOR_END {
-            self.port.raise_wake();
+        if self.port.reader_waits.swap(false, Ordering::SeqCst) {
+            self.port.wake.raise();
         }
     }
 }
