@@ -116,15 +116,18 @@ fn binding_of(answer: &str) -> String {
 
 fn mcp(params: &str) -> String {
     format!(
-        r#"{{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{{"name":"plugin_tool","arguments":{params}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":%ID%,"method":"tools/call","params":{{"name":"plugin_tool","arguments":{params}}}}}"#
     )
 }
 
+/// The request id's place in a body. Not `ID`, which a binding (base64url) may contain.
+const ID: &str = "%ID%";
+
 fn api(params: &str) -> String {
-    format!(r#"{{"id":ID,"tool":"plugin_tool","params":{params}}}"#)
+    format!(r#"{{"id":%ID%,"tool":"plugin_tool","params":{params}}}"#)
 }
 
-/// The request body (with `ID` for the request id) and a string its answer must contain.
+/// The request body (with [`ID`] for the request id) and a string its answer must contain.
 fn request_for(conn: &mut Conn, kind: &str, plugin: &str) -> (String, &'static str) {
     let describe =
         format!(r#"{{"action":"describe","runner":"local","plugin":"{plugin}","tool":"echo"}}"#);
@@ -136,19 +139,19 @@ fn request_for(conn: &mut Conn, kind: &str, plugin: &str) -> (String, &'static s
             let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"serve_load","version":"0"}}}"#;
             conn.post(init);
             conn.post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-            let body = r#"{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}"#;
+            let body = r#"{"jsonrpc":"2.0","id":%ID%,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}"#;
             (body.to_string(), "hello")
         }
         "mcp-list" => (mcp(r#"{"action":"list","runner":"local"}"#), "echo"),
         "mcp-describe" => (mcp(&describe), "binding"),
         "mcp-call" => {
-            let (_, answer) = conn.post(&mcp(&describe).replace("ID", "1"));
+            let (_, answer) = conn.post(&mcp(&describe).replace(ID, "1"));
             (mcp(&call(binding_of(&answer))), "hello")
         }
         "api-list" => (api(r#"{"action":"list","runner":"local"}"#), "echo"),
         "api-describe" => (api(&describe), "binding"),
         "api-call" => {
-            let (_, answer) = conn.post(&api(&describe).replace("ID", "1"));
+            let (_, answer) = conn.post(&api(&describe).replace(ID, "1"));
             (api(&call(binding_of(&answer))), "hello")
         }
         other => die(&format!("unknown kind {other}")),
@@ -184,7 +187,7 @@ fn main() {
                 let mut conn = Conn::open(&url, token);
                 let (body, expect) = request_for(&mut conn, &kind, &plugin);
                 let one = |conn: &mut Conn, i: usize| {
-                    let (status, answer) = conn.post(&body.replace("ID", &(i + 2).to_string()));
+                    let (status, answer) = conn.post(&body.replace(ID, &(i + 2).to_string()));
                     let failed =
                         answer.contains("\"isError\":true") || answer.contains("\"success\":false");
                     if status != 200 || !answer.contains(expect) || failed {
