@@ -342,8 +342,41 @@ impl serde::Serialize for Outcome {
         match self {
             Outcome::Called(result) => result.as_json().serialize(serializer),
             Outcome::Received(r) => r.json.serialize(serializer),
+            Outcome::Providers(list) => list.serialize(serializer),
             other => other.to_json().serialize(serializer),
         }
+    }
+}
+
+/// Written field by field, as [`Outcome::to_json`] would (keys in a `Value`'s sorted order),
+/// without building the `Value`: `list` of a runner is the most frequent answer with no
+/// plugin I/O.
+impl serde::Serialize for ProviderList {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("plugins", &self.plugins)?;
+        map.serialize_entry("runner", &self.runner)?;
+        map.end()
+    }
+}
+
+impl serde::Serialize for ProviderSummary {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let code = self.error_code();
+        let mut map = serializer.serialize_map(Some(3 + usize::from(code.is_some())))?;
+        if let Some(code) = code {
+            map.serialize_entry("errorCode", code.as_str())?;
+        }
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("plugin", &self.plugin)?;
+        let status = match self.status {
+            ProviderStatus::Ready => "ready",
+            ProviderStatus::Failed(_) => "failed",
+        };
+        map.serialize_entry("status", status)?;
+        map.end()
     }
 }
 
@@ -389,4 +422,37 @@ fn catalog_json(c: &CatalogOutcome) -> Value {
     };
     map.insert("runner".into(), c.runner.clone().into());
     Value::Object(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_provider_list_is_written_as_its_json_is() {
+        let summary = |plugin: &str, name: &str, status| ProviderSummary {
+            plugin: plugin.into(),
+            name: name.into(),
+            status,
+        };
+        for plugins in [
+            vec![],
+            vec![summary("echo", "Echo \"1\"\n\u{e9}", ProviderStatus::Ready)],
+            vec![
+                summary(
+                    "a",
+                    "A",
+                    ProviderStatus::Failed(ErrorCode::ProviderUnavailable),
+                ),
+                summary("b", "B", ProviderStatus::Ready),
+            ],
+        ] {
+            let outcome = Outcome::Providers(ProviderList {
+                runner: "local".into(),
+                plugins,
+            });
+            let written = serde_json::to_string(&outcome).unwrap();
+            assert_eq!(written, outcome.to_json().to_string(), "byte for byte");
+        }
+    }
 }

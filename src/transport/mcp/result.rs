@@ -66,7 +66,7 @@ pub(crate) fn call_tool_outcome(
         {
             return passed(r.json)
         }
-        other => other.into_json(),
+        other => other,
     };
     let wrapped = RawJson::of(&output).and_then(|text| {
         RawJson::of(&Wrapped {
@@ -82,7 +82,7 @@ pub(crate) fn call_tool_outcome(
     match wrapped {
         Ok(raw) => jsonrpc::Outcome::RawResult(raw),
         // Not reached (a `Value` always serializes); the slower way gives the same JSON.
-        Err(_) => passed(wrap(output, success)),
+        Err(_) => passed(wrap(output.into_json(), success)),
     }
 }
 
