@@ -10,7 +10,9 @@
 //! `FIXTURE_NOISE_SECONDS`, default 0 = as fast as the host drains, while it serves calls),
 //! `stuck-init` (reads initialize, then never reads stdin again nor answers: it cannot notice
 //! that the host is gone), `exit-after-handshake` (answers tools/list, starts a grandchild in
-//! its group, then exits by itself 100 ms later, with no request in flight).
+//! its group, then exits by itself 100 ms later, with no request in flight), `slow-read` (after
+//! the handshake it waits `FIXTURE_PAUSE_MS`, default 50, before it reads each request, so a
+//! frame larger than the pipe buffer cannot be written at once).
 //! Modes that shape how every tools/call response leaves (for the coordinator's wait, after a
 //! normal handshake; the pause is `FIXTURE_PAUSE_MS`, default 50): `split` (each response in two
 //! writes, split mid-line, with the pause between them), `half-line` (half of the response line,
@@ -138,8 +140,13 @@ fn main() {
     }
 
     let mut line = String::new();
+    let mut requests = 0u64;
     loop {
         line.clear();
+        requests += 1;
+        if mode == "slow-read" && requests > 2 {
+            std::thread::sleep(pause_from_env());
+        }
         match input.read_line(&mut line) {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
@@ -437,15 +444,20 @@ impl Chaos {
     }
 }
 
-/// Answers a tools/call the way the response-shaping modes ask (see the module docs); false when
-/// `mode` is none of them and the caller answers normally.
-fn answer_by_mode(mode: &str, out: &mut impl Write, id: u64, result: &Value) -> bool {
-    let pause = std::time::Duration::from_millis(
+/// `FIXTURE_PAUSE_MS` (default 50 ms).
+fn pause_from_env() -> std::time::Duration {
+    std::time::Duration::from_millis(
         std::env::var("FIXTURE_PAUSE_MS")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(50),
-    );
+    )
+}
+
+/// Answers a tools/call the way the response-shaping modes ask (see the module docs); false when
+/// `mode` is none of them and the caller answers normally.
+fn answer_by_mode(mode: &str, out: &mut impl Write, id: u64, result: &Value) -> bool {
+    let pause = pause_from_env();
     let mut line = serde_json::to_vec(&json!({"jsonrpc":"2.0","id":id,"result":result})).unwrap();
     line.push(b'\n');
     let notification = json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}});

@@ -659,6 +659,29 @@ fn plugin_that_stops_reading_times_out_a_small_call() {
 }
 
 #[test]
+fn a_frame_the_writer_finishes_is_answered_and_the_next_calls_still_work() {
+    // The plugin waits before it reads each request, so a frame larger than the pipe buffer is
+    // finished by the writer thread and its response is read by the reader thread; the calls
+    // after it (small ones, read by the caller itself on Linux) must still be answered, each
+    // received once.
+    let fx = Fixture::new("slow-read-big");
+    let provider = fx.start("slow-read", NORMAL);
+    let big = arguments_of_64_kib();
+    for round in 0..3 {
+        let result = provider.call("big_args", &big).unwrap();
+        assert_eq!(texts(&result), ["ok"], "big call of round {round}");
+        let result = provider.call("echo", &json!({"text": "after"})).unwrap();
+        assert_eq!(texts(&result), ["after"], "small call of round {round}");
+    }
+    assert!(!provider.is_retired());
+    assert_eq!(
+        fx.logged_calls(),
+        ["big_args", "echo", "big_args", "echo", "big_args", "echo"]
+    );
+    assert_eq!(fx.logged_ids(), [1, 2, 3, 4, 5, 6, 7, 8]);
+}
+
+#[test]
 fn arguments_over_64_kib_are_rejected_before_sending() {
     let fx = Fixture::new("args-too-big");
     let provider = fx.start("normal", NORMAL);

@@ -13,7 +13,7 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::provider::event::EXIT_GRACE;
+use crate::provider::event::{Wake, EXIT_GRACE};
 
 const IDLE: u8 = 0;
 const SLEEPING: u8 = 1;
@@ -43,7 +43,7 @@ pub(crate) struct Kicker {
 
 impl Kicker {
     /// Opens the blocking description of `stdout` (the read end of the plugin's stdout pipe);
-    /// `None` when `/proc` cannot give one (the caller then sleeps in `poll(2)`).
+    /// `None` when `/proc` cannot give one (requests then wait on the event channel).
     pub(crate) fn open(stdout: RawFd) -> Option<Arc<Kicker>> {
         let fd = open_proc_fd(stdout, libc::O_RDONLY)?;
         Some(Arc::new(Kicker {
@@ -196,6 +196,17 @@ impl Kicker {
         // SAFETY: a one-byte write from a valid buffer to a descriptor we own.
         let _ = unsafe { libc::write(writer.as_raw_fd(), b"\n".as_ptr().cast(), 1) };
         true
+    }
+}
+
+impl Wake for Kicker {
+    /// After an event was queued (or could not be, the channel being full): kicks the caller
+    /// if it sleeps in a blocking read, unless the event is the plugin's exit (`exit`: a
+    /// response may still follow it, see [`Kicker::exited`]).
+    fn notify(&self, exit: bool) {
+        if !exit {
+            self.kick();
+        }
     }
 }
 

@@ -10,7 +10,6 @@ use std::io::{self, ErrorKind};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
 use parking_lot::{Mutex, MutexGuard};
 
 use std::mem::ManuallyDrop;
@@ -18,7 +17,6 @@ use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::kick::Kicker;
-use crate::provider::event::Event;
 use crate::provider::io::set_nonblocking;
 use crate::provider::stdout_buffer::{stdout_lines, Stdout, StdoutLines};
 
@@ -87,8 +85,8 @@ pub(crate) struct StdoutPort {
     epoll: OwnedFd,
     /// Wakes the reader thread (to look, or to end).
     wake: WakeFd,
-    /// Wakes a caller that sleeps in a blocking read of stdout (`super::kick`);
-    /// `None` where requests sleep in `poll(2)` instead.
+    /// Wakes a caller that sleeps in a blocking read of stdout (`super::kick`); `None` where
+    /// `/proc` could not reopen stdout (requests then take the event channel).
     kicker: Option<Arc<Kicker>>,
     /// True while the reader sleeps until the running request ends (which then raises `wake`).
     reader_waits: AtomicBool,
@@ -135,10 +133,11 @@ impl StdoutPort {
     }
 
     /// The caller's take-over for one request (waiting while the reader reads what is
-    /// there): `None` when the reader holds a line it could not queue, or reading has
-    /// ended, so the request takes the event channel instead.
+    /// there): `None` when the reader holds a line it could not queue, reading has ended, or
+    /// there is no kicker, so the request takes the event channel instead.
     #[inline]
     pub(crate) fn take(&self) -> Option<Held<'_>> {
+        let kicker = self.kicker.as_deref()?;
         let mut state = self.state.lock();
         if state.line_in_hand {
             return None;
@@ -160,6 +159,7 @@ impl StdoutPort {
         state.requests = state.requests.wrapping_add(1);
         Some(Held {
             port: self,
+            kicker,
             state: ManuallyDrop::new(state),
         })
     }
@@ -225,7 +225,7 @@ impl StdoutPort {
         }
     }
 
-    /// The kicker of a caller that sleeps in a blocking read, if requests read that way.
+    /// The kicker of a caller that sleeps in a blocking read, if requests can read that way.
     pub(crate) fn kicker(&self) -> Option<Arc<Kicker>> {
         self.kicker.clone()
     }
@@ -308,26 +308,21 @@ impl StdoutPort {
 /// Stdout taken over by the caller for one request; handed back on drop.
 pub(crate) struct Held<'a> {
     port: &'a StdoutPort,
+    kicker: &'a Kicker,
     /// Let go of in `drop`, before the reader is woken (it must find stdout free).
     state: ManuallyDrop<MutexGuard<'a, PortState>>,
 }
 
 impl<'a> Held<'a> {
-    /// The kicker when this request sleeps in a blocking read (else it sleeps in
-    /// `poll(2)`, [`Held::wait`]).
+    /// Before a blocking read until `until`: registers with the kicker, which it returns (then
+    /// the caller must check the event channel), and wakes the reader thread if it would look
+    /// too late to kick this request at its deadline.
     #[inline]
-    pub(crate) fn kicker(&self) -> Option<&'a Kicker> {
-        self.port.kicker.as_deref()
-    }
-
-    /// Before a blocking read until `until`: registers with `kicker` (then the caller must
-    /// check the event channel), and wakes the reader thread if it would look too late to
-    /// kick this request at its deadline.
-    #[inline]
-    pub(crate) fn sleep_in_read(&self, kicker: &Kicker, until: Instant) {
-        if kicker.sleep(until) {
+    pub(crate) fn sleep_in_read(&self, until: Instant) -> &'a Kicker {
+        if self.kicker.sleep(until) {
             self.port.wake.raise();
         }
+        self.kicker
     }
 
     /// The line reader; `None` after [`Held::end`].
@@ -341,17 +336,6 @@ impl<'a> Held<'a> {
     pub(crate) fn end(&mut self) {
         self.state.end();
         self.port.wake.raise();
-    }
-
-    /// Sleeps until stdout is readable (`Ok(None)`) or an event is queued, until `until`.
-    #[inline]
-    pub(crate) fn wait(
-        &self,
-        events: &Receiver<Event>,
-        wake: &super::Wake,
-        until: Instant,
-    ) -> Result<Option<Event>, RecvTimeoutError> {
-        super::wait_direct(events, wake, self.port.stdout, until)
     }
 }
 
@@ -367,10 +351,10 @@ impl Drop for Held<'_> {
 
 /// An eventfd that one side makes readable and the other drains.
 #[derive(Debug)]
-pub(crate) struct WakeFd(pub(crate) OwnedFd);
+struct WakeFd(OwnedFd);
 
 impl WakeFd {
-    pub(crate) fn new() -> io::Result<WakeFd> {
+    fn new() -> io::Result<WakeFd> {
         // SAFETY: eventfd takes an initial value and flags, returns a new descriptor or -1.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if fd < 0 {
@@ -381,14 +365,14 @@ impl WakeFd {
     }
 
     /// Makes the descriptor readable (non-blocking; a saturated counter is readable already).
-    pub(crate) fn raise(&self) {
+    fn raise(&self) {
         let one = 1u64.to_ne_bytes();
         // SAFETY: a non-blocking write of a valid buffer to a descriptor we own.
         let _ = unsafe { libc::write(self.0.as_raw_fd(), one.as_ptr().cast(), one.len()) };
     }
 
     /// Resets the counter (one read of an eventfd).
-    pub(crate) fn drain(&self) {
+    fn drain(&self) {
         let mut sink = [0u8; 8];
         // SAFETY: a non-blocking read into a valid buffer from a descriptor we own.
         let _ = unsafe { libc::read(self.0.as_raw_fd(), sink.as_mut_ptr().cast(), sink.len()) };
