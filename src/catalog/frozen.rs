@@ -34,6 +34,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::error::{Error, ErrorCode};
+use crate::frame::{check_json_bounds, PROTOCOL_VERSION};
+
 use super::{
     tagged_digest, within_bounds, Diagnostic, DiagnosticCode, Schema, SchemaFault, Tool,
     DIAGNOSTIC_FIELDS,
@@ -231,6 +234,29 @@ fn schema_code(fault: SchemaFault, invalid: DiagnosticCode) -> DiagnosticCode {
         SchemaFault::KeywordUnsupported => DiagnosticCode::SchemaKeywordUnsupported,
         SchemaFault::Invalid => invalid,
         SchemaFault::BoundsExceeded => DiagnosticCode::SchemaBoundsExceeded,
+    }
+}
+
+/// Checks the initialize result: an object within the JSON bounds whose `protocolVersion` is
+/// `webcodex-plugin-v1` (`plugin_initialize_invalid`, or `plugin_protocol_version_mismatch`
+/// for another version; not started).
+pub(crate) fn admit_initialize(result: &Value) -> Result<(), Error> {
+    let invalid = |message: &str| Error::not_started(ErrorCode::InitializeInvalid, message);
+    if check_json_bounds(result).is_err() {
+        return Err(invalid("the initialize result exceeds the JSON bounds"));
+    }
+    let Some(object) = result.as_object() else {
+        return Err(invalid("the initialize result is not an object"));
+    };
+    match object.get("protocolVersion") {
+        Some(Value::String(version)) if version == PROTOCOL_VERSION => Ok(()),
+        Some(Value::String(_)) => Err(Error::not_started(
+            ErrorCode::ProtocolVersionMismatch,
+            "the plugin speaks another protocol version; it must answer protocolVersion \"webcodex-plugin-v1\"",
+        )),
+        _ => Err(invalid(
+            "the initialize result has no protocolVersion string",
+        )),
     }
 }
 

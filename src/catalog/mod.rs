@@ -14,12 +14,13 @@ mod schema;
 mod tool;
 
 pub use crate::diagnostic::{Diagnostic, DiagnosticCode, DIAGNOSTIC_FIELDS};
+pub(crate) use frozen::admit_initialize;
 pub(crate) use frozen::valid_tool_name;
 pub use frozen::{admit_tools_list, FrozenCatalog, MAX_TOOLS};
 pub(crate) use result::validate_tool_result_bounded;
 pub use result::{validate_tool_result, ResultFault, ToolResult};
 pub use schema::{Schema, SchemaFault, SchemaMismatch};
-pub use tool::{Tool, ToolHints};
+pub use tool::{Tool, ToolHints, MAX_ARGUMENTS_BYTES};
 
 use serde::Serialize;
 use serde_json::Value;

@@ -14,7 +14,7 @@
 use serde_json::{Map, Value};
 
 use super::Schema;
-use crate::error::ErrorCode;
+use crate::error::{Dispatch, Error, ErrorCode};
 use crate::frame::{check_json_bounds_sized, BoundsVerdict};
 
 /// Most content items in one result.
@@ -84,6 +84,17 @@ impl ResultFault {
             ResultFault::Invalid => ErrorCode::ResultInvalid,
             ResultFault::OutputSchemaViolation => ErrorCode::OutputSchemaViolation,
         }
+    }
+
+    /// The caller's error for a result the plugin completed with this fault.
+    pub(crate) fn into_error(self) -> Error {
+        let message = match self {
+            ResultFault::OutputSchemaViolation => {
+                "structuredContent is missing or does not match the tool's outputSchema"
+            }
+            ResultFault::Invalid => "the tool result breaks the result contract",
+        };
+        Error::new(self.code(), Dispatch::Completed, message)
     }
 }
 

@@ -3,6 +3,11 @@
 use serde_json::Value;
 
 use super::Schema;
+use crate::error::{Error, ErrorCode};
+use crate::frame::{check_json_bounds_sized, JsonBoundsError};
+
+/// Largest serialized call arguments.
+pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 
 /// The four interpreted annotation hints.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -54,6 +59,29 @@ impl Tool {
     /// The annotations object, if any.
     pub fn annotations(&self) -> Option<&Value> {
         self.annotations.as_ref()
+    }
+    /// Checks call arguments: an object within the JSON and size bounds that matches the
+    /// input schema. A failure is `plugin_arguments_schema_invalid`, not started.
+    pub(crate) fn check_arguments(&self, arguments: &Value) -> Result<(), Error> {
+        let invalid =
+            |message: String| Error::not_started(ErrorCode::ArgumentsSchemaInvalid, message);
+        check_json_bounds_sized(arguments, MAX_ARGUMENTS_BYTES).map_err(|bound| {
+            invalid(match bound {
+                JsonBoundsError::TooLarge => "arguments exceed 64 KiB when serialized".into(),
+                _ => "arguments exceed the JSON bounds (depth 16, 4096 values, 512 KiB strings, 1024-byte keys)".into(),
+            })
+        })?;
+        self.input_schema.check(arguments).map_err(|mismatch| {
+            let at = if mismatch.path.is_empty() {
+                "the arguments".to_string()
+            } else {
+                format!("arguments at {}", mismatch.path)
+            };
+            invalid(format!(
+                "{at} do not match the tool's inputSchema: {}",
+                mismatch.reason
+            ))
+        })
     }
     /// The four interpreted hints (booleans only; others ignored).
     pub fn hints(&self) -> ToolHints {

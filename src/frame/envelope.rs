@@ -20,7 +20,7 @@ use super::plain::plain_result;
 #[cfg(any(test, feature = "internals", feature = "fuzzing"))]
 use super::text::line_text;
 use super::text::ReadFault;
-use crate::error::ErrorCode;
+use crate::error::{Dispatch, Error, ErrorCode};
 
 /// Longest JSON-RPC error message, in bytes.
 const MAX_ERROR_MESSAGE_BYTES: usize = 512;
@@ -38,6 +38,28 @@ pub enum Envelope {
         /// The message, 1..=512 bytes.
         message: String,
     },
+}
+
+impl Envelope {
+    /// The result value, or the plugin's JSON-RPC error as a completed `plugin_rpc_error`
+    /// (its message with control characters replaced).
+    pub(crate) fn into_result(self) -> Result<Value, Error> {
+        match self {
+            Envelope::Result(value) => Ok(value),
+            Envelope::Error { code, message } => {
+                let clean: String = message
+                    .chars()
+                    .map(|c| if c.is_control() { ' ' } else { c })
+                    .collect();
+                let message = format!("the plugin answered with JSON-RPC error {code}: {clean}");
+                Err(Error::new(
+                    ErrorCode::RpcError,
+                    Dispatch::Completed,
+                    message,
+                ))
+            }
+        }
+    }
 }
 
 /// Why an envelope was rejected; `code()` is one of the envelope/id codes.

@@ -57,21 +57,18 @@ pub use stderr_ring::{
     FAULT_LOG_STDERR_LINES, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
 };
 
-use crate::catalog::{admit_tools_list, FrozenCatalog, Tool, ToolResult};
+#[cfg(feature = "internals")]
+pub use crate::catalog::MAX_ARGUMENTS_BYTES;
+use crate::catalog::{admit_initialize, admit_tools_list, FrozenCatalog, Tool, ToolResult};
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
-use crate::frame::{
-    check_json_bounds, check_json_bounds_sized, Envelope, JsonBoundsError, RequestEncoder,
-    PROTOCOL_VERSION,
-};
+use crate::frame::{Envelope, RequestEncoder};
 use event::EventSender;
 use fault::{classify, RequestKind};
 use io::{Event, IdleWatch, ThreadSet};
 use process::PluginProcess;
-use session::{into_result, Session};
+use session::Session;
 use stderr_ring::Retirement;
 
-/// Largest serialized call arguments.
-pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 /// How long termination may wait for the process group to empty.
 pub const TERMINATION_BOUND: Duration = Duration::from_secs(1);
 
@@ -265,7 +262,7 @@ impl Provider {
             ));
         }
         let tool = self.lookup(tool, observation)?;
-        validate_arguments(tool, arguments)?;
+        tool.check_arguments(arguments)?;
         let mut guard = self.connection.session.try_lock().ok_or_else(|| {
             Error::not_started(
                 ErrorCode::ProviderBusy,
@@ -285,19 +282,11 @@ impl Provider {
         let envelope = self.connection.settle(envelope)?;
         let bounds = session.take_result_bounds();
         drop(guard);
-        let result = into_result(envelope)?;
+        let result = envelope.into_result()?;
         let checked =
             crate::catalog::validate_tool_result_bounded(result, bounds, tool.output_schema());
-        let checked = checked.map_err(|fault| {
-            let message = match fault.code() {
-                ErrorCode::OutputSchemaViolation => {
-                    "structuredContent is missing or does not match the tool's outputSchema"
-                }
-                _ => "the tool result breaks the result contract",
-            };
-            Error::new(fault.code(), Dispatch::Completed, message).retiring()
-        });
-        self.connection.settle(checked)
+        self.connection
+            .settle(checked.map_err(|fault| fault.into_error().retiring()))
     }
 
     fn lookup(&self, name: &str, observation: Option<&str>) -> Result<&Tool, Error> {
@@ -383,29 +372,6 @@ fn deadline_after(timeout: Duration) -> Instant {
 
 fn stopping() -> Error {
     Error::not_started(ErrorCode::HostStopping, "the plugin host is stopping")
-}
-
-/// Validates call arguments: an object within the JSON and size bounds that matches the tool's
-/// input schema. Failures are `plugin_arguments_schema_invalid` / not_started.
-fn validate_arguments(tool: &Tool, arguments: &Value) -> Result<(), Error> {
-    let invalid = |message: String| Error::not_started(ErrorCode::ArgumentsSchemaInvalid, message);
-    check_json_bounds_sized(arguments, MAX_ARGUMENTS_BYTES).map_err(|bound| {
-        invalid(match bound {
-            JsonBoundsError::TooLarge => "arguments exceed 64 KiB when serialized".into(),
-            _ => "arguments exceed the JSON bounds (depth 16, 4096 values, 512 KiB strings, 1024-byte keys)".into(),
-        })
-    })?;
-    tool.input_schema().check(arguments).map_err(|mismatch| {
-        let at = if mismatch.path.is_empty() {
-            "the arguments".to_string()
-        } else {
-            format!("arguments at {}", mismatch.path)
-        };
-        invalid(format!(
-            "{at} do not match the tool's inputSchema: {}",
-            mismatch.reason
-        ))
-    })
 }
 
 impl Connection {
@@ -497,12 +463,11 @@ impl Connection {
                 Duration::ZERO,
                 encode,
             )
-            .and_then(into_result)
+            .and_then(Envelope::into_result)
             .map_err(|e| admission_failure(e, phase))
         };
         let initialize = send(Phase::Initialize, &|e, out| e.initialize(out))?;
-        check_initialize_result(&initialize)
-            .map_err(|e| admission_failure(e, Phase::Initialize))?;
+        admit_initialize(&initialize).map_err(|e| admission_failure(e, Phase::Initialize))?;
         let tools = send(Phase::ToolsList, &|e, out| e.tools_list(out))?;
         admit_tools_list(&tools).map_err(|diagnostic| {
             admission_failure(
@@ -549,28 +514,6 @@ fn admission_failure(error: Error, phase: Phase) -> Error {
         out = out.with_diagnostic(d.clone());
     }
     out
-}
-
-/// The initialize result must be an object within the JSON bounds whose `protocolVersion` is
-/// `webcodex-plugin-v1`.
-fn check_initialize_result(result: &Value) -> Result<(), Error> {
-    let invalid = |message: &str| Error::not_started(ErrorCode::InitializeInvalid, message);
-    if check_json_bounds(result).is_err() {
-        return Err(invalid("the initialize result exceeds the JSON bounds"));
-    }
-    let Some(object) = result.as_object() else {
-        return Err(invalid("the initialize result is not an object"));
-    };
-    match object.get("protocolVersion") {
-        Some(Value::String(version)) if version == PROTOCOL_VERSION => Ok(()),
-        Some(Value::String(_)) => Err(Error::not_started(
-            ErrorCode::ProtocolVersionMismatch,
-            "the plugin speaks another protocol version; it must answer protocolVersion \"webcodex-plugin-v1\"",
-        )),
-        _ => Err(invalid(
-            "the initialize result has no protocolVersion string",
-        )),
-    }
 }
 
 impl Drop for Connection {

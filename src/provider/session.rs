@@ -9,12 +9,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{RecvTimeoutError, SendTimeoutError, TryRecvError};
-use serde_json::Value;
 
 use super::event::EXIT_GRACE;
 use super::fault::{End, Fault, Read, Sent};
 use super::io::{write_nonblocking, Channels, Event, WriteJob, WriteOutcome, RECYCLED_LINE_MAX};
-use crate::error::{Dispatch, Error, ErrorCode};
 use crate::frame::{
     validate_raw_bounded, BoundsVerdict, Envelope, RequestEncoder, ResponseLine, MAX_LINE_BYTES,
 };
@@ -306,26 +304,5 @@ impl Session {
                 Err(TryRecvError::Empty) => return self.channels.events.recv_deadline(until),
             }
         }
-    }
-}
-
-/// The caller-facing message of a plugin's JSON-RPC error (control characters replaced).
-pub(crate) fn rpc_error_message(code: i64, message: &str) -> String {
-    let clean: String = message
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    format!("the plugin answered with JSON-RPC error {code}: {clean}")
-}
-
-/// Turns an envelope into its result value, or a completed `plugin_rpc_error`.
-pub(crate) fn into_result(envelope: Envelope) -> Result<Value, Error> {
-    match envelope {
-        Envelope::Result(value) => Ok(value),
-        Envelope::Error { code, message } => Err(Error::new(
-            ErrorCode::RpcError,
-            Dispatch::Completed,
-            rpc_error_message(code, &message),
-        )),
     }
 }

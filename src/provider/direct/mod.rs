@@ -79,7 +79,10 @@ pub(crate) fn round_trip(
             // by the deadline, can end the request without retiring the connection, which a
             // kick must never do: the reader thread reads the response, as on the channel
             // path. Nothing was read here since the check before the write.
-            session.channels.more_pending.store(false, Ordering::Release);
+            session
+                .channels
+                .more_pending
+                .store(false, Ordering::Release);
             drop(held);
             port.arm_for_reader();
             let next = |session: &mut Session, until| session.channels.events.recv_deadline(until);
@@ -137,7 +140,11 @@ impl Session {
     /// `until` (the reader thread kicked it then). A kicked read ends reading: the kick's byte
     /// may be in what was read or still in the pipe, and the request fails and retires the
     /// connection whatever it was.
-    fn read_event(&mut self, held: &mut Held<'_>, until: Instant) -> Result<Event, RecvTimeoutError> {
+    fn read_event(
+        &mut self,
+        held: &mut Held<'_>,
+        until: Instant,
+    ) -> Result<Event, RecvTimeoutError> {
         if held.lines().is_none() {
             // Reading ended after a fault or a kick: only the other threads' events are left.
             return self.channels.events.recv_deadline(until);
