@@ -105,6 +105,31 @@ impl ResponseBody {
     }
 }
 
+/// A [`ResponseBody`] whose output is still the typed [`ToolOutput`]: it serializes to the
+/// same bytes without building the output's [`Value`] first (what the stdio gateway and
+/// `POST /api/tools/call` send).
+#[derive(Debug, Serialize)]
+pub(crate) struct TypedResponseBody {
+    /// The request's id (omitted when the request had none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) id: Option<RequestId>,
+    /// Whether the action succeeded.
+    pub(crate) success: bool,
+    /// The success or failure output.
+    pub(crate) output: ToolOutput,
+}
+
+impl TypedResponseBody {
+    /// The response to a request with `id` (omitted when `None`).
+    pub(crate) fn new(id: Option<RequestId>, output: ToolOutput) -> TypedResponseBody {
+        TypedResponseBody {
+            id,
+            success: output.is_success(),
+            output,
+        }
+    }
+}
+
 /// The response to a request with `id` (omitted when `None`).
 pub fn response_body(id: Option<RequestId>, output: ToolOutput) -> ResponseBody {
     ResponseBody {
@@ -196,6 +221,26 @@ mod tests {
             response_body(Some(RequestId::null()), output).to_value(),
             json!({"id": null, "success": true, "output": {"a": 1}})
         );
+    }
+
+    #[test]
+    fn a_typed_response_serializes_to_the_bytes_of_its_value_form() {
+        let outputs = [
+            ToolOutput::received(true, json!({"b": [1, "x"], "a": {"z": null, "c": 1.5}})),
+            ToolOutput::received(false, json!({"error": {"code": "x"}})),
+            ToolOutput::failure(&crate::error::Error::not_started(
+                crate::error::ErrorCode::ToolUnavailable,
+                "no such tool",
+            )),
+        ];
+        for output in outputs {
+            for id in [None, Some(RequestId::null())] {
+                let typed = TypedResponseBody::new(id.clone(), output.clone());
+                let typed = serde_json::to_string(&typed).unwrap();
+                let value = serde_json::to_string(&response_body(id, output.clone())).unwrap();
+                assert_eq!(typed, value);
+            }
+        }
     }
 
     #[test]

@@ -36,7 +36,7 @@ use std::sync::Arc;
 use super::dispatcher::{invalid_request, saturated, Dispatcher, WORKER_STACK};
 use super::id::RequestId;
 use super::line_writer::{drive_lines, Input, LineWriter};
-use super::request::{parse_request, response_body, Framing};
+use super::request::{parse_request, Framing, TypedResponseBody};
 use crate::gateway::{Caller, Gateway, ToolOutput};
 
 /// Serves JSON-lines requests from `input` until EOF, writing responses to `output`.
@@ -96,5 +96,5 @@ fn handle_line(line: &[u8], dispatcher: &Dispatcher, caller: Caller, writer: &Ar
 
 /// Writes the JSON-lines response to request `id`, whole.
 fn send(writer: &LineWriter, id: RequestId, output: ToolOutput) {
-    writer.send(&response_body(Some(id), output));
+    writer.send(&TypedResponseBody::new(Some(id), output));
 }

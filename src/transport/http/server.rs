@@ -24,7 +24,7 @@ use crate::trace::{TraceContext, TRACEPARENT};
 use crate::transport::dispatcher::{invalid_request, Dispatcher};
 use crate::transport::mcp::headers::RoutingHeaders;
 use crate::transport::mcp::http::{self as mcp_http, MCP_PATH};
-use crate::transport::request::{parse_request, response_body, Framing, ResponseBody};
+use crate::transport::request::{parse_request, Framing, TypedResponseBody};
 use crate::transport::RequestId;
 
 /// The code of the failure object answered with 401.
@@ -455,16 +455,19 @@ fn serve_inspector(shared: &Routes, request: &mut Exchange<'_>, page: InspectorR
 }
 
 /// The status and body answering a read `POST /api/tools/call` body.
-fn answer_body(dispatcher: &Dispatcher, caller: &Caller, body: &[u8]) -> (u16, ResponseBody) {
+fn answer_body(dispatcher: &Dispatcher, caller: &Caller, body: &[u8]) -> (u16, TypedResponseBody) {
     let request = match parse_request(body, Framing::Body) {
         Ok(request) => request,
         Err(rejection) => {
             let output = invalid_request(rejection.message);
-            return (400, response_body(rejection.id, output));
+            return (400, TypedResponseBody::new(rejection.id, output));
         }
     };
     let output = dispatcher.execute(caller, &request.params);
-    (status_for(&output), response_body(request.id, output))
+    (
+        status_for(&output),
+        TypedResponseBody::new(request.id, output),
+    )
 }
 
 /// [`answer_body`] for the fuzz targets in `fuzz/` (not public API).
@@ -472,6 +475,7 @@ fn answer_body(dispatcher: &Dispatcher, caller: &Caller, body: &[u8]) -> (u16, R
 #[doc(hidden)]
 pub fn fuzz_answer_body(dispatcher: &Dispatcher, caller: &Caller, body: &[u8]) -> (u16, Value) {
     let (status, response) = answer_body(dispatcher, caller, body);
+    let response = crate::transport::response_body(response.id, response.output);
     (status, response.to_value())
 }
 
