@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Alternates the floor client and this host's bench (default, and with --spin-us 20) against
+# Alternates the floor client and this host's bench against
 # the echo-plugin of the side-by-side harness (not part of this repository), ROUNDS times,
 # unpinned and pinned to CPU 0, and prints the p50 and p99 ratios of each round.
 # Needs the harness built in $PERF (default /tmp/perf): see docs/PERFORMANCE.md.
@@ -24,13 +24,11 @@ for pin in none 0; do
   for round in $(seq "$ROUNDS"); do
     f=$("${run[@]}" "$FLOOR" --plugin "$P" --n "$N" --warmup 1000 | grep '^{' | tail -1)
     h=$("${run[@]}" "$B" bench --command "$P" -n "$N" --json)
-    s=$("${run[@]}" "$B" bench --command "$P" -n "$N" --json --spin-us 20)
-    python3 - "$pin" "$round" "$f" "$h" "$s" <<'PY'
+    python3 - "$pin" "$round" "$f" "$h" <<'PY'
 import json, sys
-pin, rnd, f, h, s = sys.argv[1], sys.argv[2], *map(json.loads, sys.argv[3:])
+pin, rnd, f, h = sys.argv[1], sys.argv[2], *map(json.loads, sys.argv[3:])
 print(f"pin={pin} round={rnd} floor p50={f['p50_us']:.1f} p99={f['p99_us']:.1f} | "
-      f"host p50={h['p50_us']:.1f} ({h['p50_us']/f['p50_us']:.2f}x) p99={h['p99_us']:.1f} ({h['p99_us']/f['p99_us']:.2f}x) | "
-      f"host+spin20 p50={s['p50_us']:.1f} ({s['p50_us']/f['p50_us']:.2f}x) p99={s['p99_us']:.1f} ({s['p99_us']/f['p99_us']:.2f}x)")
+      f"host p50={h['p50_us']:.1f} ({h['p50_us']/f['p50_us']:.2f}x) p99={h['p99_us']:.1f} ({h['p99_us']/f['p99_us']:.2f}x)")
 PY
   done
 done

@@ -407,38 +407,6 @@ fn fixed_config_sources_need_no_file() {
         ProviderState::Ready(_)
     ));
     assert!(host.reload().unwrap().committed);
-    let provider = host.provider("alpha").unwrap();
-    assert_eq!(provider.response_spin(), std::time::Duration::ZERO);
-}
-
-#[test]
-fn response_spin_option_keeps_results_and_timeouts() {
-    let dir = temp_dir("spin");
-    let text = provider_toml("alpha", "normal").replace("timeout_secs = 5", "timeout_secs = 1");
-    let options = HostOptions {
-        response_spin: std::time::Duration::from_micros(200),
-        ..HostOptions::default()
-    };
-    let host = Host::start(ConfigSource::File(write_config(&dir, &text)), options).unwrap();
-    assert_eq!(
-        host.provider("alpha").unwrap().response_spin(),
-        std::time::Duration::from_micros(200)
-    );
-    for i in 0..50 {
-        let result = host.call("alpha", "add", &json!({"a": i, "b": 1})).unwrap();
-        assert_eq!(result.structured_content().unwrap()["sum"], i + 1);
-    }
-    let err = host.call("alpha", "hang", &json!({})).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::Timeout);
-    assert_eq!(err.dispatch(), Dispatch::OutcomeUnknown);
-    let provider = host
-        .providers()
-        .entry("alpha")
-        .unwrap()
-        .provider()
-        .unwrap()
-        .clone();
-    common::assert_plugins_cleaned_up(&[provider.process_id() as i32]);
 }
 
 /// Waits (bounded) until `count` plugins recorded their pids in `pids`.

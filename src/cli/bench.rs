@@ -15,7 +15,7 @@ use webcodex_plugin_host::env::{
 use webcodex_plugin_host::gateway::{Caller, Gateway, ToolOutput};
 use webcodex_plugin_host::{LaunchSpec, Provider, ProviderSpec};
 
-use super::bench_host::{self, runtime_error, start_host_with};
+use super::bench_host::{self, runtime_error, start_host};
 use super::{demo, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 
 /// Options of `bench`.
@@ -61,9 +61,6 @@ pub(super) struct BenchArgs {
     /// context switches and memory.
     #[arg(long, value_name = "SECONDS", conflicts_with_all = ["cold", "startup"])]
     idle: Option<u64>,
-    /// Opt-in active wait for each response, in microseconds, before blocking (default 0).
-    #[arg(long, value_name = "MICROS", default_value_t = 0)]
-    spin_us: u64,
     /// Time startup and reload of K providers (default 8) against one provider.
     #[arg(long, conflicts_with = "cold")]
     startup: bool,
@@ -167,7 +164,7 @@ fn warm(
 ) -> Result<BenchSummary, String> {
     let k = args.providers.map(usize::from).unwrap_or(1);
     let n = args.n.unwrap_or(20_000);
-    let host = start_host_with(config, &provider, k, Duration::from_micros(args.spin_us))?;
+    let host = start_host(config, &provider, k)?;
     let ids: Vec<String> = host
         .providers()
         .entries()

@@ -152,15 +152,6 @@ pub(super) fn start_host(
     provider: &ProviderConfig,
     k: usize,
 ) -> Result<Host, String> {
-    start_host_with(config, provider, k, Duration::ZERO)
-}
-
-pub(super) fn start_host_with(
-    config: RunnerConfig,
-    provider: &ProviderConfig,
-    k: usize,
-    response_spin: Duration,
-) -> Result<Host, String> {
     let mut config = config;
     config.plugins.providers = (0..k)
         .map(|i| {
@@ -173,7 +164,6 @@ pub(super) fn start_host_with(
         .collect();
     let options = HostOptions {
         max_providers: k.max(DEFAULT_MAX_PROVIDERS),
-        response_spin,
         ..HostOptions::default()
     };
     Host::start(ConfigSource::Fixed(config), options).map_err(runtime_error)

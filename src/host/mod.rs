@@ -15,7 +15,6 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
@@ -53,9 +52,6 @@ pub struct HostOptions {
     /// The base environment plugins start from; `None` = the host's own environment, read at
     /// each preparation.
     pub base_env: Option<Vec<(OsString, OsString)>>,
-    /// Opt-in active wait for each response before the calling thread blocks (see
-    /// [`Provider::set_response_spin`]); zero (the default) always blocks at once.
-    pub response_spin: Duration,
     /// Variable names removed from every plugin's environment besides the fixed sensitive ones,
     /// compared ASCII case-insensitively (a front passes the `token_env` names of its runners
     /// file, so no runner token reaches a local plugin).
@@ -67,7 +63,6 @@ impl Default for HostOptions {
         HostOptions {
             max_providers: DEFAULT_MAX_PROVIDERS,
             base_env: None,
-            response_spin: Duration::ZERO,
             secret_variables: Vec::new(),
         }
     }
@@ -547,7 +542,5 @@ fn prepare(
         },
         timeout: cfg.timeout,
     };
-    let provider = Provider::start_cancellable(spec, observe, cancel)?;
-    provider.set_response_spin(options.response_spin);
-    Ok(provider)
+    Provider::start_cancellable(spec, observe, cancel)
 }

@@ -54,28 +54,15 @@ impl EventSender {
     }
 
     /// Sends `event` if the channel has room; gives it back when the channel is full or closed.
-    #[cfg_attr(
-        any(not(target_os = "linux"), feature = "portable-wait"),
-        allow(dead_code)
-    )]
-    pub(crate) fn send_now(&self, event: Event) -> Result<(), TrySendError<Event>> {
+    /// A full channel wakes the caller too: it has events to read and must not sleep through
+    /// them (an announcement such as `Stopping` may be dropped then).
+    pub(crate) fn try_send(&self, event: Event) -> Result<(), TrySendError<Event>> {
         let exit = matches!(event, Event::Exited);
-        self.events.try_send(event)?;
-        self.notify(exit);
-        Ok(())
-    }
-
-    /// Sends `event` if the channel has room (an announcement that may be dropped when the
-    /// channel is full: the coordinator has events to read then anyway).
-    pub(crate) fn try_send(&self, event: Event) {
-        let exit = matches!(event, Event::Exited);
-        // Full too: the coordinator has events to read; it must not sleep through them.
-        if !matches!(
-            self.events.try_send(event),
-            Err(TrySendError::Disconnected(_))
-        ) {
+        let sent = self.events.try_send(event);
+        if !matches!(sent, Err(TrySendError::Disconnected(_))) {
             self.notify(exit);
         }
+        sent
     }
 
     #[inline]

@@ -130,8 +130,6 @@ struct Connection {
     /// Tells the exit watch whether the plugin is admitted and idle (an exit then is logged).
     idle: Arc<IdleWatch>,
     session: Mutex<Option<Session>>,
-    /// Opt-in active wait for responses, in nanoseconds (0 = always block).
-    spin_nanos: AtomicU64,
     stop: EventSender,
     threads: Option<ThreadSet>,
     /// What the response path shares across requests (the Linux direct read: stdout's port).
@@ -271,14 +269,11 @@ impl Provider {
         })?;
         let session = guard.as_mut().ok_or_else(stopping)?;
         let deadline = deadline_after(timeout);
-        let spin = self.response_spin();
-        let envelope = self.connection.round_trip(
-            session,
-            RequestKind::Call,
-            deadline,
-            spin,
-            |encoder, out| encoder.tools_call(tool.name(), arguments, out),
-        );
+        let envelope =
+            self.connection
+                .round_trip(session, RequestKind::Call, deadline, |encoder, out| {
+                    encoder.tools_call(tool.name(), arguments, out)
+                });
         let envelope = self.connection.settle(envelope)?;
         let bounds = session.take_result_bounds();
         drop(guard);
@@ -307,23 +302,10 @@ impl Provider {
         Ok(tool)
     }
 
-    /// Opts in to an active wait of up to `spin` for each response before the caller's thread
-    /// blocks (`try_recv` + `yield_now`; zero, the default, always blocks at once): it saves a
-    /// wake-up per call at the cost of up to `spin` of CPU (docs/DECISIONS.md 1.12).
-    pub fn set_response_spin(&self, spin: Duration) {
-        let nanos = u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX);
-        self.connection.spin_nanos.store(nanos, Ordering::Relaxed);
-    }
-
-    /// The active wait set with [`Provider::set_response_spin`] (zero by default).
-    pub fn response_spin(&self) -> Duration {
-        Duration::from_nanos(self.connection.spin_nanos.load(Ordering::Relaxed))
-    }
-
     /// Announces shutdown: a waiting request ends with `plugin_manager_stopping`, the process
     /// group is killed. Does not wait; dropping the provider does the bounded cleanup.
     pub fn stop(&self) {
-        self.connection.stop.try_send(Event::Stopping);
+        let _ = self.connection.stop.try_send(Event::Stopping);
         self.connection.process.retire();
     }
 }
@@ -339,7 +321,7 @@ struct CandidateKill {
 impl Cancellable for CandidateKill {
     fn cancel(&self) {
         if let Some(process) = self.process.upgrade() {
-            self.stop.try_send(Event::Stopping);
+            let _ = self.stop.try_send(Event::Stopping);
             process.retire();
         }
     }
@@ -420,7 +402,6 @@ impl Connection {
             ring,
             idle,
             session: Mutex::new(Some(Session::new(channels))),
-            spin_nanos: AtomicU64::new(0),
             stop,
             threads: Some(threads),
             path,
@@ -445,26 +426,19 @@ impl Connection {
         session: &mut Session,
         kind: RequestKind,
         deadline: Instant,
-        spin: Duration,
         encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
     ) -> Result<Envelope, Error> {
-        imp::round_trip(&self.path, session, deadline, spin, encode)
+        imp::round_trip(&self.path, session, deadline, encode)
             .map_err(|fault| classify(kind, fault).into_error())
     }
 
     /// initialize → tools/list → validate → freeze on `session`.
     fn admit_on(&self, session: &mut Session, timeout: Duration) -> Result<FrozenCatalog, Error> {
         let mut send = |phase, encode: &dyn Fn(&mut RequestEncoder, &mut Vec<u8>) -> u64| {
-            let deadline = Instant::now() + timeout;
-            self.round_trip(
-                session,
-                RequestKind::Admission,
-                deadline,
-                Duration::ZERO,
-                encode,
-            )
-            .and_then(Envelope::into_result)
-            .map_err(|e| admission_failure(e, phase))
+            let deadline = deadline_after(timeout);
+            self.round_trip(session, RequestKind::Admission, deadline, encode)
+                .and_then(Envelope::into_result)
+                .map_err(|e| admission_failure(e, phase))
         };
         let initialize = send(Phase::Initialize, &|e, out| e.initialize(out))?;
         admit_initialize(&initialize).map_err(|e| admission_failure(e, Phase::Initialize))?;

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crossbeam_channel::Receiver;
 
@@ -45,10 +45,9 @@ pub(crate) fn round_trip(
     _path: &ResponsePath,
     session: &mut Session,
     deadline: Instant,
-    spin: Duration,
     encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
 ) -> Result<Envelope, Fault> {
-    session.round_trip_channel(deadline, spin, encode)
+    session.round_trip_channel(deadline, encode)
 }
 
 /// The reader thread: reads and checks each stdout line and hands it over, until stdout ends

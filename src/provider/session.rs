@@ -74,22 +74,16 @@ impl Session {
     }
 
     /// One request with every event taken from the event channel (the reader thread reads
-    /// stdout), after the opt-in spin when `spin` is not zero; its four phases are the four
-    /// functions below.
+    /// stdout); its four phases are the four functions below.
     pub(super) fn round_trip_channel(
         &mut self,
         deadline: Instant,
-        spin: Duration,
         encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
     ) -> Result<Envelope, Fault> {
         self.ensure_in_step(deadline)?;
         let id = self.encode_frame(encode)?;
         let written = self.write_frame(deadline)?;
-        let mut spin_until = (!spin.is_zero()).then(|| deadline.min(Instant::now() + spin));
-        let next = |session: &mut Session, until| match spin_until.take() {
-            Some(spin_until) => session.spin_for_event(spin_until, until),
-            None => session.channels.events.recv_deadline(until),
-        };
+        let next = |session: &mut Session, until| session.channels.events.recv_deadline(until);
         self.await_response(deadline, next, id, written)
     }
 
@@ -286,23 +280,6 @@ impl Session {
         match decoded {
             Ok(_) => Read::Unasked,
             Err(fault) => Read::Garbage(fault.code()),
-        }
-    }
-
-    /// The embedder's opt-in active wait: `try_recv` + `yield_now` until `spin_until`, then a
-    /// normal blocking wait until `until`. Only used while a request is in flight.
-    fn spin_for_event(
-        &self,
-        spin_until: Instant,
-        until: Instant,
-    ) -> Result<Event, RecvTimeoutError> {
-        loop {
-            match self.channels.events.try_recv() {
-                Ok(event) => return Ok(event),
-                Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
-                Err(TryRecvError::Empty) if Instant::now() < spin_until => std::thread::yield_now(),
-                Err(TryRecvError::Empty) => return self.channels.events.recv_deadline(until),
-            }
         }
     }
 }

@@ -3,7 +3,7 @@
 //! During a request the caller takes stdout over ([`port`]) and reads the response line in a
 //! blocking `read(2)`, so the plugin's write wakes the caller and no other thread; the other
 //! reasons to stop waiting wake it with a kick ([`kick`]). A request that cannot take stdout
-//! over (no `/proc` to reopen it, a line the reader holds, the opt-in spin), or whose frame the
+//! over (no `/proc` to reopen it, a line the reader holds), or whose frame the
 //! writer thread finishes, waits on the event channel as the portable path does
 //! (docs/DECISIONS.md 1.21, 1.24, 1.26, 1.32).
 
@@ -13,7 +13,7 @@ mod port;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, TrySendError};
 
@@ -60,14 +60,13 @@ pub(crate) fn round_trip(
     path: &ResponsePath,
     session: &mut Session,
     deadline: Instant,
-    spin: Duration,
     encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
 ) -> Result<Envelope, Fault> {
     let port = &path.port;
-    let Some(mut held) = spin.is_zero().then(|| port.take()).flatten() else {
+    let Some(mut held) = port.take() else {
         // The channel path needs the reader to watch stdout.
         port.arm_for_reader();
-        return session.round_trip_channel(deadline, spin, encode);
+        return session.round_trip_channel(deadline, encode);
     };
     let result = match session.send_direct(&mut held, deadline, encode) {
         Ok((id, written)) if written.queued.is_none() => {
@@ -239,7 +238,9 @@ fn read_lines(
             };
             let pending = !reader.get_ref().buffer().is_empty();
             more_pending.store(pending, Ordering::Release);
-            match events.send_now(Event::Message(line)) {
+            // A full channel's wake-up finds no caller asleep in a read: this thread holds
+            // stdout.
+            match events.try_send(Event::Message(line)) {
                 Ok(()) => {}
                 Err(TrySendError::Full(event)) => {
                     // Never wait with the lock held: requests take the channel path (and
