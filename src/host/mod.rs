@@ -30,8 +30,7 @@ use crate::env::{
 };
 use crate::error::{Error, ErrorCode, Phase};
 use crate::provider::{
-    log_admission_failure, AdmissionCancel, LaunchSpec, Provider, ProviderSpec, StderrLine,
-    StderrRing,
+    stderr_tail, AdmissionCancel, LaunchSpec, Provider, ProviderSpec, StderrLine, StderrRing,
 };
 
 /// Where a host reads its runner configuration (again at every check and reload).
@@ -543,4 +542,23 @@ fn prepare(
         timeout: cfg.timeout,
     };
     Provider::start_cancellable(spec, observe, cancel)
+}
+
+/// Logs a failed admission of provider `id` at `level` with the tail of its stderr `lines`
+/// (`check` names the candidate of a check).
+fn log_admission_failure(
+    level: log::Level,
+    check: bool,
+    id: &str,
+    error: &Error,
+    lines: &[StderrLine],
+) {
+    let phase = error.phase().map_or("spawn", |p| p.as_str());
+    let what = if check { "check candidate" } else { "provider" };
+    log::log!(
+        level,
+        "plugin {what} {id:?} failed admission: phase {phase}, code {}; stderr tail: {}",
+        error.code().as_str(),
+        stderr_tail(lines)
+    );
 }

@@ -50,7 +50,7 @@ pub use io::FORCE_EXIT_WAITER_ENV;
 #[cfg(any(test, feature = "ops", feature = "internals"))]
 pub use process::retirement_counts;
 pub use process::LaunchSpec;
-pub(crate) use stderr_ring::log_admission_failure;
+pub(crate) use stderr_ring::stderr_tail;
 pub use stderr_ring::{StderrLine, StderrRing};
 #[cfg(feature = "internals")]
 pub use stderr_ring::{

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 
 use parking_lot::Mutex;
 
-use crate::error::{Error, ErrorCode};
+use crate::error::ErrorCode;
 
 /// Most lines kept.
 pub const STDERR_MAX_LINES: usize = 64;
@@ -202,25 +202,6 @@ pub(crate) fn report(ring: &Mutex<StderrRing>, retirement: Retirement) {
     if let Some((retirement, lines)) = due {
         retirement.log(&lines);
     }
-}
-
-/// Logs a failed admission of provider `id` at `level` with the tail of its stderr `lines`
-/// (`check` names the candidate of a check).
-pub(crate) fn log_admission_failure(
-    level: log::Level,
-    check: bool,
-    id: &str,
-    error: &Error,
-    lines: &[StderrLine],
-) {
-    let phase = error.phase().map_or("spawn", |p| p.as_str());
-    let what = if check { "check candidate" } else { "provider" };
-    log::log!(
-        level,
-        "plugin {what} {id:?} failed admission: phase {phase}, code {}; stderr tail: {}",
-        error.code().as_str(),
-        stderr_tail(lines)
-    );
 }
 
 /// The last [`FAULT_LOG_STDERR_LINES`] lines, each quoted and escaped (no control character or
