@@ -436,6 +436,57 @@ fn a_runner_killed_during_a_slow_call_is_outcome_unknown_and_its_restart_replace
     common::assert_no_zombie_children_of_self();
 }
 
+/// While one request runs on a `connect` runner, the link is still read: the thread that read
+/// the slow call runs it and has passed the reading on, so the runner's other requests are
+/// answered meanwhile, and the slow call is then answered once, by the thread that ran it.
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs connect processes stopped with SIGTERM behind a front (docs/PLATFORMS.md)"
+)]
+fn a_runner_answers_other_requests_while_one_of_its_requests_runs() {
+    let dir = TempDir::new("link", "overlap");
+    let front = start_front(&front_tokens(&dir, &["edge-1"]));
+    let addr = front.addr;
+    let mut one = Runner::new(&dir, "edge-1");
+    one.start(addr);
+    wait_listed(addr, &["edge-1"]);
+    let sleep = describe(addr, "edge-1", "sleep");
+    let slow = std::thread::spawn(move || {
+        tool(
+            addr,
+            USER,
+            json!({"action": "call", "binding": sleep, "arguments": {"ms": 10000}}),
+        )
+    });
+    one.wait_for_call("sleep");
+    for _ in 0..3 {
+        let (status, body) = tool(addr, USER, json!({"action": "list", "runner": "edge-1"}));
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["output"]["runner"], json!("edge-1"), "{body}");
+        assert_eq!(
+            body["output"]["plugins"][0]["plugin"],
+            json!("fx"),
+            "{body}"
+        );
+        assert!(!describe(addr, "edge-1", "echo").is_empty());
+    }
+    assert!(
+        !slow.is_finished(),
+        "the runner's other requests waited behind its running call"
+    );
+    let (status, body) = slow.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["success"], json!(true), "{body}");
+    assert_eq!(one.calls("sleep"), 1);
+    // The link still serves after the overlap.
+    assert_eq!(echo_through(addr, "edge-1", "after"), "after");
+    one.stop();
+    assert_no_zombies(front.pid());
+    drop(front);
+    common::assert_no_zombie_children_of_self();
+}
+
 #[test]
 #[cfg_attr(
     windows,

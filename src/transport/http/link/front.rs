@@ -4,7 +4,12 @@
 //!
 //! One link = the connection thread that accepted it, which reads the link for its whole life
 //! (answers are handed to the waiting callers by id through bounded channels) and sends the
-//! heartbeat pings; callers write their requests under the socket's lock. A link lives in the
+//! heartbeat pings; callers write their requests under the socket's lock. A caller that finds
+//! no other caller reading claims the reading before it writes its request and reads the link
+//! itself until its answer comes (routing the others' answers meanwhile), so no thread hands
+//! it its answer. The connection thread reads nothing while the claim is held; it reads again
+//! at once when a released claim leaves answers owed to other callers, else once no caller
+//! claimed the reading for [`READ_AGAIN_AFTER`], or at its next heartbeat duty. A link lives in the
 //! [`LinkRegistry`] under its runner id:
 //! - a new link for a connected id replaces the old one, which is closed at once;
 //! - a link of the same runner instance (the same `instance` in its hello) keeps the runner's
@@ -17,8 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
-use parking_lot::{Mutex, RwLock};
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use parking_lot::{Condvar, Mutex, RwLock};
 use serde_json::Value;
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::{Role, WebSocket};
@@ -50,6 +55,10 @@ impl Heartbeat {
 pub const HELLO_WITHIN: Duration = Duration::from_secs(10);
 /// How long a request waits for its answer (above the longest plugin request timeout).
 pub const ANSWER_WITHIN: Duration = Duration::from_secs(130);
+/// How long after a caller released its claim to read, with no answer owed to anyone, the
+/// connection thread reads the link again (a caller that comes sooner claims the reading and
+/// the connection thread is not woken between sequential requests).
+pub const READ_AGAIN_AFTER: Duration = Duration::from_millis(50);
 
 /// The runner links of a front.
 pub(crate) struct LinkRegistry {
@@ -78,13 +87,168 @@ struct Connection {
     instance: String,
     pending: Mutex<HashMap<u64, Sender<wire::LinkReply>>>,
     next_id: AtomicU64,
+    /// When the runner's last frame came, whoever read it.
+    last_frame: Mutex<Instant>,
+    /// When a caller last released its claim to read; the connection thread waits on
+    /// `claim_released` under it.
+    released: Mutex<Instant>,
+    /// Signalled when a released claim leaves answers owed, or the link ended.
+    claim_released: Condvar,
+    /// Why the link ended, when a caller that read the link saw it end.
+    ended: Mutex<Option<String>>,
 }
 
 impl Connection {
-    /// Ends the link and fails every request waiting on it (their senders are dropped).
+    /// Ends the link and fails every request waiting on it (their senders are dropped); the
+    /// connection thread, should it wait for claims, sees it at once.
     fn end(&self) {
         self.socket.shutdown();
         self.pending.lock().clear();
+        self.wake_connection_thread();
+    }
+
+    /// Sends a close frame and ends the connection; the connection thread, should it wait for
+    /// claims, sees it at once.
+    fn close(&self, code: CloseCode, reason: &str) {
+        self.socket.close(code, reason);
+        self.wake_connection_thread();
+    }
+
+    /// Wakes the connection thread should it wait in [`Connection::wait_for_claims`].
+    fn wake_connection_thread(&self) {
+        let _released = self.released.lock();
+        self.claim_released.notify_one();
+    }
+
+    /// Takes in one thing the reader found: routes an answer, notes a frame's time, closes the
+    /// link on a breach. `Err(why)` when the link is over.
+    fn take(&self, next: Next) -> Result<(), String> {
+        let socket = &self.socket;
+        match next {
+            Next::Text(text) => {
+                *self.last_frame.lock() = Instant::now();
+                route_answer(self, &text).inspect_err(|why| {
+                    socket.close(CloseCode::Policy, why);
+                })
+            }
+            Next::Heartbeat => {
+                *self.last_frame.lock() = Instant::now();
+                Ok(())
+            }
+            Next::Quiet => Ok(()),
+            Next::Binary => {
+                socket.close(CloseCode::Unsupported, "the link carries text frames only");
+                Err("a binary frame".into())
+            }
+            Next::TooLarge => {
+                socket.close(CloseCode::Size, "a frame over 1 MiB");
+                Err("a frame over 1 MiB".into())
+            }
+            Next::Broken(why) => {
+                socket.close(CloseCode::Protocol, "not a valid WebSocket frame");
+                Err(why)
+            }
+            Next::Ended(why) => Err(why),
+        }
+    }
+
+    /// Reads what the link holds already, without waiting (this caller holds the claim and is
+    /// about to write): a late answer, a pong, the end of the link. `Err(why)` when the link
+    /// is over, so the request is not written.
+    fn drain(&self) -> Result<(), String> {
+        loop {
+            match self.socket.next(Instant::now()) {
+                Next::Quiet => return Ok(()),
+                next => {
+                    if let Err(why) = self.take(next) {
+                        *self.ended.lock() = Some(why.clone());
+                        self.end();
+                        return Err(why);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads the link (this caller holds the claim and drained it before it wrote) until the
+    /// answer for `id` is in `rx`, the link ends, or `deadline` passes.
+    fn read_own_answer(
+        &self,
+        id: u64,
+        rx: &Receiver<wire::LinkReply>,
+        deadline: Instant,
+    ) -> Result<wire::LinkReply, LinkFailure> {
+        let mut first = true;
+        loop {
+            match rx.try_recv() {
+                Ok(reply) => return Ok(reply),
+                Err(TryRecvError::Disconnected) => {
+                    return Err(LinkFailure::Lost("the link ended before the answer".into()))
+                }
+                Err(TryRecvError::Empty) => {}
+            }
+            if Instant::now() >= deadline {
+                self.pending.lock().remove(&id);
+                return Err(LinkFailure::Lost("no answer in time".into()));
+            }
+            let next = match first {
+                true => self.socket.next_after_drain(deadline),
+                false => self.socket.next(deadline),
+            };
+            first = false;
+            if let Err(why) = self.take(next) {
+                // The connection thread sees the end once the claim is released, and logs
+                // this.
+                *self.ended.lock() = Some(why);
+                self.end();
+                return Err(LinkFailure::Lost("the link ended before the answer".into()));
+            }
+        }
+    }
+
+    /// Gives up the claim to read; wakes the connection thread when it has to read at once
+    /// (answers owed to other callers, or the link ended).
+    fn release_claim(&self) {
+        self.socket.release_claim();
+        let mut released = self.released.lock();
+        *released = Instant::now();
+        if !self.pending.lock().is_empty() || self.ended.lock().is_some() {
+            self.claim_released.notify_one();
+        }
+    }
+
+    /// The connection thread found the claim held: waits while it is held, and after its
+    /// release for up to [`READ_AGAIN_AFTER`] while no answer is owed, never past `until`
+    /// (its next heartbeat duty).
+    fn wait_for_claims(&self, until: Instant) {
+        let mut released = self.released.lock();
+        loop {
+            if self.socket.is_closed() {
+                return;
+            }
+            let resume_at = match self.socket.is_claimed() {
+                true => until,
+                false => {
+                    if !self.pending.lock().is_empty() || self.ended.lock().is_some() {
+                        return;
+                    }
+                    (*released + READ_AGAIN_AFTER).min(until)
+                }
+            };
+            if Instant::now() >= resume_at {
+                return;
+            }
+            self.claim_released.wait_until(&mut released, resume_at);
+        }
+    }
+}
+
+/// Releases a caller's claim to read when dropped (also if the caller unwinds).
+struct Claim<'a>(&'a Connection);
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        self.0.release_claim();
     }
 }
 
@@ -100,12 +264,21 @@ impl RunnerLink for DialLink {
         if connection.socket.is_closed() {
             return Err(LinkFailure::NotSent("the link is closed".into()));
         }
+        // No other caller reads: this one reads its own answer. What the link holds already
+        // is read first, so a link the runner closed is found before anything is written.
+        let claim = connection.socket.claim().then(|| Claim(&connection));
+        if claim.is_some() {
+            if let Err(why) = connection.drain() {
+                return Err(LinkFailure::NotSent(format!("the link ended: {why}")));
+            }
+        }
         let id = connection.next_id.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = bounded(1);
         connection.pending.lock().insert(id, tx);
         // The request's trace id goes on to the runner, under a new parent id.
         let trace = crate::trace::current().map(|trace| trace.child());
         let frame = wire::encode_request(id, operation, params, trace.as_ref());
+        let deadline = Instant::now() + ANSWER_WITHIN;
         if let Err(e) = connection.socket.send_text(frame) {
             connection.pending.lock().remove(&id);
             connection.end();
@@ -114,14 +287,18 @@ impl RunnerLink for DialLink {
                 "writing the request failed: {e}"
             )));
         }
-        let reply = match rx.recv_timeout(ANSWER_WITHIN) {
-            Ok(reply) => reply,
-            Err(RecvTimeoutError::Timeout) => {
-                connection.pending.lock().remove(&id);
-                return Err(LinkFailure::Lost("no answer in time".into()));
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(LinkFailure::Lost("the link ended before the answer".into()))
+        let reply = if claim.is_some() {
+            connection.read_own_answer(id, &rx, deadline)?
+        } else {
+            match rx.recv_deadline(deadline) {
+                Ok(reply) => reply,
+                Err(RecvTimeoutError::Timeout) => {
+                    connection.pending.lock().remove(&id);
+                    return Err(LinkFailure::Lost("no answer in time".into()));
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(LinkFailure::Lost("the link ended before the answer".into()))
+                }
             }
         };
         if reply.kind.is_some() && reply.kind != kind {
@@ -205,6 +382,10 @@ impl LinkRegistry {
             instance: hello.instance.clone(),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
+            last_frame: Mutex::new(Instant::now()),
+            released: Mutex::new(Instant::now()),
+            claim_released: Condvar::new(),
+            ended: Mutex::new(None),
         });
         let mut runners = self.runners.lock();
         let same_instance = runners
@@ -259,9 +440,7 @@ impl LinkRegistry {
     pub(crate) fn close_all(&self) {
         for entry in self.runners.lock().values() {
             if let Some(connection) = entry.link.current.read().as_ref() {
-                connection
-                    .socket
-                    .close(CloseCode::Away, "the front is stopping");
+                connection.close(CloseCode::Away, "the front is stopping");
             }
         }
     }
@@ -277,14 +456,17 @@ impl RunnerLink for ArcLink {
 }
 
 /// Reads the link until it ends: routes each answer to its caller and keeps the heartbeat.
-/// Returns why it ended, for the log.
+/// While a caller holds the claim to read, it only keeps the heartbeat. Returns why it ended,
+/// for the log.
 fn read_answers(connection: &Connection, heartbeat: Heartbeat) -> String {
     let socket = &connection.socket;
-    let mut last_frame = Instant::now();
     let mut last_ping = Instant::now();
     loop {
+        if let Some(why) = connection.ended.lock().take() {
+            return why;
+        }
         let now = Instant::now();
-        let dead_at = last_frame + heartbeat.dead_after;
+        let dead_at = *connection.last_frame.lock() + heartbeat.dead_after;
         if now >= dead_at {
             let why = format!("no frame for {} s", heartbeat.dead_after.as_secs());
             socket.close(CloseCode::Away, &why);
@@ -298,29 +480,15 @@ fn read_answers(connection: &Connection, heartbeat: Heartbeat) -> String {
             last_ping = now;
             continue;
         }
-        match socket.next(ping_at.min(dead_at)) {
-            Next::Text(text) => {
-                last_frame = Instant::now();
-                if let Err(why) = route_answer(connection, &text) {
-                    socket.close(CloseCode::Policy, &why);
+        let until = ping_at.min(dead_at);
+        match socket.next_unless_claimed(until) {
+            Some(next) => {
+                if let Err(why) = connection.take(next) {
                     return why;
                 }
             }
-            Next::Heartbeat => last_frame = Instant::now(),
-            Next::Quiet => {}
-            Next::Binary => {
-                socket.close(CloseCode::Unsupported, "the link carries text frames only");
-                return "a binary frame".into();
-            }
-            Next::TooLarge => {
-                socket.close(CloseCode::Size, "a frame over 1 MiB");
-                return "a frame over 1 MiB".into();
-            }
-            Next::Broken(why) => {
-                socket.close(CloseCode::Protocol, "not a valid WebSocket frame");
-                return why;
-            }
-            Next::Ended(why) => return why,
+            // A caller reads.
+            None => connection.wait_for_claims(until),
         }
     }
 }

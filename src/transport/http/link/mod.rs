@@ -6,13 +6,14 @@
 //! - `wire`: the frames (hello, welcome, requests, replies); pure, fuzzed (`fuzz/`,
 //!   `link_frames`).
 //! - `socket`: one WebSocket shared by its reader and its writers (no polling: the reader
-//!   waits in `peek`, writers take a lock per message).
+//!   waits in one `poll(2)`, a `peek` off Unix; writers take a lock per message; a writer may
+//!   claim the reading, the front's caller that reads its own answer).
 //! - `front` (feature `http-server`): the links `serve` accepted, each a `RunnerLink` of a
 //!   `RemoteRunner`, so every relayed answer is validated and rebuilt and each runner has its
 //!   own in-flight cap.
 //! - `runner` (feature `http-client`): `connect`'s side: dial (directly or through an HTTP
-//!   proxy, `ws://` or `wss://`), hello, serve the front's requests with the local gateway,
-//!   reconnect with backoff.
+//!   proxy, `ws://` or `wss://`), hello, serve the front's requests with the local gateway
+//!   (the thread that reads a request runs it), reconnect with backoff.
 
 #[cfg(feature = "http-server")]
 pub(crate) mod front;

@@ -1,8 +1,9 @@
 //! The runner's side of a link (`webcodex-plugin connect`): dial the front (directly or
 //! through an HTTP `CONNECT` proxy; `wss://` with rustls), say hello, serve each request of
-//! the front with the local gateway on a thread of its own, and dial again when the link ends
-//! (exponential backoff with full jitter: 1 s base, 30 s cap, reset after a link that lived
-//! 60 s). A refused credential (401/403 to the upgrade) ends it.
+//! the front with the local gateway (the thread that reads a request runs it and passes the
+//! reading on: leader/follower), and dial again when the link ends (exponential backoff with
+//! full jitter: 1 s base, 30 s cap, reset after a link that lived 60 s). A refused credential
+//! (401/403 to the upgrade) ends it.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -10,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
+use crossbeam_channel::{bounded, Receiver, Sender};
 use parking_lot::Mutex;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
@@ -34,8 +35,9 @@ use crate::transport::{Dispatcher, Slot, WORKER_STACK};
 pub const DEAD_AFTER: Duration = Duration::from_secs(45);
 /// How long the front has to welcome the runner.
 const WELCOME_WITHIN: Duration = Duration::from_secs(10);
-/// How long a link's request thread waits for another request once it answered one, before it
-/// ends (so a busy link starts no thread per request, and an idle one keeps none for long).
+/// How long a link's request thread waits to read the link again once it answered a request,
+/// before it ends (so a busy link starts no thread per request, and an idle one keeps none
+/// for long besides its reader).
 const WORKER_IDLE: Duration = Duration::from_secs(30);
 
 /// Where and how a runner dials its front.
@@ -431,68 +433,130 @@ impl Dialer {
     }
 
     /// Serves the front's requests until the link ends; returns why it ended.
+    ///
+    /// Leader/follower: one request thread at a time reads the link (the leader). A leader
+    /// that reads a request passes the reading to a thread that waits for it (a new thread
+    /// when none waits) and runs the request itself, so no hand-off stands between a
+    /// request's arrival and its run; once it answered, it waits to lead again. This thread
+    /// runs no request: it waits for the leader that sees the link end, so a lost link is
+    /// dialled again at once even while long requests run.
     fn serve(&self, gateway: &Arc<Gateway>, socket: &Arc<LinkSocket<LinkStream>>) -> String {
-        // The link's own bound of requests at once, its panic guard and its trace scopes.
-        let dispatcher = Arc::new(Dispatcher::new(gateway.clone()));
-        // Hands a request to a request thread that waits for one (none: a new thread). Its
-        // end, when this returns, ends the waiting threads at once.
-        let (handoff, waiting) = bounded::<Job>(0);
-        let workers = Workers {
-            dispatcher,
+        let (pass, take) = bounded::<Lead>(0);
+        let (ended_tx, ended) = bounded::<String>(1);
+        // Dropped when this returns: the threads that wait to lead end at once.
+        let (_gone_tx, gone) = bounded::<()>(0);
+        let crew = Arc::new(Crew {
+            // The link's own bound of requests at once, its panic guard and its trace scopes.
+            dispatcher: Dispatcher::new(gateway.clone()),
             socket: socket.clone(),
-            handoff,
-            waiting,
+            pass,
+            take,
+            ended: ended_tx,
+            gone,
+        });
+        let first = Lead {
+            last_frame: Instant::now(),
         };
-        let mut last_frame = Instant::now();
-        loop {
-            let next = socket.next(last_frame + DEAD_AFTER);
-            if matches!(next, Next::Text(_) | Next::Heartbeat) {
-                last_frame = Instant::now();
+        if !pass_lead(&crew, first) {
+            socket.close(CloseCode::Away, "the runner could not start a thread");
+            return "no thread could start to read the link".into();
+        }
+        // Only the link's threads hold the sender now: should they all end without a word
+        // (a bug), the wait ends too.
+        drop(crew);
+        ended
+            .recv()
+            .unwrap_or_else(|_| "the link's threads ended".into())
+    }
+}
+
+/// The reading of a link, passed from thread to thread: when the front's last frame came (a
+/// link with none for [`DEAD_AFTER`] is dead). Exactly one thread holds it at a time.
+#[derive(Clone, Copy)]
+struct Lead {
+    last_frame: Instant,
+}
+
+/// How a thread's turn as the link's reader ended.
+enum Led {
+    /// It read a request, passed the reading on and ran the request.
+    Passed,
+    /// The link ended (why, for the log); the reading goes to no one.
+    Ended(String),
+}
+
+/// The threads of one link: the dispatcher they run requests on (its bound of 64 at once),
+/// the link they read and answer, and the hand-off of the reading.
+struct Crew {
+    dispatcher: Dispatcher,
+    socket: Arc<LinkSocket<LinkStream>>,
+    /// Passes the reading to a thread waiting in `take` (zero capacity: only to one that
+    /// waits).
+    pass: Sender<Lead>,
+    take: Receiver<Lead>,
+    /// Why the link ended, from the leader that saw it to `serve`'s thread.
+    ended: Sender<String>,
+    /// Disconnected once `serve` returned.
+    gone: Receiver<()>,
+}
+
+/// Reads the link as its leader until it reads a request it can run (it passes the reading on
+/// and runs it: [`Led::Passed`]) or the link ends ([`Led::Ended`]). Requests that cannot run
+/// (unreadable, over the bound of 64, no thread to pass the reading to) are answered at once
+/// and the reading goes on.
+fn lead_link(crew: &Arc<Crew>, mut lead: Lead) -> Led {
+    let socket = &crew.socket;
+    loop {
+        let next = socket.next(lead.last_frame + DEAD_AFTER);
+        if matches!(next, Next::Text(_) | Next::Heartbeat) {
+            lead.last_frame = Instant::now();
+        }
+        match next {
+            Next::Text(text) => {
+                let Some((request, slot)) = admit(crew, &text) else {
+                    continue;
+                };
+                if pass_lead(crew, lead) {
+                    answer(&crew.dispatcher, socket, request, slot);
+                    return Led::Passed;
+                }
+                drop(slot);
+                let reply = wire::encode_failure(
+                    request.id,
+                    ErrorCode::GatewaySaturated,
+                    Dispatch::NotStarted,
+                    "the runner could not start a thread for the request; try again",
+                );
+                let _ = socket.send_text(reply);
             }
-            match next {
-                Next::Text(text) => start_request(&workers, &text),
-                Next::Heartbeat => {}
-                // Only once the deadline passed.
-                Next::Quiet => {
-                    socket.close(CloseCode::Away, "no frame for 45 s");
-                    return "no frame from the front for 45 s".into();
-                }
-                Next::Binary => {
-                    socket.close(CloseCode::Unsupported, "the link carries text frames only");
-                    return "the front sent a binary frame".into();
-                }
-                Next::TooLarge => {
-                    socket.close(CloseCode::Size, "a frame over 1 MiB");
-                    return "the front sent a frame over 1 MiB".into();
-                }
-                Next::Broken(why) => {
-                    socket.close(CloseCode::Protocol, "not a valid WebSocket frame");
-                    return why;
-                }
-                Next::Ended(why) => return why,
+            Next::Heartbeat => {}
+            // Only once the deadline passed.
+            Next::Quiet => {
+                socket.close(CloseCode::Away, "no frame for 45 s");
+                return Led::Ended("no frame from the front for 45 s".into());
             }
+            Next::Binary => {
+                socket.close(CloseCode::Unsupported, "the link carries text frames only");
+                return Led::Ended("the front sent a binary frame".into());
+            }
+            Next::TooLarge => {
+                socket.close(CloseCode::Size, "a frame over 1 MiB");
+                return Led::Ended("the front sent a frame over 1 MiB".into());
+            }
+            Next::Broken(why) => {
+                socket.close(CloseCode::Protocol, "not a valid WebSocket frame");
+                return Led::Ended(why);
+            }
+            Next::Ended(why) => return Led::Ended(why),
         }
     }
 }
 
-/// One request of the front with its slot.
-type Job = (LinkRequest, Slot);
-
-/// The request threads of one link: the dispatcher they run requests on, the link they
-/// answer on, and the hand-off to a thread waiting for its next request.
-struct Workers {
-    dispatcher: Arc<Dispatcher>,
-    socket: Arc<LinkSocket<LinkStream>>,
-    handoff: Sender<Job>,
-    waiting: Receiver<Job>,
-}
-
-/// Runs one request of the front on a request thread of the link, at most
-/// [`crate::transport::MAX_IN_FLIGHT`] (64) at once; beyond it a request is answered
-/// `gateway_saturated` at once. A thread that waits for a request takes it; else a new one
-/// starts.
-fn start_request(workers: &Workers, text: &str) {
-    let socket = &workers.socket;
+/// Parses one request of the front and takes its in-flight slot, at most
+/// [`crate::transport::MAX_IN_FLIGHT`] (64) at once; beyond it, or when the frame is not a
+/// readable request, the front is answered at once (`None`).
+fn admit(crew: &Crew, text: &str) -> Option<(LinkRequest, Slot)> {
+    let socket = &crew.socket;
     let request = match wire::parse_request(text) {
         Ok(request) => request,
         Err((Some(id), e)) => {
@@ -503,14 +567,14 @@ fn start_request(workers: &Workers, text: &str) {
                 &format!("the runner could not read the request: {e}"),
             );
             let _ = socket.send_text(reply);
-            return;
+            return None;
         }
         Err((None, e)) => {
             log::warn!("connect: the front sent a frame that is not a request: {e}");
-            return;
+            return None;
         }
     };
-    let Some(slot) = workers.dispatcher.try_admit() else {
+    let Some(slot) = crew.dispatcher.try_admit() else {
         let reply = wire::encode_failure(
             request.id,
             ErrorCode::GatewaySaturated,
@@ -518,37 +582,47 @@ fn start_request(workers: &Workers, text: &str) {
             "the runner already serves its limit of requests; try again when one finishes",
         );
         let _ = socket.send_text(reply);
-        return;
+        return None;
     };
-    let job = match workers.handoff.try_send((request, slot)) {
-        Ok(()) => return,
-        Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => job,
-    };
-    let id = job.0.id;
-    let (dispatcher, worker_socket) = (workers.dispatcher.clone(), socket.clone());
-    let waiting = workers.waiting.clone();
+    Some((request, slot))
+}
+
+/// Passes the reading of the link to a thread waiting for it, else to a new thread; false
+/// when no thread could start (the caller keeps the reading).
+fn pass_lead(crew: &Arc<Crew>, lead: Lead) -> bool {
+    if crew.pass.try_send(lead).is_ok() {
+        return true;
+    }
+    let follower = crew.clone();
     let spawned = std::thread::Builder::new()
         .name("wc-link-req".into())
         .stack_size(WORKER_STACK)
-        .spawn(move || {
-            let mut job = job;
-            loop {
-                answer(&dispatcher, &worker_socket, job.0, job.1);
-                match waiting.recv_timeout(WORKER_IDLE) {
-                    Ok(next) => job = next,
-                    Err(_) => return,
-                }
-            }
-        });
-    if let Err(e) = spawned {
-        log::warn!("connect: no thread for a request: {e}");
-        let reply = wire::encode_failure(
-            id,
-            ErrorCode::GatewaySaturated,
-            Dispatch::NotStarted,
-            "the runner could not start a thread for the request; try again",
-        );
-        let _ = socket.send_text(reply);
+        .spawn(move || follow(&follower, lead));
+    match spawned {
+        Ok(_) => true,
+        Err(e) => {
+            log::warn!("connect: no thread for a request: {e}");
+            false
+        }
+    }
+}
+
+/// A request thread of the link: leads with `lead`, then, after each request it ran, waits up
+/// to [`WORKER_IDLE`] to lead again; ends when the wait runs out or the link ended.
+fn follow(crew: &Arc<Crew>, mut lead: Lead) {
+    loop {
+        if let Led::Ended(why) = lead_link(crew, lead) {
+            let _ = crew.ended.try_send(why);
+            return;
+        }
+        crossbeam_channel::select! {
+            recv(crew.take) -> next => match next {
+                Ok(next) => lead = next,
+                Err(_) => return,
+            },
+            recv(crew.gone) -> _ => return,
+            default(WORKER_IDLE) => return,
+        }
     }
 }
 

@@ -11,6 +11,11 @@
 //! `MSG_DONTWAIT` (three system calls a message); elsewhere the wait is a `peek` with a read
 //! timeout and the socket is set non-blocking for the reads.
 //!
+//! A writer may also claim the reading (the front's caller that reads its own answer): the
+//! claim is taken under the lock, before the request is written, and a reader that yields to
+//! claims ([`LinkSocket::next_unless_claimed`]) checks it under the lock before each read, so
+//! it reads nothing more until the claim is released.
+//!
 //! The reader's wait ends at a deadline, not after a duration: bytes that arrive without
 //! completing a message (a peer that dribbles a frame, a TLS record split in two) do not start
 //! the wait again, so they cannot postpone the heartbeat or the dead-link check.
@@ -126,6 +131,8 @@ pub(crate) struct LinkSocket<S: Read + Write> {
     ws: Mutex<WebSocket<S>>,
     tcp: SharedTcp,
     closed: AtomicBool,
+    /// A writer claimed the reading (set only under the lock of `ws`).
+    claimed: AtomicBool,
 }
 
 impl<S: Read + Write> LinkSocket<S> {
@@ -137,6 +144,7 @@ impl<S: Read + Write> LinkSocket<S> {
             ws: Mutex::new(ws),
             tcp,
             closed: AtomicBool::new(false),
+            claimed: AtomicBool::new(false),
         })
     }
 
@@ -149,6 +157,26 @@ impl<S: Read + Write> LinkSocket<S> {
     #[cfg(feature = "http-server")]
     pub(crate) fn ping(&self) -> Result<(), String> {
         self.send(Message::Ping(Vec::new().into()))
+    }
+
+    /// Claims the reading when no one holds the claim: true when this call took it (release
+    /// it with [`LinkSocket::release_claim`]).
+    #[cfg(feature = "http-server")]
+    pub(crate) fn claim(&self) -> bool {
+        let _ws = self.ws.lock();
+        !self.claimed.swap(true, Ordering::SeqCst)
+    }
+
+    /// Gives up the claim [`LinkSocket::claim`] took.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn release_claim(&self) {
+        self.claimed.store(false, Ordering::SeqCst);
+    }
+
+    /// True while a writer holds the claim to read.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn is_claimed(&self) -> bool {
+        self.claimed.load(Ordering::SeqCst)
     }
 
     fn send(&self, message: Message) -> Result<(), String> {
@@ -185,48 +213,92 @@ impl<S: Read + Write> LinkSocket<S> {
     }
 
     /// The next message, waiting for bytes until `until` at the latest ([`Next::Quiet`]
-    /// then, whatever arrived meanwhile without completing a message). Only one thread reads.
+    /// then, whatever arrived meanwhile without completing a message). One thread reads at a
+    /// time: the link's reader, or the writer that holds the claim.
     pub(crate) fn next(&self, until: Instant) -> Next {
+        self.read_next(until, false)
+            .expect("a read that does not yield always ends with a message")
+    }
+
+    /// [`LinkSocket::next`], except that it reads nothing while a writer holds the claim:
+    /// `None` then (checked under the lock before every read).
+    #[cfg(feature = "http-server")]
+    pub(crate) fn next_unless_claimed(&self, until: Instant) -> Option<Next> {
+        self.read_next(until, true)
+    }
+
+    /// [`LinkSocket::next`] that waits for bytes before it reads: only right after a read
+    /// found nothing complete (the claim holder's drain), when no message can be buffered.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn next_after_drain(&self, until: Instant) -> Next {
+        match self.wait(until) {
+            Some(next) => next,
+            None => self.next(until),
+        }
+    }
+
+    fn read_next(&self, until: Instant, yield_to_claim: bool) -> Option<Next> {
+        // The peer's close frame came: the end that follows is its close, even when the reply
+        // to it cannot be written any more (the peer already went).
+        let mut peer_closed = false;
         loop {
             let read = {
                 let mut ws = self.ws.lock();
+                if yield_to_claim && self.claimed.load(Ordering::SeqCst) {
+                    return None;
+                }
                 match self.tcp.reading_without_waiting(|| ws.read()) {
                     Ok(read) => read,
-                    Err(_) => return Next::Ended("the socket cannot be read".into()),
+                    Err(_) => return Some(Next::Ended("the socket cannot be read".into())),
                 }
             };
-            match read {
-                Ok(Message::Text(text)) => return Next::Text(text.to_string()),
-                Ok(Message::Binary(_)) => return Next::Binary,
-                Ok(Message::Ping(_) | Message::Pong(_)) => return Next::Heartbeat,
+            let next = match read {
+                Ok(Message::Text(text)) => Next::Text(text.to_string()),
+                Ok(Message::Binary(_)) => Next::Binary,
+                Ok(Message::Ping(_) | Message::Pong(_)) => Next::Heartbeat,
                 // The reply is queued; the next read writes it and then reports the end.
-                Ok(Message::Close(_)) | Ok(Message::Frame(_)) => continue,
-                Err(WsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(WsError::Io(e)) => return Next::Ended(e.to_string()),
+                Ok(Message::Close(_)) => {
+                    peer_closed = true;
+                    continue;
+                }
+                Ok(Message::Frame(_)) => continue,
+                Err(WsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {
+                    match self.wait(until) {
+                        Some(next) => next,
+                        None => continue,
+                    }
+                }
+                Err(WsError::Io(_)) if peer_closed => {
+                    Next::Ended("the peer closed the link".into())
+                }
+                Err(WsError::Io(e)) => Next::Ended(e.to_string()),
                 Err(WsError::ConnectionClosed | WsError::AlreadyClosed) => {
-                    return Next::Ended("the peer closed the link".into())
+                    Next::Ended("the peer closed the link".into())
                 }
-                Err(WsError::Capacity(_)) => return Next::TooLarge,
-                Err(e @ (WsError::Protocol(_) | WsError::Utf8(_))) => {
-                    return Next::Broken(e.to_string())
-                }
-                Err(e) => return Next::Ended(e.to_string()),
-            }
-            // Nothing complete is buffered: wait for more bytes without the lock.
-            if self.is_closed() {
-                return Next::Ended("the link is closed".into());
-            }
-            let wait = until.saturating_duration_since(Instant::now());
-            if wait.is_zero() {
-                return Next::Quiet;
-            }
-            match wait_readable(&self.tcp.0, wait) {
-                // Bytes, or the end of the stream (the next read reports it).
-                Ok(true) => {}
-                Ok(false) => return Next::Quiet,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Next::Ended(e.to_string()),
-            }
+                Err(WsError::Capacity(_)) => Next::TooLarge,
+                Err(e @ (WsError::Protocol(_) | WsError::Utf8(_))) => Next::Broken(e.to_string()),
+                Err(e) => Next::Ended(e.to_string()),
+            };
+            return Some(next);
+        }
+    }
+
+    /// Nothing complete is buffered: waits for more bytes without the lock, until `until`.
+    /// `None` when bytes came (or the end of the stream: the next read reports it), else what
+    /// ended the wait.
+    fn wait(&self, until: Instant) -> Option<Next> {
+        if self.is_closed() {
+            return Some(Next::Ended("the link is closed".into()));
+        }
+        let wait = until.saturating_duration_since(Instant::now());
+        if wait.is_zero() {
+            return Some(Next::Quiet);
+        }
+        match wait_readable(&self.tcp.0, wait) {
+            Ok(true) => None,
+            Ok(false) => Some(Next::Quiet),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => None,
+            Err(e) => Some(Next::Ended(e.to_string())),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The front's heartbeat on a real loopback socket with a short heartbeat: a silent link gets
 //! its pings and is ended after the silence bound; a peer that dribbles a frame it never
-//! completes cannot postpone either.
+//! completes cannot postpone either; a caller that reads its own answer gets it, and the
+//! heartbeat and the end of a link hold while it reads.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -127,4 +128,80 @@ fn a_peer_dribbling_a_frame_cannot_postpone_the_ping_or_the_end() {
         dribbling.join().unwrap(),
         "the link lived until the dribbling stopped"
     );
+}
+
+/// Waits (bounded) until the link of `quiet` is a runner of the gateway.
+fn wait_runner(gateway: &Gateway) {
+    let wait = Instant::now() + LIMIT;
+    while !gateway.runner_names().contains(&"quiet".to_string()) {
+        assert!(Instant::now() < wait, "the link never became a runner");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Asks `list` of runner `quiet` through the link on a thread of its own (that caller finds
+/// no other caller reading, so it claims the reading and reads its own answer).
+fn list_through(gateway: &Arc<Gateway>) -> std::thread::JoinHandle<crate::gateway::ToolOutput> {
+    let gateway = gateway.clone();
+    std::thread::spawn(move || {
+        gateway.plugin_tool(
+            &crate::gateway::Caller::trusted(),
+            &serde_json::json!({"action": "list", "runner": "quiet"}),
+        )
+    })
+}
+
+/// The id of the next request the front wrote, skipping its pings (and the pings seen).
+fn next_request_id(client: &mut TcpStream) -> (u64, usize) {
+    let mut pings = 0;
+    loop {
+        match server_frame(client).expect("a request") {
+            (9, _) => pings += 1,
+            (1, payload) => {
+                let frame: serde_json::Value = serde_json::from_slice(&payload).unwrap();
+                return (frame["id"].as_u64().expect("an id"), pings);
+            }
+            (other, _) => panic!("an unexpected frame (opcode {other})"),
+        }
+    }
+}
+
+#[test]
+fn callers_that_read_their_own_answers_get_them_and_the_link_reads_on() {
+    let (gateway, mut client, ended) = linked();
+    wait_runner(&gateway);
+    for _ in 0..3 {
+        let asked = list_through(&gateway);
+        let (id, _) = next_request_id(&mut client);
+        let reply = format!(
+            r#"{{"id":{id},"dispatch_state":"completed","payload":{{"kind":"list","output":{{"runner":"local","plugins":[]}}}}}}"#
+        );
+        client
+            .write_all(&client_frame(1, reply.as_bytes()))
+            .unwrap();
+        let output = asked.join().unwrap();
+        assert!(output.is_success(), "{}", output.to_json());
+    }
+    // No caller reads now: the connection thread notices the end of the stream.
+    client.shutdown(std::net::Shutdown::Write).unwrap();
+    ended.recv_timeout(LIMIT).expect("serve returned");
+    assert!(gateway.runner_names().is_empty());
+}
+
+#[test]
+fn a_caller_waiting_on_a_silent_runner_has_the_heartbeat_kept_and_the_link_ended() {
+    let (gateway, mut client, ended) = linked();
+    wait_runner(&gateway);
+    let asked = list_through(&gateway);
+    let (_, mut pings) = next_request_id(&mut client);
+    // The runner never answers: the connection thread still pings while the caller holds the
+    // reading, and ends the link at the silence bound; the caller's answer is lost.
+    let (more, closes) = frames_until_closed(client);
+    pings += more;
+    assert!(pings >= 2, "{pings} pings");
+    assert_eq!(closes, 1);
+    let output = asked.join().unwrap();
+    assert!(!output.is_success(), "{}", output.to_json());
+    ended.recv_timeout(LIMIT).expect("serve returned");
+    assert!(gateway.runner_names().is_empty());
 }
