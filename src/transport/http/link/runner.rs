@@ -521,13 +521,12 @@ fn lead_link(crew: &Arc<Crew>, mut lead: Lead) -> Led {
                     return Led::Passed;
                 }
                 drop(slot);
-                let reply = wire::encode_failure(
+                refuse(
+                    socket,
                     request.id,
                     ErrorCode::GatewaySaturated,
-                    Dispatch::NotStarted,
                     "the runner could not start a thread for the request; try again",
                 );
-                let _ = socket.send_text(reply);
             }
             Next::Heartbeat => {}
             // Only once the deadline passed.
@@ -560,13 +559,8 @@ fn admit(crew: &Crew, text: &str) -> Option<(LinkRequest, Slot)> {
     let request = match wire::parse_request(text) {
         Ok(request) => request,
         Err((Some(id), e)) => {
-            let reply = wire::encode_failure(
-                id,
-                ErrorCode::InvalidRequest,
-                Dispatch::NotStarted,
-                &format!("the runner could not read the request: {e}"),
-            );
-            let _ = socket.send_text(reply);
+            let message = format!("the runner could not read the request: {e}");
+            refuse(socket, id, ErrorCode::InvalidRequest, &message);
             return None;
         }
         Err((None, e)) => {
@@ -575,16 +569,21 @@ fn admit(crew: &Crew, text: &str) -> Option<(LinkRequest, Slot)> {
         }
     };
     let Some(slot) = crew.dispatcher.try_admit() else {
-        let reply = wire::encode_failure(
+        refuse(
+            socket,
             request.id,
             ErrorCode::GatewaySaturated,
-            Dispatch::NotStarted,
             "the runner already serves its limit of requests; try again when one finishes",
         );
-        let _ = socket.send_text(reply);
         return None;
     };
     Some((request, slot))
+}
+
+/// Answers request `id` of the front with a `not_started` failure (`code`, `message`) at once.
+fn refuse(socket: &LinkSocket<LinkStream>, id: u64, code: ErrorCode, message: &str) {
+    let reply = wire::encode_failure(id, code, Dispatch::NotStarted, message);
+    let _ = socket.send_text(reply);
 }
 
 /// Passes the reading of the link to a thread waiting for it, else to a new thread; false
