@@ -8,6 +8,7 @@
 //! §3.2, JSON bounds per value): each inputSchema, outputSchema and annotations object, and each
 //! call result.
 
+mod canonical;
 mod frozen;
 mod result;
 mod schema;
@@ -17,7 +18,9 @@ pub use crate::diagnostic::{Diagnostic, DiagnosticCode, DIAGNOSTIC_FIELDS};
 pub(crate) use frozen::admit_initialize;
 pub(crate) use frozen::valid_tool_name;
 pub use frozen::{admit_tools_list, FrozenCatalog, MAX_TOOLS};
-pub(crate) use result::validate_tool_result_bounded;
+pub(crate) use result::{
+    scan_tool_result, validate_plain_tool_result, validate_tool_result_bounded, ScannedResult,
+};
 pub use result::{validate_tool_result, ResultFault, ToolResult};
 pub use schema::{Schema, SchemaFault, SchemaMismatch};
 pub use tool::{Tool, ToolHints, MAX_ARGUMENTS_BYTES};

@@ -11,28 +11,83 @@
 //! The 512 KiB limit on `structuredContent` is implied by the whole-result limit, of which it
 //! is a strict part.
 
+use std::sync::OnceLock;
+
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::canonical::{
+    scan, Canonical, MAX_CONTENT_ITEMS, MAX_RESULT_BYTES, MAX_TEXT_BYTES, STRUCTURED_KEY,
+};
 use super::Schema;
 use crate::error::{Dispatch, Error, ErrorCode};
-use crate::frame::{check_json_bounds_sized, BoundsVerdict};
-
-/// Most content items in one result.
-const MAX_CONTENT_ITEMS: usize = 32;
-/// Longest text of one content item, in bytes.
-const MAX_TEXT_BYTES: usize = 512 * 1024;
-/// Largest serialized result, in bytes.
-const MAX_RESULT_BYTES: usize = 512 * 1024;
+use crate::frame::{check_json_bounds_sized, BoundsVerdict, PlainJson};
 
 /// A validated tools/call result, held in its canonical JSON form: `content`,
-/// `structuredContent` when the plugin sent it, and `isError` always (false when omitted).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolResult(Map<String, Value>);
+/// `structuredContent` when the plugin sent it, and `isError` always (false when omitted),
+/// keys sorted and no whitespace — the text a front writes as it is. The accessors that look
+/// inside it parse it once, on first use.
+#[derive(Debug, Clone)]
+pub struct ToolResult {
+    /// The canonical JSON text.
+    json: Box<RawValue>,
+    /// The offset of `,"structuredContent":` in `json`, or of its closing brace.
+    insert_at: usize,
+    /// The `isError` member.
+    is_error: bool,
+    /// The parsed object, made on first use.
+    parsed: OnceLock<Map<String, Value>>,
+}
 
 impl ToolResult {
+    /// A result whose canonical text is `canonical`.
+    fn from_canonical(canonical: Canonical, is_error: bool) -> ToolResult {
+        // SAFETY: canonical texts are written by serde_json or by `Shape::canonical_text` from
+        // a text that the fast path and `scan` both read as one valid JSON value; either way
+        // one JSON value with no whitespace around it (debug builds check this).
+        let json = unsafe { RawValue::from_string_unchecked(canonical.text) };
+        ToolResult {
+            json,
+            insert_at: canonical.insert_at,
+            is_error,
+            parsed: OnceLock::new(),
+        }
+    }
+
+    /// A result whose canonical object is `map` (already validated).
+    fn from_map(map: Map<String, Value>) -> ToolResult {
+        let is_error = map.get("isError") == Some(&Value::Bool(true));
+        let mut text = String::with_capacity(128);
+        let push = |text: &mut String, value: &Value| {
+            text.push_str(&serde_json::to_string(value).unwrap_or_else(|_| "null".into()))
+        };
+        text.push_str("{\"content\":");
+        push(&mut text, map.get("content").unwrap_or(&Value::Null));
+        text.push_str(if is_error {
+            ",\"isError\":true"
+        } else {
+            ",\"isError\":false"
+        });
+        let insert_at = text.len();
+        if let Some(structured) = map.get("structuredContent") {
+            text.push_str(",\"structuredContent\":");
+            push(&mut text, structured);
+        }
+        text.push('}');
+        let result = ToolResult::from_canonical(Canonical { text, insert_at }, is_error);
+        // The map is what parsing the text gives back.
+        let _ = result.parsed.set(map);
+        result
+    }
+
+    fn map(&self) -> &Map<String, Value> {
+        self.parsed
+            .get_or_init(|| serde_json::from_str(self.json.get()).unwrap_or_default())
+    }
+
     /// The text of each content item, in order.
     pub fn texts(&self) -> Vec<&str> {
-        match self.0.get("content") {
+        match self.map().get("content") {
             Some(Value::Array(items)) => items
                 .iter()
                 .filter_map(|item| item.get("text").and_then(Value::as_str))
@@ -43,27 +98,63 @@ impl ToolResult {
 
     /// Structured content, when the plugin sent it.
     pub fn structured_content(&self) -> Option<&Map<String, Value>> {
-        self.0.get("structuredContent").and_then(Value::as_object)
+        self.map()
+            .get("structuredContent")
+            .and_then(Value::as_object)
     }
 
     /// Whether the tool reported an error.
     pub fn is_error(&self) -> bool {
-        self.0.get("isError") == Some(&Value::Bool(true))
+        self.is_error
     }
 
     /// The canonical output object.
     pub fn as_json(&self) -> &Map<String, Value> {
-        &self.0
+        self.map()
     }
 
-    /// The canonical output object, by value (no copy).
+    /// The canonical output object, by value.
     pub fn into_json(self) -> Value {
-        Value::Object(self.0)
+        self.map();
+        Value::Object(self.parsed.into_inner().unwrap_or_default())
     }
 
     /// A copy of the canonical output object.
     pub fn to_json(&self) -> Value {
-        Value::Object(self.0.clone())
+        Value::Object(self.map().clone())
+    }
+
+    /// The canonical JSON text (written out as it is).
+    pub fn as_raw(&self) -> &RawValue {
+        &self.json
+    }
+
+    /// The canonical JSON text, by value.
+    pub fn into_raw(self) -> Box<RawValue> {
+        self.json
+    }
+
+    /// The canonical JSON text with `"key":"value"` added where it sorts: `key` must sort
+    /// after `isError` and before `structuredContent`, and neither may need an escape.
+    pub(crate) fn into_raw_with(self, key: &str, value: &str) -> Box<RawValue> {
+        debug_assert!(key > "isError" && key < "structuredContent");
+        let plain = |s: &str| !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+        if !plain(key) || !plain(value) {
+            return self.json;
+        }
+        let json = self.json.get();
+        let (head, tail) = json.split_at(self.insert_at);
+        let text = format!("{head},\"{key}\":\"{value}\"{tail}");
+        // SAFETY: a valid object with one more string member of plain text, which keeps it one
+        // JSON value with no whitespace around it.
+        unsafe { RawValue::from_string_unchecked(text) }
+    }
+}
+
+/// Two results are equal when their canonical texts are.
+impl PartialEq for ToolResult {
+    fn eq(&self, other: &ToolResult) -> bool {
+        self.json.get() == other.json.get()
     }
 }
 
@@ -152,7 +243,85 @@ pub(crate) fn validate_tool_result_bounded(
     if is_error.is_none() {
         map.insert("isError".to_string(), Value::Bool(false));
     }
-    Ok(ToolResult(map))
+    Ok(ToolResult::from_map(map))
+}
+
+/// [`validate_tool_result`] on a result read on the fast path, with its JSON bounds verdict
+/// (`None`: only a walk can tell): the same verdicts, and the canonical text found by one scan
+/// of the plugin's text instead of building and writing a `Value`. A result the scan is not
+/// sure of is decided on the `Value` path.
+pub(crate) fn validate_plain_tool_result(
+    plain: PlainJson,
+    bounds: Option<BoundsVerdict>,
+    output_schema: Option<&Schema>,
+) -> Result<ToolResult, ResultFault> {
+    let Some(shape) = scan(plain.text()) else {
+        return validate_tool_result_bounded(plain.to_value(), bounds, output_schema);
+    };
+    let (is_error, structured) = (shape.is_error == Some(true), shape.structured.is_some());
+    let canonical = match shape.insert_at_in_place(plain.text().len()) {
+        Some(insert_at) => Canonical {
+            text: plain.into_text(),
+            insert_at,
+        },
+        None => shape.write_canonical(),
+    };
+    ScannedResult {
+        canonical,
+        is_error,
+        structured,
+    }
+    .check(output_schema)
+}
+
+/// A result read from its text by one scan, in its canonical form: valid JSON within the
+/// bounds and of the result's shape; only the output schema is left to check.
+pub(crate) struct ScannedResult {
+    canonical: Canonical,
+    is_error: bool,
+    structured: bool,
+}
+
+/// Reads a tools/call `result` from its text, or `None` when the scan is not sure of it (the
+/// text is then to be decoded and validated on the `Value` path, which decides it): with
+/// [`ScannedResult::check`], the same verdict as decoding the text and validating the value.
+pub(crate) fn scan_tool_result(text: &str) -> Option<ScannedResult> {
+    let shape = scan(text)?;
+    let canonical = match shape.insert_at_in_place(text.len()) {
+        Some(insert_at) => Canonical {
+            text: text.to_owned(),
+            insert_at,
+        },
+        None => shape.write_canonical(),
+    };
+    Some(ScannedResult {
+        canonical,
+        is_error: shape.is_error == Some(true),
+        structured: shape.structured.is_some(),
+    })
+}
+
+impl ScannedResult {
+    /// The result, once `structuredContent` is checked against the tool's output schema (as
+    /// [`validate_tool_result`] does).
+    pub(crate) fn check(self, output_schema: Option<&Schema>) -> Result<ToolResult, ResultFault> {
+        if let Some(schema) = output_schema {
+            let text = &self.canonical.text;
+            match self.structured {
+                false if !self.is_error => return Err(ResultFault::OutputSchemaViolation),
+                false => {}
+                true => {
+                    let start = self.canonical.insert_at + STRUCTURED_KEY.len();
+                    let value: Value = serde_json::from_str(&text[start..text.len() - 1])
+                        .map_err(|_| ResultFault::OutputSchemaViolation)?;
+                    schema
+                        .check(&value)
+                        .map_err(|_| ResultFault::OutputSchemaViolation)?;
+                }
+            }
+        }
+        Ok(ToolResult::from_canonical(self.canonical, self.is_error))
+    }
 }
 
 /// Exactly `{"type":"text","text":…}` with text ≤ 512 KiB.
@@ -166,268 +335,7 @@ fn is_text_item(item: &Value) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
+mod tests;
 
-    use super::*;
-
-    fn ok(result: Value) -> ToolResult {
-        validate_tool_result(result, None).expect("result is valid")
-    }
-
-    fn invalid(result: Value) {
-        assert_eq!(
-            validate_tool_result(result, None),
-            Err(ResultFault::Invalid)
-        );
-    }
-
-    fn text(t: &str) -> Value {
-        json!({"type": "text", "text": t})
-    }
-
-    fn output_schema() -> Schema {
-        Schema::admit(&json!({"type": "object", "required": ["sum"],
-            "properties": {"sum": {"type": "integer"}}}))
-        .unwrap()
-    }
-
-    fn with_schema(result: Value) -> Result<ToolResult, ResultFault> {
-        validate_tool_result(result, Some(&output_schema()))
-    }
-
-    #[test]
-    fn accepts_content_only_and_defaults_is_error_to_false() {
-        let r = ok(json!({"content": [text("7")]}));
-        assert_eq!(r.texts(), ["7"]);
-        assert_eq!(r.structured_content(), None);
-        assert!(!r.is_error());
-    }
-
-    #[test]
-    fn accepts_empty_content() {
-        assert!(ok(json!({"content": []})).texts().is_empty());
-    }
-
-    #[test]
-    fn accepts_is_error_true() {
-        assert!(ok(json!({"content": [], "isError": true})).is_error());
-    }
-
-    #[test]
-    fn rejects_result_that_is_not_an_object() {
-        invalid(json!([]));
-        invalid(json!(null));
-        invalid(json!("text"));
-    }
-
-    #[test]
-    fn rejects_missing_content() {
-        invalid(json!({}));
-        invalid(json!({"isError": false}));
-    }
-
-    #[test]
-    fn rejects_content_that_is_not_an_array() {
-        invalid(json!({"content": "x"}));
-        invalid(json!({"content": text("x")}));
-    }
-
-    #[test]
-    fn accepts_32_content_items_and_rejects_33() {
-        assert_eq!(
-            ok(json!({"content": vec![text("x"); 32]})).texts().len(),
-            32
-        );
-        invalid(json!({"content": vec![text("x"); 33]}));
-    }
-
-    #[test]
-    fn rejects_content_item_that_is_not_an_object() {
-        invalid(json!({"content": ["x"]}));
-    }
-
-    #[test]
-    fn rejects_content_item_of_another_type() {
-        invalid(json!({"content": [{"type": "image", "text": "x"}]}));
-        invalid(json!({"content": [{"type": 1, "text": "x"}]}));
-    }
-
-    #[test]
-    fn rejects_content_item_with_extra_key() {
-        invalid(json!({"content": [{"type": "text", "text": "x", "annotations": {}}]}));
-    }
-
-    #[test]
-    fn rejects_content_item_without_string_text() {
-        invalid(json!({"content": [{"type": "text"}]}));
-        invalid(json!({"content": [{"type": "text", "text": 1}]}));
-        invalid(json!({"content": [{"type": "text", "data": "x"}]}));
-    }
-
-    #[test]
-    fn rejects_text_over_512_kib() {
-        invalid(json!({"content": [text(&"x".repeat(512 * 1024 + 1))]}));
-    }
-
-    #[test]
-    fn rejects_unknown_top_level_key() {
-        invalid(json!({"content": [], "_meta": {}}));
-    }
-
-    #[test]
-    fn rejects_structured_content_that_is_not_an_object() {
-        invalid(json!({"content": [], "structuredContent": [1]}));
-        invalid(json!({"content": [], "structuredContent": null}));
-    }
-
-    #[test]
-    fn rejects_is_error_that_is_not_a_boolean() {
-        invalid(json!({"content": [], "isError": "true"}));
-        invalid(json!({"content": [], "isError": null}));
-    }
-
-    fn result_of_serialized_len(total: usize) -> Value {
-        let base = serde_json::to_vec(&json!({"content": [text("")]}))
-            .unwrap()
-            .len();
-        json!({"content": [text(&"x".repeat(total - base))]})
-    }
-
-    #[test]
-    fn accepts_result_of_exactly_512_kib() {
-        let r = result_of_serialized_len(512 * 1024);
-        assert_eq!(serde_json::to_vec(&r).unwrap().len(), 512 * 1024);
-        ok(r);
-    }
-
-    #[test]
-    fn rejects_result_one_byte_over_512_kib() {
-        invalid(result_of_serialized_len(512 * 1024 + 1));
-    }
-
-    #[test]
-    fn rejects_structured_content_over_512_kib() {
-        invalid(json!({"content": [], "structuredContent": {"x": "y".repeat(512 * 1024)}}));
-    }
-
-    #[test]
-    fn accepts_result_of_json_depth_16() {
-        // The result is depth 0 and structuredContent depth 1.
-        let mut v = json!(1);
-        for _ in 2..16 {
-            v = json!([v]);
-        }
-        ok(json!({"content": [], "structuredContent": {"a": v}}));
-    }
-
-    #[test]
-    fn rejects_result_of_json_depth_17() {
-        let mut v = json!(1);
-        for _ in 2..17 {
-            v = json!([v]);
-        }
-        invalid(json!({"content": [], "structuredContent": {"a": v}}));
-    }
-
-    #[test]
-    fn rejects_result_of_more_than_4096_nodes() {
-        // result, content, structuredContent and its array: 4 nodes.
-        ok(json!({"content": [], "structuredContent": {"a": vec![0; 4092]}}));
-        invalid(json!({"content": [], "structuredContent": {"a": vec![0; 4093]}}));
-    }
-
-    #[test]
-    fn rejects_control_character_in_a_key() {
-        invalid(json!({"content": [], "structuredContent": {"a\u{0}": 1}}));
-    }
-
-    #[test]
-    fn rejects_over_long_key() {
-        invalid(json!({"content": [], "structuredContent": {"k".repeat(1025): 1}}));
-    }
-
-    #[test]
-    fn without_output_schema_structured_content_is_accepted_as_is() {
-        let r = ok(json!({"content": [], "structuredContent": {"anything": [1, "x"]}}));
-        assert_eq!(
-            r.structured_content(),
-            json!({"anything": [1, "x"]}).as_object()
-        );
-    }
-
-    #[test]
-    fn output_schema_accepts_matching_structured_content() {
-        let r = with_schema(json!({"content": [text("7")], "structuredContent": {"sum": 7}}));
-        assert!(r.is_ok());
-    }
-
-    #[test]
-    fn output_schema_requires_structured_content_when_not_an_error() {
-        assert_eq!(
-            with_schema(json!({"content": []})),
-            Err(ResultFault::OutputSchemaViolation)
-        );
-        assert_eq!(
-            with_schema(json!({"content": [], "isError": false})),
-            Err(ResultFault::OutputSchemaViolation)
-        );
-    }
-
-    #[test]
-    fn output_schema_rejects_mismatching_structured_content() {
-        assert_eq!(
-            with_schema(json!({"content": [], "structuredContent": {"sum": 7.5}})),
-            Err(ResultFault::OutputSchemaViolation)
-        );
-    }
-
-    #[test]
-    fn error_result_may_omit_structured_content() {
-        assert!(with_schema(json!({"content": [text("boom")], "isError": true})).is_ok());
-    }
-
-    #[test]
-    fn error_result_with_structured_content_must_still_match() {
-        assert_eq!(
-            with_schema(json!({"content": [], "isError": true, "structuredContent": {}})),
-            Err(ResultFault::OutputSchemaViolation)
-        );
-        assert!(with_schema(json!({"content": [], "isError": true,
-            "structuredContent": {"sum": 1}}))
-        .is_ok());
-    }
-
-    #[test]
-    fn contract_breach_wins_over_output_schema_violation() {
-        assert_eq!(
-            with_schema(json!({"content": [], "extra": 1})),
-            Err(ResultFault::Invalid)
-        );
-    }
-
-    #[test]
-    fn faults_map_to_stable_codes() {
-        assert_eq!(ResultFault::Invalid.code(), ErrorCode::ResultInvalid);
-        assert_eq!(
-            ResultFault::OutputSchemaViolation.code(),
-            ErrorCode::OutputSchemaViolation
-        );
-    }
-
-    #[test]
-    fn to_json_always_has_is_error() {
-        let r = ok(json!({"content": [text("a"), text("b")]}));
-        assert_eq!(
-            r.to_json(),
-            json!({"content": [text("a"), text("b")], "isError": false})
-        );
-    }
-
-    #[test]
-    fn to_json_keeps_structured_content_when_sent() {
-        let input =
-            json!({"content": [text("7")], "structuredContent": {"sum": 7}, "isError": true});
-        assert_eq!(ok(input.clone()).to_json(), input);
-    }
-}
+#[cfg(test)]
+mod scanned_tests;

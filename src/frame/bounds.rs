@@ -118,7 +118,7 @@ impl Tally {
     }
 
     /// A value at `depth`: counted as a node, before anything below it.
-    pub(super) fn enter(&mut self, depth: usize) {
+    pub(crate) fn enter(&mut self, depth: usize) {
         if depth > MAX_DEPTH {
             self.fail(JsonBoundsError::TooDeep);
         }
@@ -133,13 +133,13 @@ impl Tally {
     }
 
     /// The brackets and commas of an array of `len` items (its items count on their own).
-    pub(super) fn array(&mut self, len: usize) {
+    pub(crate) fn array(&mut self, len: usize) {
         self.add(2 + len.saturating_sub(1));
     }
 
     /// The braces, colons and commas of an object of `len` members (keys and values count on
     /// their own).
-    pub(super) fn object(&mut self, len: usize) {
+    pub(crate) fn object(&mut self, len: usize) {
         self.add(2 + len + len.saturating_sub(1));
     }
 
@@ -152,7 +152,7 @@ impl Tally {
         }
     }
 
-    pub(super) fn key(&mut self, key: &str) {
+    pub(crate) fn key(&mut self, key: &str) {
         let plain = is_plain(key.as_bytes());
         if key.len() > MAX_KEY_BYTES || (!plain && key.chars().any(char::is_control)) {
             self.fail(JsonBoundsError::InvalidKey);
@@ -164,6 +164,24 @@ impl Tally {
         });
     }
 
+    /// A key of `len` printable ASCII bytes other than `"` and `\` (see [`string_run`]).
+    pub(crate) fn plain_key(&mut self, len: usize) {
+        if len > MAX_KEY_BYTES {
+            self.fail(JsonBoundsError::InvalidKey);
+        }
+        self.add(len + 2);
+    }
+
+    /// A string value of `len` bytes without `"`, `\` or control bytes below 0x20.
+    pub(crate) fn unescaped_string(&mut self, depth: usize, len: usize) {
+        self.enter(depth);
+        if len > MAX_STRING_BYTES {
+            self.fail(JsonBoundsError::StringTooLong);
+        } else {
+            self.add(len + 2);
+        }
+    }
+
     pub(super) fn string(&mut self, depth: usize, s: &str) {
         self.enter(depth);
         if s.len() > MAX_STRING_BYTES {
@@ -173,7 +191,7 @@ impl Tally {
         }
     }
 
-    pub(super) fn scalar(&mut self, depth: usize, bytes: usize) {
+    pub(crate) fn scalar(&mut self, depth: usize, bytes: usize) {
         self.enter(depth);
         self.add(bytes);
     }
@@ -237,6 +255,40 @@ fn is_plain_word(word: [u8; 8]) -> bool {
     (control | special | (x & HIGHS)) == 0
 }
 
+/// The run of string bytes at the start of `bytes` that is written as it is: its length (up to
+/// the first `"`, `\` or byte below 0x20, or the end), and whether all of it is printable ASCII
+/// (`0x20..=0x7e`, so no control character either). Eight bytes per step.
+#[inline]
+pub(crate) fn string_run(bytes: &[u8]) -> (usize, bool) {
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    // Each flags exactly the lowest byte it looks for (bytes above it may be flagged wrongly).
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    let below_space = |x: u64| x.wrapping_sub(ONES * 0x20) & !x & HIGHS;
+    let not_ascii = |x: u64| (x & HIGHS) | zero(x ^ (ONES * 0x7f));
+    let (mut at, mut wide) = (0, 0);
+    while let Some(word) = bytes.get(at..at + 8) {
+        let x = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        let stop = below_space(x) | zero(x ^ (ONES * u64::from(b'"'))) | zero(x ^ (ONES * 0x5c));
+        if stop != 0 {
+            let n = stop.trailing_zeros() as usize / 8;
+            let before = (1u64 << (8 * n)).wrapping_sub(1);
+            wide |= not_ascii(x) & before;
+            return (at + n, wide == 0);
+        }
+        wide |= not_ascii(x);
+        at += 8;
+    }
+    while let Some(&b) = bytes.get(at) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            break;
+        }
+        wide |= u64::from(b >= 0x7f);
+        at += 1;
+    }
+    (at, wide == 0)
+}
+
 /// Length of a number as serde_json writes it (integers by their digits; floats formatted).
 pub(super) fn number_len(n: &serde_json::Number) -> usize {
     fn digits(mut v: u64) -> usize {
@@ -261,6 +313,28 @@ mod tests {
     use serde_json::{json, Map};
 
     use super::*;
+
+    #[test]
+    fn string_run_stops_where_a_byte_by_byte_scan_does() {
+        // Every stop byte and every kind of other byte, at every offset of a word and beyond.
+        const BYTES: [u8; 12] = [
+            b'a', b' ', b'~', 0x7f, 0x80, 0xc3, b'"', b'\\', 0x00, 0x1f, b'\n', 0x20,
+        ];
+        let mut seed = 7u64;
+        for _ in 0..20_000 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            let len = (seed >> 40) as usize % 20;
+            let bytes: Vec<u8> = (0..len)
+                .map(|i| BYTES[((seed >> (i % 8 * 4)) as usize + i) % BYTES.len()])
+                .collect();
+            let stop = bytes
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                .unwrap_or(bytes.len());
+            let ascii = bytes[..stop].iter().all(|b| (0x20..=0x7e).contains(b));
+            assert_eq!(string_run(&bytes), (stop, ascii), "{bytes:?}");
+        }
+    }
 
     /// `levels` arrays nested in each other around `null`: the `null` sits at depth `levels`.
     fn nested_arrays(levels: usize) -> Value {

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use super::bounded::BoundedSeed;
 use super::bounds::{BoundsVerdict, Tally};
-use super::plain::plain_result;
+use super::plain::{plain_result, PlainJson};
 #[cfg(any(test, feature = "internals", feature = "fuzzing"))]
 use super::text::line_text;
 use super::text::ReadFault;
@@ -26,11 +26,16 @@ use crate::error::{Dispatch, Error, ErrorCode};
 const MAX_ERROR_MESSAGE_BYTES: usize = 512;
 
 /// A well-formed response: a result, or a well-formed JSON-RPC error.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// A result read on the fast path is a [`Envelope::PlainResult`], any other a
+/// [`Envelope::Result`]; two envelopes are equal when they carry the same JSON.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Envelope {
     /// The `result` member.
     Result(Value),
+    /// The `result` member as the plugin wrote it, checked on the fast path and not parsed.
+    PlainResult(PlainJson),
     /// A well-formed `error` member (`data` is dropped).
     Error {
         /// The integer error code.
@@ -46,6 +51,7 @@ impl Envelope {
     pub(crate) fn into_result(self) -> Result<Value, Error> {
         match self {
             Envelope::Result(value) => Ok(value),
+            Envelope::PlainResult(plain) => Ok(plain.to_value()),
             Envelope::Error { code, message } => {
                 let clean: String = message
                     .chars()
@@ -58,6 +64,27 @@ impl Envelope {
                     message,
                 ))
             }
+        }
+    }
+}
+
+impl PartialEq for Envelope {
+    fn eq(&self, other: &Envelope) -> bool {
+        use Envelope::{Error, PlainResult, Result};
+        match (self, other) {
+            (Result(a), Result(b)) => a == b,
+            (PlainResult(a), PlainResult(b)) => a == b,
+            (Result(value), PlainResult(plain)) | (PlainResult(plain), Result(value)) => {
+                plain.to_value() == *value
+            }
+            (
+                Error { code, message },
+                Error {
+                    code: c,
+                    message: m,
+                },
+            ) => code == c && message == m,
+            _ => false,
         }
     }
 }
@@ -185,7 +212,7 @@ pub(super) fn decode_response_text(text: &str) -> Result<RawEnvelope, ReadFault>
     match plain_result(text) {
         Some(plain) => Ok(RawEnvelope(Decoded::Response {
             id: plain.id,
-            body: Ok(Envelope::Result(plain.result)),
+            body: Ok(Envelope::PlainResult(PlainJson::new(&text[plain.result]))),
             result_bounds: plain.bounds,
         })),
         None => decode_with_serde(text),
@@ -214,6 +241,16 @@ impl ResponseLine {
     /// exactly one JSON value is [`ReadFault::Malformed`].
     pub fn decode(&self) -> Result<RawEnvelope, ReadFault> {
         decode_response_text(&self.0)
+    }
+
+    /// The id and the unchecked result text of a line in one of the two usual forms
+    /// (`{"jsonrpc":"2.0","id":N,"result":…}` or `{"id":N,"jsonrpc":"2.0","result":…}`, compact
+    /// envelope): for a reader that checks the result's text as strictly as [`decode`] would
+    /// (as one JSON value), and decodes the line when it cannot. `None` for any other line.
+    ///
+    /// [`decode`]: ResponseLine::decode
+    pub(crate) fn usual_result(&self) -> Option<(u64, &str)> {
+        super::plain::usual_result(&self.0)
     }
 
     /// The line's text.

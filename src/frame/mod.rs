@@ -10,6 +10,7 @@
 
 mod bounded;
 mod bounds;
+mod cursor;
 mod encode;
 mod envelope;
 mod lines;
@@ -17,10 +18,11 @@ mod plain;
 mod reader;
 mod text;
 
-pub(crate) use bounds::BoundsVerdict;
 pub use bounds::{check_json_bounds, check_json_bounds_sized, JsonBoundsError, MAX_DEPTH};
+pub(crate) use bounds::{BoundsVerdict, Tally};
 #[cfg(any(test, feature = "internals", feature = "fuzzing"))]
 pub use bounds::{MAX_KEY_BYTES, MAX_NODES, MAX_STRING_BYTES};
+pub(crate) use cursor::Cursor;
 pub use encode::{RequestEncoder, PROTOCOL_VERSION};
 pub(crate) use envelope::validate_raw_bounded;
 #[cfg(any(test, feature = "internals"))]
@@ -30,6 +32,9 @@ pub use envelope::validate_response;
 pub use envelope::{decode_response, validate_raw, EnvelopeFault, RawEnvelope};
 pub use envelope::{Envelope, ResponseLine};
 pub use lines::{read_line, Line};
+#[cfg(test)]
+pub(crate) use plain::usual_result;
+pub use plain::PlainJson;
 pub use reader::LineReader;
 #[cfg(any(test, feature = "internals", feature = "fuzzing"))]
 pub use text::ReadFault;

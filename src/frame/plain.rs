@@ -1,70 +1,112 @@
 //! The fast path for the usual result line: `{"jsonrpc":"2.0","id":N,"result":…}`, these three
-//! members once each in any order, whose result holds only objects, arrays, strings without escapes or control
-//! characters, non-negative integers of at most 18 digits, booleans and null.
+//! members once each in any order, whose result holds only objects, arrays, strings without
+//! escapes or control characters, non-negative integers of at most 18 digits, booleans and null.
 //!
-//! [`plain_result`] decodes such a line with a small byte parser instead of serde's generic
-//! machinery, and builds exactly the `Value` and [`Tally`] the serde path builds. Anything else —
-//! another member, a repeated member, an escape, a float, a negative or long
-//! number, nesting beyond [`MAX_DEPTH`], invalid JSON — returns `None`, and the caller decodes
-//! the line on the serde path, which then decides every rule and fault as before.
+//! [`plain_result`] checks such a line with a small byte parser instead of serde's generic
+//! machinery, builds nothing, and finds the result's place in the line and the [`Tally`] the
+//! serde path builds. Anything else — another member, a repeated member, an escape, a float, a
+//! negative or long number, nesting beyond [`MAX_DEPTH`], invalid JSON — returns `None`, and the
+//! caller decodes the line on the serde path, which then decides every rule and fault as
+//! before.
 
-use serde_json::{Map, Number, Value};
+use std::ops::Range;
+
+use serde_json::Value;
 
 use super::bounds::{BoundsVerdict, Tally};
+use super::cursor::Cursor;
 use super::MAX_DEPTH;
 
-/// Longest number the fast path reads: 18 digits always fit a u64.
-const MAX_DIGITS: usize = 18;
+/// Most members of one object whose keys are compared for duplicates; an object with more
+/// leaves its bounds to a walk (the verdict is `None`), so the comparisons stay linear in the
+/// line.
+const MAX_COMPARED_KEYS: usize = 32;
 
-/// A result line decoded on the fast path: what the serde path would have found.
+/// A result line checked on the fast path: what the serde path would have found.
 #[derive(Debug)]
 pub(super) struct PlainResult {
     /// The `id` member.
     pub(super) id: u64,
-    /// The `result` member.
-    pub(super) result: Value,
-    /// The result's JSON bounds verdict (`None`: a duplicate key, only a walk can tell).
+    /// Where the `result` member's value is in the line (no whitespace on either side).
+    pub(super) result: Range<usize>,
+    /// The result's JSON bounds verdict (`None`: a duplicate key, or an object too large to
+    /// compare its keys; only a walk can tell).
     pub(super) bounds: Option<BoundsVerdict>,
 }
 
-/// Decodes `text` on the fast path, or `None` when it is no line the fast path reads.
-pub(super) fn plain_result(text: &str) -> Option<PlainResult> {
+/// The id and the result's text of a line that begins `{"jsonrpc":"2.0","id":N,"result":` or
+/// `{"id":N,"jsonrpc":"2.0","result":` and ends with `}` (whitespace aside), the result not
+/// checked: when that text is one valid JSON value, it is the line's result, the line is
+/// valid JSON and its envelope is valid (for a reader that checks the result anyway, as a
+/// call's does).
+pub(crate) fn usual_result(text: &str) -> Option<(u64, &str)> {
     let mut p = Parser {
-        bytes: text.as_bytes(),
-        text,
-        at: 0,
+        c: Cursor::new(text),
         tally: Tally::default(),
     };
-    p.token(b'{')?;
+    let id = p.usual_start()?;
+    p.c.skip_ws();
+    let mut end = text.len();
+    while end > p.c.at && is_json_space(p.c.bytes[end - 1]) {
+        end -= 1;
+    }
+    (end > p.c.at && p.c.bytes[end - 1] == b'}').then_some(())?;
+    end -= 1;
+    while end > p.c.at && is_json_space(p.c.bytes[end - 1]) {
+        end -= 1;
+    }
+    // Both ends are next to ASCII bytes: char boundaries.
+    Some((id, &text[p.c.at..end]))
+}
+
+fn is_json_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// Checks `text` on the fast path, or `None` when it is no line the fast path reads.
+pub(super) fn plain_result(text: &str) -> Option<PlainResult> {
+    let mut p = Parser {
+        c: Cursor::new(text),
+        tally: Tally::default(),
+    };
+    // The two usual orders (a sorted map's, and the protocol's), compact: the envelope read
+    // at once.
+    if let Some(id) = p.usual_start() {
+        return p.result_then_end(id);
+    }
+    p.c.at = 0;
+    p.c.token(b'{')?;
     let (mut jsonrpc, mut id, mut result) = (false, None, None);
     for member in 0..3 {
         if member > 0 {
-            p.token(b',')?;
+            p.c.token(b',')?;
         }
-        p.token(b'"')?;
-        match p.string()? {
+        p.c.token(b'"')?;
+        match p.c.string()?.0 {
             "jsonrpc" if !jsonrpc => {
-                p.token(b':')?;
-                p.token(b'"')?;
-                p.literal(b"2.0\"")?;
+                p.c.token(b':')?;
+                p.c.token(b'"')?;
+                p.c.literal(b"2.0\"")?;
                 jsonrpc = true;
             }
             "id" if id.is_none() => {
-                p.token(b':')?;
-                p.skip_ws();
-                id = Some(p.digits()?);
+                p.c.token(b':')?;
+                p.c.skip_ws();
+                id = Some(p.c.digits()?.0);
             }
             "result" if result.is_none() => {
-                p.token(b':')?;
-                p.skip_ws();
-                result = Some(p.value(0)?);
+                p.c.token(b':')?;
+                p.c.skip_ws();
+                let start = p.c.at;
+                p.value(0)?;
+                result = Some(start..p.c.at);
             }
             _ => return None,
         }
     }
-    p.token(b'}')?;
-    p.skip_ws();
-    if p.at != p.bytes.len() || !jsonrpc {
+    p.c.token(b'}')?;
+    p.c.skip_ws();
+    if !p.c.at_end() || !jsonrpc {
         return None;
     }
     Some(PlainResult {
@@ -74,166 +116,200 @@ pub(super) fn plain_result(text: &str) -> Option<PlainResult> {
     })
 }
 
+/// A response's `result` read on the fast path, kept as the plugin wrote it: one valid JSON value
+/// in the fast path's subset (objects, arrays, strings without escapes or control characters,
+/// non-negative integers of at most 18 digits without a leading zero, booleans, null), with
+/// the plugin's whitespace inside it but none around it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlainJson(String);
+
+impl PlainJson {
+    pub(super) fn new(text: &str) -> PlainJson {
+        PlainJson(text.to_owned())
+    }
+
+    /// The JSON text.
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+
+    /// The JSON text, by value.
+    pub fn into_text(self) -> String {
+        self.0
+    }
+
+    /// The value it holds, parsed (a duplicate key keeps its last value).
+    pub fn to_value(&self) -> Value {
+        // The fast path only keeps text that is valid JSON.
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+}
+
 struct Parser<'a> {
-    bytes: &'a [u8],
-    text: &'a str,
-    at: usize,
+    c: Cursor<'a>,
     tally: Tally,
 }
 
-impl Parser<'_> {
-    fn peek(&self) -> Option<u8> {
-        self.bytes.get(self.at).copied()
-    }
+/// The keys of one object, for the duplicate check: the first few on the stack, more in a
+/// vector made only for an object that has them.
+#[derive(Default)]
+struct Keys<'a> {
+    /// How many members the object has.
+    len: usize,
+    first: [&'a str; 8],
+    more: Vec<&'a str>,
+}
 
-    /// JSON whitespace.
-    fn skip_ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
-            self.at += 1;
+impl<'a> Keys<'a> {
+    /// Notes one more key: false when it repeats an earlier one, or when the object has more
+    /// than [`MAX_COMPARED_KEYS`] members (only a walk can tell then).
+    fn note(&mut self, key: &'a str) -> bool {
+        let index = self.len;
+        self.len += 1;
+        let (first, more) = (&self.first[..index.min(8)], &self.more);
+        if index >= MAX_COMPARED_KEYS || first.contains(&key) || more.contains(&key) {
+            return false;
         }
-    }
-
-    /// Whitespace, then the byte `b`.
-    fn token(&mut self, b: u8) -> Option<()> {
-        self.skip_ws();
-        (self.peek()? == b).then(|| self.at += 1)
-    }
-
-    fn literal(&mut self, lit: &[u8]) -> Option<()> {
-        self.bytes[self.at..]
-            .starts_with(lit)
-            .then(|| self.at += lit.len())
-    }
-
-    /// A non-negative integer of at most [`MAX_DIGITS`] digits, without a leading zero, not
-    /// followed by a fraction or an exponent.
-    fn digits(&mut self) -> Option<u64> {
-        let start = self.at;
-        while let Some(b'0'..=b'9') = self.peek() {
-            self.at += 1;
+        match index < 8 {
+            true => self.first[index] = key,
+            false => self.more.push(key),
         }
-        let digits = &self.bytes[start..self.at];
-        let plain = !digits.is_empty()
-            && digits.len() <= MAX_DIGITS
-            && (digits[0] != b'0' || digits.len() == 1)
-            && !matches!(self.peek(), Some(b'.' | b'e' | b'E'));
-        plain.then(|| digits.iter().fold(0, |n, d| n * 10 + u64::from(d - b'0')))
+        true
+    }
+}
+
+impl<'a> Parser<'a> {
+    /// The id of a line that begins `{"jsonrpc":"2.0","id":N,"result":` or
+    /// `{"id":N,"jsonrpc":"2.0","result":`, the result's first byte next.
+    fn usual_start(&mut self) -> Option<u64> {
+        const JSONRPC: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+        if self.c.bytes.starts_with(JSONRPC) {
+            self.c.at = JSONRPC.len();
+            let (id, _) = self.c.digits()?;
+            self.c.literal(b",\"result\":")?;
+            return Some(id);
+        }
+        self.c.literal(b"{\"id\":")?;
+        let (id, _) = self.c.digits()?;
+        self.c.literal(b",\"jsonrpc\":\"2.0\",\"result\":")?;
+        Some(id)
     }
 
-    /// The text of a string whose opening quote was just read, without escapes or control
-    /// characters; the closing quote is consumed.
-    fn string(&mut self) -> Option<&str> {
-        let start = self.at;
-        loop {
-            match self.peek()? {
-                b'"' => break,
-                b'\\' | 0x00..=0x1f => return None,
-                _ => self.at += 1,
-            }
-        }
-        // Both ends are ASCII quotes inside a `str`: char boundaries.
-        let s = &self.text[start..self.at];
-        self.at += 1;
-        Some(s)
+    /// The result value, then the line's closing brace and its end.
+    fn result_then_end(mut self, id: u64) -> Option<PlainResult> {
+        self.c.skip_ws();
+        let start = self.c.at;
+        self.value(0)?;
+        let result = start..self.c.at;
+        self.c.token(b'}')?;
+        self.c.skip_ws();
+        self.c.at_end().then(|| PlainResult {
+            id,
+            result,
+            bounds: self.tally.verdict(),
+        })
     }
 
     /// One value at `depth` (whitespace before it already skipped).
-    fn value(&mut self, depth: usize) -> Option<Value> {
+    fn value(&mut self, depth: usize) -> Option<()> {
         if depth > MAX_DEPTH {
             return None;
         }
-        match self.peek()? {
+        match self.c.peek()? {
             b'{' => {
-                self.at += 1;
+                self.c.at += 1;
                 self.object(depth)
             }
             b'[' => {
-                self.at += 1;
+                self.c.at += 1;
                 self.array(depth)
             }
             b'"' => {
-                self.at += 1;
-                let s = self.string()?.to_owned();
-                self.tally.string(depth, &s);
-                Some(Value::String(s))
+                self.c.at += 1;
+                let (s, _) = self.c.string()?;
+                self.tally.unescaped_string(depth, s.len());
+                Some(())
             }
-            b't' => self.scalar(depth, b"true", Value::Bool(true)),
-            b'f' => self.scalar(depth, b"false", Value::Bool(false)),
-            b'n' => self.scalar(depth, b"null", Value::Null),
+            b't' => self.scalar(depth, b"true"),
+            b'f' => self.scalar(depth, b"false"),
+            b'n' => self.scalar(depth, b"null"),
             b'0'..=b'9' => {
-                let start = self.at;
-                let n = self.digits()?;
                 // Without a leading zero, the digits are the serialized number.
-                self.tally.scalar(depth, self.at - start);
-                Some(Value::Number(Number::from(n)))
+                let (_, len) = self.c.digits()?;
+                self.tally.scalar(depth, len);
+                Some(())
             }
             _ => None,
         }
     }
 
-    fn scalar(&mut self, depth: usize, lit: &[u8], value: Value) -> Option<Value> {
-        self.literal(lit)?;
+    fn scalar(&mut self, depth: usize, lit: &[u8]) -> Option<()> {
+        self.c.literal(lit)?;
         self.tally.scalar(depth, lit.len());
-        Some(value)
+        Some(())
     }
 
     /// The members of an object whose `{` was just read.
-    fn object(&mut self, depth: usize) -> Option<Value> {
+    fn object(&mut self, depth: usize) -> Option<()> {
         self.tally.enter(depth);
-        let mut map = Map::new();
-        self.skip_ws();
-        if self.peek()? == b'}' {
-            self.at += 1;
+        let mut keys = Keys::default();
+        self.c.skip_ws();
+        if self.c.peek()? == b'}' {
+            self.c.at += 1;
         } else {
             loop {
-                self.token(b'"')?;
-                let key = self.string()?.to_owned();
-                self.tally.key(&key);
-                self.token(b':')?;
-                self.skip_ws();
-                let value = self.value(depth + 1)?;
-                if map.insert(key, value).is_some() {
+                self.c.token(b'"')?;
+                let (key, ascii) = self.c.string()?;
+                match ascii {
+                    true => self.tally.plain_key(key.len()),
+                    false => self.tally.key(key),
+                }
+                if !keys.note(key) {
                     self.tally.duplicate();
                 }
-                self.skip_ws();
-                match self.peek()? {
-                    b',' => self.at += 1,
+                self.c.token(b':')?;
+                self.c.skip_ws();
+                self.value(depth + 1)?;
+                self.c.skip_ws();
+                match self.c.peek()? {
+                    b',' => self.c.at += 1,
                     b'}' => {
-                        self.at += 1;
+                        self.c.at += 1;
                         break;
                     }
                     _ => return None,
                 }
             }
         }
-        self.tally.object(map.len());
-        Some(Value::Object(map))
+        self.tally.object(keys.len);
+        Some(())
     }
 
     /// The items of an array whose `[` was just read.
-    fn array(&mut self, depth: usize) -> Option<Value> {
+    fn array(&mut self, depth: usize) -> Option<()> {
         self.tally.enter(depth);
-        let mut items = Vec::new();
-        self.skip_ws();
-        if self.peek()? == b']' {
-            self.at += 1;
+        let mut len = 0;
+        self.c.skip_ws();
+        if self.c.peek()? == b']' {
+            self.c.at += 1;
         } else {
             loop {
-                self.skip_ws();
-                items.push(self.value(depth + 1)?);
-                self.skip_ws();
-                match self.peek()? {
-                    b',' => self.at += 1,
+                self.c.skip_ws();
+                self.value(depth + 1)?;
+                len += 1;
+                self.c.skip_ws();
+                match self.c.peek()? {
+                    b',' => self.c.at += 1,
                     b']' => {
-                        self.at += 1;
+                        self.c.at += 1;
                         break;
                     }
                     _ => return None,
                 }
             }
         }
-        self.tally.array(items.len());
-        Some(Value::Array(items))
+        self.tally.array(len);
+        Some(())
     }
 }
 
@@ -252,7 +328,10 @@ mod tests {
             .unwrap_or_else(|e| panic!("the fast path read invalid JSON {text:?}: {e}"));
         assert_eq!(
             validate_raw_bounded(raw, plain.id),
-            Ok((Envelope::Result(plain.result), plain.bounds)),
+            Ok((
+                Envelope::PlainResult(PlainJson::new(&text[plain.result.clone()])),
+                plain.bounds
+            )),
             "{text}"
         );
         true
@@ -292,6 +371,12 @@ mod tests {
         let spaced = [
             r#"{"jsonrpc": "2.0", "id": 41, "result": {"content": [{"type": "text", "text": "hi"}], "isError": false}}"#,
             " {\t\"jsonrpc\" :\"2.0\" ,\r\"id\"\n: 41 , \"result\" : [ 1 , { } , [ ] ] } \t",
+            // The usual start, then whitespace: read at once, or member by member.
+            "{\"jsonrpc\":\"2.0\",\"id\":41,\"result\": {\"a\": [1]} } ",
+            "{\"jsonrpc\":\"2.0\",\"id\":41 ,\"result\":1}",
+            "{\"jsonrpc\":\"2.0\",\"id\":41,\"result\" :1}",
+            "{\"id\":41,\"jsonrpc\":\"2.0\",\"result\":\t[1]}",
+            "{\"id\":41,\"jsonrpc\":\"2.0\" ,\"result\":1}",
         ];
         for text in spaced {
             assert!(fast_agrees(text), "the fast path left {text:?} to serde");

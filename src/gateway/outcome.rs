@@ -335,12 +335,12 @@ impl Outcome {
     }
 }
 
-/// Serializes as [`Outcome::to_json`]; a call result and a received output are written
-/// straight from their JSON, without a copy.
+/// Serializes as [`Outcome::to_json`]; a call result is written as its canonical text, and a
+/// received output straight from its JSON, without a copy.
 impl serde::Serialize for Outcome {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Outcome::Called(result) => result.as_json().serialize(serializer),
+            Outcome::Called(result) => result.as_raw().serialize(serializer),
             Outcome::Received(r) => r.json.serialize(serializer),
             Outcome::Providers(list) => list.serialize(serializer),
             other => other.to_json().serialize(serializer),

@@ -17,6 +17,7 @@
 //! escape the group kill and do not inherit the parent-death signal; termination waits at most
 //! [`TERMINATION_BOUND`] for the group to empty.
 
+mod answer;
 #[cfg(all(target_os = "linux", not(feature = "portable-wait")))]
 mod direct;
 mod event;
@@ -59,9 +60,13 @@ pub use stderr_ring::{
 
 #[cfg(feature = "internals")]
 pub use crate::catalog::MAX_ARGUMENTS_BYTES;
-use crate::catalog::{admit_initialize, admit_tools_list, FrozenCatalog, Tool, ToolResult};
+use crate::catalog::{
+    admit_initialize, admit_tools_list, validate_plain_tool_result, validate_tool_result_bounded,
+    FrozenCatalog, Tool, ToolResult,
+};
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
 use crate::frame::{Envelope, RequestEncoder};
+use answer::{AnyResponse, CallAnswer, Called, ReadAnswer};
 use event::EventSender;
 use fault::{classify, RequestKind};
 use io::{Event, IdleWatch, ThreadSet};
@@ -269,17 +274,25 @@ impl Provider {
         })?;
         let session = guard.as_mut().ok_or_else(stopping)?;
         let deadline = deadline_after(timeout);
-        let envelope =
-            self.connection
-                .round_trip(session, RequestKind::Call, deadline, |encoder, out| {
-                    encoder.tools_call(tool.name(), arguments, out)
-                });
-        let envelope = self.connection.settle(envelope)?;
-        let bounds = session.take_result_bounds();
+        let answer = self.connection.round_trip(
+            session,
+            RequestKind::Call,
+            deadline,
+            |encoder, out| encoder.tools_call(tool.name(), arguments, out),
+            CallAnswer,
+        );
+        let answer = self.connection.settle(answer)?;
         drop(guard);
-        let result = envelope.into_result()?;
-        let checked =
-            crate::catalog::validate_tool_result_bounded(result, bounds, tool.output_schema());
+        let schema = tool.output_schema();
+        let checked = match answer {
+            Called::Scanned(scanned) => scanned.check(schema),
+            Called::Line(Envelope::PlainResult(plain), bounds) => {
+                validate_plain_tool_result(plain, bounds, schema)
+            }
+            Called::Line(other, bounds) => {
+                validate_tool_result_bounded(other.into_result()?, bounds, schema)
+            }
+        };
         self.connection
             .settle(checked.map_err(|fault| fault.into_error().retiring()))
     }
@@ -421,14 +434,15 @@ impl Connection {
     /// response envelope until `deadline`; a failure comes back classified
     /// ([`fault::classify`]), for [`Connection::settle`] to retire the instance if it must.
     #[inline]
-    fn round_trip(
+    fn round_trip<R: ReadAnswer>(
         &self,
         session: &mut Session,
         kind: RequestKind,
         deadline: Instant,
         encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
-    ) -> Result<Envelope, Error> {
-        imp::round_trip(&self.path, session, deadline, encode)
+        reader: R,
+    ) -> Result<R::Answer, Error> {
+        imp::round_trip(&self.path, session, deadline, encode, reader)
             .map_err(|fault| classify(kind, fault).into_error())
     }
 
@@ -436,9 +450,15 @@ impl Connection {
     fn admit_on(&self, session: &mut Session, timeout: Duration) -> Result<FrozenCatalog, Error> {
         let mut send = |phase, encode: &dyn Fn(&mut RequestEncoder, &mut Vec<u8>) -> u64| {
             let deadline = deadline_after(timeout);
-            self.round_trip(session, RequestKind::Admission, deadline, encode)
-                .and_then(Envelope::into_result)
-                .map_err(|e| admission_failure(e, phase))
+            self.round_trip(
+                session,
+                RequestKind::Admission,
+                deadline,
+                encode,
+                AnyResponse,
+            )
+            .and_then(|(envelope, _)| envelope.into_result())
+            .map_err(|e| admission_failure(e, phase))
         };
         let initialize = send(Phase::Initialize, &|e, out| e.initialize(out))?;
         admit_initialize(&initialize).map_err(|e| admission_failure(e, Phase::Initialize))?;

@@ -9,12 +9,13 @@ use std::time::Instant;
 
 use crossbeam_channel::Receiver;
 
+use super::answer::ReadAnswer;
 use super::event::{Event, EventSender};
 use super::fault::Fault;
 use super::io::ResponseThreads;
 use super::session::Session;
 use super::stdout_buffer::{stdout_lines, Stdout, STDOUT_BUFFER};
-use crate::frame::{Envelope, RequestEncoder};
+use crate::frame::RequestEncoder;
 
 /// The name [`crate::provider::response_wait_mode`] reports for this path.
 #[cfg(any(test, feature = "internals"))]
@@ -41,13 +42,14 @@ impl ResponsePath {
 
 /// Sends one request and waits for its response on the event channel.
 #[inline]
-pub(crate) fn round_trip(
+pub(crate) fn round_trip<R: ReadAnswer>(
     _path: &ResponsePath,
     session: &mut Session,
     deadline: Instant,
     encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
-) -> Result<Envelope, Fault> {
-    session.round_trip_channel(deadline, encode)
+    reader: R,
+) -> Result<R::Answer, Fault> {
+    session.round_trip_channel(deadline, encode, reader)
 }
 
 /// The reader thread: reads and checks each stdout line and hands it over, until stdout ends

@@ -10,12 +10,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{RecvTimeoutError, SendTimeoutError, TryRecvError};
 
+use super::answer::ReadAnswer;
 use super::event::EXIT_GRACE;
 use super::fault::{End, Fault, Read, Sent};
 use super::io::{write_nonblocking, Channels, Event, WriteJob, WriteOutcome, RECYCLED_LINE_MAX};
-use crate::frame::{
-    validate_raw_bounded, BoundsVerdict, Envelope, RequestEncoder, ResponseLine, MAX_LINE_BYTES,
-};
+use crate::frame::{RequestEncoder, ResponseLine, MAX_LINE_BYTES};
 
 /// How long an unasked message already buffered by the reader may take to be handed over.
 const PENDING_GRACE: Duration = Duration::from_millis(100);
@@ -31,8 +30,6 @@ pub(crate) struct Session {
     /// The text buffer the next response line is read into when the caller reads stdout itself
     /// (a decoded line's buffer comes back here).
     pub(super) spare: String,
-    /// The JSON bounds of the last response's result, checked while it was parsed.
-    result_bounds: Option<BoundsVerdict>,
 }
 
 /// How the frame left: bytes the caller wrote itself, and the writer job for the rest.
@@ -63,28 +60,22 @@ impl Session {
             channels,
             seq: 0,
             spare: String::new(),
-            result_bounds: None,
         }
-    }
-
-    /// The JSON bounds verdict of the last response's result, found while it was parsed
-    /// (`None` when only a walk over the result can tell).
-    pub(crate) fn take_result_bounds(&mut self) -> Option<BoundsVerdict> {
-        self.result_bounds.take()
     }
 
     /// One request with every event taken from the event channel (the reader thread reads
     /// stdout); its four phases are the four functions below.
-    pub(super) fn round_trip_channel(
+    pub(super) fn round_trip_channel<R: ReadAnswer>(
         &mut self,
         deadline: Instant,
         encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
-    ) -> Result<Envelope, Fault> {
+        reader: R,
+    ) -> Result<R::Answer, Fault> {
         self.ensure_in_step(deadline)?;
         let id = self.encode_frame(encode)?;
         let written = self.write_frame(deadline)?;
         let next = |session: &mut Session, until| session.channels.events.recv_deadline(until);
-        self.await_response(deadline, next, id, written)
+        self.await_response(deadline, next, id, written, reader)
     }
 
     /// Anything already waiting means the connection is out of step: a fault, nothing sent.
@@ -182,33 +173,26 @@ impl Session {
     }
 
     /// Waits for the response with id `id` (or the event that ends the connection) until
-    /// `deadline`, taking each event from `next` (called with the time to wait until).
+    /// `deadline`, taking each event from `next` (called with the time to wait until), and
+    /// reads the line that answers with `reader`.
     #[inline]
-    pub(super) fn await_response(
+    pub(super) fn await_response<R: ReadAnswer>(
         &mut self,
         deadline: Instant,
         mut next: impl FnMut(&mut Session, Instant) -> Result<Event, RecvTimeoutError>,
         id: u64,
         written: Written,
-    ) -> Result<Envelope, Fault> {
+        mut reader: R,
+    ) -> Result<R::Answer, Fault> {
         let sent = written.sent();
         let mut wait_until = deadline;
         let mut exited = false;
         loop {
             match next(self, wait_until) {
                 Ok(Event::Message(line)) => {
-                    let decoded = line.decode();
+                    let answer = reader.read(&line, id);
                     self.recycle(line);
-                    let read = match decoded.map(|raw| validate_raw_bounded(raw, id)) {
-                        Ok(Ok((envelope, bounds))) => {
-                            self.result_bounds = bounds;
-                            return Ok(envelope);
-                        }
-                        Ok(Err(fault)) => Read::BadEnvelope(fault.code()),
-                        // Not one JSON value: the same fault the reader reports for a bad line.
-                        Err(fault) => Read::Garbage(fault.code()),
-                    };
-                    return Err(Fault::line(sent, read));
+                    return answer.map_err(|read| Fault::line(sent, read));
                 }
                 Ok(Event::WriteFailed { wrote_any }) => {
                     // Bytes the caller wrote itself count too: only "no byte at all" is safe.

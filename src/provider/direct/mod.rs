@@ -17,12 +17,13 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, TrySendError};
 
+use super::answer::ReadAnswer;
 use super::event::{Event, EventSender, Wake};
 use super::fault::{Fault, Read, Sent};
 use super::io::ResponseThreads;
 use super::session::{Session, Written};
 use super::stdout_buffer::{Stdout, StdoutLines, STDOUT_BUFFER};
-use crate::frame::{Envelope, RequestEncoder};
+use crate::frame::RequestEncoder;
 use port::{Held, ReaderSleep, StdoutPort};
 
 /// The name [`crate::provider::response_wait_mode`] reports for this path.
@@ -56,22 +57,23 @@ impl ResponsePath {
 /// Sends one request and waits for its response: with stdout taken over where it can, else on
 /// the event channel.
 #[inline]
-pub(crate) fn round_trip(
+pub(crate) fn round_trip<R: ReadAnswer>(
     path: &ResponsePath,
     session: &mut Session,
     deadline: Instant,
     encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
-) -> Result<Envelope, Fault> {
+    reader: R,
+) -> Result<R::Answer, Fault> {
     let port = &path.port;
     let Some(mut held) = port.take() else {
         // The channel path needs the reader to watch stdout.
         port.arm_for_reader();
-        return session.round_trip_channel(deadline, encode);
+        return session.round_trip_channel(deadline, encode, reader);
     };
     let result = match session.send_direct(&mut held, deadline, encode) {
         Ok((id, written)) if written.queued.is_none() => {
             let next = |session: &mut Session, until| session.read_event(&mut held, until);
-            session.await_response(deadline, next, id, written)
+            session.await_response(deadline, next, id, written, reader)
         }
         Ok((id, written)) => {
             // The writer thread finishes the frame. Its failure, or a frame it never touched
@@ -85,7 +87,7 @@ pub(crate) fn round_trip(
             drop(held);
             port.arm_for_reader();
             let next = |session: &mut Session, until| session.channels.events.recv_deadline(until);
-            return session.await_response(deadline, next, id, written);
+            return session.await_response(deadline, next, id, written, reader);
         }
         Err(fault) => Err(fault),
     };

@@ -103,6 +103,11 @@ impl RawJson {
         serde_json::value::to_raw_value(value).map(RawJson)
     }
 
+    /// JSON text already checked (a [`RawValue`]).
+    pub fn from_raw(raw: Box<RawValue>) -> RawJson {
+        RawJson(raw)
+    }
+
     /// The JSON text.
     pub fn get(&self) -> &str {
         self.0.get()

@@ -60,7 +60,12 @@ pub(crate) fn call_tool_outcome(
         jsonrpc::Outcome::Result(result)
     };
     let output = match output.into_outcome() {
-        Outcome::Called(result) if call => return passed(result.into_json()),
+        Outcome::Called(result) if call => {
+            return jsonrpc::Outcome::RawResult(RawJson::from_raw(match stateless {
+                true => result.into_raw_with("resultType", "complete"),
+                false => result.into_raw(),
+            }))
+        }
         Outcome::Received(r)
             if call && r.success && r.json.get("isError").is_some_and(Value::is_boolean) =>
         {

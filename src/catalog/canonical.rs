@@ -1,0 +1,428 @@
+//! The canonical text of a tool result, found without building a `Value`.
+//!
+//! A result's canonical form is what serde_json writes for its validated map (keys sorted,
+//! compact): `{"content":[{"text":…,"type":"text"},…],"isError":…,"structuredContent":…}`.
+//! [`scan`] reads the plugin's text once: it checks that the text is one JSON value within the
+//! JSON bounds (docs/PROTOCOL.md §3) and a result of the usual kind, and finds its shape;
+//! [`Shape::insert_at_in_place`] tells when the plugin already wrote the canonical form
+//! (serde_json plugins do), and [`Shape::write_canonical`] writes it otherwise. Anything [`scan`]
+//! is not sure of — an unknown or repeated member, a wrong type, an escape, a number that is not
+//! a non-negative integer of at most 18 digits, object keys out of order in
+//! `structuredContent`, more than [`MAX_CONTENT_ITEMS`] items, a broken bound — returns `None`,
+//! and the caller decides it on the `Value` path, which then gives every verdict as before.
+
+use crate::frame::{Cursor, Tally, MAX_DEPTH};
+
+/// Most content items in one result.
+pub(super) const MAX_CONTENT_ITEMS: usize = 32;
+/// Longest text of one content item, in bytes.
+pub(super) const MAX_TEXT_BYTES: usize = 512 * 1024;
+/// Largest serialized result, in bytes.
+pub(super) const MAX_RESULT_BYTES: usize = 512 * 1024;
+
+/// The members of a result, found in its text.
+pub(super) struct Shape<'a> {
+    /// The `content` array, as written.
+    content: &'a str,
+    /// The `isError` member.
+    pub(super) is_error: Option<bool>,
+    /// The `structuredContent` object, as written.
+    pub(super) structured: Option<&'a str>,
+    /// `structuredContent` has whitespace between its tokens.
+    structured_spaced: bool,
+    /// The whole text is already the canonical form.
+    canonical: bool,
+}
+
+/// The canonical text and where a member that sorts between `isError` and
+/// `structuredContent` goes in it.
+pub(super) struct Canonical {
+    /// The canonical JSON text.
+    pub(super) text: String,
+    /// The offset of `,"structuredContent":`, or of the closing brace.
+    pub(super) insert_at: usize,
+}
+
+/// The member key that follows `isError` in the canonical text.
+pub(super) const STRUCTURED_KEY: &str = ",\"structuredContent\":";
+
+/// Reads a result's text when it is one JSON value within the bounds and a valid result of the
+/// usual kind.
+pub(super) fn scan(text: &str) -> Option<Shape<'_>> {
+    let mut s = Scanner::new(text);
+    let mut shape = Shape {
+        content: "",
+        is_error: None,
+        structured: None,
+        structured_spaced: false,
+        canonical: true,
+    };
+    let (mut content, mut rank, mut members) = (false, 0, 0);
+    s.token(b'{')?;
+    s.tally.enter(0);
+    loop {
+        s.skip_ws();
+        let key = s.member_key()?;
+        s.tally.plain_key(key.len());
+        members += 1;
+        s.skip_ws();
+        let this_rank = match key {
+            "content" if !content => {
+                let start = s.c.at;
+                shape.canonical &= s.content(|_| {})?;
+                shape.content = s.c.since(start);
+                content = true;
+                1
+            }
+            "isError" if shape.is_error.is_none() => {
+                shape.is_error = Some(s.boolean(1)?);
+                2
+            }
+            "structuredContent" if shape.structured.is_none() => {
+                let start = s.c.at;
+                let spaced_before = s.spaced;
+                s.spaced = false;
+                (s.c.peek()? == b'{').then_some(())?;
+                s.value(1)?;
+                shape.structured = Some(s.c.since(start));
+                shape.structured_spaced = s.spaced;
+                s.spaced |= spaced_before;
+                3
+            }
+            _ => return None,
+        };
+        shape.canonical &= this_rank > rank;
+        rank = this_rank;
+        s.skip_ws();
+        match s.c.next()? {
+            b',' => {}
+            b'}' => break,
+            _ => return None,
+        }
+    }
+    s.tally.object(members);
+    s.skip_ws();
+    if !content || !s.c.at_end() {
+        return None;
+    }
+    match s.tally.verdict() {
+        Some(Ok(bytes)) if bytes <= MAX_RESULT_BYTES => {}
+        _ => return None,
+    }
+    shape.canonical &= !s.spaced && shape.is_error.is_some();
+    Some(shape)
+}
+
+impl Shape<'_> {
+    /// When the text `scan` read (of `len` bytes) is already canonical: where a member that
+    /// sorts between `isError` and `structuredContent` goes in it.
+    pub(super) fn insert_at_in_place(&self, len: usize) -> Option<usize> {
+        self.canonical.then(|| match self.structured {
+            Some(structured) => len - 1 - structured.len() - STRUCTURED_KEY.len(),
+            None => len - 1,
+        })
+    }
+
+    /// The canonical text, written from the members.
+    pub(super) fn write_canonical(&self) -> Canonical {
+        let structured = self
+            .structured
+            .map_or(0, |s| s.len() + STRUCTURED_KEY.len());
+        let mut out = String::with_capacity(64 + self.content.len() + structured);
+        out.push_str("{\"content\":[");
+        let mut items = Scanner::new(self.content);
+        let mut first = true;
+        // Read once already: the same items again.
+        let _ = items.content(|text| {
+            if !std::mem::take(&mut first) {
+                out.push(',');
+            }
+            out.push_str("{\"text\":\"");
+            out.push_str(text);
+            out.push_str("\",\"type\":\"text\"}");
+        });
+        out.push_str("],\"isError\":");
+        out.push_str(match self.is_error {
+            Some(true) => "true",
+            _ => "false",
+        });
+        let insert_at = out.len();
+        if let Some(structured) = self.structured {
+            out.push_str(STRUCTURED_KEY);
+            match self.structured_spaced {
+                false => out.push_str(structured),
+                true => push_compact(&mut out, structured),
+            }
+        }
+        out.push('}');
+        Canonical {
+            text: out,
+            insert_at,
+        }
+    }
+}
+
+/// `json` without the whitespace between its tokens (its strings have no escapes, so every
+/// `"` opens or closes one).
+fn push_compact(out: &mut String, json: &str) {
+    let mut in_string = false;
+    for c in json.chars() {
+        match c {
+            '"' => in_string = !in_string,
+            ' ' | '\t' | '\n' | '\r' if !in_string => continue,
+            _ => {}
+        }
+        out.push(c);
+    }
+}
+
+struct Scanner<'a> {
+    c: Cursor<'a>,
+    /// Whitespace was skipped between two tokens.
+    spaced: bool,
+    /// The JSON bounds of what was read.
+    tally: Tally,
+}
+
+impl<'a> Scanner<'a> {
+    fn new(text: &'a str) -> Scanner<'a> {
+        Scanner {
+            c: Cursor::new(text),
+            spaced: false,
+            tally: Tally::default(),
+        }
+    }
+
+    #[inline]
+    fn skip_ws(&mut self) {
+        self.spaced |= self.c.skip_ws();
+    }
+
+    /// Whitespace, then the byte `b`.
+    #[inline]
+    fn token(&mut self, b: u8) -> Option<()> {
+        self.skip_ws();
+        (self.c.next()? == b).then_some(())
+    }
+
+    /// A member's key and its colon: one of the result's three keys read at once when it is
+    /// written compact, else any key.
+    #[inline]
+    fn member_key(&mut self) -> Option<&'a str> {
+        for (lit, key) in [
+            (&b"\"content\":"[..], "content"),
+            (b"\"isError\":", "isError"),
+            (b"\"structuredContent\":", "structuredContent"),
+        ] {
+            if self.c.literal(lit).is_some() {
+                return Some(key);
+            }
+        }
+        self.token(b'"')?;
+        let key = self.string()?;
+        self.token(b':')?;
+        Some(key)
+    }
+
+    /// The text of a string whose opening quote was just read (see [`Cursor::string`]).
+    #[inline(always)]
+    fn string(&mut self) -> Option<&'a str> {
+        self.c.string().map(|(s, _)| s)
+    }
+
+    /// A string value at `depth` whose opening quote was just read.
+    #[inline]
+    fn string_value(&mut self, depth: usize) -> Option<&'a str> {
+        let s = self.string()?;
+        self.tally.unescaped_string(depth, s.len());
+        Some(s)
+    }
+
+    fn boolean(&mut self, depth: usize) -> Option<bool> {
+        let (lit, flag): (&[u8], bool) = match self.c.peek()? {
+            b't' => (b"true", true),
+            b'f' => (b"false", false),
+            _ => return None,
+        };
+        self.c.literal(lit)?;
+        self.tally.scalar(depth, lit.len());
+        Some(flag)
+    }
+
+    /// The `content` array (depth 1): at most [`MAX_CONTENT_ITEMS`] items, each exactly
+    /// `{"type":"text","text":…}` (either order) with a text of at most [`MAX_TEXT_BYTES`],
+    /// each text given to `item`; true when every item has `text` first.
+    fn content(&mut self, mut item: impl FnMut(&'a str)) -> Option<bool> {
+        (self.c.next()? == b'[').then_some(())?;
+        self.tally.enter(1);
+        self.skip_ws();
+        if self.c.peek()? == b']' {
+            self.c.at += 1;
+            self.tally.array(0);
+            return Some(true);
+        }
+        let (mut items, mut text_first) = (0, true);
+        loop {
+            if items == MAX_CONTENT_ITEMS {
+                return None;
+            }
+            let (text, first) = self.text_item()?;
+            item(text);
+            items += 1;
+            text_first &= first;
+            self.skip_ws();
+            match self.c.next()? {
+                b',' => self.skip_ws(),
+                b']' => break,
+                _ => return None,
+            }
+        }
+        self.tally.array(items);
+        Some(text_first)
+    }
+
+    /// One `{"type":"text","text":…}` item (depth 2): its text, and whether `text` came first.
+    fn text_item(&mut self) -> Option<(&'a str, bool)> {
+        let start = self.c.at;
+        let (text, text_first) = match self.canonical_item() {
+            Some(text) => (text, true),
+            None => {
+                self.c.at = start;
+                self.any_item()?
+            }
+        };
+        if text.len() > MAX_TEXT_BYTES {
+            return None;
+        }
+        self.tally.enter(2);
+        self.tally.plain_key(4);
+        self.tally.plain_key(4);
+        self.tally.unescaped_string(3, 4);
+        self.tally.unescaped_string(3, text.len());
+        self.tally.object(2);
+        Some((text, text_first))
+    }
+
+    /// The text of an item written `{"text":…,"type":"text"}`, compact.
+    fn canonical_item(&mut self) -> Option<&'a str> {
+        self.c.literal(b"{\"text\":\"")?;
+        let text = self.string()?;
+        self.c.literal(b",\"type\":\"text\"}")?;
+        Some(text)
+    }
+
+    /// The text of an item in either order, spaced or not, and whether `text` came first.
+    fn any_item(&mut self) -> Option<(&'a str, bool)> {
+        self.token(b'{')?;
+        let (mut text, mut typed, mut text_first) = (None, false, false);
+        for member in 0..2 {
+            if member > 0 {
+                self.token(b',')?;
+            }
+            self.token(b'"')?;
+            let key = self.string()?;
+            self.token(b':')?;
+            self.token(b'"')?;
+            let value = self.string()?;
+            match key {
+                "type" if !typed && value == "text" => typed = true,
+                "text" if text.is_none() => {
+                    text = Some(value);
+                    text_first = member == 0;
+                }
+                _ => return None,
+            }
+        }
+        self.token(b'}')?;
+        Some((text?, text_first))
+    }
+
+    /// Any value at `depth` (whitespace before it already skipped): strings without escapes,
+    /// non-negative integers of at most 18 digits, and objects whose keys are in
+    /// ascending order.
+    fn value(&mut self, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let (lit, len): (&[u8], usize) = match self.c.next()? {
+            b'{' => return self.object(depth),
+            b'[' => return self.array(depth),
+            b'"' => return self.string_value(depth).map(drop),
+            b't' => (b"rue", 4),
+            b'f' => (b"alse", 5),
+            b'n' => (b"ull", 4),
+            b'0'..=b'9' => {
+                self.c.at -= 1;
+                let (_, len) = self.c.digits()?;
+                self.tally.scalar(depth, len);
+                return Some(());
+            }
+            _ => return None,
+        };
+        self.c.literal(lit)?;
+        self.tally.scalar(depth, len);
+        Some(())
+    }
+
+    /// The members of an object whose `{` was just read, keys strictly ascending (as a sorted
+    /// map writes them, and so without duplicates).
+    fn object(&mut self, depth: usize) -> Option<()> {
+        self.tally.enter(depth);
+        self.skip_ws();
+        if self.c.peek()? == b'}' {
+            self.c.at += 1;
+            self.tally.object(0);
+            return Some(());
+        }
+        let (mut last, mut members): (Option<&str>, usize) = (None, 0);
+        loop {
+            self.token(b'"')?;
+            let (key, ascii) = self.c.string()?;
+            if last.is_some_and(|last| last >= key) {
+                return None;
+            }
+            match ascii {
+                true => self.tally.plain_key(key.len()),
+                false => self.tally.key(key),
+            }
+            last = Some(key);
+            members += 1;
+            self.token(b':')?;
+            self.skip_ws();
+            self.value(depth + 1)?;
+            self.skip_ws();
+            match self.c.next()? {
+                b',' => {}
+                b'}' => break,
+                _ => return None,
+            }
+        }
+        self.tally.object(members);
+        Some(())
+    }
+
+    /// The items of an array whose `[` was just read.
+    fn array(&mut self, depth: usize) -> Option<()> {
+        self.tally.enter(depth);
+        self.skip_ws();
+        if self.c.peek()? == b']' {
+            self.c.at += 1;
+            self.tally.array(0);
+            return Some(());
+        }
+        let mut items = 0;
+        loop {
+            self.skip_ws();
+            self.value(depth + 1)?;
+            items += 1;
+            self.skip_ws();
+            match self.c.next()? {
+                b',' => {}
+                b']' => break,
+                _ => return None,
+            }
+        }
+        self.tally.array(items);
+        Some(())
+    }
+}
