@@ -37,6 +37,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, ErrorCode};
 use crate::frame::{check_json_bounds, PROTOCOL_VERSION};
 
+use super::tool::Admitted;
 use super::{
     tagged_digest, within_bounds, Diagnostic, DiagnosticCode, Schema, SchemaFault, Tool,
     DIAGNOSTIC_FIELDS,
@@ -81,7 +82,7 @@ impl FrozenCatalog {
     /// Looks a tool up by exact name.
     pub fn get(&self, name: &str) -> Option<&Tool> {
         self.tools
-            .binary_search_by(|tool| tool.name.as_str().cmp(name))
+            .binary_search_by(|tool| tool.name().cmp(name))
             .ok()
             .map(|i| &self.tools[i])
     }
@@ -116,8 +117,8 @@ pub fn admit_tools_list(result: &Value) -> Result<FrozenCatalog, Diagnostic> {
     for value in list {
         tools.push(admit_tool(value, &mut seen)?);
     }
-    tools.sort_by(|a, b| a.name.cmp(&b.name));
-    let definitions: Vec<&Value> = tools.iter().map(|t| &t.definition).collect();
+    tools.sort_by(|a, b| a.name().cmp(b.name()));
+    let definitions: Vec<&Value> = tools.iter().map(Tool::definition).collect();
     let digest = tagged_digest(CATALOG_TAG, &definitions);
     Ok(FrozenCatalog {
         tools: tools.into(),
@@ -188,7 +189,7 @@ fn admit_tool<'v>(value: &'v Value, seen: &mut HashSet<&'v str>) -> Result<Tool,
     };
     let definition = value.clone();
     let observation = tagged_digest(TOOL_TAG, &definition);
-    Ok(Tool {
+    Ok(Tool::new(Admitted {
         name: name.to_owned(),
         title,
         description,
@@ -197,7 +198,7 @@ fn admit_tool<'v>(value: &'v Value, seen: &mut HashSet<&'v str>) -> Result<Tool,
         annotations,
         definition,
         observation,
-    })
+    }))
 }
 
 /// `^[A-Za-z0-9_.-]{1,128}$`.

@@ -1,5 +1,8 @@
 //! One admitted tool definition.
 
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::Schema;
@@ -22,9 +25,20 @@ pub struct ToolHints {
     pub open_world: Option<bool>,
 }
 
-/// An admitted, immutable tool definition.
+/// An admitted, immutable tool definition (shared: a clone is a reference count).
 #[derive(Debug, Clone)]
-pub struct Tool {
+pub struct Tool(Arc<Shared>);
+
+#[derive(Debug)]
+struct Shared {
+    admitted: Admitted,
+    /// The definition's JSON text, written once.
+    definition_json: Box<RawValue>,
+}
+
+/// What an admitted tool holds.
+#[derive(Debug)]
+pub(crate) struct Admitted {
     pub(crate) name: String,
     pub(crate) title: Option<String>,
     pub(crate) description: Option<String>,
@@ -36,29 +50,48 @@ pub struct Tool {
 }
 
 impl Tool {
+    /// The tool `admitted` describes, its definition's JSON text written once.
+    pub(crate) fn new(admitted: Admitted) -> Tool {
+        let definition_json = serde_json::value::to_raw_value(&admitted.definition)
+            .expect("a JSON value always serializes");
+        Tool(Arc::new(Shared {
+            admitted,
+            definition_json,
+        }))
+    }
+
+    fn a(&self) -> &Admitted {
+        &self.0.admitted
+    }
+
+    /// The definition's JSON text (what [`Tool::definition`] serializes to).
+    pub fn definition_json(&self) -> &RawValue {
+        &self.0.definition_json
+    }
+
     /// The tool name.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.a().name
     }
     /// The optional title.
     pub fn title(&self) -> Option<&str> {
-        self.title.as_deref()
+        self.a().title.as_deref()
     }
     /// The optional description.
     pub fn description(&self) -> Option<&str> {
-        self.description.as_deref()
+        self.a().description.as_deref()
     }
     /// The input schema.
     pub fn input_schema(&self) -> &Schema {
-        &self.input_schema
+        &self.a().input_schema
     }
     /// The output schema, if declared.
     pub fn output_schema(&self) -> Option<&Schema> {
-        self.output_schema.as_ref()
+        self.a().output_schema.as_ref()
     }
     /// The annotations object, if any.
     pub fn annotations(&self) -> Option<&Value> {
-        self.annotations.as_ref()
+        self.a().annotations.as_ref()
     }
     /// Checks call arguments: an object within the JSON and size bounds that matches the
     /// input schema. A failure is `plugin_arguments_schema_invalid`, not started.
@@ -71,7 +104,7 @@ impl Tool {
                 _ => "arguments exceed the JSON bounds (depth 16, 4096 values, 512 KiB strings, 1024-byte keys)".into(),
             })
         })?;
-        self.input_schema.check(arguments).map_err(|mismatch| {
+        self.a().input_schema.check(arguments).map_err(|mismatch| {
             let at = if mismatch.path.is_empty() {
                 "the arguments".to_string()
             } else {
@@ -85,7 +118,7 @@ impl Tool {
     }
     /// The four interpreted hints (booleans only; others ignored).
     pub fn hints(&self) -> ToolHints {
-        let Some(Value::Object(annotations)) = &self.annotations else {
+        let Some(Value::Object(annotations)) = &self.a().annotations else {
             return ToolHints::default();
         };
         let hint = |key: &str| annotations.get(key).and_then(Value::as_bool);
@@ -99,12 +132,12 @@ impl Tool {
     /// The full definition as admitted (canonical key order): `name`, and `title`,
     /// `description`, `inputSchema`, `outputSchema`, `annotations` when present.
     pub fn definition(&self) -> &Value {
-        &self.definition
+        &self.a().definition
     }
     /// The schema observation: `sha256:` + hex SHA-256 of `webcodex-plugin-tool-v1\0` followed
     /// by the canonical JSON of [`Tool::definition`]. Any change to the definition changes it.
     pub fn observation(&self) -> &str {
-        &self.observation
+        &self.a().observation
     }
 }
 

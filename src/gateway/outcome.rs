@@ -343,6 +343,7 @@ impl serde::Serialize for Outcome {
             Outcome::Called(result) => result.as_raw().serialize(serializer),
             Outcome::Received(r) => r.json.serialize(serializer),
             Outcome::Providers(list) => list.serialize(serializer),
+            Outcome::Described(described) => described.serialize(serializer),
             other => other.to_json().serialize(serializer),
         }
     }
@@ -357,6 +358,21 @@ impl serde::Serialize for ProviderList {
         let mut map = serializer.serialize_map(Some(2))?;
         map.serialize_entry("plugins", &self.plugins)?;
         map.serialize_entry("runner", &self.runner)?;
+        map.end()
+    }
+}
+
+/// Written field by field, as [`Outcome::to_json`] would (keys in a `Value`'s sorted order),
+/// the tool definition as its JSON text (written once, when the tool was admitted).
+impl serde::Serialize for Described {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(5))?;
+        map.serialize_entry("binding", &self.binding)?;
+        map.serialize_entry("plugin", &self.plugin)?;
+        map.serialize_entry("pluginName", &self.plugin_name)?;
+        map.serialize_entry("runner", &self.runner)?;
+        map.serialize_entry("tool", self.tool.definition_json())?;
         map.end()
     }
 }
@@ -454,5 +470,26 @@ mod tests {
             let written = serde_json::to_string(&outcome).unwrap();
             assert_eq!(written, outcome.to_json().to_string(), "byte for byte");
         }
+    }
+
+    #[test]
+    fn a_described_tool_is_written_as_its_json_is() {
+        let definition = serde_json::json!({
+            "name": "echo",
+            "description": "Echoes \"text\"\n\u{e9}",
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+            "annotations": {"readOnlyHint": true},
+        });
+        let catalog = crate::catalog::admit_tools_list(&serde_json::json!({"tools": [definition]}))
+            .expect("admitted");
+        let outcome = Outcome::Described(Box::new(Described {
+            runner: "local".into(),
+            plugin: "echo".into(),
+            plugin_name: "Echo \"1\"".into(),
+            tool: catalog.tools()[0].clone(),
+            binding: "b-1".into(),
+        }));
+        let written = serde_json::to_string(&outcome).unwrap();
+        assert_eq!(written, outcome.to_json().to_string(), "byte for byte");
     }
 }
