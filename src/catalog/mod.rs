@@ -18,9 +18,7 @@ pub use crate::diagnostic::{Diagnostic, DiagnosticCode, DIAGNOSTIC_FIELDS};
 pub(crate) use frozen::admit_initialize;
 pub(crate) use frozen::valid_tool_name;
 pub use frozen::{admit_tools_list, FrozenCatalog, MAX_TOOLS};
-pub(crate) use result::{
-    scan_tool_result, validate_plain_tool_result, validate_tool_result_bounded, ScannedResult,
-};
+pub(crate) use result::CallReply;
 pub use result::{validate_tool_result, ResultFault, ToolResult};
 pub use schema::{Schema, SchemaFault, SchemaMismatch};
 pub use tool::{Tool, ToolHints, MAX_ARGUMENTS_BYTES};

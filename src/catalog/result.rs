@@ -21,7 +21,7 @@ use super::canonical::{
 };
 use super::Schema;
 use crate::error::{Dispatch, Error, ErrorCode};
-use crate::frame::{check_json_bounds_sized, BoundsVerdict, PlainJson};
+use crate::frame::{check_json_bounds_sized, BoundsVerdict, Envelope, PlainJson, ResponseLine};
 
 /// A validated tools/call result, held in its canonical JSON form: `content`,
 /// `structuredContent` when the plugin sent it, and `isError` always (false when omitted),
@@ -272,6 +272,55 @@ pub(crate) fn validate_plain_tool_result(
         structured,
     }
     .check(output_schema)
+}
+
+/// A call's answer as read from its line: the result scanned from the text, or the line's
+/// envelope and its result's bounds verdict, as decoding the line gave them.
+pub(crate) enum CallReply {
+    /// The result, scanned from the line (only the output schema is left to check).
+    Scanned(ScannedResult),
+    /// The decoded line's envelope, and its result's bounds verdict (`None`: only a walk can
+    /// tell).
+    Line(Envelope, Option<BoundsVerdict>),
+}
+
+impl CallReply {
+    /// The answer to the tools/call `id` in `line`: read in one scan when the line has one of
+    /// the usual forms and the scan is sure of its result (see [`scan_tool_result`]), else
+    /// what `decode` makes of the line (its envelope and result bounds, or its fault). A
+    /// scanned result is one valid JSON value within the bounds, so the line is valid JSON
+    /// with a valid envelope, as decoding it would have found.
+    pub(crate) fn read<E>(
+        line: &ResponseLine,
+        id: u64,
+        decode: impl FnOnce() -> Result<(Envelope, Option<BoundsVerdict>), E>,
+    ) -> Result<CallReply, E> {
+        let scanned = line
+            .usual_result()
+            .filter(|&(line_id, _)| line_id == id)
+            .and_then(|(_, text)| scan_tool_result(text));
+        match scanned {
+            Some(scanned) => Ok(CallReply::Scanned(scanned)),
+            None => decode().map(|(envelope, bounds)| CallReply::Line(envelope, bounds)),
+        }
+    }
+
+    /// The result, validated against the contract and the tool's output schema; the plugin's
+    /// JSON-RPC error as a completed `plugin_rpc_error`.
+    pub(crate) fn check(
+        self,
+        output_schema: Option<&Schema>,
+    ) -> Result<Result<ToolResult, ResultFault>, Error> {
+        Ok(match self {
+            CallReply::Scanned(scanned) => scanned.check(output_schema),
+            CallReply::Line(Envelope::PlainResult(plain), bounds) => {
+                validate_plain_tool_result(plain, bounds, output_schema)
+            }
+            CallReply::Line(other, bounds) => {
+                validate_tool_result_bounded(other.into_result()?, bounds, output_schema)
+            }
+        })
+    }
 }
 
 /// A result read from its text by one scan, in its canonical form: valid JSON within the

@@ -17,7 +17,6 @@
 //! escape the group kill and do not inherit the parent-death signal; termination waits at most
 //! [`TERMINATION_BOUND`] for the group to empty.
 
-mod answer;
 #[cfg(all(target_os = "linux", not(feature = "portable-wait")))]
 mod direct;
 mod event;
@@ -61,17 +60,15 @@ pub use stderr_ring::{
 #[cfg(feature = "internals")]
 pub use crate::catalog::MAX_ARGUMENTS_BYTES;
 use crate::catalog::{
-    admit_initialize, admit_tools_list, validate_plain_tool_result, validate_tool_result_bounded,
-    FrozenCatalog, Tool, ToolResult,
+    admit_initialize, admit_tools_list, CallReply, FrozenCatalog, Tool, ToolResult,
 };
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
-use crate::frame::{Envelope, RequestEncoder};
-use answer::{AnyResponse, CallAnswer, Called, ReadAnswer};
+use crate::frame::{RequestEncoder, ResponseLine};
 use event::EventSender;
 use fault::{classify, RequestKind};
 use io::{Event, IdleWatch, ThreadSet};
 use process::PluginProcess;
-use session::Session;
+use session::{any_response, Session};
 use stderr_ring::Retirement;
 
 /// How long termination may wait for the process group to empty.
@@ -279,20 +276,11 @@ impl Provider {
             RequestKind::Call,
             deadline,
             |encoder, out| encoder.tools_call(tool.name(), arguments, out),
-            CallAnswer,
+            |line, id| CallReply::read(line, id, || any_response(line, id)),
         );
         let answer = self.connection.settle(answer)?;
         drop(guard);
-        let schema = tool.output_schema();
-        let checked = match answer {
-            Called::Scanned(scanned) => scanned.check(schema),
-            Called::Line(Envelope::PlainResult(plain), bounds) => {
-                validate_plain_tool_result(plain, bounds, schema)
-            }
-            Called::Line(other, bounds) => {
-                validate_tool_result_bounded(other.into_result()?, bounds, schema)
-            }
-        };
+        let checked = answer.check(tool.output_schema())?;
         self.connection
             .settle(checked.map_err(|fault| fault.into_error().retiring()))
     }
@@ -430,35 +418,29 @@ impl Connection {
         self.settle(admitted)
     }
 
-    /// Sends one request built by `encode` on this build's response path and waits for its
-    /// response envelope until `deadline`; a failure comes back classified
+    /// Sends one request built by `encode` on this build's response path and waits for the
+    /// line that answers it until `deadline`, read by `read`; a failure comes back classified
     /// ([`fault::classify`]), for [`Connection::settle`] to retire the instance if it must.
     #[inline]
-    fn round_trip<R: ReadAnswer>(
+    fn round_trip<T>(
         &self,
         session: &mut Session,
         kind: RequestKind,
         deadline: Instant,
         encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
-        reader: R,
-    ) -> Result<R::Answer, Error> {
-        imp::round_trip(&self.path, session, deadline, encode, reader)
+        read: impl FnMut(&ResponseLine, u64) -> Result<T, fault::Read>,
+    ) -> Result<T, Error> {
+        imp::round_trip(&self.path, session, deadline, encode, read)
             .map_err(|fault| classify(kind, fault).into_error())
     }
 
     /// initialize → tools/list → validate → freeze on `session`.
     fn admit_on(&self, session: &mut Session, timeout: Duration) -> Result<FrozenCatalog, Error> {
         let mut send = |phase, encode: &dyn Fn(&mut RequestEncoder, &mut Vec<u8>) -> u64| {
-            let deadline = deadline_after(timeout);
-            self.round_trip(
-                session,
-                RequestKind::Admission,
-                deadline,
-                encode,
-                AnyResponse,
-            )
-            .and_then(|(envelope, _)| envelope.into_result())
-            .map_err(|e| admission_failure(e, phase))
+            let (kind, deadline) = (RequestKind::Admission, deadline_after(timeout));
+            self.round_trip(session, kind, deadline, encode, any_response)
+                .and_then(|(envelope, _)| envelope.into_result())
+                .map_err(|e| admission_failure(e, phase))
         };
         let initialize = send(Phase::Initialize, &|e, out| e.initialize(out))?;
         admit_initialize(&initialize).map_err(|e| admission_failure(e, Phase::Initialize))?;

@@ -9,13 +9,12 @@ use std::time::Instant;
 
 use crossbeam_channel::Receiver;
 
-use super::answer::ReadAnswer;
 use super::event::{Event, EventSender};
-use super::fault::Fault;
+use super::fault::{Fault, Read};
 use super::io::ResponseThreads;
 use super::session::Session;
 use super::stdout_buffer::{stdout_lines, Stdout, STDOUT_BUFFER};
-use crate::frame::RequestEncoder;
+use crate::frame::{RequestEncoder, ResponseLine};
 
 /// The name [`crate::provider::response_wait_mode`] reports for this path.
 #[cfg(any(test, feature = "internals"))]
@@ -42,14 +41,14 @@ impl ResponsePath {
 
 /// Sends one request and waits for its response on the event channel.
 #[inline]
-pub(crate) fn round_trip<R: ReadAnswer>(
+pub(crate) fn round_trip<T>(
     _path: &ResponsePath,
     session: &mut Session,
     deadline: Instant,
     encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
-    reader: R,
-) -> Result<R::Answer, Fault> {
-    session.round_trip_channel(deadline, encode, reader)
+    read: impl FnMut(&ResponseLine, u64) -> Result<T, Read>,
+) -> Result<T, Fault> {
+    session.round_trip_channel(deadline, encode, read)
 }
 
 /// The reader thread: reads and checks each stdout line and hands it over, until stdout ends

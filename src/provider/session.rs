@@ -10,11 +10,12 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{RecvTimeoutError, SendTimeoutError, TryRecvError};
 
-use super::answer::ReadAnswer;
 use super::event::EXIT_GRACE;
 use super::fault::{End, Fault, Read, Sent};
 use super::io::{write_nonblocking, Channels, Event, WriteJob, WriteOutcome, RECYCLED_LINE_MAX};
-use crate::frame::{RequestEncoder, ResponseLine, MAX_LINE_BYTES};
+use crate::frame::{
+    validate_raw_bounded, BoundsVerdict, Envelope, RequestEncoder, ResponseLine, MAX_LINE_BYTES,
+};
 
 /// How long an unasked message already buffered by the reader may take to be handed over.
 const PENDING_GRACE: Duration = Duration::from_millis(100);
@@ -30,6 +31,21 @@ pub(crate) struct Session {
     /// The text buffer the next response line is read into when the caller reads stdout itself
     /// (a decoded line's buffer comes back here).
     pub(super) spare: String,
+}
+
+/// Reads any response to the request `id`: its envelope, and the result's JSON bounds verdict
+/// found while it was parsed (`None` when only a walk over the result can tell).
+#[inline]
+pub(super) fn any_response(
+    line: &ResponseLine,
+    id: u64,
+) -> Result<(Envelope, Option<BoundsVerdict>), Read> {
+    match line.decode().map(|raw| validate_raw_bounded(raw, id)) {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(fault)) => Err(Read::BadEnvelope(fault.code())),
+        // Not one JSON value: the same fault the reader reports for a bad line.
+        Err(fault) => Err(Read::Garbage(fault.code())),
+    }
 }
 
 /// How the frame left: bytes the caller wrote itself, and the writer job for the rest.
@@ -65,17 +81,17 @@ impl Session {
 
     /// One request with every event taken from the event channel (the reader thread reads
     /// stdout); its four phases are the four functions below.
-    pub(super) fn round_trip_channel<R: ReadAnswer>(
+    pub(super) fn round_trip_channel<T>(
         &mut self,
         deadline: Instant,
         encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
-        reader: R,
-    ) -> Result<R::Answer, Fault> {
+        read: impl FnMut(&ResponseLine, u64) -> Result<T, Read>,
+    ) -> Result<T, Fault> {
         self.ensure_in_step(deadline)?;
         let id = self.encode_frame(encode)?;
         let written = self.write_frame(deadline)?;
         let next = |session: &mut Session, until| session.channels.events.recv_deadline(until);
-        self.await_response(deadline, next, id, written, reader)
+        self.await_response(deadline, next, id, written, read)
     }
 
     /// Anything already waiting means the connection is out of step: a fault, nothing sent.
@@ -174,23 +190,23 @@ impl Session {
 
     /// Waits for the response with id `id` (or the event that ends the connection) until
     /// `deadline`, taking each event from `next` (called with the time to wait until), and
-    /// reads the line that answers with `reader`.
+    /// reads the line that answers with `read`.
     #[inline]
-    pub(super) fn await_response<R: ReadAnswer>(
+    pub(super) fn await_response<T>(
         &mut self,
         deadline: Instant,
         mut next: impl FnMut(&mut Session, Instant) -> Result<Event, RecvTimeoutError>,
         id: u64,
         written: Written,
-        mut reader: R,
-    ) -> Result<R::Answer, Fault> {
+        mut read: impl FnMut(&ResponseLine, u64) -> Result<T, Read>,
+    ) -> Result<T, Fault> {
         let sent = written.sent();
         let mut wait_until = deadline;
         let mut exited = false;
         loop {
             match next(self, wait_until) {
                 Ok(Event::Message(line)) => {
-                    let answer = reader.read(&line, id);
+                    let answer = read(&line, id);
                     self.recycle(line);
                     return answer.map_err(|read| Fault::line(sent, read));
                 }

@@ -17,13 +17,12 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, TrySendError};
 
-use super::answer::ReadAnswer;
 use super::event::{Event, EventSender, Wake};
 use super::fault::{Fault, Read, Sent};
 use super::io::ResponseThreads;
 use super::session::{Session, Written};
 use super::stdout_buffer::{Stdout, StdoutLines, STDOUT_BUFFER};
-use crate::frame::RequestEncoder;
+use crate::frame::{RequestEncoder, ResponseLine};
 use port::{Held, ReaderSleep, StdoutPort};
 
 /// The name [`crate::provider::response_wait_mode`] reports for this path.
@@ -57,23 +56,23 @@ impl ResponsePath {
 /// Sends one request and waits for its response: with stdout taken over where it can, else on
 /// the event channel.
 #[inline]
-pub(crate) fn round_trip<R: ReadAnswer>(
+pub(crate) fn round_trip<T>(
     path: &ResponsePath,
     session: &mut Session,
     deadline: Instant,
     encode: impl FnOnce(&mut RequestEncoder, &mut Vec<u8>) -> u64,
-    reader: R,
-) -> Result<R::Answer, Fault> {
+    read: impl FnMut(&ResponseLine, u64) -> Result<T, Read>,
+) -> Result<T, Fault> {
     let port = &path.port;
     let Some(mut held) = port.take() else {
         // The channel path needs the reader to watch stdout.
         port.arm_for_reader();
-        return session.round_trip_channel(deadline, encode, reader);
+        return session.round_trip_channel(deadline, encode, read);
     };
     let result = match session.send_direct(&mut held, deadline, encode) {
         Ok((id, written)) if written.queued.is_none() => {
             let next = |session: &mut Session, until| session.read_event(&mut held, until);
-            session.await_response(deadline, next, id, written, reader)
+            session.await_response(deadline, next, id, written, read)
         }
         Ok((id, written)) => {
             // The writer thread finishes the frame. Its failure, or a frame it never touched
@@ -87,7 +86,7 @@ pub(crate) fn round_trip<R: ReadAnswer>(
             drop(held);
             port.arm_for_reader();
             let next = |session: &mut Session, until| session.channels.events.recv_deadline(until);
-            return session.await_response(deadline, next, id, written, reader);
+            return session.await_response(deadline, next, id, written, read);
         }
         Err(fault) => Err(fault),
     };
