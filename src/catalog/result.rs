@@ -250,28 +250,15 @@ pub(crate) fn validate_tool_result_bounded(
 /// (`None`: only a walk can tell): the same verdicts, and the canonical text found by one scan
 /// of the plugin's text instead of building and writing a `Value`. A result the scan is not
 /// sure of is decided on the `Value` path.
-pub(crate) fn validate_plain_tool_result(
+fn validate_plain_tool_result(
     plain: PlainJson,
     bounds: Option<BoundsVerdict>,
     output_schema: Option<&Schema>,
 ) -> Result<ToolResult, ResultFault> {
-    let Some(shape) = scan(plain.text()) else {
-        return validate_tool_result_bounded(plain.to_value(), bounds, output_schema);
-    };
-    let (is_error, structured) = (shape.is_error == Some(true), shape.structured.is_some());
-    let canonical = match shape.insert_at_in_place(plain.text().len()) {
-        Some(insert_at) => Canonical {
-            text: plain.into_text(),
-            insert_at,
-        },
-        None => shape.write_canonical(),
-    };
-    ScannedResult {
-        canonical,
-        is_error,
-        structured,
+    match scan_tool_result(plain.text()) {
+        Some(scanned) => scanned.check(output_schema),
+        None => validate_tool_result_bounded(plain.to_value(), bounds, output_schema),
     }
-    .check(output_schema)
 }
 
 /// A call's answer as read from its line: the result scanned from the text, or the line's
@@ -334,7 +321,7 @@ pub(crate) struct ScannedResult {
 /// Reads a tools/call `result` from its text, or `None` when the scan is not sure of it (the
 /// text is then to be decoded and validated on the `Value` path, which decides it): with
 /// [`ScannedResult::check`], the same verdict as decoding the text and validating the value.
-pub(crate) fn scan_tool_result(text: &str) -> Option<ScannedResult> {
+fn scan_tool_result(text: &str) -> Option<ScannedResult> {
     let shape = scan(text)?;
     let canonical = match shape.insert_at_in_place(text.len()) {
         Some(insert_at) => Canonical {

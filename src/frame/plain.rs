@@ -133,11 +133,6 @@ impl PlainJson {
         &self.0
     }
 
-    /// The JSON text, by value.
-    pub fn into_text(self) -> String {
-        self.0
-    }
-
     /// The value it holds, parsed (a duplicate key keeps its last value).
     pub fn to_value(&self) -> Value {
         // The fast path only keeps text that is valid JSON.
