@@ -105,12 +105,14 @@ impl TraceContext {
 
     /// The `traceparent` value.
     pub fn header_value(&self) -> String {
-        format!(
-            "00-{}-{}-{:02x}",
-            hex(&self.trace_id),
-            hex(&self.parent_id),
-            self.flags
-        )
+        let mut text = String::with_capacity(55);
+        text.push_str("00-");
+        push_hex(&mut text, &self.trace_id);
+        text.push('-');
+        push_hex(&mut text, &self.parent_id);
+        text.push('-');
+        push_hex(&mut text, &[self.flags]);
+        text
     }
 }
 
@@ -127,13 +129,18 @@ fn hex_into(digits: &[u8], out: &mut [u8]) -> Option<()> {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut text = String::with_capacity(bytes.len() * 2);
+    push_hex(&mut text, bytes);
+    text
+}
+
+/// Appends `bytes` to `text` as lower-case hex digits.
+fn push_hex(text: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     for b in bytes {
         text.push(DIGITS[usize::from(b >> 4)] as char);
         text.push(DIGITS[usize::from(b & 15)] as char);
     }
-    text
 }
 
 /// Fills `bytes` from this thread's SplitMix64 generator, seeded on first use.

@@ -413,6 +413,57 @@ fn a_front_relays_through_a_socks_proxy_and_hides_an_echoed_token() {
 
 #[test]
 #[cfg_attr(windows, ignore = "needs python3 (Wine has none; docs/PLATFORMS.md)")]
+fn a_front_refuses_a_call_result_that_holds_its_token_or_breaks_the_contract() {
+    let dir = TempDir::new("hostile", "front-call-result");
+    for (kind, code) in [
+        ("token", Some("plugin_rpc_error")),
+        ("token-escaped", Some("plugin_rpc_error")),
+        ("invalid", Some("plugin_result_invalid")),
+        ("ok", None),
+    ] {
+        let runner = Peer::runner(&dir, kind);
+        let front = front(&dir, &runner.url(), TOKEN, &[]);
+        let (status, described) = post(
+            front.addr,
+            &json!({"action": "describe", "runner": "edge", "plugin": "fx", "tool": "echo"}),
+        );
+        assert_eq!(status, 200, "{kind}: {described}");
+        let binding = described["output"]["binding"].as_str().unwrap();
+        let (status, called) = post(
+            front.addr,
+            &json!({"action": "call", "binding": binding, "arguments": {"text": "x"}}),
+        );
+        let text = called.to_string();
+        match code {
+            Some(code) => {
+                assert_ne!(status, 200, "{kind}: {called}");
+                assert_eq!(called["output"]["error"]["code"], code, "{kind}: {called}");
+                assert_eq!(
+                    called["output"]["dispatch"], "completed",
+                    "{kind}: {called}"
+                );
+            }
+            None => {
+                assert_eq!(status, 200, "{kind}: {called}");
+                assert_eq!(called["output"]["content"][0]["text"], "fine", "{called}");
+            }
+        }
+        assert!(
+            !text.contains(TOKEN),
+            "{kind}: the token reached the caller: {text}"
+        );
+        let stderr = front.stop();
+        assert!(
+            !stderr.contains(TOKEN),
+            "{kind}: the token was logged: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{kind}: {stderr}");
+        assert_eq!(runner.log_lines(), ["POST describe", "POST call"], "{kind}");
+    }
+}
+
+#[test]
+#[cfg_attr(windows, ignore = "needs python3 (Wine has none; docs/PLATFORMS.md)")]
 fn a_front_whose_proxy_refuses_the_tunnel_finds_the_runner_unavailable() {
     let dir = TempDir::new("hostile", "front-refuse");
     let runner = Peer::echo(&dir, 200, "success");

@@ -18,8 +18,8 @@ pub use crate::diagnostic::{Diagnostic, DiagnosticCode, DIAGNOSTIC_FIELDS};
 pub(crate) use frozen::admit_initialize;
 pub(crate) use frozen::valid_tool_name;
 pub use frozen::{admit_tools_list, FrozenCatalog, MAX_TOOLS};
-pub(crate) use result::CallReply;
 pub use result::{validate_tool_result, ResultFault, ToolResult};
+pub(crate) use result::{validate_tool_result_text, CallReply};
 pub use schema::{Schema, SchemaFault, SchemaMismatch};
 pub use tool::{Tool, ToolHints, MAX_ARGUMENTS_BYTES};
 

@@ -261,6 +261,22 @@ fn validate_plain_tool_result(
     }
 }
 
+/// [`validate_tool_result`] of a result received as JSON text (a remote runner's answer): one
+/// scan when it is sure, else the text decoded and validated as a `Value`. Text that is not
+/// one JSON value is [`ResultFault::Invalid`].
+pub(crate) fn validate_tool_result_text(
+    text: &str,
+    output_schema: Option<&Schema>,
+) -> Result<ToolResult, ResultFault> {
+    match scan_tool_result(text) {
+        Some(scanned) => scanned.check(output_schema),
+        None => {
+            let value = serde_json::from_str(text).map_err(|_| ResultFault::Invalid)?;
+            validate_tool_result(value, output_schema)
+        }
+    }
+}
+
 /// A call's answer as read from its line: the result scanned from the text, or the line's
 /// envelope and its result's bounds verdict, as decoding the line gave them.
 pub(crate) enum CallReply {

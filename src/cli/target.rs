@@ -77,7 +77,7 @@ impl std::fmt::Debug for Source {
 /// A [`Source`] whose flags were checked (the credential found); nothing is started yet.
 pub(super) enum Resolved {
     Config(PathBuf),
-    Server(HttpClient),
+    Server(Box<HttpClient>),
 }
 
 /// What an in-process target starts.
@@ -94,7 +94,7 @@ pub(super) enum Target {
     /// A host in this process; shut down by [`Target::close`].
     Local(Arc<Gateway>),
     /// A `serve` endpoint.
-    Remote(HttpClient),
+    Remote(Box<HttpClient>),
 }
 
 /// A request that produced no output. Already reported on stderr; carries the exit code.
@@ -163,7 +163,7 @@ impl Source {
             read_timeout: Duration::from_secs(self.read_timeout),
         };
         HttpClient::new(url, &credential.token, options)
-            .map(Resolved::Server)
+            .map(|client| Resolved::Server(Box::new(client)))
             .map_err(|e| {
                 let option = match e.part {
                     SetupPart::Proxy if proxy_flag => "--proxy",

@@ -42,6 +42,23 @@ pub const REMOTE_RUNNER: &str = super::runners::LOCAL_RUNNER;
 pub trait RunnerLink: Send + Sync {
     /// Sends `params` (already addressed to the remote's own runner) and returns its answer.
     fn send(&self, params: &Value) -> Result<LinkAnswer, LinkFailure>;
+
+    /// Sends the `call` in `params` as [`RunnerLink::send`] does; a link may hand a successful
+    /// call's result on as the JSON text it came as ([`CallAnswer::Result`]), for the gateway
+    /// to check without decoding it into a `Value` first. By default, the answer of `send`.
+    fn send_call(&self, params: &Value) -> Result<CallAnswer, LinkFailure> {
+        self.send(params).map(CallAnswer::Output)
+    }
+}
+
+/// A remote runner's answer to a `call`.
+#[derive(Debug, Clone)]
+pub enum CallAnswer {
+    /// A successful call's output, the tool result, as its JSON text (unchecked: the gateway
+    /// validates it as it validates a local provider's result).
+    Result(String),
+    /// Any other answer, as [`RunnerLink::send`] gives it.
+    Output(LinkAnswer),
 }
 
 /// A `plugin_tool` answer from a remote runner.
@@ -168,6 +185,49 @@ impl RemoteRunner {
     /// Sends one `plugin_tool` request for an action of kind `kind`; see the module text for
     /// the classification.
     pub(crate) fn forward(&self, kind: ActionKind, params: &Value) -> Result<LinkAnswer, Error> {
+        self.exchange(
+            kind,
+            || self.link.send(params),
+            |answer| self.holds_secret(answer),
+        )
+    }
+
+    /// [`RemoteRunner::forward`] for a `call`, whose successful result the link may hand on as
+    /// text ([`RunnerLink::send_call`]).
+    pub(crate) fn forward_call(&self, params: &Value) -> Result<CallAnswer, Error> {
+        self.exchange(
+            ActionKind::Call,
+            || self.link.send_call(params),
+            |answer| match answer {
+                CallAnswer::Result(text) => self
+                    .secret
+                    .as_deref()
+                    .is_some_and(|secret| text_holds_secret(text, secret)),
+                CallAnswer::Output(answer) => self.holds_secret(answer),
+            },
+        )
+    }
+
+    /// True when `answer` holds this runner's link credential anywhere.
+    fn holds_secret(&self, answer: &LinkAnswer) -> bool {
+        answer.held_link_secret
+            || self
+                .secret
+                .as_deref()
+                .is_some_and(|secret| match answer.output.received_json() {
+                    Some(json) => super::relay::contains_secret(json, secret),
+                    None => super::relay::contains_secret(&answer.output.to_json(), secret),
+                })
+    }
+
+    /// One request under this runner's in-flight cap and circuit breaker: `send` sends it, and
+    /// an answer for which `held_secret` is true is refused whole.
+    fn exchange<A>(
+        &self,
+        kind: ActionKind,
+        send: impl FnOnce() -> Result<A, LinkFailure>,
+        held_secret: impl FnOnce(&A) -> bool,
+    ) -> Result<A, Error> {
         let Some(_in_flight) = self.enter() else {
             return Err(Error::not_started(
                 ErrorCode::RunnerSaturated,
@@ -188,17 +248,10 @@ impl RemoteRunner {
                 ),
             ));
         };
-        match self.link.send(params) {
+        match send() {
             Ok(answer) => {
                 permit.answered();
-                let held_secret = answer.held_link_secret
-                    || self.secret.as_deref().is_some_and(|secret| {
-                        match answer.output.received_json() {
-                            Some(json) => super::relay::contains_secret(json, secret),
-                            None => super::relay::contains_secret(&answer.output.to_json(), secret),
-                        }
-                    });
-                if held_secret {
+                if held_secret(&answer) {
                     log::warn!(
                         "runner `{}` answered `{}` with this gateway's own credential in \
                          the answer; the answer was refused",
@@ -290,6 +343,24 @@ fn hop_failure(id: &str, kind: ActionKind, failure: &LinkFailure) -> Error {
     }
 }
 
+/// True when the JSON `text` holds `secret` in a string or key. Text with no backslash reads
+/// as it decodes, so a byte search decides it; text with an escape is decoded and walked (an
+/// escape could spell the secret out). A number spelling the secret counts too: refusing such
+/// an answer is safe.
+pub(crate) fn text_holds_secret(text: &str, secret: &str) -> bool {
+    if secret.is_empty() {
+        return false;
+    }
+    if !text.as_bytes().contains(&b'\\') {
+        return text.contains(secret);
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => super::relay::contains_secret(&value, secret),
+        // Not JSON: refused by the result check anyway; a byte search is all there is.
+        Err(_) => text.contains(secret),
+    }
+}
+
 /// The actions whose lost answer leaves nothing changed: a retry is safe.
 fn changes_nothing(kind: ActionKind) -> bool {
     matches!(
@@ -325,6 +396,43 @@ mod tests {
                 held_link_secret: false,
             })
         }
+    }
+
+    #[test]
+    fn a_secret_is_found_in_result_text_however_it_is_spelled() {
+        let secret = "s3cret/token";
+        for (text, holds) in [
+            (
+                r#"{"content":[{"type":"text","text":"s3cret/token"}]}"#,
+                true,
+            ),
+            (
+                r#"{"content":[{"type":"text","text":"s3cret\/token"}]}"#,
+                true,
+            ),
+            (
+                r#"{"content":[{"type":"text","text":"\u0073\u0033cret/token"}]}"#,
+                true,
+            ),
+            (r#"{"s3cret/token":1}"#, true),
+            (
+                r#"{"content":[{"type":"text","text":"s3cret\ntoken"}]}"#,
+                false,
+            ),
+            (r#"{"content":[{"type":"text","text":"s3cret"}]}"#, false),
+            (r#"{"content":"#, false),
+            (r#"{"content":"\"s3cret/token"#, true),
+        ] {
+            assert_eq!(text_holds_secret(text, secret), holds, "{text}");
+            if let Ok(value) = serde_json::from_str::<Value>(text) {
+                assert_eq!(
+                    super::super::relay::contains_secret(&value, secret),
+                    holds,
+                    "{text}"
+                );
+            }
+        }
+        assert!(!text_holds_secret("{}", ""));
     }
 
     #[test]

@@ -16,10 +16,12 @@ use super::params::ActionKind;
 use super::params::ActionRef;
 use super::recording::{RecordingEvent, RecordingHook};
 use super::relay::{self, Expect};
-use super::remote::{RemoteRunner, REMOTE_RUNNER};
+use super::remote::{CallAnswer, RemoteRunner, REMOTE_RUNNER};
 use super::runners::LOCAL_RUNNER;
 use super::scope::Caller;
-use crate::catalog::{validate_tool_result, Tool};
+use crate::catalog::{
+    validate_tool_result, validate_tool_result_text, ResultFault, Schema, Tool, ToolResult,
+};
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::host::{Host, InstanceCall, DEFAULT_PROJECT_CATALOG_BYTES};
 use crate::provider::StderrLine;
@@ -656,31 +658,15 @@ impl Gateway {
         if let Some(session_id) = recording_session_id {
             params["recording_session_id"] = session_id.into();
         }
-        let answer = target.runner.forward(ActionKind::Call, &params)?;
+        let answer = match target.runner.forward_call(&params)? {
+            CallAnswer::Result(text) => {
+                return relayed_result(target, validate_tool_result_text(&text, schema(target)));
+            }
+            CallAnswer::Output(answer) => answer,
+        };
         let (success, json) = answer.output.into_parts();
         if success {
-            // Checked as a local provider's result is: the contract, then the output schema.
-            return validate_tool_result(json, target.tool.output_schema())
-                .map(Outcome::Called)
-                .map_err(|fault| {
-                    log::warn!(
-                        "runner `{}` answered a call of `{}` with a result that breaks the \
-                         contract ({})",
-                        target.runner.id(),
-                        target.tool.name(),
-                        fault.code()
-                    );
-                    Error::new(
-                        fault.code(),
-                        Dispatch::Completed,
-                        format!(
-                            "runner `{}` answered the call with a tool result that breaks the \
-                             tool result contract or the tool's output schema; it was refused",
-                            target.runner.id()
-                        ),
-                    )
-                    .into()
-                });
+            return relayed_result(target, validate_tool_result(json, schema(target)));
         }
         let Some(failure) = relay::failure(&json) else {
             return Err(target.runner.unusable_answer(ActionKind::Call).into());
@@ -691,6 +677,37 @@ impl Gateway {
         }
         Err(Failure::Remote(failure))
     }
+}
+
+/// The output schema of a remote binding's tool.
+fn schema(target: &RemoteBinding) -> Option<&Schema> {
+    target.tool.output_schema()
+}
+
+/// A remote call's result, checked as a local provider's result is (the contract, then the
+/// output schema): the outcome, or the completed failure of a result that breaks either.
+fn relayed_result(
+    target: &RemoteBinding,
+    checked: Result<ToolResult, ResultFault>,
+) -> Result<Outcome, Failure> {
+    checked.map(Outcome::Called).map_err(|fault| {
+        log::warn!(
+            "runner `{}` answered a call of `{}` with a result that breaks the contract ({})",
+            target.runner.id(),
+            target.tool.name(),
+            fault.code()
+        );
+        Error::new(
+            fault.code(),
+            Dispatch::Completed,
+            format!(
+                "runner `{}` answered the call with a tool result that breaks the tool result \
+                 contract or the tool's output schema; it was refused",
+                target.runner.id()
+            ),
+        )
+        .into()
+    })
 }
 
 /// A fresh random instance id: 32 hex digits.

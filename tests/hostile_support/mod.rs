@@ -64,6 +64,12 @@ impl Peer {
         )
     }
 
+    /// A runner's `serve` that describes `fx`/`echo` and answers each call with a success of
+    /// `kind`: `token`, `token-escaped`, `invalid` or `ok` (see `hostile.py`).
+    pub fn runner(dir: &Path, kind: &str) -> Peer {
+        Peer::start(dir, &format!("runner-{kind}"), &["runner", kind])
+    }
+
     /// A SOCKS4/4a/5 proxy that relays every CONNECT (`relay`) or refuses it (`refuse`).
     pub fn socks(dir: &Path, mode: &str) -> Peer {
         Peer::start(dir, &format!("socks-{mode}"), &["socks", mode])

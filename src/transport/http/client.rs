@@ -7,7 +7,10 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use ureq::http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use ureq::http::{HeaderValue, Uri};
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
 use ureq::unversioned::transport::DefaultConnector;
 use ureq::{Agent, Proxy};
@@ -84,8 +87,12 @@ impl Default for ClientOptions {
 #[derive(Clone)]
 pub struct HttpClient {
     url: String,
+    /// `url`, parsed once.
+    uri: Uri,
     authority: String,
     token: String,
+    /// `Bearer` and the token, built once.
+    authorization: HeaderValue,
     /// Built once: its TLS setup, proxy, timeouts and pool of idle connections.
     agent: Agent,
     uses_proxy: bool,
@@ -111,6 +118,15 @@ pub struct Received {
     /// True when the answer held the client's own token (in the output or the instance
     /// header): it was replaced by `[redacted]`, and a front refuses such an answer whole.
     pub echoed_token: bool,
+}
+
+/// A `call`'s answer: see [`HttpClient::exchange_call`].
+#[derive(Debug)]
+pub(crate) enum CallReply {
+    /// A successful call's output as its JSON text.
+    Result(String),
+    /// Any other answer.
+    Received(Received),
 }
 
 /// Why a client request produced no gateway output.
@@ -218,7 +234,7 @@ impl HttpClient {
             "{scheme}://{authority}{}{TOOLS_CALL_PATH}",
             prefix.trim_end_matches('/')
         );
-        let uri: ureq::http::Uri = full
+        let uri: Uri = full
             .parse()
             .map_err(|_| url_error("the server URL is not a valid URL"))?;
         let host = uri.host().unwrap_or_default().to_string();
@@ -263,10 +279,16 @@ impl HttpClient {
             .build();
         let connector = MarkingConnector::new(DefaultConnector::new(), &authority);
         let agent = Agent::with_parts(config, connector, LiteralFirst::default());
+        let mut authorization = HeaderValue::try_from(format!("Bearer {token}")).map_err(|_| {
+            SetupError::new(SetupPart::Token, "the token is not a valid header value")
+        })?;
+        authorization.set_sensitive(true);
         Ok(HttpClient {
             url: full,
+            uri,
             authority,
             token: token.to_string(),
+            authorization,
             agent,
             uses_proxy,
         })
@@ -294,8 +316,45 @@ impl HttpClient {
     /// and every message, has the client's own token replaced by `[redacted]`, so a server that
     /// echoes the `Authorization` header makes the client print no token.
     pub fn exchange(&self, params: &Value) -> Result<Received, ClientError> {
+        let (status, instance, body) = self.post(params)?;
+        self.received(status, instance, &body)
+    }
+
+    /// [`HttpClient::exchange`] for a `call`: a 200 answer that is a success with an object
+    /// for its output, in a header without the token, comes back as that output's JSON text
+    /// ([`CallReply::Result`], unchecked and not searched for the token: the caller does
+    /// both); any other answer as `exchange` gives it.
+    pub(crate) fn exchange_call(&self, params: &Value) -> Result<CallReply, ClientError> {
+        /// The answer's two members, the output left as its text.
+        #[derive(serde::Deserialize)]
+        struct Answer<'a> {
+            success: bool,
+            #[serde(borrow)]
+            output: &'a RawValue,
+        }
+        let (status, instance, body) = self.post(params)?;
+        let clean_instance = !instance.as_deref().is_some_and(|i| i.contains(&self.token));
+        if status == 200 && clean_instance {
+            if let Ok(answer) = serde_json::from_slice::<Answer<'_>>(&body) {
+                let text = answer.output.get();
+                if answer.success && text.starts_with('{') {
+                    return Ok(CallReply::Result(text.to_owned()));
+                }
+            }
+        }
+        self.received(status, instance, &body)
+            .map(CallReply::Received)
+    }
+
+    /// The `plugin_tool` answer in a response of `status` with `body`; see
+    /// [`HttpClient::exchange`].
+    fn received(
+        &self,
+        status: u16,
+        instance: Option<String>,
+        body: &[u8],
+    ) -> Result<Received, ClientError> {
         let redact = Redactor(&self.token);
-        let (status, instance, body) = self.post(&json!({"tool": TOOL_NAME, "params": params}))?;
         let expected = match status {
             200 => Some(true),
             s if FAILURE_STATUSES.contains(&s) => Some(false),
@@ -304,7 +363,7 @@ impl HttpClient {
         let Some(expected) = expected else {
             return Err(ClientError::Lost(unexpected_status(status)));
         };
-        let value: Value = serde_json::from_slice(&body).map_err(|_| {
+        let value: Value = serde_json::from_slice(body).map_err(|_| {
             ClientError::BadResponse(format!("the server answered {status} without a JSON body"))
         })?;
         match (value.get("success"), value.get("output")) {
@@ -336,22 +395,35 @@ impl HttpClient {
         }
     }
 
-    /// One POST of `body` (never resent: ureq follows no redirect and retries nothing); the
-    /// status, the runner instance header and the response body.
-    fn post(&self, body: &Value) -> Result<(u16, Option<String>, Vec<u8>), ClientError> {
+    /// One POST of the `plugin_tool` request of `params` (never resent: ureq follows no
+    /// redirect and retries nothing); the status, the runner instance header and the response
+    /// body.
+    fn post(&self, params: &Value) -> Result<(u16, Option<String>, Vec<u8>), ClientError> {
+        /// The request body, borrowing `params`.
+        #[derive(serde::Serialize)]
+        struct Request<'a> {
+            tool: &'a str,
+            params: &'a Value,
+        }
+        let body = serde_json::to_string(&Request {
+            tool: TOOL_NAME,
+            params,
+        })
+        .map_err(|e| ClientError::BadResponse(format!("the request could not be encoded: {e}")))?;
         let attempt = Attempt::begin();
         let failed = |e: ureq::Error| self.classify(e, attempt.wrote());
+        let json = HeaderValue::from_static("application/json");
         let mut request = self
             .agent
-            .post(&self.url)
-            .header("Authorization", format!("Bearer {}", self.token))
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json");
+            .post(self.uri.clone())
+            .header(AUTHORIZATION, self.authorization.clone())
+            .header(CONTENT_TYPE, json.clone())
+            .header(ACCEPT, json);
         // A front hop: the request's trace id goes on, under a new parent id.
         if let Some(trace) = crate::trace::current() {
             request = request.header(TRACEPARENT, trace.child().header_value());
         }
-        let mut response = request.send(body.to_string()).map_err(failed)?;
+        let mut response = request.send(body).map_err(failed)?;
         let status = response.status().as_u16();
         let instance = response
             .headers()
@@ -690,7 +762,7 @@ mod tests {
     #[test]
     fn the_token_is_taken_out_of_strings_and_keys() {
         let redact = Redactor(SECRET);
-        let mut value = json!({
+        let mut value = serde_json::json!({
             "a": format!("x {SECRET} y {SECRET}"),
             SECRET: [format!("Bearer {SECRET}"), 1, null],
             "nested": {"k": {"deep": SECRET}},

@@ -4,26 +4,42 @@
 
 use serde_json::Value;
 
-use super::client::{ClientError, ClientOptions, HttpClient, ProxyChoice};
+use super::client::{CallReply, ClientError, ClientOptions, HttpClient, ProxyChoice, Received};
 use crate::gateway::{
-    LinkAnswer, LinkFailure, RemoteRunner, RunnerEntry, RunnerLink, RunnersError,
+    CallAnswer, LinkAnswer, LinkFailure, RemoteRunner, RunnerEntry, RunnerLink, RunnersError,
 };
 
 impl RunnerLink for HttpClient {
     fn send(&self, params: &Value) -> Result<LinkAnswer, LinkFailure> {
-        match self.exchange(params) {
-            // `serve` answers 401 before it reads the body.
-            Ok(received) if received.status == 401 => Err(LinkFailure::Refused),
-            Ok(received) => Ok(LinkAnswer {
-                output: received.output,
-                instance: received.runner_instance,
-                held_link_secret: received.echoed_token,
-            }),
-            Err(e @ (ClientError::Connect(_) | ClientError::Untrusted(_))) => {
-                Err(LinkFailure::NotSent(e.to_string()))
-            }
-            Err(e) => Err(LinkFailure::Lost(e.to_string())),
+        self.exchange(params).map_err(link_failure).and_then(answer)
+    }
+
+    fn send_call(&self, params: &Value) -> Result<CallAnswer, LinkFailure> {
+        match self.exchange_call(params).map_err(link_failure)? {
+            CallReply::Result(text) => Ok(CallAnswer::Result(text)),
+            CallReply::Received(received) => answer(received).map(CallAnswer::Output),
         }
+    }
+}
+
+/// The link's answer for a received `plugin_tool` response.
+fn answer(received: Received) -> Result<LinkAnswer, LinkFailure> {
+    // `serve` answers 401 before it reads the body.
+    if received.status == 401 {
+        return Err(LinkFailure::Refused);
+    }
+    Ok(LinkAnswer {
+        output: received.output,
+        instance: received.runner_instance,
+        held_link_secret: received.echoed_token,
+    })
+}
+
+/// The link failure of a client error: nothing sent when no connection was made.
+fn link_failure(e: ClientError) -> LinkFailure {
+    match e {
+        ClientError::Connect(_) | ClientError::Untrusted(_) => LinkFailure::NotSent(e.to_string()),
+        e => LinkFailure::Lost(e.to_string()),
     }
 }
 
