@@ -1116,6 +1116,34 @@ fn next_request(ws: &mut tungstenite::WebSocket<TcpStream>) -> Value {
     }
 }
 
+/// Describes `edge-1`'s fx/echo through the front at `addr`, answering the request on `ws`
+/// with `runner_binding`: the front's binding.
+fn describe_echo_on(
+    ws: &mut tungstenite::WebSocket<TcpStream>,
+    addr: SocketAddr,
+    runner_binding: &str,
+) -> String {
+    let asker = std::thread::spawn(move || {
+        tool(
+            addr,
+            USER,
+            json!({"action": "describe", "runner": "edge-1", "plugin": "fx", "tool": "echo"}),
+        )
+    });
+    let request = next_request(ws);
+    assert_eq!(request["operation"], json!("tools_list"), "{request}");
+    let described = json!({"runner": "local", "plugin": "fx", "pluginName": "Fixture",
+        "binding": runner_binding,
+        "tool": {"name": "echo", "inputSchema": {"type": "object"}}});
+    let reply = json!({"id": request["id"], "dispatch_state": "completed",
+        "payload": {"kind": "describe", "output": described}});
+    ws.send(tungstenite::Message::Text(reply.to_string().into()))
+        .unwrap();
+    let (status, body) = asker.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+    body["output"]["binding"].as_str().unwrap().to_string()
+}
+
 /// A link for runner `id` whose hello names `instance`, welcomed.
 fn linked(front: SocketAddr, id: &str, instance: &str) -> tungstenite::WebSocket<TcpStream> {
     let mut ws = hostile_link(front, id);
@@ -1134,26 +1162,8 @@ fn a_runner_that_reconnects_keeps_its_bindings_and_a_new_instance_does_not() {
     let (x, y) = ("XXXXXXXXXXXXXXXXXXXXXX", "YYYYYYYYYYYYYYYYYYYYYY");
     let mut ws = linked(addr, "edge-1", x);
     wait_listed(addr, &["edge-1"]);
-    let asker = std::thread::spawn(move || {
-        tool(
-            addr,
-            USER,
-            json!({"action": "describe", "runner": "edge-1", "plugin": "fx", "tool": "echo"}),
-        )
-    });
-    let request = next_request(&mut ws);
-    assert_eq!(request["operation"], json!("tools_list"), "{request}");
     let runner_binding = "wc_pbind_RRRRRRRRRRRRRRRRRRRRRR";
-    let described = json!({"runner": "local", "plugin": "fx", "pluginName": "Fixture",
-        "binding": runner_binding,
-        "tool": {"name": "echo", "inputSchema": {"type": "object"}}});
-    let reply = json!({"id": request["id"], "dispatch_state": "completed",
-        "payload": {"kind": "describe", "output": described}});
-    ws.send(tungstenite::Message::Text(reply.to_string().into()))
-        .unwrap();
-    let (status, body) = asker.join().unwrap();
-    assert_eq!(status, 200, "{body}");
-    let binding = body["output"]["binding"].as_str().unwrap().to_string();
+    let binding = describe_echo_on(&mut ws, addr, runner_binding);
     assert_ne!(
         binding, runner_binding,
         "the runner's binding reached the caller"
@@ -1269,4 +1279,72 @@ fn a_runner_closes_a_link_that_breaks_the_protocol_and_dials_again_as_the_same_i
     );
     runner.kill();
     common::assert_no_zombie_children_of_self();
+}
+
+#[test]
+fn a_linked_call_result_holding_the_token_or_breaking_the_contract_is_refused() {
+    let dir = TempDir::new("link", "call-result");
+    let front = start_front(&front_tokens(&dir, &["edge-1"]));
+    let addr = front.addr;
+    let mut ws = linked(addr, "edge-1", "XXXXXXXXXXXXXXXXXXXXXX");
+    wait_listed(addr, &["edge-1"]);
+    let binding = describe_echo_on(&mut ws, addr, "wc_pbind_RRRRRRRRRRRRRRRRRRRRRR");
+    let call = json!({"action": "call", "binding": binding, "arguments": {"text": "hi"}});
+    let token = runner_token("edge-1");
+    let spelled: String = token
+        .chars()
+        .map(|c| format!("\\u{:04x}", c as u32))
+        .collect();
+    for (result, want) in [
+        (
+            json!({"content": [{"type": "text", "text": token}]}).to_string(),
+            Some("plugin_rpc_error"),
+        ),
+        (
+            format!(r#"{{"content":[{{"type":"text","text":"{spelled}"}}]}}"#),
+            Some("plugin_rpc_error"),
+        ),
+        (
+            r#"{"content":[{"type":"text","text":"x"}],"extra":1}"#.to_string(),
+            Some("plugin_result_invalid"),
+        ),
+        (
+            r#"{"isError":false,"content":[{"text":"fine","type":"text"}]}"#.to_string(),
+            None,
+        ),
+    ] {
+        let asker = std::thread::spawn({
+            let call = call.clone();
+            move || tool(addr, USER, call)
+        });
+        let request = next_request(&mut ws);
+        assert_eq!(request["operation"], json!("tools_call"), "{request}");
+        let reply = format!(
+            r#"{{"id":{},"dispatch_state":"completed","payload":{{"kind":"call","output":{result}}}}}"#,
+            request["id"]
+        );
+        ws.send(tungstenite::Message::Text(reply.into())).unwrap();
+        let (status, body) = asker.join().unwrap();
+        assert!(
+            !body.to_string().contains(&token),
+            "the token was shown: {body}"
+        );
+        match want {
+            Some(want) => {
+                assert_eq!(code(&body), want, "{result}: {status} {body}");
+                assert_eq!(body["output"]["dispatch"], json!("completed"), "{body}");
+            }
+            None => {
+                assert_eq!(status, 200, "{body}");
+                assert_eq!(
+                    body["output"]["content"][0]["text"],
+                    json!("fine"),
+                    "{body}"
+                );
+            }
+        }
+    }
+    drop(ws);
+    wait_listed(addr, &[]);
+    assert_no_zombies(front.pid());
 }

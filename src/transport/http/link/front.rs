@@ -30,7 +30,9 @@ use tungstenite::protocol::{Role, WebSocket};
 
 use super::socket::{config, LinkSocket, Next, SharedTcp};
 use super::wire::{self, Operation};
-use crate::gateway::{Gateway, LinkAnswer, LinkFailure, RemoteRunner, RunnerLink};
+use crate::gateway::{
+    ActionKind, CallAnswer, Gateway, LinkAnswer, LinkFailure, RemoteRunner, RunnerLink, ToolOutput,
+};
 
 /// How often the front pings a link.
 pub const PING_EVERY: Duration = Duration::from_secs(15);
@@ -85,7 +87,7 @@ struct Connection {
     serial: u64,
     socket: LinkSocket<SharedTcp>,
     instance: String,
-    pending: Mutex<HashMap<u64, Sender<wire::LinkReply>>>,
+    pending: Mutex<HashMap<u64, Sender<Routed>>>,
     next_id: AtomicU64,
     /// When the runner's last frame came, whoever read it.
     last_frame: Mutex<Instant>,
@@ -175,9 +177,9 @@ impl Connection {
     fn read_own_answer(
         &self,
         id: u64,
-        rx: &Receiver<wire::LinkReply>,
+        rx: &Receiver<Routed>,
         deadline: Instant,
-    ) -> Result<wire::LinkReply, LinkFailure> {
+    ) -> Result<Routed, LinkFailure> {
         let mut first = true;
         loop {
             match rx.try_recv() {
@@ -252,8 +254,53 @@ impl Drop for Claim<'_> {
     }
 }
 
+/// A reply as routed to its caller.
+#[derive(Debug)]
+enum Routed {
+    /// A call's result as its JSON text ([`wire::parse_call_result`]).
+    CallResult(String),
+    /// Any other reply, read by [`wire::parse_reply`].
+    Reply(wire::LinkReply),
+}
+
 impl RunnerLink for DialLink {
     fn send(&self, params: &Value) -> Result<LinkAnswer, LinkFailure> {
+        let (routed, instance) = self.exchange(params)?;
+        let output = match routed {
+            Routed::Reply(reply) => reply.output,
+            Routed::CallResult(text) => ToolOutput::received(
+                true,
+                serde_json::from_str(&text).map_err(|_| lost_answer())?,
+            ),
+        };
+        Ok(LinkAnswer {
+            output,
+            instance: Some(instance),
+            held_link_secret: false,
+        })
+    }
+
+    fn send_call(&self, params: &Value) -> Result<CallAnswer, LinkFailure> {
+        Ok(match self.exchange(params)? {
+            (Routed::CallResult(text), _) => CallAnswer::Result(text),
+            (Routed::Reply(reply), instance) => CallAnswer::Output(LinkAnswer {
+                output: reply.output,
+                instance: Some(instance),
+                held_link_secret: false,
+            }),
+        })
+    }
+}
+
+/// The failure of an answer that is not the request's (outcome unknown).
+fn lost_answer() -> LinkFailure {
+    LinkFailure::Lost("the answer is of another action's kind".into())
+}
+
+impl DialLink {
+    /// Sends one request on the current link and waits for its reply, checked to be of the
+    /// request's action kind; the reply and the runner instance of the link.
+    fn exchange(&self, params: &Value) -> Result<(Routed, String), LinkFailure> {
         let Some(connection) = self.current.read().clone() else {
             return Err(LinkFailure::NotSent("the runner is not connected".into()));
         };
@@ -301,16 +348,14 @@ impl RunnerLink for DialLink {
                 }
             }
         };
-        if reply.kind.is_some() && reply.kind != kind {
-            return Err(LinkFailure::Lost(
-                "the answer is of another action's kind".into(),
-            ));
+        let replied = match &reply {
+            Routed::CallResult(_) => Some(ActionKind::Call),
+            Routed::Reply(reply) => reply.kind,
+        };
+        if replied.is_some() && replied != kind {
+            return Err(lost_answer());
         }
-        Ok(LinkAnswer {
-            output: reply.output,
-            instance: Some(connection.instance.clone()),
-            held_link_secret: false,
-        })
+        Ok((reply, connection.instance.clone()))
     }
 }
 
@@ -453,6 +498,10 @@ impl RunnerLink for ArcLink {
     fn send(&self, params: &Value) -> Result<LinkAnswer, LinkFailure> {
         self.0.send(params)
     }
+
+    fn send_call(&self, params: &Value) -> Result<CallAnswer, LinkFailure> {
+        self.0.send_call(params)
+    }
 }
 
 /// Reads the link until it ends: routes each answer to its caller and keeps the heartbeat.
@@ -497,14 +546,20 @@ fn read_answers(connection: &Connection, heartbeat: Heartbeat) -> String {
 /// id this link never sent, breaks the protocol (`Err`: close the link); one whose caller
 /// stopped waiting is dropped.
 fn route_answer(connection: &Connection, text: &str) -> Result<(), String> {
-    let reply = wire::parse_reply(text).map_err(|e| e.0)?;
-    let waiting = connection.pending.lock().remove(&reply.id);
+    let (id, routed) = match wire::parse_call_result(text) {
+        Some((id, result)) => (id, Routed::CallResult(result.to_owned())),
+        None => {
+            let reply = wire::parse_reply(text).map_err(|e| e.0)?;
+            (reply.id, Routed::Reply(reply))
+        }
+    };
+    let waiting = connection.pending.lock().remove(&id);
     match waiting {
         Some(tx) => {
-            let _ = tx.try_send(reply);
+            let _ = tx.try_send(routed);
             Ok(())
         }
-        None if reply.id >= connection.next_id.load(Ordering::SeqCst) || reply.id == 0 => {
+        None if id >= connection.next_id.load(Ordering::SeqCst) || id == 0 => {
             Err("an answer for a request that was never sent".into())
         }
         None => {

@@ -10,6 +10,8 @@
 //!   "error"?:{"code","message","recovery"?}}` ([`LinkReply`]), exactly one of payload and
 //!   error, a payload only with `completed`.
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::error::{Dispatch, ErrorCode};
@@ -359,6 +361,35 @@ pub fn reply_id(text: &str) -> Option<u64> {
         .as_u64()
 }
 
+/// A runner's reply to a `call` that completed with a result, read without building a
+/// `Value`: its id and the result's JSON text (unchecked: the gateway validates it as it
+/// validates a local provider's result). `None` for any other frame, and for one this
+/// reading is not sure of (an escape in a name, a duplicate key): [`parse_reply`] reads those.
+pub fn parse_call_result(text: &str) -> Option<(u64, &str)> {
+    /// A reply with a payload and no error (another member fails the reading).
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Reply<'a> {
+        id: u64,
+        dispatch_state: &'a str,
+        #[serde(borrow)]
+        payload: Payload<'a>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Payload<'a> {
+        kind: &'a str,
+        #[serde(borrow)]
+        output: &'a RawValue,
+    }
+    let reply: Reply<'_> = serde_json::from_str(text).ok()?;
+    let output = reply.payload.output.get();
+    (reply.dispatch_state == Dispatch::Completed.as_str()
+        && reply.payload.kind == ActionKind::Call.as_str()
+        && output.starts_with('{'))
+    .then_some((reply.id, output))
+}
+
 /// Parses a runner's reply: an id, a dispatch state and exactly one of payload (only with
 /// `completed`, `{"kind","output"}`) and error (`{"code","message","recovery"?}`).
 pub fn parse_reply(text: &str) -> Result<LinkReply, FrameError> {
@@ -454,6 +485,38 @@ mod tests {
         ] {
             assert!(parse_hello(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_completed_call_result_is_read_as_text_and_every_other_reply_is_not() {
+        let result = r#"{"content":[{"type":"text","text":"hi"}],"isError":false}"#;
+        let frame = format!(
+            r#"{{"id":12,"dispatch_state":"completed","payload":{{"kind":"call","output":{result}}}}}"#
+        );
+        assert_eq!(parse_call_result(&frame), Some((12, result)));
+        assert!(parse_reply(&frame).is_ok());
+        let list = ToolOutput::received(true, json!({"providers": []}));
+        let failed = ToolOutput::failure(&crate::error::Error::not_started(
+            ErrorCode::ProviderBusy,
+            "busy",
+        ));
+        for other in [
+            encode_reply(5, ActionKind::List, &list),
+            encode_reply(6, ActionKind::Call, &failed),
+            // The fast reading is not sure of these; parse_reply decides them.
+            frame.replace("completed", "compl\\u0065ted"),
+            frame.replace(r#""id":12,"#, r#""id":12,"id":13,"#),
+            frame.replace(r#""id":12,"#, r#""id":12,"extra":1,"#),
+            frame.replace("}}}", r#"},"error":{"code":"x","message":"y"}}}"#),
+            frame.replace("completed", "not_started"),
+            frame.replace(result, "[1]"),
+            frame.replace(r#""id":12"#, r#""id":-1"#),
+            frame[..frame.len() - 1].to_string(),
+        ] {
+            assert_eq!(parse_call_result(&other), None, "{other}");
+        }
+        let escaped = parse_reply(&frame.replace("completed", "compl\\u0065ted")).unwrap();
+        assert_eq!(escaped.kind, Some(ActionKind::Call));
     }
 
     #[test]
