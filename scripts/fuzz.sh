@@ -18,7 +18,7 @@ shift || true
 JOBS=${JOBS:-1}
 NICE=${NICE:-19}
 ALL=(frame_envelope tools_list_admission schema_matching gateway_params runner_config tokens_file http_body
-     http_wire runners_file link_frames)
+     http_wire runners_file link_frames tool_result_text)
 TARGETS=("$@")
 [[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=("${ALL[@]}")
 

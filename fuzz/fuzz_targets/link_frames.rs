@@ -3,10 +3,13 @@
 //!
 //! The input is one frame's text. No parser panics; whatever is accepted survives a round trip
 //! through its encoder unchanged (a reply: payload only with `completed`, exactly one of
-//! payload and error).
+//! payload and error), and a call result the front reads fast (`parse_call_result`) is the
+//! reply `parse_reply` reads.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use serde_json::Value;
+use webcodex_plugin_host::gateway::ActionKind;
 use webcodex_plugin_host::transport::http::link::wire;
 
 fuzz_target!(|data: &[u8]| {
@@ -36,6 +39,13 @@ fuzz_target!(|data: &[u8]| {
         }
         Err((Some(id), _)) => assert_eq!(wire::reply_id(text), Some(id)),
         Err((None, _)) => {}
+    }
+    // The front's fast reading of a call result agrees with the full one.
+    if let Some((id, result)) = wire::parse_call_result(text) {
+        let reply = wire::parse_reply(text).expect("a call result read fast is a reply");
+        assert_eq!((reply.id, reply.kind), (id, Some(ActionKind::Call)));
+        let output: Value = serde_json::from_str(result).expect("the result is JSON");
+        assert_eq!(reply.output.to_json(), output);
     }
     if let Ok(reply) = wire::parse_reply(text) {
         assert_eq!(wire::reply_id(text), Some(reply.id));

@@ -18,8 +18,15 @@ pub use crate::diagnostic::{Diagnostic, DiagnosticCode, DIAGNOSTIC_FIELDS};
 pub(crate) use frozen::admit_initialize;
 pub(crate) use frozen::valid_tool_name;
 pub use frozen::{admit_tools_list, FrozenCatalog, MAX_TOOLS};
+#[cfg(not(feature = "fuzzing"))]
+pub(crate) use result::validate_tool_result_text;
+/// A result received as JSON text, checked as [`validate_tool_result`] checks its value (the
+/// `tool_result_text` fuzz target compares the two).
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub use result::validate_tool_result_text;
+pub(crate) use result::CallReply;
 pub use result::{validate_tool_result, ResultFault, ToolResult};
-pub(crate) use result::{validate_tool_result_text, CallReply};
 pub use schema::{Schema, SchemaFault, SchemaMismatch};
 pub use tool::{Tool, ToolHints, MAX_ARGUMENTS_BYTES};
 

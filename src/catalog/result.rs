@@ -264,7 +264,7 @@ fn validate_plain_tool_result(
 /// [`validate_tool_result`] of a result received as JSON text (a remote runner's answer): one
 /// scan when it is sure, else the text decoded and validated as a `Value`. Text that is not
 /// one JSON value is [`ResultFault::Invalid`].
-pub(crate) fn validate_tool_result_text(
+pub fn validate_tool_result_text(
     text: &str,
     output_schema: Option<&Schema>,
 ) -> Result<ToolResult, ResultFault> {

@@ -488,6 +488,18 @@ mod tests {
     }
 
     #[test]
+    fn a_reply_with_a_long_number_reads_back_the_same_after_a_round_trip() {
+        // 110 digits: an f64 only approximates it, and must be the same one on every read.
+        let digits = "5".repeat(73) + "2" + &"5".repeat(36);
+        let frame = format!(
+            r#"{{"id":7,"dispatch_state":"completed","payload":{{"kind":"list","output":{{"runner":"local","n":[{digits}]}}}}}}"#
+        );
+        let reply = parse_reply(&frame).unwrap();
+        let again = parse_reply(&encode_reply(7, ActionKind::List, &reply.output)).unwrap();
+        assert_eq!(again, reply);
+    }
+
+    #[test]
     fn a_completed_call_result_is_read_as_text_and_every_other_reply_is_not() {
         let result = r#"{"content":[{"type":"text","text":"hi"}],"isError":false}"#;
         let frame = format!(
