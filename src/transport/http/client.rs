@@ -399,8 +399,14 @@ impl HttpClient {
     /// redirect and retries nothing); the status, the runner instance header and the response
     /// body.
     fn post(&self, params: &Value) -> Result<(u16, Option<String>, Vec<u8>), ClientError> {
-        // Written from the borrowed params (`TOOL_NAME` needs no escaping).
-        let body = format!(r#"{{"tool":"{TOOL_NAME}","params":{params}}}"#);
+        // Written from the borrowed params (`TOOL_NAME` needs no escaping). Writing a `Value`
+        // into a `Vec` cannot fail.
+        let mut body = Vec::with_capacity(256);
+        body.extend_from_slice(br#"{"tool":""#);
+        body.extend_from_slice(TOOL_NAME.as_bytes());
+        body.extend_from_slice(br#"","params":"#);
+        let _ = serde_json::to_writer(&mut body, params);
+        body.push(b'}');
         let attempt = Attempt::begin();
         let failed = |e: ureq::Error| self.classify(e, attempt.wrote());
         let json = HeaderValue::from_static("application/json");
