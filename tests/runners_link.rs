@@ -1210,6 +1210,200 @@ fn a_runner_that_reconnects_keeps_its_bindings_and_a_new_instance_does_not() {
     assert_no_zombies(front.pid());
 }
 
+/// Acts as a front on `listener`: accepts one runner's upgrade, reads its hello and welcomes
+/// it as `edge-1`. The link and the hello's instance.
+// tungstenite's handshake callback returns its own (large) error type.
+#[allow(clippy::result_large_err)]
+fn welcome_runner(listener: &std::net::TcpListener) -> (tungstenite::WebSocket<TcpStream>, String) {
+    let (tcp, _) = listener.accept().unwrap();
+    tcp.set_read_timeout(Some(LIMIT)).unwrap();
+    let mut ws = tungstenite::accept_hdr(
+        tcp,
+        |_: &tungstenite::handshake::server::Request,
+         mut response: tungstenite::handshake::server::Response| {
+            response.headers_mut().insert(
+                "sec-websocket-protocol",
+                "webcodex-runner-link-v1".parse().unwrap(),
+            );
+            Ok(response)
+        },
+    )
+    .expect("the runner's upgrade");
+    let hello: Value = serde_json::from_str(ws.read().unwrap().to_text().unwrap()).unwrap();
+    let instance = hello["hello"]["instance"].as_str().unwrap().to_string();
+    ws.send(tungstenite::Message::Text(
+        r#"{"welcome":{"runner":"edge-1"}}"#.into(),
+    ))
+    .unwrap();
+    (ws, instance)
+}
+
+/// The link's answers on `ws` until `ids` each have one, by id (heartbeats skipped); fails on
+/// an id answered twice or never asked.
+fn answers(ws: &mut tungstenite::WebSocket<TcpStream>, ids: &[u64]) -> Vec<(u64, Value)> {
+    let mut got: Vec<(u64, Value)> = Vec::new();
+    while got.len() < ids.len() {
+        let reply = next_request(ws);
+        let id = reply["id"].as_u64().expect("an answer's id");
+        assert!(
+            ids.contains(&id),
+            "an answer for id {id}, never asked: {reply}"
+        );
+        assert!(
+            got.iter().all(|(seen, _)| *seen != id),
+            "id {id} answered twice: {reply}"
+        );
+        got.push((id, reply));
+    }
+    got
+}
+
+/// The runner's request threads (`wc-link-req`) now.
+#[cfg(target_os = "linux")]
+fn request_threads(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|tasks| {
+            tasks
+                .filter_map(Result::ok)
+                .filter(|t| {
+                    std::fs::read_to_string(t.path().join("comm"))
+                        .is_ok_and(|c| c.trim() == "wc-link-req")
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs connect processes stopped with SIGTERM behind a front (docs/PLATFORMS.md)"
+)]
+fn requests_that_arrive_together_all_run_at_once_and_each_is_answered_once() {
+    let dir = TempDir::new("link", "together");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let front = listener.local_addr().unwrap();
+    let mut runner = Runner::new(&dir, "edge-1");
+    // Two providers of the fixture: a call to each can run at once.
+    let fixture = serde_json::to_string(s(&common::fixture_path())).unwrap();
+    let mut config = String::from("[plugins]\nrequest_timeout_secs = 30\n");
+    for id in ["fx", "fy"] {
+        config.push_str(&format!(
+            "\n[[plugins.providers]]\nid = \"{id}\"\nname = \"Fixture\"\n\
+             command = {fixture}\nargs = [\"normal\"]\n"
+        ));
+    }
+    std::fs::write(&runner.config, config).unwrap();
+    runner.start(front);
+    let (mut ws, _) = welcome_runner(&listener);
+    let request = |id: u64, operation: &str, params: Value| {
+        tungstenite::Message::Text(
+            json!({"id": id, "operation": operation, "params": params})
+                .to_string()
+                .into(),
+        )
+    };
+    let mut binding = |id: u64, plugin: &str, tool_name: &str| {
+        let params = json!({"action": "describe", "runner": "local", "plugin": plugin,
+            "tool": tool_name});
+        ws.send(request(id, "tools_list", params)).unwrap();
+        let reply = answers(&mut ws, &[id]).remove(0).1;
+        reply["payload"]["output"]["binding"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no binding: {reply}"))
+            .to_string()
+    };
+    let sleep = binding(1, "fx", "sleep");
+    let echo = binding(2, "fy", "echo");
+    // One write: a slow call, then a ping and four quick requests behind it.
+    ws.write(request(
+        10,
+        "tools_call",
+        json!({"action": "call", "binding": sleep,
+        "arguments": {"ms": 4000}}),
+    ))
+    .unwrap();
+    ws.write(tungstenite::Message::Ping(b"beat".to_vec().into()))
+        .unwrap();
+    ws.write(request(
+        11,
+        "tools_call",
+        json!({"action": "call", "binding": echo,
+        "arguments": {"text": "together"}}),
+    ))
+    .unwrap();
+    ws.write(request(
+        12,
+        "providers_list",
+        json!({"action": "list", "runner": "local"}),
+    ))
+    .unwrap();
+    ws.write(request(
+        13,
+        "tools_list",
+        json!({"action": "list", "runner": "local",
+        "plugin": "fy"}),
+    ))
+    .unwrap();
+    ws.write(request(
+        14,
+        "tools_call",
+        json!({"action": "call", "binding": "nope",
+        "arguments": {}}),
+    ))
+    .unwrap();
+    ws.flush().unwrap();
+    let quick = answers(&mut ws, &[11, 12, 13, 14]);
+    let by_id = |id: u64| &quick.iter().find(|(seen, _)| *seen == id).unwrap().1;
+    assert_eq!(
+        by_id(11)["payload"]["output"]["content"][0]["text"],
+        json!("together"),
+        "{}",
+        by_id(11)
+    );
+    assert_eq!(
+        by_id(12)["dispatch_state"],
+        json!("completed"),
+        "{}",
+        by_id(12)
+    );
+    assert_eq!(
+        by_id(13)["dispatch_state"],
+        json!("completed"),
+        "{}",
+        by_id(13)
+    );
+    assert_eq!(
+        by_id(14)["error"]["code"],
+        json!("describe_required"),
+        "{}",
+        by_id(14)
+    );
+    // The slow call's answer comes after the others: they did not wait behind it.
+    let slow = answers(&mut ws, &[10]).remove(0).1;
+    assert_eq!(slow["dispatch_state"], json!("completed"), "{slow}");
+    assert_eq!(runner.calls("sleep"), 1);
+    assert_eq!(runner.calls("echo"), 1);
+    #[cfg(target_os = "linux")]
+    {
+        // The threads that ran them go once the link ends: the runner dials again, and its
+        // old link's threads leave (the new link keeps one).
+        drop(ws);
+        let (_ws, _) = welcome_runner(&listener);
+        let deadline = Instant::now() + LIMIT;
+        while request_threads(runner.pid()) > 1 {
+            assert!(
+                Instant::now() < deadline,
+                "{} request threads stay after their link ended",
+                request_threads(runner.pid())
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    runner.stop();
+    common::assert_no_zombie_children_of_self();
+}
+
 #[test]
 // tungstenite's handshake callback returns its own (large) error type.
 #[allow(clippy::result_large_err)]
@@ -1224,26 +1418,8 @@ fn a_runner_closes_a_link_that_breaks_the_protocol_and_dials_again_as_the_same_i
         let mut codes = Vec::new();
         let mut unreadable = Value::Null;
         for round in 0..2 {
-            let (tcp, _) = listener.accept().unwrap();
-            tcp.set_read_timeout(Some(LIMIT)).unwrap();
-            let mut ws = tungstenite::accept_hdr(
-                tcp,
-                |_: &tungstenite::handshake::server::Request,
-                 mut response: tungstenite::handshake::server::Response| {
-                    response.headers_mut().insert(
-                        "sec-websocket-protocol",
-                        "webcodex-runner-link-v1".parse().unwrap(),
-                    );
-                    Ok(response)
-                },
-            )
-            .expect("the runner's upgrade");
-            let hello: Value = serde_json::from_str(ws.read().unwrap().to_text().unwrap()).unwrap();
-            hellos.push(hello["hello"]["instance"].as_str().unwrap().to_string());
-            ws.send(tungstenite::Message::Text(
-                r#"{"welcome":{"runner":"edge-1"}}"#.into(),
-            ))
-            .unwrap();
+            let (mut ws, instance) = welcome_runner(&listener);
+            hellos.push(instance);
             if round == 1 {
                 break;
             }

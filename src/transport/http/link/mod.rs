@@ -12,9 +12,13 @@
 //!   `RemoteRunner`, so every relayed answer is validated and rebuilt and each runner has its
 //!   own in-flight cap.
 //! - `runner` (feature `http-client`): `connect`'s side: dial (directly or through an HTTP
-//!   proxy, `ws://` or `wss://`), hello, serve the front's requests with the local gateway
-//!   (the thread that reads a request runs it), reconnect with backoff.
+//!   proxy, `ws://` or `wss://`), hello, reconnect with backoff.
+//! - `crew` (feature `http-client`): the runner's request threads, which serve the front's
+//!   requests with the local gateway (the thread that reads a request runs it; on Linux the
+//!   idle ones wait in one epoll instance, elsewhere leader/follower).
 
+#[cfg(feature = "http-client")]
+mod crew;
 #[cfg(feature = "http-server")]
 pub(crate) mod front;
 #[cfg(feature = "http-client")]

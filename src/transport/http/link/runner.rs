@@ -20,25 +20,18 @@ use tungstenite::handshake::HandshakeError;
 use tungstenite::protocol::frame::coding::CloseCode;
 
 use super::socket::{config, LinkSocket, Next, SharedTcp};
-use super::wire::{self, LinkRequest};
+use super::wire;
 use super::RUNNERS_CONNECT_PATH;
-use crate::error::{Dispatch, ErrorCode};
-use crate::gateway::{Caller, Gateway};
-use crate::trace::TraceContext;
+use crate::gateway::Gateway;
 use crate::transport::http::client::{
     ca_der, link_proxy, LinkProxy, ProxyChoice, SetupError, SetupPart,
 };
-use crate::transport::{Dispatcher, Slot, WORKER_STACK};
 
 /// A runner link with no frame from the front for this long is dead (the front pings every
 /// 15 s).
 pub const DEAD_AFTER: Duration = Duration::from_secs(45);
 /// How long the front has to welcome the runner.
 const WELCOME_WITHIN: Duration = Duration::from_secs(10);
-/// How long a link's request thread waits to read the link again once it answered a request,
-/// before it ends (so a busy link starts no thread per request, and an idle one keeps none
-/// for long besides its reader).
-const WORKER_IDLE: Duration = Duration::from_secs(30);
 
 /// Where and how a runner dials its front.
 #[derive(Clone)]
@@ -316,7 +309,7 @@ impl Dialer {
         }
         let up = Instant::now();
         log::info!("connect: linked to the front");
-        let why = self.serve(gateway, &socket);
+        let why = super::crew::serve(gateway, &socket);
         *self.stop.current.lock() = None;
         socket.shutdown();
         if self.stop.is_stopped() {
@@ -430,238 +423,6 @@ impl Dialer {
             tunnel(&mut stream, &self.front, proxy.credentials.as_ref())?;
         }
         Ok(stream)
-    }
-
-    /// Serves the front's requests until the link ends; returns why it ended.
-    ///
-    /// Leader/follower: one request thread at a time reads the link (the leader). A leader
-    /// that reads a request passes the reading to a thread that waits for it (a new thread
-    /// when none waits) and runs the request itself, so no hand-off stands between a
-    /// request's arrival and its run; once it answered, it waits to lead again. This thread
-    /// runs no request: it waits for the leader that sees the link end, so a lost link is
-    /// dialled again at once even while long requests run.
-    fn serve(&self, gateway: &Arc<Gateway>, socket: &Arc<LinkSocket<LinkStream>>) -> String {
-        let (pass, take) = bounded::<Lead>(0);
-        let (ended_tx, ended) = bounded::<String>(1);
-        // Dropped when this returns: the threads that wait to lead end at once.
-        let (_gone_tx, gone) = bounded::<()>(0);
-        let crew = Arc::new(Crew {
-            // The link's own bound of requests at once, its panic guard and its trace scopes.
-            dispatcher: Dispatcher::new(gateway.clone()),
-            socket: socket.clone(),
-            pass,
-            take,
-            ended: ended_tx,
-            gone,
-        });
-        let first = Lead {
-            last_frame: Instant::now(),
-        };
-        if !pass_lead(&crew, first) {
-            socket.close(CloseCode::Away, "the runner could not start a thread");
-            return "no thread could start to read the link".into();
-        }
-        // Only the link's threads hold the sender now: should they all end without a word
-        // (a bug), the wait ends too.
-        drop(crew);
-        ended
-            .recv()
-            .unwrap_or_else(|_| "the link's threads ended".into())
-    }
-}
-
-/// The reading of a link, passed from thread to thread: when the front's last frame came (a
-/// link with none for [`DEAD_AFTER`] is dead). Exactly one thread holds it at a time.
-#[derive(Clone, Copy)]
-struct Lead {
-    last_frame: Instant,
-}
-
-/// How a thread's turn as the link's reader ended.
-enum Led {
-    /// It read a request, passed the reading on and ran the request.
-    Passed,
-    /// The link ended (why, for the log); the reading goes to no one.
-    Ended(String),
-}
-
-/// The threads of one link: the dispatcher they run requests on (its bound of 64 at once),
-/// the link they read and answer, and the hand-off of the reading.
-struct Crew {
-    dispatcher: Dispatcher,
-    socket: Arc<LinkSocket<LinkStream>>,
-    /// Passes the reading to a thread waiting in `take` (zero capacity: only to one that
-    /// waits).
-    pass: Sender<Lead>,
-    take: Receiver<Lead>,
-    /// Why the link ended, from the leader that saw it to `serve`'s thread.
-    ended: Sender<String>,
-    /// Disconnected once `serve` returned.
-    gone: Receiver<()>,
-}
-
-/// Reads the link as its leader until it reads a request it can run (it passes the reading on
-/// and runs it: [`Led::Passed`]) or the link ends ([`Led::Ended`]). Requests that cannot run
-/// (unreadable, over the bound of 64, no thread to pass the reading to) are answered at once
-/// and the reading goes on.
-fn lead_link(crew: &Arc<Crew>, mut lead: Lead) -> Led {
-    let socket = &crew.socket;
-    loop {
-        let next = socket.next(lead.last_frame + DEAD_AFTER);
-        if matches!(next, Next::Text(_) | Next::Heartbeat) {
-            lead.last_frame = Instant::now();
-        }
-        match next {
-            Next::Text(text) => {
-                let Some((request, slot)) = admit(crew, &text) else {
-                    continue;
-                };
-                if pass_lead(crew, lead) {
-                    answer(&crew.dispatcher, socket, request, slot);
-                    return Led::Passed;
-                }
-                drop(slot);
-                refuse(
-                    socket,
-                    request.id,
-                    ErrorCode::GatewaySaturated,
-                    "the runner could not start a thread for the request; try again",
-                );
-            }
-            Next::Heartbeat => {}
-            // Only once the deadline passed.
-            Next::Quiet => {
-                socket.close(CloseCode::Away, "no frame for 45 s");
-                return Led::Ended("no frame from the front for 45 s".into());
-            }
-            Next::Binary => {
-                socket.close(CloseCode::Unsupported, "the link carries text frames only");
-                return Led::Ended("the front sent a binary frame".into());
-            }
-            Next::TooLarge => {
-                socket.close(CloseCode::Size, "a frame over 1 MiB");
-                return Led::Ended("the front sent a frame over 1 MiB".into());
-            }
-            Next::Broken(why) => {
-                socket.close(CloseCode::Protocol, "not a valid WebSocket frame");
-                return Led::Ended(why);
-            }
-            Next::Ended(why) => return Led::Ended(why),
-        }
-    }
-}
-
-/// Parses one request of the front and takes its in-flight slot, at most
-/// [`crate::transport::MAX_IN_FLIGHT`] (64) at once; beyond it, or when the frame is not a
-/// readable request, the front is answered at once (`None`).
-fn admit(crew: &Crew, text: &str) -> Option<(LinkRequest, Slot)> {
-    let socket = &crew.socket;
-    let request = match wire::parse_request(text) {
-        Ok(request) => request,
-        Err((Some(id), e)) => {
-            let message = format!("the runner could not read the request: {e}");
-            refuse(socket, id, ErrorCode::InvalidRequest, &message);
-            return None;
-        }
-        Err((None, e)) => {
-            log::warn!("connect: the front sent a frame that is not a request: {e}");
-            return None;
-        }
-    };
-    let Some(slot) = crew.dispatcher.try_admit() else {
-        refuse(
-            socket,
-            request.id,
-            ErrorCode::GatewaySaturated,
-            "the runner already serves its limit of requests; try again when one finishes",
-        );
-        return None;
-    };
-    Some((request, slot))
-}
-
-/// Answers request `id` of the front with a `not_started` failure (`code`, `message`) at once.
-fn refuse(socket: &LinkSocket<LinkStream>, id: u64, code: ErrorCode, message: &str) {
-    let reply = wire::encode_failure(id, code, Dispatch::NotStarted, message);
-    let _ = socket.send_text(reply);
-}
-
-/// Passes the reading of the link to a thread waiting for it, else to a new thread; false
-/// when no thread could start (the caller keeps the reading).
-fn pass_lead(crew: &Arc<Crew>, lead: Lead) -> bool {
-    if crew.pass.try_send(lead).is_ok() {
-        return true;
-    }
-    let follower = crew.clone();
-    let spawned = std::thread::Builder::new()
-        .name("wc-link-req".into())
-        .stack_size(WORKER_STACK)
-        .spawn(move || follow(&follower, lead));
-    match spawned {
-        Ok(_) => true,
-        Err(e) => {
-            log::warn!("connect: no thread for a request: {e}");
-            false
-        }
-    }
-}
-
-/// A request thread of the link: leads with `lead`, then, after each request it ran, waits up
-/// to [`WORKER_IDLE`] to lead again; ends when the wait runs out or the link ended.
-fn follow(crew: &Arc<Crew>, mut lead: Lead) {
-    loop {
-        if let Led::Ended(why) = lead_link(crew, lead) {
-            let _ = crew.ended.try_send(why);
-            return;
-        }
-        crossbeam_channel::select! {
-            recv(crew.take) -> next => match next {
-                Ok(next) => lead = next,
-                Err(_) => return,
-            },
-            recv(crew.gone) -> _ => return,
-            default(WORKER_IDLE) => return,
-        }
-    }
-}
-
-/// Runs `request` on the gateway (the front has checked the caller's scopes) in the trace
-/// context the front sent (a fresh one without), writes the reply and frees `slot`; a reply
-/// that cannot be written is lost with the link. The trace context never reaches a plugin:
-/// only `params` go to the gateway.
-fn answer(
-    dispatcher: &Dispatcher,
-    socket: &LinkSocket<LinkStream>,
-    request: LinkRequest,
-    slot: Slot,
-) {
-    let Some(kind) = request.operation.carries(&request.params) else {
-        return;
-    };
-    let trace = request.trace.unwrap_or_else(TraceContext::fresh);
-    let _scope = crate::trace::begin(Some(trace));
-    let output = dispatcher.execute(&Caller::trusted(), &request.params);
-    drop(slot);
-    let outcome = match output.code() {
-        None => "ok",
-        Some(code) => code.as_str(),
-    };
-    log::info!(
-        "connect: {} (link request {}) -> {outcome}",
-        request.operation.as_str(),
-        request.id
-    );
-    let mut reply = wire::encode_reply(request.id, kind, &output);
-    if reply.len() > wire::MAX_FRAME_BYTES {
-        reply = wire::encode_failure(
-            request.id,
-            ErrorCode::RpcError,
-            Dispatch::Completed,
-            "the answer is larger than a link frame (1 MiB)",
-        );
-    }
-    if let Err(e) = socket.send_text(reply) {
-        log::info!("connect: an answer could not be written (the link ended): {e}");
     }
 }
 

@@ -67,6 +67,18 @@ pub(crate) enum Next {
     Ended(String),
 }
 
+/// What one read without waiting found.
+enum Step {
+    /// A message, or the end of the link.
+    Message(Next),
+    /// A frame that is not a message yet (a close frame, a fragment): read again.
+    Again,
+    /// Nothing complete has arrived.
+    WouldBlock,
+    /// A writer holds the claim to read.
+    Claimed,
+}
+
 /// A TCP socket shared by the WebSocket above it and the reader that waits on it: one file
 /// descriptor, not a clone of it (a link costs the front as few descriptors as it can).
 #[derive(Clone)]
@@ -146,6 +158,17 @@ impl<S: Read + Write> LinkSocket<S> {
             closed: AtomicBool::new(false),
             claimed: AtomicBool::new(false),
         })
+    }
+
+    /// The descriptor of the TCP socket below the WebSocket (to wait on it elsewhere).
+    #[cfg(all(
+        target_os = "linux",
+        not(feature = "portable-wait"),
+        feature = "http-client"
+    ))]
+    pub(crate) fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.tcp.0.as_raw_fd()
     }
 
     /// Writes one text message. An error leaves the link unusable: close it.
@@ -237,50 +260,79 @@ impl<S: Read + Write> LinkSocket<S> {
         }
     }
 
+    /// The next message if one is complete already, reading only what has arrived: `None`
+    /// when nothing complete is there (the socket would block). For readers that wait for
+    /// bytes elsewhere (a `connect` runner's request threads, in one epoll instance).
+    #[cfg(all(
+        target_os = "linux",
+        not(feature = "portable-wait"),
+        feature = "http-client"
+    ))]
+    pub(crate) fn next_ready(&self) -> Option<Next> {
+        let mut peer_closed = false;
+        loop {
+            match self.read_once(false, &mut peer_closed) {
+                Step::Message(next) => return Some(next),
+                Step::Again => continue,
+                Step::WouldBlock if peer_closed => {
+                    return Some(Next::Ended("the peer closed the link".into()))
+                }
+                Step::WouldBlock | Step::Claimed => return None,
+            }
+        }
+    }
+
     fn read_next(&self, until: Instant, yield_to_claim: bool) -> Option<Next> {
         // The peer's close frame came: the end that follows is its close, even when the reply
         // to it cannot be written any more (the peer already went).
         let mut peer_closed = false;
         loop {
-            let read = {
-                let mut ws = self.ws.lock();
-                if yield_to_claim && self.claimed.load(Ordering::SeqCst) {
-                    return None;
-                }
-                match self.tcp.reading_without_waiting(|| ws.read()) {
-                    Ok(read) => read,
-                    Err(_) => return Some(Next::Ended("the socket cannot be read".into())),
-                }
-            };
-            let next = match read {
-                Ok(Message::Text(text)) => Next::Text(text.to_string()),
-                Ok(Message::Binary(_)) => Next::Binary,
-                Ok(Message::Ping(_) | Message::Pong(_)) => Next::Heartbeat,
-                // The reply is queued; the next read writes it and then reports the end.
-                Ok(Message::Close(_)) => {
-                    peer_closed = true;
-                    continue;
-                }
-                Ok(Message::Frame(_)) => continue,
-                Err(WsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {
-                    match self.wait(until) {
-                        Some(next) => next,
-                        None => continue,
-                    }
-                }
-                Err(WsError::Io(_)) if peer_closed => {
-                    Next::Ended("the peer closed the link".into())
-                }
-                Err(WsError::Io(e)) => Next::Ended(e.to_string()),
-                Err(WsError::ConnectionClosed | WsError::AlreadyClosed) => {
-                    Next::Ended("the peer closed the link".into())
-                }
-                Err(WsError::Capacity(_)) => Next::TooLarge,
-                Err(e @ (WsError::Protocol(_) | WsError::Utf8(_))) => Next::Broken(e.to_string()),
-                Err(e) => Next::Ended(e.to_string()),
-            };
-            return Some(next);
+            match self.read_once(yield_to_claim, &mut peer_closed) {
+                Step::Message(next) => return Some(next),
+                Step::Again => continue,
+                Step::Claimed => return None,
+                Step::WouldBlock => match self.wait(until) {
+                    Some(next) => return Some(next),
+                    None => continue,
+                },
+            }
         }
+    }
+
+    /// One read of the WebSocket under its lock, without waiting for bytes.
+    fn read_once(&self, yield_to_claim: bool, peer_closed: &mut bool) -> Step {
+        let read = {
+            let mut ws = self.ws.lock();
+            if yield_to_claim && self.claimed.load(Ordering::SeqCst) {
+                return Step::Claimed;
+            }
+            match self.tcp.reading_without_waiting(|| ws.read()) {
+                Ok(read) => read,
+                Err(_) => return Step::Message(Next::Ended("the socket cannot be read".into())),
+            }
+        };
+        Step::Message(match read {
+            Ok(Message::Text(text)) => Next::Text(text.to_string()),
+            Ok(Message::Binary(_)) => Next::Binary,
+            Ok(Message::Ping(_) | Message::Pong(_)) => Next::Heartbeat,
+            // The reply is queued; the next read writes it and then reports the end.
+            Ok(Message::Close(_)) => {
+                *peer_closed = true;
+                return Step::Again;
+            }
+            Ok(Message::Frame(_)) => return Step::Again,
+            Err(WsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Step::WouldBlock
+            }
+            Err(WsError::Io(_)) if *peer_closed => Next::Ended("the peer closed the link".into()),
+            Err(WsError::Io(e)) => Next::Ended(e.to_string()),
+            Err(WsError::ConnectionClosed | WsError::AlreadyClosed) => {
+                Next::Ended("the peer closed the link".into())
+            }
+            Err(WsError::Capacity(_)) => Next::TooLarge,
+            Err(e @ (WsError::Protocol(_) | WsError::Utf8(_))) => Next::Broken(e.to_string()),
+            Err(e) => Next::Ended(e.to_string()),
+        })
     }
 
     /// Nothing complete is buffered: waits for more bytes without the lock, until `until`.
