@@ -432,7 +432,7 @@ impl HttpClient {
         if let Some(trace) = crate::trace::current() {
             fields.push(TRACEPARENT.as_bytes());
             fields.push(b": ");
-            fields.push(trace.child().header_value().as_bytes());
+            fields.push(&trace.child().header_bytes());
             fields.push(b"\r\n");
         }
         fields.push(b"Content-Length: ");

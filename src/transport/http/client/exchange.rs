@@ -31,9 +31,9 @@ pub(super) fn send(
     parts: &[&[u8]],
     timeout: Duration,
 ) -> Result<(), ClientError> {
-    let total: usize = parts.iter().map(|p| p.len()).sum();
-    // A second write needs the time left; a request that fits needs no clock.
-    let deadline = (total > t.buffers().output().len()).then(|| Instant::now() + timeout);
+    // Set at the first of several writes (a request larger than the buffer); one write needs
+    // no clock.
+    let mut deadline = None;
     let mut filled = 0;
     for part in parts {
         let mut part = *part;
@@ -44,7 +44,8 @@ pub(super) fn send(
             filled += n;
             part = &part[n..];
             if filled == out.len() {
-                transmit(t, filled, deadline, timeout)?;
+                let by = *deadline.get_or_insert_with(|| Instant::now() + timeout);
+                transmit(t, filled, Some(by), timeout)?;
                 filled = 0;
             }
         }
@@ -141,20 +142,32 @@ fn read_head(
     let mut deadline = None;
     // Bytes of this answer's heads consumed so far (a skipped 100 counts).
     let mut consumed = 0;
-    let mut searched = 0;
+    // Bytes of the input known to hold no complete head; `None` before the first look.
+    let mut searched: Option<usize> = None;
     loop {
         let input = t.buffers().input();
-        if let Some(end) = head_end(input, searched) {
-            if consumed + end > MAX_HEAD_BYTES {
+        // The first look parses at once (a whole head usually comes in one read); after that,
+        // the parser runs again only once a blank line has come, so a head that trickles in
+        // is scanned once, not once per read.
+        let ready = match searched {
+            None => !input.is_empty(),
+            Some(from) => head_end(input, from).is_some(),
+        };
+        let parsed = if ready {
+            parse_head(input).map_err(|m| {
+                ClientError::BadResponse(format!("the server's response is not HTTP/1.x: {}", m.0))
+            })?
+        } else {
+            None
+        };
+        if let Some(head) = parsed {
+            if consumed + head.len > MAX_HEAD_BYTES {
                 return Err(head_too_large());
             }
-            let head = parse_head(&input[..end]).map_err(|m| {
-                ClientError::BadResponse(format!("the server's response is not HTTP/1.x: {}", m.0))
-            })?;
             if head.status == 100 {
-                t.buffers().input_consume(end);
-                consumed += end;
-                searched = 0;
+                t.buffers().input_consume(head.len);
+                consumed += head.len;
+                searched = None;
                 continue;
             }
             if (101..200).contains(&head.status) {
@@ -175,7 +188,8 @@ fn read_head(
             return Err(head_too_large());
         }
         let started = !input.is_empty() || consumed > 0;
-        searched = input.len();
+        // Nothing searched when nothing is in: the next look parses at once.
+        searched = (!input.is_empty()).then_some(input.len());
         if !wait(t, &mut deadline, read_timeout)? {
             return Err(ClientError::Lost(if started {
                 "the server closed the connection in the middle of the answer's head".into()

@@ -53,7 +53,8 @@ pub(super) struct Malformed(pub(super) String);
 
 /// Where the head in `input` ends (after its blank line), when the blank line has arrived.
 /// Searching starts at `from` (bytes already searched, less the last 3), so a head that comes
-/// in many reads is searched once. A bare LF ends a line too, as `httparse` reads it.
+/// in many reads is searched once, and parsed again only once it may be complete. A bare LF
+/// ends a line too, as `httparse` reads it.
 pub(super) fn head_end(input: &[u8], from: usize) -> Option<usize> {
     let start = from.saturating_sub(3);
     let mut i = start;
@@ -68,8 +69,9 @@ pub(super) fn head_end(input: &[u8], from: usize) -> Option<usize> {
     None
 }
 
-/// Parses the complete head `input[..end]` ([`head_end`]).
-pub(super) fn parse_head(input: &[u8]) -> Result<Head, Malformed> {
+/// Parses the head at the start of `input` (bytes after it are left alone): `None` while it is
+/// not complete.
+pub(super) fn parse_head(input: &[u8]) -> Result<Option<Head>, Malformed> {
     // Uninitialised: the parser writes the fields it finds (an initialised array of 128
     // would cost more than the parse of a short head).
     let mut fields = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_FIELDS];
@@ -81,7 +83,7 @@ pub(super) fn parse_head(input: &[u8]) -> Result<Head, Malformed> {
     );
     let len = match parsed {
         Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Err(Malformed("an incomplete head".into())),
+        Ok(httparse::Status::Partial) => return Ok(None),
         Err(e) => return Err(Malformed(e.to_string())),
     };
     let status = response.code.unwrap_or_default();
@@ -142,13 +144,13 @@ pub(super) fn parse_head(input: &[u8]) -> Result<Head, Malformed> {
     };
     let persistent = if http11 { !close } else { keep_alive && !close };
     let keep_alive = persistent && framing != Framing::UntilClose && !(codings && length.is_some());
-    Ok(Head {
+    Ok(Some(Head {
         status,
         framing,
         keep_alive,
         instance,
         len,
-    })
+    }))
 }
 
 fn bad_length() -> Malformed {
@@ -298,7 +300,9 @@ mod tests {
 
     fn head(text: &str) -> Head {
         let end = head_end(text.as_bytes(), 0).expect("a complete head");
-        parse_head(&text.as_bytes()[..end]).unwrap()
+        let head = parse_head(text.as_bytes()).unwrap().expect("complete");
+        assert_eq!(head.len, end);
+        head
     }
 
     #[test]
@@ -374,7 +378,7 @@ mod tests {
         );
         assert_eq!(head(&long).instance, None);
         let text = b"HTTP/1.1 200 OK\r\nWebcodex-Runner-Instance: \xc3\xa9\r\n\r\n";
-        assert_eq!(parse_head(text).unwrap().instance, None);
+        assert_eq!(parse_head(text).unwrap().unwrap().instance, None);
         assert_eq!(head("HTTP/1.1 200 OK\r\n\r\n").instance, None);
     }
 
