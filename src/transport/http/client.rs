@@ -33,6 +33,8 @@ pub const READ_TIMEOUT: Duration = Duration::from_secs(130);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most bytes of status line and headers the client reads.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// The largest request-body buffer an idle connection keeps for its next request.
+const MAX_KEPT_BODY_BUFFER: usize = 64 * 1024;
 /// The longest a connection may wait idle in the pool and still carry a request: well under
 /// the 5 s a `serve` keeps an idle connection open, so a `serve` never closes one for idleness
 /// that the client may still pick.
@@ -451,6 +453,10 @@ impl HttpClient {
         )
         .map_err(|e| self.redacted(e))?;
         if reusable {
+            // A rare large request's buffer is not kept with an idle connection.
+            if conn.body.capacity() > MAX_KEPT_BODY_BUFFER {
+                conn.body = Vec::new();
+            }
             shared.pool.put(conn);
         }
         Ok(result)
@@ -483,7 +489,7 @@ impl HeadFields {
         }
     }
 
-    /// Appends `bytes` (the fields written here fit: at most 107 bytes).
+    /// Appends `bytes` (the fields written here fit: at most 110 bytes).
     fn push(&mut self, bytes: &[u8]) {
         self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
         self.len += bytes.len();
