@@ -264,7 +264,7 @@ fn read_until_close(t: &mut dyn Transport, read_timeout: Duration) -> Result<Vec
     }
 }
 
-/// Waits for more input until the phase's deadline (set on its first wait, `budget` from
+/// Waits for more input until the phase's deadline (set on its first wait, `phase` from
 /// then): true when bytes came, false when the server closed the connection.
 fn wait(
     t: &mut dyn Transport,
