@@ -1,7 +1,7 @@
 //! The client's own HTTP/1.1 exchange (docs/DECISIONS.md 6.38) against a scripted runner
 //! (`exchange_support`): answers that are chunked, that close the connection (saying so, or by
-//! their framing), that come after a `100 Continue`, and answers that are not taken: garbage,
-//! a head over 64 KiB, a body over 1 MiB, a `103`. Through the `--server-url` client and through
+//! their framing), that come after interim answers (`100`, `102`, `103`), and answers that are
+//! not taken: garbage, a head over 64 KiB, a body over 1 MiB, a `101` nobody asked for. Through the `--server-url` client and through
 //! a front (`serve --runners`), whose kept connection to the runner carries the next request
 //! only when the answer allows it. In every case the runner reads each request once.
 
@@ -51,6 +51,7 @@ fn chunked_closing_and_continued_answers_are_read() {
         Mode::SaysClose,
         Mode::UntilClose,
         Mode::Continue,
+        Mode::EarlyHints,
     ] {
         let runner = ScriptedRunner::start(mode);
         let r = run("list", &runner.url());
@@ -68,7 +69,7 @@ fn an_answer_not_taken_is_lost_and_never_retried() {
         (Mode::HugeHead, "larger than 64 KiB"),
         (Mode::HugeBody, "larger than 1 MiB"),
         (Mode::HugeChunked, "larger than 1 MiB"),
-        (Mode::EarlyHints, "103"),
+        (Mode::Switching, "101"),
     ] {
         let runner = ScriptedRunner::start(mode);
         let r = run("reload", &runner.url());
@@ -147,6 +148,7 @@ fn a_front_keeps_its_connection_only_when_the_answer_allows_it() {
         (Mode::KeepAlive, true),
         (Mode::Chunked, true),
         (Mode::Continue, true),
+        (Mode::EarlyHints, true),
         (Mode::SaysClose, false),
         (Mode::UntilClose, false),
     ] {
@@ -186,7 +188,7 @@ fn a_front_takes_an_answer_not_taken_as_outcome_unknown_and_sends_it_once() {
         Mode::HugeHead,
         Mode::HugeBody,
         Mode::HugeChunked,
-        Mode::EarlyHints,
+        Mode::Switching,
     ] {
         let runner = ScriptedRunner::start(mode);
         let front = front(&dir, &runner.url());

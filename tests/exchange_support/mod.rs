@@ -39,8 +39,11 @@ pub enum Mode {
     HugeBody,
     /// A chunked body of more than 1 MiB.
     HugeChunked,
-    /// A `103 Early Hints` before the answer.
+    /// A `103 Early Hints` and a `102 Processing` before each answer (interim answers, skipped);
+    /// the connection kept.
     EarlyHints,
+    /// A `101 Switching Protocols` nobody asked for, then an answer.
+    Switching,
 }
 
 impl Mode {
@@ -49,7 +52,7 @@ impl Mode {
     fn spoils(self) -> bool {
         matches!(
             self,
-            Mode::Garbage | Mode::HugeHead | Mode::HugeBody | Mode::HugeChunked | Mode::EarlyHints
+            Mode::Garbage | Mode::HugeHead | Mode::HugeBody | Mode::HugeChunked | Mode::Switching
         )
     }
 }
@@ -202,9 +205,18 @@ fn answer(mode: Mode, body: &[u8]) -> (Vec<u8>, bool) {
             (out, true)
         }
         Mode::EarlyHints => {
-            let mut out = b"HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n".to_vec();
+            let mut out = b"HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n\
+                HTTP/1.1 102 Processing\r\n\r\n"
+                .to_vec();
             out.extend(sized(""));
             (out, true)
+        }
+        Mode::Switching => {
+            let mut out =
+                b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n"
+                    .to_vec();
+            out.extend(sized(""));
+            (out, false)
         }
         Mode::SaysClose => (sized("Connection: close\r\n"), false),
         Mode::UntilClose => {

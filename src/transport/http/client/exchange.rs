@@ -2,7 +2,8 @@
 //! ureq (which only sets connections up, `dial`): the request goes out in one write (its head
 //! prebuilt but for `Content-Length` and `traceparent`), the answer's head is read up to
 //! 64 KiB and parsed by `httparse`, its body by `Content-Length`, chunked or until the close,
-//! up to 1 MiB. A `100 Continue` is skipped; any other 1xx is not an answer. Redirects are not
+//! up to 1 MiB. Interim answers (1xx: `100 Continue`, `103 Early Hints`, …) are skipped, as
+//! RFC 9110 asks of every client; `101` (a protocol switch nobody asked for) is not an answer. Redirects are not
 //! followed (a 3xx is an answer like any other, which the client does not take).
 //!
 //! Every failure here comes after the request was handed to the connection, so it is a lost
@@ -133,14 +134,14 @@ impl Instance {
     }
 }
 
-/// Reads the answer's head (after any `100 Continue`) and consumes it from the input: its
+/// Reads the answer's head (after any interim 1xx answers) and consumes it from the input: its
 /// status, framing, whether it lets the connection be kept, and its runner instance.
 fn read_head(
     t: &mut dyn Transport,
     read_timeout: Duration,
 ) -> Result<(u16, Framing, bool, Option<Instance>), ClientError> {
     let mut deadline = None;
-    // Bytes of this answer's heads consumed so far (a skipped 100 counts).
+    // Bytes of this answer's heads consumed so far (skipped interim heads count).
     let mut consumed = 0;
     // Bytes of the input known to hold no complete head; `None` before the first look.
     let mut searched: Option<usize> = None;
@@ -164,13 +165,13 @@ fn read_head(
             if consumed + head.len > MAX_HEAD_BYTES {
                 return Err(head_too_large());
             }
-            if head.status == 100 {
+            if (100..200).contains(&head.status) && head.status != 101 {
                 t.buffers().input_consume(head.len);
                 consumed += head.len;
                 searched = None;
                 continue;
             }
-            if (101..200).contains(&head.status) {
+            if head.status == 101 {
                 return Err(ClientError::Lost(unexpected_status(head.status)));
             }
             let instance = head.instance.map(|range| {

@@ -190,7 +190,7 @@ fn an_answer_that_closes_leaves_the_connection_unkept() {
 }
 
 #[test]
-fn a_100_continue_is_skipped_and_other_1xx_are_not_answers() {
+fn interim_answers_are_skipped_and_a_protocol_switch_is_not_an_answer() {
     let continued = [&b"HTTP/1.1 100 Continue\r\n\r\n"[..], OK].concat();
     let got = receive_all(&mut Scripted::answering(&[&continued])).unwrap();
     assert_eq!((got.0, got.3), (200, true));
@@ -199,12 +199,17 @@ fn a_100_continue_is_skipped_and_other_1xx_are_not_answers() {
         OK,
     ]));
     assert_eq!(got.unwrap().0, 200);
-    for status in ["101 Switching Protocols", "103 Early Hints"] {
-        let head = format!("HTTP/1.1 {status}\r\n\r\n");
-        let both = [head.as_bytes(), OK].concat();
-        let m = lost(receive_all(&mut Scripted::answering(&[&both])));
-        assert!(m.contains("not a plugin_tool status"), "{status}: {m}");
-    }
+    let hints = [
+        &b"HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n"[..],
+        b"HTTP/1.1 102 Processing\r\n\r\n",
+        OK,
+    ]
+    .concat();
+    let got = receive_all(&mut Scripted::answering(&[&hints])).unwrap();
+    assert_eq!((got.0, got.3), (200, true));
+    let switch = [&b"HTTP/1.1 101 Switching Protocols\r\n\r\n"[..], OK].concat();
+    let m = lost(receive_all(&mut Scripted::answering(&[&switch])));
+    assert!(m.contains("not a plugin_tool status"), "101: {m}");
 }
 
 #[test]
@@ -220,7 +225,7 @@ fn heads_and_bodies_are_bounded() {
     head.extend_from_slice(b"Content-Length: 0\r\n\r\n");
     let m = lost(receive_all(&mut Scripted::answering(&[&head])));
     assert!(m.contains("larger than 64 KiB"), "{m}");
-    // A stream of 100 Continue counts toward the bound too.
+    // A stream of interim answers counts toward the bound too.
     let hundreds = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(MAX_HEAD_BYTES / 20);
     let m = lost(receive_all(&mut Scripted::answering(&[&hundreds])));
     assert!(m.contains("larger than 64 KiB"), "{m}");
