@@ -15,10 +15,11 @@ fn main() {
     std::process::exit(cli::run());
 }
 
-/// The logger, minus the HTTP client's trace records: ureq logs the request bytes at trace
-/// level, `Authorization` header included, and a token is never logged. A record that holds a
-/// token this process presents to a server (a hostile server may echo it, e.g. in a header
-/// that ureq logs at debug level) is written with the token replaced.
+/// The logger, minus ureq's trace records: ureq logs wire bytes at trace level (today the
+/// `CONNECT` to an HTTP proxy, with its `Proxy-Authorization`; the client writes its requests
+/// itself), and no credential is ever logged. A record that holds a token this process
+/// presents to a server (a hostile server may echo it back) is written with the token
+/// replaced.
 struct NoWireTrace(env_logger::Logger);
 
 impl NoWireTrace {

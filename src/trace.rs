@@ -105,14 +105,29 @@ impl TraceContext {
 
     /// The `traceparent` value.
     pub fn header_value(&self) -> String {
-        let mut text = String::with_capacity(55);
-        text.push_str("00-");
-        push_hex(&mut text, &self.trace_id);
-        text.push('-');
-        push_hex(&mut text, &self.parent_id);
-        text.push('-');
-        push_hex(&mut text, &[self.flags]);
-        text
+        let bytes = self.header_bytes();
+        // Hex digits and dashes only.
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// The `traceparent` value as its 55 ASCII bytes, without an allocation (a request head
+    /// is written from them).
+    pub fn header_bytes(&self) -> [u8; 55] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [b'-'; 55];
+        out[..2].copy_from_slice(b"00");
+        let hex = [
+            (3, &self.trace_id[..]),
+            (36, &self.parent_id[..]),
+            (53, &[self.flags][..]),
+        ];
+        for (at, bytes) in hex {
+            for (i, b) in bytes.iter().enumerate() {
+                out[at + 2 * i] = DIGITS[usize::from(b >> 4)];
+                out[at + 2 * i + 1] = DIGITS[usize::from(b & 0xf)];
+            }
+        }
+        out
     }
 }
 

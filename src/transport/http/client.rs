@@ -1,24 +1,25 @@
 //! The HTTP client of the `--server-url` mode and of a front's remote runners: one POST per
-//! request, never resent, made with `ureq` (rustls, no async runtime). The agent (TLS setup,
-//! proxy, timeouts) is built once per client; a connection that answered may carry the next
-//! request while it has been idle less than [`MAX_IDLE_AGE`] (the `sent` module says why a failure on
-//! it is still classified honestly). See docs/PROTOCOL.md, client mode, and docs/DECISIONS.md
-//! section 6 (HTTP transport).
+//! request, never resent (no async runtime). ureq sets connections up (resolution, proxy, TCP,
+//! rustls: `dial`); the request and its answer are HTTP/1.1 written and read here
+//! (`exchange`), on a connection kept for the next request while that is provably safe
+//! (`pool`). See docs/PROTOCOL.md, client mode, and docs/DECISIONS.md section 6 (HTTP
+//! transport), 6.38 on the exchange.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::value::RawValue;
 use serde_json::Value;
-use ureq::http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
-use ureq::http::{HeaderValue, Uri};
-use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
-use ureq::unversioned::transport::DefaultConnector;
-use ureq::{Agent, Proxy};
+use ureq::http::Uri;
+use ureq::tls::{RootCerts, TlsConfig, TlsProvider};
+use ureq::Agent;
 
-use self::resolve::LiteralFirst;
-use self::sent::{Attempt, MarkingConnector};
+use self::dial::{dial_failed, Conn, Dialer};
+use self::pool::Pool;
+use self::setup::{ca_certificates, client_proxy};
+pub(crate) use self::setup::{ca_der, link_proxy, LinkProxy};
 
-use super::{MAX_BODY_BYTES, RUNNER_INSTANCE_HEADER, TOOLS_CALL_PATH};
+use super::TOOLS_CALL_PATH;
 use crate::gateway::ToolOutput;
 use crate::trace::TRACEPARENT;
 use crate::transport::TOOL_NAME;
@@ -32,15 +33,19 @@ pub const READ_TIMEOUT: Duration = Duration::from_secs(130);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most bytes of status line and headers the client reads.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// The largest request-body buffer an idle connection keeps for its next request.
+const MAX_KEPT_BODY_BUFFER: usize = 64 * 1024;
 /// The longest a connection may wait idle in the pool and still carry a request: well under
 /// the 5 s a `serve` keeps an idle connection open, so a `serve` never closes one for idleness
 /// that the client may still pick.
 pub(crate) const MAX_IDLE_AGE: Duration = Duration::from_secs(2);
-/// The most idle connections a client keeps (all to its one server).
-const MAX_IDLE_CONNECTIONS: usize = 8;
 
+mod dial;
+mod exchange;
+mod framing;
+mod pool;
 mod resolve;
-mod sent;
+mod setup;
 
 /// Which proxy a client uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -83,19 +88,30 @@ impl Default for ClientOptions {
     }
 }
 
-/// A `serve` endpoint and the bearer token to present to it.
+/// A `serve` endpoint and the bearer token to present to it. Clones share their connections.
 #[derive(Clone)]
 pub struct HttpClient {
     url: String,
-    /// `url`, parsed once.
-    uri: Uri,
-    authority: String,
+    /// The server's `host:port` as the URL names it, and whether through a proxy (for
+    /// messages).
+    target: String,
     token: String,
-    /// `Bearer` and the token, built once.
-    authorization: HeaderValue,
-    /// Built once: its TLS setup, proxy, timeouts and pool of idle connections.
-    agent: Agent,
     uses_proxy: bool,
+    /// Built once: the set-up of connections, the idle ones, the request head.
+    shared: Arc<Shared>,
+}
+
+/// What the clones of a client share.
+struct Shared {
+    /// Sets connections up (TLS, proxy, connect timeout).
+    dialer: Dialer,
+    /// The idle connections.
+    pool: Pool<Conn>,
+    /// Every request's head but its `traceparent` and `Content-Length`: the request line,
+    /// `Host`, `User-Agent`, `Authorization`, `Content-Type` and `Accept`.
+    head: Vec<u8>,
+    /// The wait for the answer's head, and again for its body.
+    read_timeout: Duration,
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -245,30 +261,11 @@ impl HttpClient {
                 &ca_certificates(pem).map_err(|m| SetupError::new(SetupPart::CaFile, m))?,
             ),
         };
-        let proxy = match &options.proxy {
-            ProxyChoice::Direct => None,
-            ProxyChoice::Url(p) => Some(
-                proxy_from_url(p)
-                    .map_err(|why| SetupError::new(SetupPart::Proxy, format!("the proxy {why}")))?,
-            ),
-            ProxyChoice::System => system_proxy(https, &host, &|name| std::env::var(name).ok())
-                .map_err(|m| SetupError::new(SetupPart::Proxy, m))?,
-        };
+        let proxy = client_proxy(&options.proxy, https, &host)?;
         let uses_proxy = proxy.is_some();
+        // What ureq's connectors read: the proxy and the TLS set-up (buffers and
+        // `TCP_NODELAY` as ureq's defaults).
         let config = Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .max_redirects_will_error(false)
-            .max_response_header_size(MAX_HEAD_BYTES)
-            .timeout_resolve(Some(options.connect_timeout))
-            .timeout_connect(Some(options.connect_timeout))
-            .timeout_send_request(Some(WRITE_TIMEOUT))
-            .timeout_send_body(Some(WRITE_TIMEOUT))
-            .timeout_recv_response(Some(options.read_timeout))
-            .timeout_recv_body(Some(options.read_timeout))
-            .max_idle_connections(MAX_IDLE_CONNECTIONS)
-            .max_idle_connections_per_host(MAX_IDLE_CONNECTIONS)
-            .max_idle_age(MAX_IDLE_AGE)
             .proxy(proxy)
             .tls_config(
                 TlsConfig::builder()
@@ -277,20 +274,23 @@ impl HttpClient {
                     .build(),
             )
             .build();
-        let connector = MarkingConnector::new(DefaultConnector::new(), &authority);
-        let agent = Agent::with_parts(config, connector, LiteralFirst::default());
-        let mut authorization = HeaderValue::try_from(format!("Bearer {token}")).map_err(|_| {
-            SetupError::new(SetupPart::Token, "the token is not a valid header value")
-        })?;
-        authorization.set_sensitive(true);
+        let head = request_head(&uri, https, token);
+        let target = if uses_proxy {
+            format!("{authority} (through the proxy)")
+        } else {
+            authority
+        };
         Ok(HttpClient {
             url: full,
-            uri,
-            authority,
+            target,
             token: token.to_string(),
-            authorization,
-            agent,
             uses_proxy,
+            shared: Arc::new(Shared {
+                dialer: Dialer::new(config, uri, options.connect_timeout),
+                pool: Pool::new(),
+                head,
+                read_timeout: options.read_timeout,
+            }),
         })
     }
 
@@ -316,8 +316,9 @@ impl HttpClient {
     /// and every message, has the client's own token replaced by `[redacted]`, so a server that
     /// echoes the `Authorization` header makes the client print no token.
     pub fn exchange(&self, params: &Value) -> Result<Received, ClientError> {
-        let (status, instance, body) = self.post(params)?;
-        self.received(status, instance, &body)
+        self.post(params, |status, instance, body| {
+            self.received(status, instance.map(str::to_string), body)
+        })?
     }
 
     /// [`HttpClient::exchange`] for a `call`: a 200 answer that is a success with an object
@@ -332,18 +333,19 @@ impl HttpClient {
             #[serde(borrow)]
             output: &'a RawValue,
         }
-        let (status, instance, body) = self.post(params)?;
-        let clean_instance = !instance.as_deref().is_some_and(|i| i.contains(&self.token));
-        if status == 200 && clean_instance {
-            if let Ok(answer) = serde_json::from_slice::<Answer<'_>>(&body) {
-                let text = answer.output.get();
-                if answer.success && text.starts_with('{') {
-                    return Ok(CallReply::Result(text.to_owned()));
+        self.post(params, |status, instance, body| {
+            let clean_instance = !instance.is_some_and(|i| i.contains(&self.token));
+            if status == 200 && clean_instance {
+                if let Ok(answer) = serde_json::from_slice::<Answer<'_>>(body) {
+                    let text = answer.output.get();
+                    if answer.success && text.starts_with('{') {
+                        return Ok(CallReply::Result(text.to_owned()));
+                    }
                 }
             }
-        }
-        self.received(status, instance, &body)
-            .map(CallReply::Received)
+            self.received(status, instance.map(str::to_string), body)
+                .map(CallReply::Received)
+        })?
     }
 
     /// The `plugin_tool` answer in a response of `status` with `body`; see
@@ -395,207 +397,143 @@ impl HttpClient {
         }
     }
 
-    /// One POST of the `plugin_tool` request of `params` (never resent: ureq follows no
-    /// redirect and retries nothing); the status, the runner instance header and the response
-    /// body.
-    fn post(&self, params: &Value) -> Result<(u16, Option<String>, Vec<u8>), ClientError> {
+    /// One POST of the `plugin_tool` request of `params`, never resent: `take` gets the
+    /// answer's status, runner instance header and body (where they lie in the connection's
+    /// buffer, when they can).
+    ///
+    /// The connection is a kept one that passed the pool's probe, or a new one; until the
+    /// request is handed to it, nothing was sent (a failure to set one up is
+    /// [`ClientError::Connect`] or [`ClientError::Untrusted`]). From then on every failure is
+    /// [`ClientError::Lost`] or [`ClientError::BadResponse`]: the request may have reached the
+    /// server. The connection goes back to the pool only when the answer was read to its end
+    /// and may be followed by another request.
+    fn post<R>(
+        &self,
+        params: &Value,
+        take: impl FnOnce(u16, Option<&str>, &[u8]) -> R,
+    ) -> Result<R, ClientError> {
+        let shared = &*self.shared;
+        let mut conn = match shared.pool.take() {
+            Some(conn) => conn,
+            None => shared
+                .dialer
+                .dial()
+                .map_err(|e| self.redacted(dial_failed(e, &self.target)))?,
+        };
         // Written from the borrowed params (`TOOL_NAME` needs no escaping). Writing a `Value`
         // into a `Vec` cannot fail.
-        let mut body = Vec::with_capacity(256);
+        let body = &mut conn.body;
+        body.clear();
         body.extend_from_slice(br#"{"tool":""#);
         body.extend_from_slice(TOOL_NAME.as_bytes());
         body.extend_from_slice(br#"","params":"#);
-        let _ = serde_json::to_writer(&mut body, params);
+        let _ = serde_json::to_writer(&mut *body, params);
         body.push(b'}');
-        let attempt = Attempt::begin();
-        let failed = |e: ureq::Error| self.classify(e, attempt.wrote());
-        let json = HeaderValue::from_static("application/json");
-        let mut request = self
-            .agent
-            .post(self.uri.clone())
-            .header(AUTHORIZATION, self.authorization.clone())
-            .header(CONTENT_TYPE, json.clone())
-            .header(ACCEPT, json);
+        let mut fields = HeadFields::new();
         // A front hop: the request's trace id goes on, under a new parent id.
         if let Some(trace) = crate::trace::current() {
-            request = request.header(TRACEPARENT, trace.child().header_value());
+            fields.push(TRACEPARENT.as_bytes());
+            fields.push(b": ");
+            fields.push(&trace.child().header_bytes());
+            fields.push(b"\r\n");
         }
-        let mut response = request.send(body).map_err(failed)?;
-        let status = response.status().as_u16();
-        let instance = response
-            .headers()
-            .get(RUNNER_INSTANCE_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .filter(|v| !v.is_empty() && v.len() <= 64)
-            .map(str::to_string);
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(MAX_BODY_BYTES as u64)
-            .read_to_vec()
-            .map_err(failed)?;
-        Ok((status, instance, body))
-    }
-
-    /// Sorts a ureq error: before a byte of the request was written (`wrote` false) nothing was
-    /// sent, whether the connection was fresh or pooled; after, the request may have reached
-    /// the server.
-    fn classify(&self, e: ureq::Error, wrote: bool) -> ClientError {
-        match self.sort(e, wrote) {
-            ClientError::Connect(m) => ClientError::Connect(Redactor(&self.token).text(&m)),
-            ClientError::Untrusted(m) => ClientError::Untrusted(Redactor(&self.token).text(&m)),
-            ClientError::Lost(m) => ClientError::Lost(Redactor(&self.token).text(&m)),
-            ClientError::BadResponse(m) => ClientError::BadResponse(Redactor(&self.token).text(&m)),
-        }
-    }
-
-    /// [`HttpClient::classify`] before the token is taken out of the message.
-    fn sort(&self, e: ureq::Error, wrote: bool) -> ClientError {
-        let target = if self.uses_proxy() {
-            format!("{} (through the proxy)", self.authority)
-        } else {
-            self.authority.clone()
-        };
-        match e {
-            ureq::Error::BodyExceedsLimit(_) => {
-                ClientError::BadResponse("the response body is larger than 1 MiB".into())
-            }
-            // The proxy answered the CONNECT with another status: nothing reached the server.
-            ureq::Error::ConnectProxyFailed(why) => {
-                ClientError::Connect(format!("the proxy refused the tunnel to {target}: {why}"))
-            }
-            ureq::Error::Protocol(p) => {
-                ClientError::BadResponse(format!("the server's response is not HTTP/1.x: {p}"))
-            }
-            e if !wrote => match untrusted(&e) {
-                Some(why) => ClientError::Untrusted(format!(
-                    "the TLS certificate of {target} is not trusted ({why})"
-                )),
-                None => ClientError::Connect(format!("cannot connect to {target}: {e}")),
+        fields.push(b"Content-Length: ");
+        fields.push_decimal(body.len());
+        fields.push(b"\r\n\r\n");
+        let parts = [&shared.head[..], fields.as_bytes(), &conn.body[..]];
+        exchange::send(&mut *conn.transport, &parts, WRITE_TIMEOUT)
+            .map_err(|e| self.redacted(e))?;
+        let (result, reusable) = exchange::receive(
+            &mut *conn.transport,
+            shared.read_timeout,
+            |status, instance, body| {
+                log::debug!("POST {}: {status}", self.url);
+                take(status, instance, body)
             },
-            e => ClientError::Lost(format!("{e}")),
-        }
-    }
-}
-
-/// The HTTP proxy of a runner link to `host` (`https`: a `wss://` front), chosen as for a
-/// client: `Ok(None)` for a direct connection. A link speaks `CONNECT` through an `http://`
-/// proxy only; any other scheme is an error that says so.
-pub(crate) fn link_proxy(
-    choice: &ProxyChoice,
-    https: bool,
-    host: &str,
-) -> Result<Option<LinkProxy>, SetupError> {
-    let proxy = match choice {
-        ProxyChoice::Direct => None,
-        ProxyChoice::Url(p) => Some(
-            proxy_from_url(p)
-                .map_err(|why| SetupError::new(SetupPart::Proxy, format!("the proxy {why}")))?,
-        ),
-        ProxyChoice::System => system_proxy(https, host, &|name| std::env::var(name).ok())
-            .map_err(|m| SetupError::new(SetupPart::Proxy, m))?,
-    };
-    let Some(proxy) = proxy else {
-        return Ok(None);
-    };
-    if proxy.protocol() != ureq::ProxyProtocol::Http {
-        return Err(SetupError::new(
-            SetupPart::Proxy,
-            "a runner link goes through an http:// proxy (CONNECT) only; give --proxy \
-             http://HOST:PORT or --no-system-proxy",
-        ));
-    }
-    let credentials = proxy.username().map(|u| {
-        (
-            u.to_string(),
-            proxy.password().unwrap_or_default().to_string(),
         )
-    });
-    Ok(Some(LinkProxy {
-        host: proxy.host().to_string(),
-        port: proxy.port(),
-        credentials,
-    }))
-}
+        .map_err(|e| self.redacted(e))?;
+        if reusable {
+            // A rare large request's buffer is not kept with an idle connection.
+            if conn.body.capacity() > MAX_KEPT_BODY_BUFFER {
+                conn.body = Vec::new();
+            }
+            shared.pool.put(conn);
+        }
+        Ok(result)
+    }
 
-/// The HTTP proxy a runner link tunnels through.
-#[derive(Debug, Clone)]
-pub(crate) struct LinkProxy {
-    pub(crate) host: String,
-    pub(crate) port: u16,
-    /// User and password for `Proxy-Authorization: Basic`.
-    pub(crate) credentials: Option<(String, String)>,
-}
-
-/// The DER bytes of every certificate of a PEM text (a link's `--ca-cert`).
-pub(crate) fn ca_der(pem: &[u8]) -> Result<Vec<Vec<u8>>, SetupError> {
-    ca_certificates(pem)
-        .map(|certs| certs.iter().map(|c| c.der().to_vec()).collect())
-        .map_err(|m| SetupError::new(SetupPart::CaFile, m))
-}
-
-/// Every certificate of a PEM text; an error when there is none.
-fn ca_certificates(pem: &[u8]) -> Result<Vec<Certificate<'static>>, String> {
-    let mut certs = Vec::new();
-    for item in ureq::tls::parse_pem(pem) {
-        match item {
-            Ok(PemItem::Certificate(c)) => certs.push(c),
-            Ok(_) => {}
-            Err(e) => return Err(format!("the CA file is not valid PEM: {e}")),
+    /// `e` with the client's own token taken out of its message.
+    fn redacted(&self, e: ClientError) -> ClientError {
+        let redact = |m: String| Redactor(&self.token).text(&m);
+        match e {
+            ClientError::Connect(m) => ClientError::Connect(redact(m)),
+            ClientError::Untrusted(m) => ClientError::Untrusted(redact(m)),
+            ClientError::Lost(m) => ClientError::Lost(redact(m)),
+            ClientError::BadResponse(m) => ClientError::BadResponse(redact(m)),
         }
     }
-    if certs.is_empty() {
-        return Err("the CA file holds no PEM certificate".into());
-    }
-    Ok(certs)
 }
 
-/// The proxy the environment names for a request to `host`, if any (see [`ProxyChoice::System`]).
-fn system_proxy(
-    https: bool,
-    host: &str,
-    var: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<Proxy>, String> {
-    let names: &[&str] = if https {
-        &["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]
-    } else {
-        &["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
-    };
-    let Some((name, url)) = names
-        .iter()
-        .find_map(|n| var(n).filter(|v| !v.trim().is_empty()).map(|v| (*n, v)))
-    else {
-        return Ok(None);
-    };
-    let no_proxy = var("NO_PROXY").or_else(|| var("no_proxy"));
-    if no_proxy.is_some_and(|list| bypasses(&list, host)) {
-        return Ok(None);
-    }
-    proxy_from_url(url.trim())
-        .map(Some)
-        .map_err(|why| format!("the proxy of {name} {why}"))
+/// A request's head fields that change from request to request (`traceparent`,
+/// `Content-Length`), written on the stack.
+struct HeadFields {
+    bytes: [u8; 128],
+    len: usize,
 }
 
-/// The proxy schemes ureq speaks (with its `socks-proxy` feature): `CONNECT` tunnels and
-/// SOCKS.
-const PROXY_SCHEMES: [&str; 7] = [
-    "http", "https", "socks4", "socks4a", "socks5", "socks5h", "socks",
-];
-
-/// A proxy from its URL. The scheme is checked first (ureq takes a URL without one as
-/// `http://`); the message never quotes the URL, which may hold a password.
-fn proxy_from_url(url: &str) -> Result<Proxy, String> {
-    if let Some((scheme, _)) = url.split_once("://") {
-        if !PROXY_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) {
-            return Err(format!(
-                "has a scheme that is not supported (use one of {}://)",
-                PROXY_SCHEMES.join("://, ")
-            ));
+impl HeadFields {
+    fn new() -> HeadFields {
+        HeadFields {
+            bytes: [0; 128],
+            len: 0,
         }
     }
-    Proxy::new(url).map_err(|_| {
-        "is not a valid proxy URL (e.g. http://HOST:PORT or socks5h://HOST:PORT)".to_string()
-    })
+
+    /// Appends `bytes` (the fields written here fit: at most 110 bytes).
+    fn push(&mut self, bytes: &[u8]) {
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    /// Appends `n` in decimal.
+    fn push_decimal(&mut self, n: usize) {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut n = n;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[at..]);
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// The fixed part of every request's head to the server of `uri` (`https`: its scheme)
+/// presenting `token` (printable ASCII, checked): the request line, `Host` (the port only when
+/// it is not the scheme's default), `User-Agent`, `Authorization`, `Content-Type` and `Accept`.
+fn request_head(uri: &Uri, https: bool, token: &str) -> Vec<u8> {
+    let host = uri.host().unwrap_or_default();
+    let default_port = if https { 443 } else { 80 };
+    let host = match uri.port_u16() {
+        Some(port) if port != default_port => format!("{host}:{port}"),
+        _ => host.to_string(),
+    };
+    format!(
+        "POST {} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: webcodex-plugin/{}\r\n\
+         Authorization: Bearer {token}\r\nContent-Type: application/json\r\n\
+         Accept: application/json\r\n",
+        uri.path(),
+        env!("CARGO_PKG_VERSION"),
+    )
+    .into_bytes()
 }
 
 /// The statuses `serve` answers with a failure object (docs/PROTOCOL.md, HTTP): a failed
@@ -652,42 +590,6 @@ impl Redactor<'_> {
     }
 }
 
-/// Whether `host` matches a `NO_PROXY` list: `*`, or an entry equal to the host or to one of its
-/// parent domains (a leading `.` and a `:port` on an entry are ignored).
-fn bypasses(list: &str, host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    list.split(',').map(str::trim).any(|entry| {
-        if entry == "*" {
-            return true;
-        }
-        let entry = entry.trim_start_matches('.');
-        let entry = match entry.rsplit_once(':') {
-            Some((name, port))
-                if !name.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) =>
-            {
-                name
-            }
-            _ => entry,
-        };
-        let entry = entry.trim_start_matches('[').trim_end_matches(']');
-        !entry.is_empty()
-            && (host.eq_ignore_ascii_case(entry)
-                || host
-                    .to_ascii_lowercase()
-                    .ends_with(&format!(".{}", entry.to_ascii_lowercase())))
-    })
-}
-
-/// Why a failed TLS handshake did not trust the server, if that is why it failed.
-fn untrusted(e: &ureq::Error) -> Option<String> {
-    let tls = match e {
-        ureq::Error::Rustls(t) => Some(t),
-        ureq::Error::Io(io) => io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()),
-        _ => None,
-    }?;
-    matches!(tls, rustls::Error::InvalidCertificate(_)).then(|| tls.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -721,39 +623,40 @@ mod tests {
     }
 
     #[test]
-    fn system_proxy_follows_scheme_and_no_proxy() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .map(|(_, v)| v.to_string())
-            }
+    fn the_request_head_is_built_once_with_its_fixed_fields() {
+        let head = |url: &str| {
+            let c = client(url).unwrap();
+            String::from_utf8(c.shared.head.clone()).unwrap()
         };
-        let vars = env(&[
-            ("HTTP_PROXY", "http://plain:1"),
-            ("HTTPS_PROXY", "http://secure:2"),
-            ("NO_PROXY", "localhost, .internal.test,10.0.0.1:8080"),
-        ]);
-        let host = |https, h| {
-            system_proxy(https, h, &vars)
-                .unwrap()
-                .map(|p| p.host().to_string())
-        };
-        assert_eq!(host(false, "a.example").as_deref(), Some("plain"));
-        assert_eq!(host(true, "a.example").as_deref(), Some("secure"));
-        assert_eq!(host(true, "localhost"), None);
-        assert_eq!(host(true, "x.internal.test"), None);
-        assert_eq!(host(true, "internal.test"), None);
-        assert_eq!(host(true, "10.0.0.1"), None);
-        assert_eq!(host(true, "notinternal.test").as_deref(), Some("secure"));
-        let all = env(&[("all_proxy", "http://every:3")]);
         assert_eq!(
-            system_proxy(false, "h", &all).unwrap().map(|p| p.port()),
-            Some(3)
+            head("http://127.0.0.1:8787/base/"),
+            format!(
+                "POST /base/api/tools/call HTTP/1.1\r\nHost: 127.0.0.1:8787\r\n\
+                 User-Agent: webcodex-plugin/{}\r\nAuthorization: Bearer {SECRET}\r\n\
+                 Content-Type: application/json\r\nAccept: application/json\r\n",
+                env!("CARGO_PKG_VERSION")
+            )
         );
-        assert!(bypasses("*", "anything"));
-        assert!(system_proxy(false, "h", &env(&[])).unwrap().is_none());
+        // The scheme's own port is left out of Host, as ureq did.
+        assert!(head("https://example.test:443").contains("\r\nHost: example.test\r\n"));
+        assert!(head("http://example.test:80").contains("\r\nHost: example.test\r\n"));
+        assert!(head("https://example.test:80").contains("\r\nHost: example.test:80\r\n"));
+        assert!(head("http://[::1]:9").contains("\r\nHost: [::1]:9\r\n"));
+    }
+
+    #[test]
+    fn the_varying_fields_are_written_on_the_stack() {
+        let mut fields = HeadFields::new();
+        fields.push(b"Content-Length: ");
+        fields.push_decimal(0);
+        fields.push(b",");
+        fields.push_decimal(1_048_576);
+        fields.push(b",");
+        fields.push_decimal(usize::MAX);
+        assert_eq!(
+            fields.as_bytes(),
+            format!("Content-Length: 0,1048576,{}", usize::MAX).as_bytes()
+        );
     }
 
     #[test]
@@ -773,24 +676,8 @@ mod tests {
     }
 
     #[test]
-    fn proxy_schemes_are_checked_before_ureq_sees_them() {
-        for ok in [
-            "http://p:1",
-            "https://p:1",
-            "socks4://p:1",
-            "socks5://p:1",
-            "socks5h://p:1",
-        ] {
-            assert!(proxy_from_url(ok).is_ok(), "{ok}");
-        }
-        let e = proxy_from_url("ftp://user:pw@p:1").unwrap_err();
-        assert!(e.contains("socks5h://") && !e.contains("pw"), "{e}");
+    fn statuses_that_are_not_taken_say_why() {
         assert!(unexpected_status(302).contains("redirect"));
-    }
-
-    #[test]
-    fn ca_file_must_hold_a_certificate() {
-        assert!(ca_certificates(b"").is_err());
-        assert!(ca_certificates(b"not pem").is_err());
+        assert!(unexpected_status(101).contains("not a plugin_tool status"));
     }
 }

@@ -65,9 +65,13 @@
 //! when the body can be read and dropped (declared, at most 4 MiB) within the same deadline;
 //! otherwise the connection is closed after the response.
 //!
-//! [`HttpClient`] is the client side used by the CLI's `--server-url` mode (docs/PROTOCOL.md,
-//! client mode): `ureq` with rustls, one POST per request on a fresh connection, http or
-//! https, a proxy, connect and read timeouts, a bounded response read, never retried.
+//! [`HttpClient`] is the client side used by the CLI's `--server-url` mode and by a front's
+//! remote runners (docs/PROTOCOL.md, client mode): one POST per request, never retried, http or
+//! https, a proxy, connect and read timeouts. `ureq`'s connector chain sets each connection up
+//! (resolution, SOCKS or `CONNECT` proxy, TCP, rustls); the request and its answer are HTTP/1.1
+//! written and read by the client itself (answer heads parsed by `httparse`, bounded at 64 KiB,
+//! bodies at 1 MiB), on a connection kept for the next request only while that is provably safe
+//! (docs/DECISIONS.md 6.32, 6.38).
 //!
 //! [`MAX_IN_FLIGHT`]: crate::transport::MAX_IN_FLIGHT
 //! [`MAX_CONNECTIONS`]: listener::MAX_CONNECTIONS
