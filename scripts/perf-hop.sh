@@ -6,7 +6,9 @@
 # client's own cost is the same on both sides, so the difference is the hop's). A third side goes
 # through `hop_floor` (examples/hop_floor.rs), a byte relay with no HTTP or JSON work: the floor
 # of any hop between two processes on this machine, so "front - floor" is what the front itself
-# adds.
+# adds. A fourth side goes through a link: a front with no runner of its own (`serve --tokens`)
+# and a `connect` runner of the same runner.toml dialled into it, so "link" is the dial-out
+# hop measured the same way as the HTTP one.
 #
 # Usage: scripts/perf-hop.sh [ROUNDS] [CALLS_PER_ROUND]      (defaults 20 x 500)
 #   BIN=path/to/webcodex-plugin FIXTURE=path/to/fixture_plugin FLOOR=path/to/hop_floor to skip
@@ -37,13 +39,18 @@ def write(name, text):
 runner_toml = write("runner.toml",
     '[plugins]\n\n[[plugins.providers]]\nid = "fx"\nname = "Fixture"\n'
     'command = %s\nargs = ["normal"]\n' % json.dumps(os.path.abspath(fixture)))
+runner_token = "perf-hop-runner-token-0123456789abcdef"
 tokens = write("tokens.toml",
-    '[[tokens]]\nname = "perf"\ntoken = "%s"\nscopes = ["plugin:inspect", "plugin:invoke"]\n' % token)
+    '[[tokens]]\nname = "perf"\ntoken = "%s"\nscopes = ["plugin:inspect", "plugin:invoke"]\n\n'
+    '[[runner_tokens]]\nname = "edge-link"\ntoken = "%s"\nrunner = "edge-link"\n' % (token, runner_token))
 write("edge.tok", token + "\n")
 
 procs = []
+def quiet_env():
+    return {k: v for k, v in os.environ.items() if "proxy" not in k.lower() and k != "RUST_LOG"}
+
 def serve(*args):
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env = quiet_env()
     p = subprocess.Popen([bin_, "serve", "--listen", "127.0.0.1:0", "--tokens", tokens, *args],
                          stdout=subprocess.PIPE, stderr=open(os.environ["PERF_HOP_LOG"], "a") if os.environ.get("PERF_HOP_LOG") else subprocess.DEVNULL, env=env, text=True)
     procs.append(p)
@@ -82,11 +89,26 @@ try:
         sys.exit("hop_floor did not start: %r" % line)
     host, port = line[len("listening on "):].rsplit(":", 1)
     floor = (host, int(port))
+    link_front = serve()
+    env = quiet_env()
+    env["WEBCODEX_RUNNER_TOKEN"] = runner_token
+    procs.append(subprocess.Popen([bin_, "connect", "--front-url", "http://%s:%d" % link_front,
+                                   "--config", runner_toml, "--no-system-proxy"],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, env=env))
+    deadline = time.monotonic() + 30
+    probe = connect(link_front)
+    while [r["runner"] for r in tool(probe, {"action": "list"})["output"]["runners"]] != ["edge-link"]:
+        if time.monotonic() > deadline:
+            sys.exit("the connect runner never linked")
+        time.sleep(0.05)
+    probe.close()
     sides = {}
-    names = ("direct", "floor", "front")
+    names = ("direct", "floor", "front", "link")
     for name, addr, extra in (("direct", runner, {"runner": "local"}),
                               ("floor", floor, {"runner": "local"}),
-                              ("front", front, {"runner": "edge"})):
+                              ("front", front, {"runner": "edge"}),
+                              ("link", link_front, {"runner": "edge-link"})):
         conn = connect(addr)
         d = tool(conn, dict(extra, action="describe", plugin="fx", tool="echo"))
         call = {"action": "call", "binding": d["output"]["binding"], "arguments": {"text": "x"}}
@@ -94,7 +116,7 @@ try:
             tool(conn, call)
         sides[name] = (conn, call, [])
     for i in range(rounds):
-        order = names[i % 3:] + names[:i % 3]
+        order = names[i % len(names):] + names[:i % len(names)]
         for name in order:
             conn, call, times = sides[name]
             for _ in range(calls):
@@ -105,8 +127,9 @@ try:
     for name in names:
         t = sides[name][2]
         print("%-7s p50 %7.1f us   p99 %7.1f us" % (name, pct(t, 50), pct(t, 99)))
-    d, r, f = (sides[n][2] for n in names)
-    for label, a, b in (("hop", f, d), ("floor", r, d), ("front-floor", f, r)):
+    d, r, f, k = (sides[n][2] for n in names)
+    for label, a, b in (("hop", f, d), ("floor", r, d), ("front-floor", f, r),
+                        ("link hop", k, d), ("link-floor", k, r)):
         print("%-12s p50 %+7.1f us   p99 %+7.1f us" % (label, pct(a, 50) - pct(b, 50), pct(a, 99) - pct(b, 99)))
 finally:
     for p in reversed(procs):
