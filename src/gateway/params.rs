@@ -79,6 +79,23 @@ impl ActionKind {
         }
     }
 
+    /// The place of field `name` in [`ActionKind::fields`], if the action accepts it (one
+    /// `match` on the name: no search through the list).
+    fn slot(self, name: &str) -> Option<usize> {
+        use ActionKind::*;
+        Some(match (name, self) {
+            ("runner", List | Describe | Check | Reload | Catalog) => 0,
+            ("plugin", List | Describe | Check) => 1,
+            ("tool", Describe) => 2,
+            ("binding", Call) => 0,
+            ("arguments", Call) => 1,
+            ("recording_session_id", Call | Check) => 2,
+            ("recording_session_id", Reload) => 1,
+            ("project", Catalog) => 1,
+            _ => return None,
+        })
+    }
+
     fn parse(name: &str) -> Option<ActionKind> {
         Some(match name {
             "list" => ActionKind::List,
@@ -238,13 +255,12 @@ impl<'a> ActionRef<'a> {
         };
         // One pass over the parameters: the first field (in key order) that the action does
         // not accept is the error; the others are kept by their place in `kind.fields()`.
-        let allowed = kind.fields();
         let mut values = [None; MAX_FIELDS];
         for (key, value) in map {
             if key == "action" {
                 continue;
             }
-            match allowed.iter().position(|field| field == key) {
+            match kind.slot(key) {
                 Some(slot) => values[slot] = Some(value),
                 None => {
                     return Err(invalid(format!(
@@ -256,10 +272,11 @@ impl<'a> ActionRef<'a> {
             }
         }
         let fields = Fields { values, kind };
+        // The slots are the places in `ActionKind::fields` (`ActionKind::slot`).
         Ok(match kind {
             ActionKind::List => {
-                let runner = fields.optional_string("runner")?;
-                let plugin = fields.optional_string("plugin")?;
+                let runner = fields.optional_string(0)?;
+                let plugin = fields.optional_string(1)?;
                 if plugin.is_some() && runner.is_none() {
                     return Err(invalid(
                         "field `plugin` needs field `runner` for action `list`".to_string(),
@@ -268,27 +285,27 @@ impl<'a> ActionRef<'a> {
                 ActionRef::List { runner, plugin }
             }
             ActionKind::Describe => ActionRef::Describe {
-                runner: fields.string("runner")?,
-                plugin: fields.string("plugin")?,
-                tool: fields.string("tool")?,
+                runner: fields.string(0)?,
+                plugin: fields.string(1)?,
+                tool: fields.string(2)?,
             },
             ActionKind::Call => ActionRef::Call {
-                binding: fields.string("binding")?,
-                arguments: fields.object("arguments")?,
-                recording_session_id: fields.session_id()?,
+                binding: fields.string(0)?,
+                arguments: fields.object(1)?,
+                recording_session_id: fields.session_id(2)?,
             },
             ActionKind::Check => ActionRef::Check {
-                runner: fields.string("runner")?,
-                plugin: fields.string("plugin")?,
-                recording_session_id: fields.session_id()?,
+                runner: fields.string(0)?,
+                plugin: fields.string(1)?,
+                recording_session_id: fields.session_id(2)?,
             },
             ActionKind::Reload => ActionRef::Reload {
-                runner: fields.string("runner")?,
-                recording_session_id: fields.session_id()?,
+                runner: fields.string(0)?,
+                recording_session_id: fields.session_id(1)?,
             },
             ActionKind::Catalog => ActionRef::Catalog {
-                runner: fields.string("runner")?,
-                project: fields.string("project")?,
+                runner: fields.string(0)?,
+                project: fields.string(1)?,
             },
         })
     }
@@ -382,40 +399,36 @@ struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
-    /// The value of `field`, which must be one of the action's fields.
-    fn get(&self, field: &str) -> Option<&'a Value> {
-        let slot = self.kind.fields().iter().position(|f| *f == field);
-        debug_assert!(
-            slot.is_some(),
-            "`{field}` is no field of `{}`",
-            self.kind.as_str()
-        );
-        self.values[slot?]
+    /// The name of the field at `slot`.
+    fn name(&self, slot: usize) -> &'static str {
+        self.kind.fields()[slot]
     }
 
-    fn optional_string(&self, field: &str) -> Result<Option<&'a str>, Error> {
-        match self.get(field) {
+    fn optional_string(&self, slot: usize) -> Result<Option<&'a str>, Error> {
+        match self.values[slot] {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(_) => Err(self.wrong_type(field, "a string")),
+            Some(_) => Err(self.wrong_type(slot, "a string")),
         }
     }
 
-    fn string(&self, field: &str) -> Result<&'a str, Error> {
-        self.optional_string(field)?
-            .ok_or_else(|| self.missing(field))
+    fn string(&self, slot: usize) -> Result<&'a str, Error> {
+        self.optional_string(slot)?
+            .ok_or_else(|| self.missing(slot))
     }
 
-    fn object(&self, field: &str) -> Result<&'a Value, Error> {
-        match self.get(field) {
-            None => Err(self.missing(field)),
+    fn object(&self, slot: usize) -> Result<&'a Value, Error> {
+        match self.values[slot] {
+            None => Err(self.missing(slot)),
             Some(v @ Value::Object(_)) => Ok(v),
-            Some(_) => Err(self.wrong_type(field, "a JSON object")),
+            Some(_) => Err(self.wrong_type(slot, "a JSON object")),
         }
     }
 
-    fn session_id(&self) -> Result<Option<&'a str>, Error> {
-        let id = self.optional_string("recording_session_id")?;
+    /// The `recording_session_id` at `slot`.
+    fn session_id(&self, slot: usize) -> Result<Option<&'a str>, Error> {
+        debug_assert_eq!(self.name(slot), "recording_session_id");
+        let id = self.optional_string(slot)?;
         if let Some(id) = id {
             if id.is_empty()
                 || id.len() > MAX_RECORDING_SESSION_ID_BYTES
@@ -431,16 +444,20 @@ impl<'a> Fields<'a> {
         Ok(id)
     }
 
-    fn missing(&self, field: &str) -> Error {
+    #[cold]
+    fn missing(&self, slot: usize) -> Error {
         invalid(format!(
-            "field `{field}` is required for action `{}`",
+            "field `{}` is required for action `{}`",
+            self.name(slot),
             self.kind.as_str()
         ))
     }
 
-    fn wrong_type(&self, field: &str, expected: &str) -> Error {
+    #[cold]
+    fn wrong_type(&self, slot: usize, expected: &str) -> Error {
         invalid(format!(
-            "field `{field}` must be {expected} for action `{}`",
+            "field `{}` must be {expected} for action `{}`",
+            self.name(slot),
             self.kind.as_str()
         ))
     }

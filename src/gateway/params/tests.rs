@@ -301,3 +301,25 @@ fn action_names_parse_to_their_kinds() {
         assert_eq!(ActionKind::parse(name), None, "{name:?}");
     }
 }
+
+#[test]
+fn a_field_slot_is_its_place_in_the_fields_of_its_action() {
+    let mut names: Vec<&str> = ActionKind::ALL
+        .iter()
+        .flat_map(|kind| kind.fields().iter().copied())
+        .collect();
+    names.extend([
+        "action",
+        "",
+        "runners",
+        "Binding",
+        "recording_session_i",
+        "tool\0",
+    ]);
+    for kind in ActionKind::ALL {
+        for name in &names {
+            let place = kind.fields().iter().position(|field| field == name);
+            assert_eq!(kind.slot(name), place, "{kind:?} {name}");
+        }
+    }
+}
