@@ -295,6 +295,7 @@ fn length_rule(
 }
 
 /// One step of a mismatch path; keys always borrow from the schema, never from the instance.
+#[derive(Clone, Copy)]
 enum Segment<'s> {
     Key(&'s str),
     Index(usize),
@@ -345,6 +346,38 @@ impl<'s> Failure<'s> {
 }
 
 fn match_node<'s>(node: &'s Node, value: &Value) -> Result<(), Failure<'s>> {
+    match_here(node, value)?;
+    match (&node.kind, value) {
+        (Kind::Object(rule), Value::Object(map)) => {
+            for (key, child) in map {
+                match rule
+                    .properties
+                    .binary_search_by(|(name, _)| name.as_str().cmp(key))
+                {
+                    Ok(i) => {
+                        let (name, schema) = &rule.properties[i];
+                        match_node(schema, child).map_err(|f| f.at(Segment::Key(name)))?;
+                    }
+                    Err(_) if !rule.additional => return Err(Failure::new("unknown property")),
+                    Err(_) => {}
+                }
+            }
+        }
+        (Kind::Array(rule), Value::Array(items)) => {
+            if let Some(schema) = &rule.items {
+                for (i, item) in items.iter().enumerate() {
+                    match_node(schema, item).map_err(|f| f.at(Segment::Index(i)))?;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The checks of `node` on `value` itself, before anything below it: type, `const`, `enum`,
+/// then an object's `required` (declared order), an array's length or a string's length.
+fn match_here<'s>(node: &'s Node, value: &Value) -> Result<(), Failure<'s>> {
     let type_ok = match (&node.kind, value) {
         (Kind::Object(_), Value::Object(_))
         | (Kind::Array(_), Value::Array(_))
@@ -375,19 +408,6 @@ fn match_node<'s>(node: &'s Node, value: &Value) -> Result<(), Failure<'s>> {
                     return Err(Failure::new("missing required property").at(Segment::Key(name)));
                 }
             }
-            for (key, child) in map {
-                match rule
-                    .properties
-                    .binary_search_by(|(name, _)| name.as_str().cmp(key))
-                {
-                    Ok(i) => {
-                        let (name, schema) = &rule.properties[i];
-                        match_node(schema, child).map_err(|f| f.at(Segment::Key(name)))?;
-                    }
-                    Err(_) if !rule.additional => return Err(Failure::new("unknown property")),
-                    Err(_) => {}
-                }
-            }
         }
         (Kind::Array(rule), Value::Array(items)) => {
             let len = items.len() as u64;
@@ -396,11 +416,6 @@ fn match_node<'s>(node: &'s Node, value: &Value) -> Result<(), Failure<'s>> {
             }
             if rule.length.max.is_some_and(|max| len > max) {
                 return Err(Failure::new("too many items"));
-            }
-            if let Some(schema) = &rule.items {
-                for (i, item) in items.iter().enumerate() {
-                    match_node(schema, item).map_err(|f| f.at(Segment::Index(i)))?;
-                }
             }
         }
         (Kind::String(rule), Value::String(s)) if rule.min.is_some() || rule.max.is_some() => {
@@ -430,6 +445,10 @@ impl Kind {
         }
     }
 }
+
+mod arguments;
+
+pub(crate) use arguments::Refusal;
 
 #[cfg(test)]
 mod tests;

@@ -262,7 +262,7 @@ impl Provider {
             ));
         }
         let tool = self.lookup(tool, observation)?;
-        tool.check_arguments(arguments)?;
+        let measured = Some(tool.check_arguments(arguments)?);
         let mut guard = self.connection.session.try_lock().ok_or_else(|| {
             Error::not_started(
                 ErrorCode::ProviderBusy,
@@ -275,7 +275,7 @@ impl Provider {
             session,
             RequestKind::Call,
             deadline,
-            |encoder, out| encoder.tools_call(tool.name(), arguments, out),
+            |encoder, out| encoder.tools_call_measured(tool.name(), arguments, measured, out),
             |line, id| CallReply::read(line, id, || any_response(line, id)),
         );
         let answer = self.connection.settle(answer)?;
