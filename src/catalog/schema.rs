@@ -115,6 +115,12 @@ struct ObjectRule {
     properties: Vec<(String, Node)>,
     required: Vec<String>,
     additional: bool,
+    /// For each property (same order): whether `required` names it.
+    property_required: Vec<bool>,
+    /// How many `required` names are properties.
+    required_properties: usize,
+    /// `required` names a property that `properties` does not list.
+    required_elsewhere: bool,
 }
 
 #[derive(Debug)]
@@ -260,10 +266,18 @@ fn compile_object(map: &Map<String, Value>, depth: usize) -> Result<ObjectRule, 
         Some(Value::Bool(allowed)) => *allowed,
         Some(_) => return Err(SchemaFault::Invalid),
     };
+    let property_required: Vec<bool> = properties
+        .iter()
+        .map(|(name, _)| required.contains(name))
+        .collect();
+    let required_properties = property_required.iter().filter(|&&r| r).count();
     Ok(ObjectRule {
+        required_elsewhere: required_properties < required.len(),
         properties,
         required,
         additional,
+        property_required,
+        required_properties,
     })
 }
 
@@ -349,6 +363,9 @@ fn match_node<'s>(node: &'s Node, value: &Value) -> Result<(), Failure<'s>> {
     match_here(node, value)?;
     match (&node.kind, value) {
         (Kind::Object(rule), Value::Object(map)) => {
+            if let Some(name) = rule.missing(map) {
+                return Err(Failure::new("missing required property").at(Segment::Key(name)));
+            }
             for (key, child) in map {
                 match rule
                     .properties
@@ -375,8 +392,19 @@ fn match_node<'s>(node: &'s Node, value: &Value) -> Result<(), Failure<'s>> {
     Ok(())
 }
 
-/// The checks of `node` on `value` itself, before anything below it: type, `const`, `enum`,
-/// then an object's `required` (declared order), an array's length or a string's length.
+impl ObjectRule {
+    /// The first name of `required` (declared order) that `map` lacks.
+    fn missing<'s>(&'s self, map: &Map<String, Value>) -> Option<&'s str> {
+        self.required
+            .iter()
+            .find(|name| !map.contains_key(*name))
+            .map(String::as_str)
+    }
+}
+
+/// The checks of `node` on `value` itself, before anything below it but an object's
+/// `required`: type, `const`, `enum`, then an array's length or a string's length.
+#[inline]
 fn match_here<'s>(node: &'s Node, value: &Value) -> Result<(), Failure<'s>> {
     let type_ok = match (&node.kind, value) {
         (Kind::Object(_), Value::Object(_))
@@ -402,13 +430,6 @@ fn match_here<'s>(node: &'s Node, value: &Value) -> Result<(), Failure<'s>> {
         return Err(Failure::new("not one of enum"));
     }
     match (&node.kind, value) {
-        (Kind::Object(rule), Value::Object(map)) => {
-            for name in &rule.required {
-                if !map.contains_key(name) {
-                    return Err(Failure::new("missing required property").at(Segment::Key(name)));
-                }
-            }
-        }
         (Kind::Array(rule), Value::Array(items)) => {
             let len = items.len() as u64;
             if rule.length.min.is_some_and(|min| len < min) {

@@ -283,18 +283,35 @@ pub(super) fn escaped_len(s: &str) -> usize {
 }
 
 /// True when every byte is printable ASCII (`0x20..=0x7e`) other than `"` and `\`: such text
-/// is written as is between quotes and holds no control character. Eight bytes per step (the
-/// common case of the walk: short ASCII keys and values); anything else takes the byte-wise
-/// paths.
-pub(super) fn is_plain(bytes: &[u8]) -> bool {
-    let mut words = bytes.chunks_exact(8);
-    let plain = words.all(|word| is_plain_word(word.try_into().expect("eight bytes")));
-    // The tail byte by byte (a padded copy of it would cost a call to memcpy).
-    plain
-        && words
-            .remainder()
-            .iter()
-            .all(|&b| matches!(b, 0x20..=0x7e) && b != b'"' && b != b'\\')
+/// is written as is between quotes and holds no control character. Eight bytes per step, the
+/// last step overlapping the one before; shorter text is read as one word of overlapping
+/// pieces (a byte looked at twice changes nothing), so a short key or value costs one step.
+#[inline]
+pub(crate) fn is_plain(bytes: &[u8]) -> bool {
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"));
+    let half = |at: usize| {
+        u64::from(u32::from_le_bytes(
+            bytes[at..at + 4].try_into().expect("four bytes"),
+        ))
+    };
+    let len = bytes.len();
+    match len {
+        0 => true,
+        1..=3 => {
+            // Bytes 0, len / 2 and len - 1 cover them all; the rest is padded with `a`.
+            let x = u64::from(bytes[0])
+                | u64::from(bytes[len / 2]) << 8
+                | u64::from(bytes[len - 1]) << 16
+                | u64::from_le_bytes(*b"\0\0\0aaaaa");
+            is_plain_word(x.to_le_bytes())
+        }
+        4..=7 => is_plain_word((half(0) | half(len - 4) << 32).to_le_bytes()),
+        _ => {
+            let mut words = bytes.chunks_exact(8);
+            let plain = words.all(|w| is_plain_word(w.try_into().expect("eight bytes")));
+            plain && (len % 8 == 0 || is_plain_word(word(len - 8).to_le_bytes()))
+        }
+    }
 }
 
 /// [`is_plain`] for one word of eight bytes.
@@ -410,6 +427,26 @@ mod tests {
         let mut map = Map::new();
         map.insert(key.to_owned(), json!(1));
         Value::Object(map)
+    }
+
+    #[test]
+    fn is_plain_agrees_with_a_byte_by_byte_look() {
+        // Every kind of byte at every place of text of every length up to three words.
+        const BYTES: [u8; 10] = [b'a', b' ', b'~', 0x7f, 0x80, 0xc3, b'"', b'\\', 0x00, 0x1f];
+        for len in 0..=24 {
+            for at in 0..len.max(1) {
+                for &b in &BYTES {
+                    let mut bytes = vec![b'x'; len];
+                    if len > 0 {
+                        bytes[at] = b;
+                    }
+                    let expected = bytes
+                        .iter()
+                        .all(|&c| (0x20..=0x7e).contains(&c) && c != b'"' && c != b'\\');
+                    assert_eq!(is_plain(&bytes), expected, "{bytes:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use serde_json::{Number, Value};
 
-use super::bounds::string_run;
+use super::bounds::{is_plain, string_run};
 
 /// Appends the compact JSON text of `value` (keys in the map's order, as serde_json writes).
 /// `plain`: every key and string in it is known to be printable ASCII without `"` or `\`
@@ -45,7 +45,7 @@ pub(crate) fn value(out: &mut Vec<u8>, value: &Value, plain: bool) {
 /// [`string`], or a copy between quotes of a string known to need no escape.
 #[inline]
 fn string_of(out: &mut Vec<u8>, s: &str, plain: bool) {
-    debug_assert!(!plain || string_run(s.as_bytes()).0 == s.len());
+    debug_assert!(!plain || is_plain(s.as_bytes()));
     match plain {
         true => quoted(out, s.as_bytes()),
         false => string(out, s),
@@ -65,8 +65,11 @@ fn quoted(out: &mut Vec<u8>, bytes: &[u8]) {
 #[inline]
 pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
-    if string_run(bytes).0 == bytes.len() {
-        // No `"`, `\` or control byte: written between quotes as it is.
+    if is_plain(bytes) {
+        // Printable ASCII without `"` or `\`: written between quotes as it is.
+        quoted(out, bytes);
+    } else if string_run(bytes).0 == bytes.len() {
+        // No `"`, `\` or control byte either.
         quoted(out, bytes);
     } else {
         serde_json::to_writer(&mut *out, s).expect("writing a str into a Vec cannot fail");

@@ -96,6 +96,9 @@ impl Walk {
                     Some(Kind::Object(rule)) => Some(rule),
                     _ => None,
                 };
+                // The required properties are counted as the members go by; the names are
+                // looked up only when one is missing (or `required` names a non-property).
+                let mut required = 0;
                 for (key, child) in map {
                     self.tally.member_key(key, self.max_bytes)?;
                     let mut here = Path {
@@ -103,15 +106,18 @@ impl Walk {
                         parent: path,
                     };
                     let mut child_node = None;
-                    if let Some(rule) = rule.filter(|_| self.mismatch.is_none()) {
+                    if let Some(rule) = rule {
                         match rule
                             .properties
                             .binary_search_by(|(name, _)| name.as_str().cmp(key))
                         {
                             Ok(i) => {
-                                let (name, schema) = &rule.properties[i];
-                                here.segment = Segment::Key(name);
-                                child_node = Some(schema);
+                                required += usize::from(rule.property_required[i]);
+                                if self.mismatch.is_none() {
+                                    let (name, schema) = &rule.properties[i];
+                                    here.segment = Segment::Key(name);
+                                    child_node = Some(schema);
+                                }
                             }
                             Err(_) if !rule.additional => {
                                 self.fail(Failure::new("unknown property"), path)
@@ -120,6 +126,18 @@ impl Walk {
                         }
                     }
                     self.value(child, depth + 1, child_node, Some(&here))?;
+                }
+                if let Some(rule) = rule {
+                    if required < rule.required_properties || rule.required_elsewhere {
+                        if let Some(name) = rule.missing(map) {
+                            // `Schema::check` looks for it before the members: it comes first,
+                            // before whatever the members broke (this object's schema applied,
+                            // so nothing was broken before it).
+                            self.mismatch = None;
+                            let failure = Failure::new("missing required property");
+                            self.fail(failure.at(Segment::Key(name)), path);
+                        }
+                    }
                 }
             }
             _ => {}
