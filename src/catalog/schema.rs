@@ -25,6 +25,7 @@
 //! at the path of the object that holds it, so no instance data ever appears in a mismatch.
 
 use std::collections::BTreeSet;
+use std::mem::Discriminant;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -95,6 +96,9 @@ struct Node {
     kind: Kind,
     const_value: Option<Value>,
     enum_values: Option<Vec<Value>>,
+    /// When the node checks nothing but a type that the value's variant tells (no `const`,
+    /// `enum` or length; not `integer`): that variant, so a match is one comparison.
+    only_variant: Option<Discriminant<Value>>,
 }
 
 /// The node's type with its type-specific rules.
@@ -216,10 +220,26 @@ fn compile(value: &Value, depth: usize) -> Result<Node, SchemaFault> {
         "boolean" => Kind::Boolean,
         _ => Kind::Null,
     };
+    let variant = |sample: Value| Some(std::mem::discriminant(&sample));
+    let only_variant = match &kind {
+        _ if const_value.is_some() || enum_values.is_some() => None,
+        Kind::Object(_) => variant(Value::Object(Map::new())),
+        Kind::Array(rule) if rule.length.min.is_none() && rule.length.max.is_none() => {
+            variant(Value::Array(Vec::new()))
+        }
+        Kind::String(rule) if rule.min.is_none() && rule.max.is_none() => {
+            variant(Value::String(String::new()))
+        }
+        Kind::Number => variant(Value::from(0)),
+        Kind::Boolean => variant(Value::Bool(false)),
+        Kind::Null => variant(Value::Null),
+        Kind::Array(_) | Kind::String(_) | Kind::Integer => None,
+    };
     Ok(Node {
         kind,
         const_value,
         enum_values,
+        only_variant,
     })
 }
 
@@ -406,6 +426,14 @@ impl ObjectRule {
 /// `required`: type, `const`, `enum`, then an array's length or a string's length.
 #[inline]
 fn match_here<'s>(node: &'s Node, value: &Value) -> Result<(), Failure<'s>> {
+    if node.only_variant == Some(std::mem::discriminant(value)) {
+        return Ok(());
+    }
+    match_rules(node, value)
+}
+
+/// [`match_here`] the long way.
+fn match_rules<'s>(node: &'s Node, value: &Value) -> Result<(), Failure<'s>> {
     let type_ok = match (&node.kind, value) {
         (Kind::Object(_), Value::Object(_))
         | (Kind::Array(_), Value::Array(_))

@@ -8,6 +8,8 @@
 
 use serde_json::Value;
 
+#[cfg(test)]
+use super::match_rules;
 use super::{match_here, Failure, Kind, Node, Schema, SchemaMismatch, Segment};
 use crate::frame::{JsonBoundsError, Measured, Tally};
 
@@ -69,13 +71,7 @@ impl Walk {
         path: Option<&Path<'_, 's>>,
     ) -> Result<(), JsonBoundsError> {
         self.tally.node(value, depth, self.max_bytes)?;
-        let node = node.filter(|node| match match_here(node, value) {
-            Ok(()) => true,
-            Err(failure) => {
-                self.fail(failure, path);
-                false
-            }
-        });
+        let node = node.and_then(|node| self.matched(node, value, path));
         match value {
             Value::Array(items) => {
                 let items_node = match node.map(|n| &n.kind) {
@@ -88,7 +84,7 @@ impl Walk {
                         parent: path,
                     };
                     let node = items_node.filter(|_| self.mismatch.is_none());
-                    self.value(item, depth + 1, node, Some(&here))?;
+                    self.child(item, depth + 1, node, &here)?;
                 }
             }
             Value::Object(map) => {
@@ -125,7 +121,7 @@ impl Walk {
                             Err(_) => {}
                         }
                     }
-                    self.value(child, depth + 1, child_node, Some(&here))?;
+                    self.child(child, depth + 1, child_node, &here)?;
                 }
                 if let Some(rule) = rule {
                     if required < rule.required_properties || rule.required_elsewhere {
@@ -143,6 +139,43 @@ impl Walk {
             _ => {}
         }
         Ok(())
+    }
+
+    /// An item or member value: [`Walk::value`], with a scalar's steps done here.
+    #[inline(always)]
+    fn child<'s>(
+        &mut self,
+        value: &Value,
+        depth: usize,
+        node: Option<&'s Node>,
+        path: &Path<'_, 's>,
+    ) -> Result<(), JsonBoundsError> {
+        if let Value::Array(_) | Value::Object(_) = value {
+            return self.value(value, depth, node, Some(path));
+        }
+        self.tally.node(value, depth, self.max_bytes)?;
+        if let Some(node) = node {
+            self.matched(node, value, Some(path));
+        }
+        Ok(())
+    }
+
+    /// `node` when `value` itself matches it (its schema then applies below it); else the
+    /// mismatch is noted.
+    #[inline(always)]
+    fn matched<'s>(
+        &mut self,
+        node: &'s Node,
+        value: &Value,
+        path: Option<&Path<'_, 's>>,
+    ) -> Option<&'s Node> {
+        match match_here(node, value) {
+            Ok(()) => Some(node),
+            Err(failure) => {
+                self.fail(failure, path);
+                None
+            }
+        }
     }
 
     /// Notes `failure`, found at `path`, unless a mismatch was noted before.

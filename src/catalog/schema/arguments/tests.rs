@@ -260,3 +260,44 @@ fn the_first_mismatch_and_its_path_are_those_of_check() {
         assert_same(&schema, &instance, usize::MAX);
     }
 }
+
+/// Every (node, value) pair the schema reaches in `instance`.
+fn pairs<'s, 'v>(node: &'s Node, value: &'v Value, out: &mut Vec<(&'s Node, &'v Value)>) {
+    out.push((node, value));
+    match (&node.kind, value) {
+        (Kind::Object(rule), Value::Object(map)) => {
+            for (name, child) in &rule.properties {
+                if let Some(v) = map.get(name) {
+                    pairs(child, v, out);
+                }
+            }
+        }
+        (Kind::Array(rule), Value::Array(items)) => {
+            if let Some(child) = &rule.items {
+                items.iter().for_each(|v| pairs(child, v, out));
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn a_node_that_only_checks_its_variant_matches_as_its_rules_do() {
+    let mut rng = Rng(0x0dd);
+    let mut quick = 0;
+    for _ in 0..2000 {
+        let source = rng.schema(3, true);
+        let schema = Schema::admit(&source).unwrap();
+        for _ in 0..6 {
+            let instance = rng.instance(&source, 0);
+            let mut found = Vec::new();
+            pairs(&schema.root, &instance, &mut found);
+            for (node, value) in found {
+                let (fast, slow) = (match_here(node, value), match_rules(node, value));
+                assert_eq!(fast.map_err(|f| f.reason), slow.map_err(|f| f.reason));
+                quick += usize::from(node.only_variant.is_some());
+            }
+        }
+    }
+    assert!(quick > 10_000, "{quick}");
+}
