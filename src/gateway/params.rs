@@ -243,7 +243,20 @@ impl<'a> ActionRef<'a> {
         let map = params
             .as_object()
             .ok_or_else(|| invalid("the parameters must be a JSON object".to_string()))?;
-        let kind = match map.get("action") {
+        // One pass over the parameters: `action`, and the others in key order (at most
+        // MAX_FIELDS of them; with more, one is surely not allowed and a second pass finds it).
+        let (mut action, mut others, mut count) = (None, [None; MAX_FIELDS], 0);
+        for (key, value) in map {
+            if key == "action" {
+                action = Some(value);
+            } else if count < MAX_FIELDS {
+                others[count] = Some((key, value));
+                count += 1;
+            } else {
+                count += 1;
+            }
+        }
+        let kind = match action {
             None => return Err(invalid("field `action` is required".to_string())),
             Some(Value::String(name)) => ActionKind::parse(name).ok_or_else(|| {
                 invalid(
@@ -253,22 +266,28 @@ impl<'a> ActionRef<'a> {
             })?,
             Some(_) => return Err(invalid("field `action` must be a string".to_string())),
         };
-        // One pass over the parameters: the first field (in key order) that the action does
-        // not accept is the error; the others are kept by their place in `kind.fields()`.
+        // The first field (in key order) that the action does not accept is the error; the
+        // others are kept by their place in `kind.fields()`.
+        let not_allowed = |key: &str| {
+            invalid(format!(
+                "field `{}` is not allowed for action `{}`",
+                echo(key),
+                kind.as_str()
+            ))
+        };
         let mut values = [None; MAX_FIELDS];
-        for (key, value) in map {
-            if key == "action" {
-                continue;
-            }
+        if count > MAX_FIELDS {
+            let key = map
+                .keys()
+                .find(|key| *key != "action" && kind.slot(key).is_none());
+            return Err(not_allowed(
+                key.expect("more fields than any action accepts"),
+            ));
+        }
+        for (key, value) in others.into_iter().flatten() {
             match kind.slot(key) {
                 Some(slot) => values[slot] = Some(value),
-                None => {
-                    return Err(invalid(format!(
-                        "field `{}` is not allowed for action `{}`",
-                        echo(key),
-                        kind.as_str()
-                    )))
-                }
+                None => return Err(not_allowed(key)),
             }
         }
         let fields = Fields { values, kind };
