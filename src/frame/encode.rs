@@ -115,7 +115,7 @@ impl RequestEncoder {
 
     /// Clears `out`, writes everything up to the id, the id, then `method` (the method's member
     /// up to and including `"params":`), and takes the next id.
-    #[inline]
+    #[inline(always)]
     fn begin(&mut self, out: &mut Vec<u8>, method: &[u8]) -> u64 {
         let id = self.next_id;
         self.next_id += 1;

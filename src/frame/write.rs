@@ -12,18 +12,13 @@ use super::bounds::{is_plain, string_run};
 /// (a bounds walk found it so), and is copied without a look for characters to escape.
 pub(crate) fn value(out: &mut Vec<u8>, value: &Value, plain: bool) {
     match value {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        Value::Number(n) => number(out, n),
-        Value::String(s) => string_of(out, s, plain),
         Value::Array(items) => {
             out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
-                self::value(out, item, plain);
+                self::item(out, item, plain);
             }
             out.push(b']');
         }
@@ -35,10 +30,33 @@ pub(crate) fn value(out: &mut Vec<u8>, value: &Value, plain: bool) {
                 }
                 string_of(out, key, plain);
                 out.push(b':');
-                self::value(out, item, plain);
+                self::item(out, item, plain);
             }
             out.push(b'}');
         }
+        scalar => self::scalar(out, scalar, plain),
+    }
+}
+
+/// An item or member value: [`value`], with a scalar written in its parent's step.
+#[inline(always)]
+fn item(out: &mut Vec<u8>, item: &Value, plain: bool) {
+    match item {
+        Value::Array(_) | Value::Object(_) => self::value(out, item, plain),
+        scalar => self::scalar(out, scalar, plain),
+    }
+}
+
+/// A value that is neither an array nor an object.
+#[inline(always)]
+fn scalar(out: &mut Vec<u8>, value: &Value, plain: bool) {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => number(out, n),
+        Value::String(s) => string_of(out, s, plain),
+        Value::Array(_) | Value::Object(_) => self::value(out, value, plain),
     }
 }
 
