@@ -119,7 +119,7 @@ impl Tally {
     /// past `max_bytes`. A walk that stops at the first `Err` and otherwise goes on with the
     /// members ([`Tally::member_key`] before each) and items in document order gives
     /// [`check_json_bounds_sized`]'s verdict.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn node(
         &mut self,
         value: &Value,
@@ -207,6 +207,7 @@ impl Tally {
         }
     }
 
+    #[inline]
     pub(crate) fn key(&mut self, key: &str) {
         let plain = is_plain(key.as_bytes());
         if key.len() > MAX_KEY_BYTES || (!plain && key.chars().any(char::is_control)) {
@@ -238,6 +239,7 @@ impl Tally {
         }
     }
 
+    #[inline]
     pub(super) fn string(&mut self, depth: usize, s: &str) {
         self.enter(depth);
         if s.len() > MAX_STRING_BYTES {

@@ -81,6 +81,7 @@ impl ActionKind {
 
     /// The place of field `name` in [`ActionKind::fields`], if the action accepts it (one
     /// `match` on the name: no search through the list).
+    #[inline]
     fn slot(self, name: &str) -> Option<usize> {
         use ActionKind::*;
         Some(match (name, self) {
@@ -423,6 +424,7 @@ impl<'a> Fields<'a> {
         self.kind.fields()[slot]
     }
 
+    #[inline]
     fn optional_string(&self, slot: usize) -> Result<Option<&'a str>, Error> {
         match self.values[slot] {
             None => Ok(None),
@@ -431,11 +433,13 @@ impl<'a> Fields<'a> {
         }
     }
 
+    #[inline]
     fn string(&self, slot: usize) -> Result<&'a str, Error> {
         self.optional_string(slot)?
             .ok_or_else(|| self.missing(slot))
     }
 
+    #[inline]
     fn object(&self, slot: usize) -> Result<&'a Value, Error> {
         match self.values[slot] {
             None => Err(self.missing(slot)),
@@ -445,6 +449,7 @@ impl<'a> Fields<'a> {
     }
 
     /// The `recording_session_id` at `slot`.
+    #[inline]
     fn session_id(&self, slot: usize) -> Result<Option<&'a str>, Error> {
         debug_assert_eq!(self.name(slot), "recording_session_id");
         let id = self.optional_string(slot)?;
