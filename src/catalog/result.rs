@@ -299,10 +299,7 @@ impl CallReply {
         id: u64,
         decode: impl FnOnce() -> Result<(Envelope, Option<BoundsVerdict>), E>,
     ) -> Result<CallReply, E> {
-        let scanned = line
-            .usual_result()
-            .filter(|&(line_id, _)| line_id == id)
-            .and_then(|(_, text)| scan_tool_result(text));
+        let scanned = line.usual_result(id).and_then(scan_tool_result);
         match scanned {
             Some(scanned) => Ok(CallReply::Scanned(scanned)),
             None => decode().map(|(envelope, bounds)| CallReply::Line(envelope, bounds)),
