@@ -354,6 +354,7 @@ fn scan_tool_result(text: &str) -> Option<ScannedResult> {
 impl ScannedResult {
     /// The result, once `structuredContent` is checked against the tool's output schema (as
     /// [`validate_tool_result`] does).
+    #[inline(always)]
     pub(crate) fn check(self, output_schema: Option<&Schema>) -> Result<ToolResult, ResultFault> {
         if let Some(schema) = output_schema {
             let text = &self.canonical.text;

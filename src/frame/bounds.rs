@@ -288,7 +288,7 @@ pub(super) fn escaped_len(s: &str) -> usize {
 /// is written as is between quotes and holds no control character. Eight bytes per step, the
 /// last step overlapping the one before; shorter text is read as one word of overlapping
 /// pieces (a byte looked at twice changes nothing), so a short key or value costs one step.
-#[inline]
+#[inline(always)]
 pub(crate) fn is_plain(bytes: &[u8]) -> bool {
     let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"));
     let half = |at: usize| {

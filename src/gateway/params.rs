@@ -81,7 +81,7 @@ impl ActionKind {
 
     /// The place of field `name` in [`ActionKind::fields`], if the action accepts it (one
     /// `match` on the name: no search through the list).
-    #[inline]
+    #[inline(always)]
     fn slot(self, name: &str) -> Option<usize> {
         use ActionKind::*;
         Some(match (name, self) {
