@@ -233,7 +233,8 @@ pub struct Error {
     fatal: bool,
     message: String,
     phase: Option<Phase>,
-    diagnostic: Option<Diagnostic>,
+    /// Boxed: rare, and an error travels by value through every layer of a call.
+    diagnostic: Option<Box<Diagnostic>>,
 }
 
 impl Error {
@@ -268,7 +269,7 @@ impl Error {
 
     /// Attaches an admission diagnostic (only for `plugin_tools_list_invalid`).
     pub(crate) fn with_diagnostic(mut self, diagnostic: Diagnostic) -> Error {
-        self.diagnostic = Some(diagnostic);
+        self.diagnostic = Some(Box::new(diagnostic));
         self
     }
 
@@ -299,7 +300,7 @@ impl Error {
 
     /// The admission diagnostic, for `plugin_tools_list_invalid`.
     pub fn diagnostic(&self) -> Option<&Diagnostic> {
-        self.diagnostic.as_ref()
+        self.diagnostic.as_deref()
     }
 }
 

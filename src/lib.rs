@@ -84,6 +84,8 @@ pub mod provider;
 pub(crate) mod provider;
 pub mod sdk;
 mod spawn;
+#[cfg(unix)]
+mod syscall;
 pub mod trace;
 pub mod transport;
 

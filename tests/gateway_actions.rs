@@ -236,6 +236,71 @@ fn a_binding_from_a_replaced_runner_is_plugin_replaced() {
 }
 
 #[test]
+fn a_binding_reaches_its_instance_again_whatever_else_changes() {
+    // A binding keeps how to reach its host and instance (DECISIONS 1.36); whatever changes
+    // around them, a call answers as looking them up would.
+    let cfg = config(vec![provider("alpha", &["normal"])], &[]);
+    let first = host(cfg.clone());
+    let gw = Gateway::single(first.clone());
+    let echo = bind(&gw, "alpha", "echo");
+    let call = json!({"action":"call","binding":echo,"arguments":{"text":"x"}});
+    ok(&gw, call.clone());
+    // Another runner comes and goes: the binding's runner is the same host.
+    assert!(gw.insert_runner("other", host(cfg.clone())).is_none());
+    ok(&gw, call.clone());
+    // The same host registered again under the same name: still the same instance.
+    gw.insert_runner("local", first.clone()).unwrap();
+    ok(&gw, call.clone());
+    // A describe after those changes reaches the instance directly again.
+    let again = bind(&gw, "alpha", "echo");
+    ok(
+        &gw,
+        json!({"action":"call","binding":again,"arguments":{"text":"y"}}),
+    );
+    // The host shut down: its set is empty, the instance no longer committed.
+    let pid = first.providers().entries()[0]
+        .provider()
+        .unwrap()
+        .process_id() as i32;
+    first.shutdown();
+    for binding in [&echo, &again] {
+        let out = fail(
+            &gw,
+            json!({"action":"call","binding":binding,"arguments":{"text":"x"}}),
+        );
+        assert_eq!(code(&out), "plugin_replaced");
+        assert_eq!(out["dispatch"], "not_started");
+    }
+    assert!(common::wait_gone(pid));
+}
+
+#[test]
+fn a_binding_does_not_keep_a_replaced_instance_running() {
+    let gw = gateway(vec![provider("alpha", &["normal"])]);
+    let echo = bind(&gw, "alpha", "echo");
+    ok(
+        &gw,
+        json!({"action":"call","binding":echo,"arguments":{"text":"x"}}),
+    );
+    let local = gw.runner("local").unwrap();
+    let pid = local.providers().entries()[0]
+        .provider()
+        .unwrap()
+        .process_id() as i32;
+    ok(&gw, json!({"action":"reload","runner":"local"}));
+    // Nobody uses the old instance (the binding holds it weakly): the reload stopped it.
+    assert!(
+        common::wait_gone(pid),
+        "the replaced instance {pid} still runs"
+    );
+    let out = fail(
+        &gw,
+        json!({"action":"call","binding":echo,"arguments":{"text":"x"}}),
+    );
+    assert_eq!(code(&out), "plugin_replaced");
+}
+
+#[test]
 fn a_retired_provider_is_listed_failed_and_old_bindings_say_reload() {
     let gw = gateway(vec![provider("alpha", &["normal"])]);
     let echo = bind(&gw, "alpha", "echo");

@@ -11,7 +11,7 @@
 //! `structuredContent`, more than [`MAX_CONTENT_ITEMS`] items, a broken bound — returns `None`,
 //! and the caller decides it on the `Value` path, which then gives every verdict as before.
 
-use crate::frame::{Cursor, Tally, MAX_DEPTH};
+use crate::frame::{string_run, Cursor, Tally, MAX_DEPTH};
 
 /// Most content items in one result.
 pub(super) const MAX_CONTENT_ITEMS: usize = 32;
@@ -21,6 +21,7 @@ pub(super) const MAX_TEXT_BYTES: usize = 512 * 1024;
 pub(super) const MAX_RESULT_BYTES: usize = 512 * 1024;
 
 /// The members of a result, found in its text.
+#[cfg_attr(test, derive(Debug, PartialEq))]
 pub(super) struct Shape<'a> {
     /// The `content` array, as written.
     content: &'a str,
@@ -49,6 +50,11 @@ pub(super) const STRUCTURED_KEY: &str = ",\"structuredContent\":";
 /// Reads a result's text when it is one JSON value within the bounds and a valid result of the
 /// usual kind.
 pub(super) fn scan(text: &str) -> Option<Shape<'_>> {
+    scan_canonical(text).or_else(|| scan_members(text))
+}
+
+/// [`scan`] of any text: member by member, with the tally.
+fn scan_members(text: &str) -> Option<Shape<'_>> {
     let mut s = Scanner::new(text);
     let mut shape = Shape {
         content: "",
@@ -111,6 +117,61 @@ pub(super) fn scan(text: &str) -> Option<Shape<'_>> {
     }
     shape.canonical &= !s.spaced && shape.is_error.is_some();
     Some(shape)
+}
+
+/// The shape [`scan`] finds in a result written in its canonical form without
+/// `structuredContent` — `{"content":[{"text":…,"type":"text"},…],"isError":…}`, compact, texts
+/// without escapes — read by comparing it with that form, or `None` for any other text. No
+/// tally is needed: such a result is as deep as three, holds at most 3 + 3 ×
+/// [`MAX_CONTENT_ITEMS`] values and plain keys, and its compact length is its own, so its bounds
+/// hold when its length does.
+fn scan_canonical(text: &str) -> Option<Shape<'_>> {
+    const START: &[u8] = b"{\"content\":[";
+    const ITEM: &[u8] = b"{\"text\":\"";
+    const ITEM_END: &[u8] = b",\"type\":\"text\"}";
+    const IS_ERROR: &[u8] = b"],\"isError\":";
+    let bytes = text.as_bytes();
+    if text.len() > MAX_RESULT_BYTES || !bytes.starts_with(START) {
+        return None;
+    }
+    let mut at = START.len();
+    if bytes.get(at) != Some(&b']') {
+        let mut items = 0;
+        loop {
+            if items == MAX_CONTENT_ITEMS || !bytes[at..].starts_with(ITEM) {
+                return None;
+            }
+            at += ITEM.len();
+            // The text, up to its closing quote (a stop at anything else is no plain text).
+            at += string_run(&bytes[at..]).0;
+            if bytes.get(at) != Some(&b'"') || !bytes[at + 1..].starts_with(ITEM_END) {
+                return None;
+            }
+            at += 1 + ITEM_END.len();
+            items += 1;
+            match bytes.get(at) {
+                Some(b',') => at += 1,
+                Some(b']') => break,
+                _ => return None,
+            }
+        }
+    }
+    let content = &text[START.len() - 1..at + 1];
+    let is_error = match &bytes[at..] {
+        [rest @ .., b'}'] if rest.starts_with(IS_ERROR) => match &rest[IS_ERROR.len()..] {
+            b"false" => false,
+            b"true" => true,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(Shape {
+        content,
+        is_error: Some(is_error),
+        structured: None,
+        structured_spaced: false,
+        canonical: true,
+    })
 }
 
 impl Shape<'_> {
@@ -426,3 +487,6 @@ impl<'a> Scanner<'a> {
         Some(())
     }
 }
+
+#[cfg(test)]
+mod tests;

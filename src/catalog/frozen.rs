@@ -81,10 +81,33 @@ impl FrozenCatalog {
     }
     /// Looks a tool up by exact name.
     pub fn get(&self, name: &str) -> Option<&Tool> {
+        self.find(name).map(|(_, tool)| tool)
+    }
+    /// The tool a call names, whose schema observation still equals `observation` (when
+    /// given): else `plugin_tool_unavailable` or `plugin_schema_changed`, not started.
+    pub(crate) fn lookup(&self, name: &str, observation: Option<&str>) -> Result<&Tool, Error> {
+        let tool = self.get(name).ok_or_else(|| {
+            Error::not_started(
+                ErrorCode::ToolUnavailable,
+                "the provider has no tool with that name",
+            )
+        })?;
+        if let Some(expected) = observation {
+            if tool.observation() != expected {
+                return Err(Error::not_started(
+                    ErrorCode::SchemaChanged,
+                    "the tool's schema changed since it was described; describe it again",
+                ));
+            }
+        }
+        Ok(tool)
+    }
+    /// Looks a tool up by exact name: its place in [`FrozenCatalog::tools`], and the tool.
+    pub(crate) fn find(&self, name: &str) -> Option<(usize, &Tool)> {
         self.tools
             .binary_search_by(|tool| tool.name().cmp(name))
             .ok()
-            .map(|i| &self.tools[i])
+            .map(|i| (i, &self.tools[i]))
     }
     /// `sha256:` + hex digest of a domain tag and the canonical JSON of the sorted tools.
     pub fn digest(&self) -> &str {

@@ -32,11 +32,12 @@ pub struct ToolResult {
     /// The canonical JSON text.
     json: Box<RawValue>,
     /// The offset of `,"structuredContent":` in `json`, or of its closing brace.
-    insert_at: usize,
+    /// (At most [`MAX_RESULT_BYTES`]: a `u32`, so a result travels in fewer bytes.)
+    insert_at: u32,
     /// The `isError` member.
     is_error: bool,
-    /// The parsed object, made on first use.
-    parsed: OnceLock<Map<String, Value>>,
+    /// The parsed object, made on first use (boxed: most results are never parsed).
+    parsed: OnceLock<Box<Map<String, Value>>>,
 }
 
 impl ToolResult {
@@ -48,7 +49,7 @@ impl ToolResult {
         let json = unsafe { RawValue::from_string_unchecked(canonical.text) };
         ToolResult {
             json,
-            insert_at: canonical.insert_at,
+            insert_at: u32::try_from(canonical.insert_at).expect("a result within its bound"),
             is_error,
             parsed: OnceLock::new(),
         }
@@ -76,7 +77,7 @@ impl ToolResult {
         text.push('}');
         let result = ToolResult::from_canonical(Canonical { text, insert_at }, is_error);
         // The map is what parsing the text gives back.
-        let _ = result.parsed.set(map);
+        let _ = result.parsed.set(Box::new(map));
         result
     }
 
@@ -116,7 +117,7 @@ impl ToolResult {
     /// The canonical output object, by value.
     pub fn into_json(self) -> Value {
         self.map();
-        Value::Object(self.parsed.into_inner().unwrap_or_default())
+        Value::Object(self.parsed.into_inner().map_or_else(Map::new, |map| *map))
     }
 
     /// A copy of the canonical output object.
@@ -143,7 +144,7 @@ impl ToolResult {
             return self.json;
         }
         let json = self.json.get();
-        let (head, tail) = json.split_at(self.insert_at);
+        let (head, tail) = json.split_at(self.insert_at as usize);
         let text = format!("{head},\"{key}\":\"{value}\"{tail}");
         // SAFETY: a valid object with one more string member of plain text, which keeps it one
         // JSON value with no whitespace around it.
@@ -298,10 +299,7 @@ impl CallReply {
         id: u64,
         decode: impl FnOnce() -> Result<(Envelope, Option<BoundsVerdict>), E>,
     ) -> Result<CallReply, E> {
-        let scanned = line
-            .usual_result()
-            .filter(|&(line_id, _)| line_id == id)
-            .and_then(|(_, text)| scan_tool_result(text));
+        let scanned = line.usual_result(id).and_then(scan_tool_result);
         match scanned {
             Some(scanned) => Ok(CallReply::Scanned(scanned)),
             None => decode().map(|(envelope, bounds)| CallReply::Line(envelope, bounds)),
@@ -356,6 +354,7 @@ fn scan_tool_result(text: &str) -> Option<ScannedResult> {
 impl ScannedResult {
     /// The result, once `structuredContent` is checked against the tool's output schema (as
     /// [`validate_tool_result`] does).
+    #[inline(always)]
     pub(crate) fn check(self, output_schema: Option<&Schema>) -> Result<ToolResult, ResultFault> {
         if let Some(schema) = output_schema {
             let text = &self.canonical.text;

@@ -25,6 +25,7 @@
 //! at the path of the object that holds it, so no instance data ever appears in a mismatch.
 
 use std::collections::BTreeSet;
+use std::mem::Discriminant;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -95,6 +96,9 @@ struct Node {
     kind: Kind,
     const_value: Option<Value>,
     enum_values: Option<Vec<Value>>,
+    /// When the node checks nothing but a type that the value's variant tells (no `const`,
+    /// `enum` or length; not `integer`): that variant, so a match is one comparison.
+    only_variant: Option<Discriminant<Value>>,
 }
 
 /// The node's type with its type-specific rules.
@@ -115,6 +119,12 @@ struct ObjectRule {
     properties: Vec<(String, Node)>,
     required: Vec<String>,
     additional: bool,
+    /// For each property (same order): whether `required` names it.
+    property_required: Vec<bool>,
+    /// How many `required` names are properties.
+    required_properties: usize,
+    /// `required` names a property that `properties` does not list.
+    required_elsewhere: bool,
 }
 
 #[derive(Debug)]
@@ -210,10 +220,26 @@ fn compile(value: &Value, depth: usize) -> Result<Node, SchemaFault> {
         "boolean" => Kind::Boolean,
         _ => Kind::Null,
     };
+    let variant = |sample: Value| Some(std::mem::discriminant(&sample));
+    let only_variant = match &kind {
+        _ if const_value.is_some() || enum_values.is_some() => None,
+        Kind::Object(_) => variant(Value::Object(Map::new())),
+        Kind::Array(rule) if rule.length.min.is_none() && rule.length.max.is_none() => {
+            variant(Value::Array(Vec::new()))
+        }
+        Kind::String(rule) if rule.min.is_none() && rule.max.is_none() => {
+            variant(Value::String(String::new()))
+        }
+        Kind::Number => variant(Value::from(0)),
+        Kind::Boolean => variant(Value::Bool(false)),
+        Kind::Null => variant(Value::Null),
+        Kind::Array(_) | Kind::String(_) | Kind::Integer => None,
+    };
     Ok(Node {
         kind,
         const_value,
         enum_values,
+        only_variant,
     })
 }
 
@@ -260,10 +286,18 @@ fn compile_object(map: &Map<String, Value>, depth: usize) -> Result<ObjectRule, 
         Some(Value::Bool(allowed)) => *allowed,
         Some(_) => return Err(SchemaFault::Invalid),
     };
+    let property_required: Vec<bool> = properties
+        .iter()
+        .map(|(name, _)| required.contains(name))
+        .collect();
+    let required_properties = property_required.iter().filter(|&&r| r).count();
     Ok(ObjectRule {
+        required_elsewhere: required_properties < required.len(),
         properties,
         required,
         additional,
+        property_required,
+        required_properties,
     })
 }
 
@@ -295,6 +329,7 @@ fn length_rule(
 }
 
 /// One step of a mismatch path; keys always borrow from the schema, never from the instance.
+#[derive(Clone, Copy)]
 enum Segment<'s> {
     Key(&'s str),
     Index(usize),
@@ -345,6 +380,60 @@ impl<'s> Failure<'s> {
 }
 
 fn match_node<'s>(node: &'s Node, value: &Value) -> Result<(), Failure<'s>> {
+    match_here(node, value)?;
+    match (&node.kind, value) {
+        (Kind::Object(rule), Value::Object(map)) => {
+            if let Some(name) = rule.missing(map) {
+                return Err(Failure::new("missing required property").at(Segment::Key(name)));
+            }
+            for (key, child) in map {
+                match rule
+                    .properties
+                    .binary_search_by(|(name, _)| name.as_str().cmp(key))
+                {
+                    Ok(i) => {
+                        let (name, schema) = &rule.properties[i];
+                        match_node(schema, child).map_err(|f| f.at(Segment::Key(name)))?;
+                    }
+                    Err(_) if !rule.additional => return Err(Failure::new("unknown property")),
+                    Err(_) => {}
+                }
+            }
+        }
+        (Kind::Array(rule), Value::Array(items)) => {
+            if let Some(schema) = &rule.items {
+                for (i, item) in items.iter().enumerate() {
+                    match_node(schema, item).map_err(|f| f.at(Segment::Index(i)))?;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+impl ObjectRule {
+    /// The first name of `required` (declared order) that `map` lacks.
+    fn missing<'s>(&'s self, map: &Map<String, Value>) -> Option<&'s str> {
+        self.required
+            .iter()
+            .find(|name| !map.contains_key(*name))
+            .map(String::as_str)
+    }
+}
+
+/// The checks of `node` on `value` itself, before anything below it but an object's
+/// `required`: type, `const`, `enum`, then an array's length or a string's length.
+#[inline]
+fn match_here<'s>(node: &'s Node, value: &Value) -> Result<(), Failure<'s>> {
+    if node.only_variant == Some(std::mem::discriminant(value)) {
+        return Ok(());
+    }
+    match_rules(node, value)
+}
+
+/// [`match_here`] the long way.
+fn match_rules<'s>(node: &'s Node, value: &Value) -> Result<(), Failure<'s>> {
     let type_ok = match (&node.kind, value) {
         (Kind::Object(_), Value::Object(_))
         | (Kind::Array(_), Value::Array(_))
@@ -369,26 +458,6 @@ fn match_node<'s>(node: &'s Node, value: &Value) -> Result<(), Failure<'s>> {
         return Err(Failure::new("not one of enum"));
     }
     match (&node.kind, value) {
-        (Kind::Object(rule), Value::Object(map)) => {
-            for name in &rule.required {
-                if !map.contains_key(name) {
-                    return Err(Failure::new("missing required property").at(Segment::Key(name)));
-                }
-            }
-            for (key, child) in map {
-                match rule
-                    .properties
-                    .binary_search_by(|(name, _)| name.as_str().cmp(key))
-                {
-                    Ok(i) => {
-                        let (name, schema) = &rule.properties[i];
-                        match_node(schema, child).map_err(|f| f.at(Segment::Key(name)))?;
-                    }
-                    Err(_) if !rule.additional => return Err(Failure::new("unknown property")),
-                    Err(_) => {}
-                }
-            }
-        }
         (Kind::Array(rule), Value::Array(items)) => {
             let len = items.len() as u64;
             if rule.length.min.is_some_and(|min| len < min) {
@@ -396,11 +465,6 @@ fn match_node<'s>(node: &'s Node, value: &Value) -> Result<(), Failure<'s>> {
             }
             if rule.length.max.is_some_and(|max| len > max) {
                 return Err(Failure::new("too many items"));
-            }
-            if let Some(schema) = &rule.items {
-                for (i, item) in items.iter().enumerate() {
-                    match_node(schema, item).map_err(|f| f.at(Segment::Index(i)))?;
-                }
             }
         }
         (Kind::String(rule), Value::String(s)) if rule.min.is_some() || rule.max.is_some() => {
@@ -430,6 +494,10 @@ impl Kind {
         }
     }
 }
+
+mod arguments;
+
+pub(crate) use arguments::Refusal;
 
 #[cfg(test)]
 mod tests;

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::schema::Refusal;
 use super::Schema;
 use crate::error::{Error, ErrorCode};
-use crate::frame::{check_json_bounds_sized, JsonBoundsError};
+use crate::frame::{JsonBoundsError, Measured};
 
 /// Largest serialized call arguments.
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
@@ -95,26 +96,29 @@ impl Tool {
     }
     /// Checks call arguments: an object within the JSON and size bounds that matches the
     /// input schema. A failure is `plugin_arguments_schema_invalid`, not started.
-    pub(crate) fn check_arguments(&self, arguments: &Value) -> Result<(), Error> {
+    /// Returns what the bounds walk measured, for the encoder.
+    pub(crate) fn check_arguments(&self, arguments: &Value) -> Result<Measured, Error> {
         let invalid =
             |message: String| Error::not_started(ErrorCode::ArgumentsSchemaInvalid, message);
-        check_json_bounds_sized(arguments, MAX_ARGUMENTS_BYTES).map_err(|bound| {
-            invalid(match bound {
+        // The bounds first, wherever they break, then the schema: one walk for both.
+        match self.a().input_schema.check_bounded(arguments, MAX_ARGUMENTS_BYTES) {
+            Ok(measured) => Ok(measured),
+            Err(Refusal::Bounds(bound)) => Err(invalid(match bound {
                 JsonBoundsError::TooLarge => "arguments exceed 64 KiB when serialized".into(),
                 _ => "arguments exceed the JSON bounds (depth 16, 4096 values, 512 KiB strings, 1024-byte keys)".into(),
-            })
-        })?;
-        self.a().input_schema.check(arguments).map_err(|mismatch| {
-            let at = if mismatch.path.is_empty() {
-                "the arguments".to_string()
-            } else {
-                format!("arguments at {}", mismatch.path)
-            };
-            invalid(format!(
-                "{at} do not match the tool's inputSchema: {}",
-                mismatch.reason
-            ))
-        })
+            })),
+            Err(Refusal::Mismatch(mismatch)) => {
+                let at = if mismatch.path.is_empty() {
+                    "the arguments".to_string()
+                } else {
+                    format!("arguments at {}", mismatch.path)
+                };
+                Err(invalid(format!(
+                    "{at} do not match the tool's inputSchema: {}",
+                    mismatch.reason
+                )))
+            }
+        }
     }
     /// The four interpreted hints (booleans only; others ignored).
     pub fn hints(&self) -> ToolHints {

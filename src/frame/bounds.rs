@@ -40,9 +40,17 @@ pub fn check_json_bounds(value: &Value) -> Result<(), JsonBoundsError> {
 /// one walk; returns the compact serialized length (exactly what `serde_json::to_vec` would
 /// produce). Fails with [`JsonBoundsError::TooLarge`] once the length passes `max_bytes`.
 pub fn check_json_bounds_sized(value: &Value, max_bytes: usize) -> Result<usize, JsonBoundsError> {
+    check_json_bounds_measured(value, max_bytes).map(|measured| measured.len)
+}
+
+/// [`check_json_bounds_sized`], and whether every key and string is plain (see [`Measured`]).
+pub(crate) fn check_json_bounds_measured(
+    value: &Value,
+    max_bytes: usize,
+) -> Result<Measured, JsonBoundsError> {
     let mut tally = Tally::default();
     walk(&mut tally, value, 0, max_bytes)?;
-    Ok(tally.bytes)
+    Ok(tally.measured())
 }
 
 /// Tallies `value`, found at `depth`, and everything below it, in document order; stops at the
@@ -53,32 +61,28 @@ fn walk(
     depth: usize,
     max_bytes: usize,
 ) -> Result<(), JsonBoundsError> {
-    match value {
-        Value::Null => tally.scalar(depth, 4),
-        Value::Bool(b) => tally.scalar(depth, bool_len(*b)),
-        Value::Number(n) => tally.scalar(depth, number_len(n)),
-        Value::String(s) => tally.string(depth, s),
-        Value::Array(items) => {
-            tally.enter(depth);
-            tally.array(items.len());
-        }
-        Value::Object(map) => {
-            tally.enter(depth);
-            tally.object(map.len());
-        }
-    }
-    tally.settled(max_bytes)?;
+    tally.node(value, depth, max_bytes)?;
     match value {
         Value::Array(items) => items
             .iter()
             .try_for_each(|v| walk(tally, v, depth + 1, max_bytes)),
         Value::Object(map) => map.iter().try_for_each(|(key, v)| {
-            tally.key(key);
-            tally.settled(max_bytes)?;
+            tally.member_key(key, max_bytes)?;
             walk(tally, v, depth + 1, max_bytes)
         }),
         _ => Ok(()),
     }
+}
+
+/// What a walk over a value within the bounds found: its compact serialized length, and
+/// whether every key and string in it is printable ASCII without `"` or `\` (written between
+/// quotes as it is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Measured {
+    /// The compact serialized length.
+    pub(crate) len: usize,
+    /// No key or string needs an escape, nor holds anything but printable ASCII.
+    pub(crate) plain: bool,
 }
 
 /// The bounds verdict of one value: its compact serialized length, or the bound it broke.
@@ -93,6 +97,8 @@ pub(crate) struct Tally {
     /// A duplicate key replaced a member already counted: only a walk over the built value
     /// counts exactly what it holds.
     inexact: bool,
+    /// A key or string that [`Tally::key`] or [`Tally::string`] counted is not [`is_plain`].
+    unplain: bool,
 }
 
 impl Tally {
@@ -105,6 +111,55 @@ impl Tally {
             (true, _) => None,
             (false, Some(fault)) => Some(Err(fault)),
             (false, None) => Some(Ok(self.bytes)),
+        }
+    }
+
+    /// One step of the walk over a built value: `value`'s own share (a node and its bytes,
+    /// not what is below it), found at `depth`, then the first broken bound so far or a length
+    /// past `max_bytes`. A walk that stops at the first `Err` and otherwise goes on with the
+    /// members ([`Tally::member_key`] before each) and items in document order gives
+    /// [`check_json_bounds_sized`]'s verdict.
+    #[inline(always)]
+    pub(crate) fn node(
+        &mut self,
+        value: &Value,
+        depth: usize,
+        max_bytes: usize,
+    ) -> Result<(), JsonBoundsError> {
+        match value {
+            Value::Null => self.scalar(depth, 4),
+            Value::Bool(b) => self.scalar(depth, bool_len(*b)),
+            Value::Number(n) => self.scalar(depth, number_len(n)),
+            Value::String(s) => self.string(depth, s),
+            Value::Array(items) => {
+                self.enter(depth);
+                self.array(items.len());
+            }
+            Value::Object(map) => {
+                self.enter(depth);
+                self.object(map.len());
+            }
+        }
+        self.settled(max_bytes)
+    }
+
+    /// The walk's step before an object member's value: its key, then the verdict so far (see
+    /// [`Tally::node`]).
+    #[inline]
+    pub(crate) fn member_key(
+        &mut self,
+        key: &str,
+        max_bytes: usize,
+    ) -> Result<(), JsonBoundsError> {
+        self.key(key);
+        self.settled(max_bytes)
+    }
+
+    /// What the walk over a built value found so far (see [`Tally::node`]).
+    pub(crate) fn measured(&self) -> Measured {
+        Measured {
+            len: self.bytes,
+            plain: !self.unplain,
         }
     }
 
@@ -152,11 +207,13 @@ impl Tally {
         }
     }
 
+    #[inline]
     pub(crate) fn key(&mut self, key: &str) {
         let plain = is_plain(key.as_bytes());
         if key.len() > MAX_KEY_BYTES || (!plain && key.chars().any(char::is_control)) {
             self.fail(JsonBoundsError::InvalidKey);
         }
+        self.unplain |= !plain;
         self.add(if plain {
             key.len() + 2
         } else {
@@ -182,11 +239,15 @@ impl Tally {
         }
     }
 
+    #[inline]
     pub(super) fn string(&mut self, depth: usize, s: &str) {
         self.enter(depth);
         if s.len() > MAX_STRING_BYTES {
             self.fail(JsonBoundsError::StringTooLong);
+        } else if is_plain(s.as_bytes()) {
+            self.add(s.len() + 2);
         } else {
+            self.unplain = true;
             self.add(escaped_len(s));
         }
     }
@@ -224,17 +285,35 @@ pub(super) fn escaped_len(s: &str) -> usize {
 }
 
 /// True when every byte is printable ASCII (`0x20..=0x7e`) other than `"` and `\`: such text
-/// is written as is between quotes and holds no control character. Eight bytes per step (the
-/// common case of the walk: short ASCII keys and values); anything else takes the byte-wise
-/// paths.
-pub(super) fn is_plain(bytes: &[u8]) -> bool {
-    let mut words = bytes.chunks_exact(8);
-    let plain = words.all(|word| is_plain_word(word.try_into().expect("eight bytes")));
-    let rest = words.remainder();
-    // The tail, padded with a plain byte.
-    let mut last = [b'a'; 8];
-    last[..rest.len()].copy_from_slice(rest);
-    plain && is_plain_word(last)
+/// is written as is between quotes and holds no control character. Eight bytes per step, the
+/// last step overlapping the one before; shorter text is read as one word of overlapping
+/// pieces (a byte looked at twice changes nothing), so a short key or value costs one step.
+#[inline(always)]
+pub(crate) fn is_plain(bytes: &[u8]) -> bool {
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"));
+    let half = |at: usize| {
+        u64::from(u32::from_le_bytes(
+            bytes[at..at + 4].try_into().expect("four bytes"),
+        ))
+    };
+    let len = bytes.len();
+    match len {
+        0 => true,
+        1..=3 => {
+            // Bytes 0, len / 2 and len - 1 cover them all; the rest is padded with `a`.
+            let x = u64::from(bytes[0])
+                | u64::from(bytes[len / 2]) << 8
+                | u64::from(bytes[len - 1]) << 16
+                | u64::from_le_bytes(*b"\0\0\0aaaaa");
+            is_plain_word(x.to_le_bytes())
+        }
+        4..=7 => is_plain_word((half(0) | half(len - 4) << 32).to_le_bytes()),
+        _ => {
+            let mut words = bytes.chunks_exact(8);
+            let plain = words.all(|w| is_plain_word(w.try_into().expect("eight bytes")));
+            plain && (len % 8 == 0 || is_plain_word(word(len - 8).to_le_bytes()))
+        }
+    }
 }
 
 /// [`is_plain`] for one word of eight bytes.
@@ -350,6 +429,26 @@ mod tests {
         let mut map = Map::new();
         map.insert(key.to_owned(), json!(1));
         Value::Object(map)
+    }
+
+    #[test]
+    fn is_plain_agrees_with_a_byte_by_byte_look() {
+        // Every kind of byte at every place of text of every length up to three words.
+        const BYTES: [u8; 10] = [b'a', b' ', b'~', 0x7f, 0x80, 0xc3, b'"', b'\\', 0x00, 0x1f];
+        for len in 0..=24 {
+            for at in 0..len.max(1) {
+                for &b in &BYTES {
+                    let mut bytes = vec![b'x'; len];
+                    if len > 0 {
+                        bytes[at] = b;
+                    }
+                    let expected = bytes
+                        .iter()
+                        .all(|&c| (0x20..=0x7e).contains(&c) && c != b'"' && c != b'\\');
+                    assert_eq!(is_plain(&bytes), expected, "{bytes:?}");
+                }
+            }
+        }
     }
 
     #[test]

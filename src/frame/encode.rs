@@ -2,6 +2,9 @@
 
 use serde_json::Value;
 
+use super::bounds::Measured;
+use super::write::{self, push_u64};
+
 /// The protocol version string exchanged in initialize.
 pub const PROTOCOL_VERSION: &str = "webcodex-plugin-v1";
 
@@ -12,11 +15,13 @@ pub const PROTOCOL_VERSION: &str = "webcodex-plugin-v1";
 #[derive(Debug)]
 pub struct RequestEncoder {
     next_id: u64,
+    /// The decimal digits of `next_id`, kept beside it (an id is copied, not formatted).
+    digits: Digits,
 }
 
 impl Default for RequestEncoder {
     fn default() -> Self {
-        RequestEncoder { next_id: 1 }
+        RequestEncoder::starting_at(1)
     }
 }
 
@@ -24,6 +29,14 @@ impl RequestEncoder {
     /// A new encoder whose first id is 1.
     pub fn new() -> RequestEncoder {
         RequestEncoder::default()
+    }
+
+    /// An encoder whose next id is `id`.
+    fn starting_at(id: u64) -> RequestEncoder {
+        RequestEncoder {
+            next_id: id,
+            digits: Digits::of(id),
+        }
     }
 
     /// The id the next encoded request will carry (and the id its response must carry).
@@ -34,7 +47,7 @@ impl RequestEncoder {
 
     /// Encodes `initialize` into `out` (cleared first), newline included; returns its id.
     pub fn initialize(&mut self, out: &mut Vec<u8>) -> u64 {
-        let id = self.begin(out, "initialize");
+        let id = self.begin(out, b",\"method\":\"initialize\",\"params\":");
         out.extend_from_slice(b"{\"protocolVersion\":\"");
         out.extend_from_slice(PROTOCOL_VERSION.as_bytes());
         out.extend_from_slice(b"\"}}\n");
@@ -43,21 +56,51 @@ impl RequestEncoder {
 
     /// Encodes `tools/list` with `{}` params into `out` (cleared first); returns its id.
     pub fn tools_list(&mut self, out: &mut Vec<u8>) -> u64 {
-        let id = self.begin(out, "tools/list");
+        let id = self.begin(out, b",\"method\":\"tools/list\",\"params\":");
         out.extend_from_slice(b"{}}\n");
         id
     }
 
     /// Encodes `tools/call` of tool `name` with `arguments` into `out` (cleared first); returns
     /// its id. The caller checks the frame against `MAX_LINE_BYTES` before sending it.
+    ///
+    /// Name and arguments are written as serde_json writes them (`write`, without serde's
+    /// generic machinery on the common path).
+    #[cfg(any(test, feature = "internals", feature = "fuzzing"))]
     pub fn tools_call(&mut self, name: &str, arguments: &Value, out: &mut Vec<u8>) -> u64 {
-        let id = self.begin(out, "tools/call");
-        out.extend_from_slice(b"{\"name\":");
-        serde_json::to_writer(&mut *out, name).expect("serializing a str into a Vec cannot fail");
-        out.extend_from_slice(b",\"arguments\":");
-        serde_json::to_writer(&mut *out, arguments)
-            .expect("serializing a Value into a Vec cannot fail");
-        out.extend_from_slice(b"}}\n");
+        self.tools_call_measured(name, arguments, None, out)
+    }
+
+    /// [`RequestEncoder::tools_call`] of arguments whose bounds walk `measured` them: their
+    /// length is reserved at once, and their keys and strings are copied without a look for
+    /// characters to escape when the walk found none.
+    pub(crate) fn tools_call_measured(
+        &mut self,
+        name: &str,
+        arguments: &Value,
+        measured: Option<Measured>,
+        out: &mut Vec<u8>,
+    ) -> u64 {
+        const NAME: &[u8] = b",\"method\":\"tools/call\",\"params\":{\"name\":";
+        const ARGUMENTS: &[u8] = b",\"arguments\":";
+        const END: &[u8] = b"}}\n";
+        let len = measured.map_or(0, |m| m.len);
+        out.clear();
+        out.reserve(
+            FRAME_START.len()
+                + 20
+                + NAME.len()
+                + name.len()
+                + 2
+                + ARGUMENTS.len()
+                + len
+                + END.len(),
+        );
+        let id = self.begin(out, NAME);
+        write::string(out, name);
+        out.extend_from_slice(ARGUMENTS);
+        write::value(out, arguments, measured.is_some_and(|m| m.plain));
+        out.extend_from_slice(END);
         id
     }
 
@@ -66,38 +109,75 @@ impl RequestEncoder {
     pub fn unsend_last(&mut self) {
         if self.next_id > 1 {
             self.next_id -= 1;
+            self.digits = Digits::of(self.next_id);
         }
     }
 
-    /// Clears `out`, writes everything up to and including `"params":`, and takes the next id.
-    fn begin(&mut self, out: &mut Vec<u8>, method: &str) -> u64 {
+    /// Clears `out`, writes everything up to the id, the id, then `method` (the method's member
+    /// up to and including `"params":`), and takes the next id.
+    #[inline(always)]
+    fn begin(&mut self, out: &mut Vec<u8>, method: &[u8]) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         out.clear();
-        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        push_u64(out, id);
-        out.extend_from_slice(b",\"method\":\"");
-        out.extend_from_slice(method.as_bytes());
-        out.extend_from_slice(b"\",\"params\":");
+        out.extend_from_slice(FRAME_START);
+        self.digits.push_to(out);
+        self.digits.increment();
+        out.extend_from_slice(method);
         id
     }
 }
 
-/// Appends the decimal digits of `n` (no sign, no leading zeros) without the formatting
-/// machinery: the digits are produced right to left into a stack buffer.
-fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    // u64::MAX has 20 digits.
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
+/// Every frame's start, up to its id.
+const FRAME_START: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+
+/// The decimal digits of a number, left-aligned.
+#[derive(Debug, Clone, Copy)]
+struct Digits {
+    text: [u8; 20],
+    len: usize,
+}
+
+impl Digits {
+    fn of(n: u64) -> Digits {
+        let mut text = Vec::with_capacity(20);
+        push_u64(&mut text, n);
+        let mut digits = Digits {
+            text: [b'0'; 20],
+            len: text.len(),
+        };
+        digits.text[..text.len()].copy_from_slice(&text);
+        digits
+    }
+
+    /// Appends the digits (a copy of constant size, then cut to the digits).
+    #[inline]
+    fn push_to(&self, out: &mut Vec<u8>) {
+        let at = out.len();
+        out.extend_from_slice(&self.text);
+        out.truncate(at + self.len);
+    }
+
+    /// The digits of the number one larger (u64::MAX wraps to 0, as the id does not: it is
+    /// never reached).
+    #[inline]
+    fn increment(&mut self) {
+        let mut i = self.len;
+        while i > 0 {
+            i -= 1;
+            if self.text[i] != b'9' {
+                self.text[i] += 1;
+                return;
+            }
+            self.text[i] = b'0';
+        }
+        // All nines: one digit more.
+        if self.len < self.text.len() {
+            self.text[0] = b'1';
+            self.text[self.len] = b'0';
+            self.len += 1;
         }
     }
-    out.extend_from_slice(&digits[start..]);
 }
 
 #[cfg(test)]
@@ -219,7 +299,7 @@ mod tests {
     fn large_ids_keep_the_exact_wire_shape() {
         // The largest id that still leaves a next one.
         let id = u64::MAX - 1;
-        let mut enc = RequestEncoder { next_id: id };
+        let mut enc = RequestEncoder::starting_at(id);
         let mut out = Vec::new();
         assert_eq!(enc.tools_call("t", &json!({}), &mut out), id);
         assert_eq!(

@@ -243,14 +243,14 @@ impl ResponseLine {
         decode_response_text(&self.0)
     }
 
-    /// The id and the unchecked result text of a line in one of the two usual forms
+    /// The unchecked result text of a line in one of the two usual forms with id `id`
     /// (`{"jsonrpc":"2.0","id":N,"result":…}` or `{"id":N,"jsonrpc":"2.0","result":…}`, compact
     /// envelope): for a reader that checks the result's text as strictly as [`decode`] would
     /// (as one JSON value), and decodes the line when it cannot. `None` for any other line.
     ///
     /// [`decode`]: ResponseLine::decode
-    pub(crate) fn usual_result(&self) -> Option<(u64, &str)> {
-        super::plain::usual_result(&self.0)
+    pub(crate) fn usual_result(&self, id: u64) -> Option<&str> {
+        super::plain::usual_result_for(&self.0, id)
     }
 
     /// The line's text.

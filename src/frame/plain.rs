@@ -38,25 +38,91 @@ pub(super) struct PlainResult {
 /// `{"id":N,"jsonrpc":"2.0","result":` and ends with `}` (whitespace aside), the result not
 /// checked: when that text is one valid JSON value, it is the line's result, the line is
 /// valid JSON and its envelope is valid (for a reader that checks the result anyway, as a
-/// call's does).
+/// call's does). The oracle of [`usual_result_for`].
+#[cfg(test)]
 pub(crate) fn usual_result(text: &str) -> Option<(u64, &str)> {
     let mut p = Parser {
         c: Cursor::new(text),
         tally: Tally::default(),
     };
     let id = p.usual_start()?;
-    p.c.skip_ws();
+    Some((id, result_text(text, p.c.at)?))
+}
+
+/// [`usual_result`] of a line whose id is `id`: the line's start is compared with the two
+/// usual starts written with `id` (its digits as the encoder writes them), not parsed. `None`
+/// for any other line, whatever its id.
+pub(crate) fn usual_result_for(text: &str, id: u64) -> Option<&str> {
+    const ID_FIRST: &[u8] = b"{\"id\":";
+    const ID_FIRST_REST: &[u8] = b",\"jsonrpc\":\"2.0\",\"result\":";
+    const JSONRPC_FIRST: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+    const JSONRPC_FIRST_REST: &[u8] = b",\"result\":";
+    let mut buffer = [0u8; 20];
+    let digits = decimal(id, &mut buffer);
+    // Longer ids are left to the parse (`Cursor::digits` reads at most 18 digits).
+    if digits.len() > 18 {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let rest = match bytes.strip_prefix(ID_FIRST) {
+        Some(rest) => rest.strip_prefix(digits)?.strip_prefix(ID_FIRST_REST)?,
+        None => bytes
+            .strip_prefix(JSONRPC_FIRST)?
+            .strip_prefix(digits)?
+            .strip_prefix(JSONRPC_FIRST_REST)?,
+    };
+    result_text(text, text.len() - rest.len())
+}
+
+/// The decimal digits of `n` (as the encoder writes an id), at the end of `buffer`.
+fn decimal(mut n: u64, buffer: &mut [u8; 20]) -> &[u8] {
+    const PAIRS: [u8; 200] = {
+        let mut pairs = [0u8; 200];
+        let mut i = 0;
+        while i < 100 {
+            pairs[2 * i] = b'0' + (i / 10) as u8;
+            pairs[2 * i + 1] = b'0' + (i % 10) as u8;
+            i += 1;
+        }
+        pairs
+    };
+    let mut at = buffer.len();
+    while n >= 100 {
+        let pair = (n % 100) as usize * 2;
+        n /= 100;
+        at -= 2;
+        buffer[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if n >= 10 {
+        at -= 2;
+        let pair = n as usize * 2;
+        buffer[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
+        at -= 1;
+        buffer[at] = b'0' + n as u8;
+    }
+    &buffer[at..]
+}
+
+/// The result's text in `text` from `start` (whitespace aside) up to the line's closing `}`
+/// (whitespace aside), when the line ends with one.
+fn result_text(text: &str, start: usize) -> Option<&str> {
+    let bytes = text.as_bytes();
+    let mut at = start;
+    while at < bytes.len() && is_json_space(bytes[at]) {
+        at += 1;
+    }
     let mut end = text.len();
-    while end > p.c.at && is_json_space(p.c.bytes[end - 1]) {
+    while end > at && is_json_space(bytes[end - 1]) {
         end -= 1;
     }
-    (end > p.c.at && p.c.bytes[end - 1] == b'}').then_some(())?;
+    (end > at && bytes[end - 1] == b'}').then_some(())?;
     end -= 1;
-    while end > p.c.at && is_json_space(p.c.bytes[end - 1]) {
+    while end > at && is_json_space(bytes[end - 1]) {
         end -= 1;
     }
     // Both ends are next to ASCII bytes: char boundaries.
-    Some((id, &text[p.c.at..end]))
+    Some(&text[at..end])
 }
 
 fn is_json_space(b: u8) -> bool {
@@ -493,5 +559,57 @@ mod tests {
             (600..5400).contains(&read),
             "the fast path read {read} of 6000 lines"
         );
+    }
+
+    #[test]
+    fn the_start_written_with_the_id_reads_what_the_parsed_start_reads() {
+        // Ids around every digit count, and lines of both usual starts, broken or not: the
+        // result the comparison finds is the one the parse finds when its id is that id.
+        let mut ids: Vec<u64> = vec![0, 1, 9, 10, 99, 100, 101, 4201, u64::MAX];
+        ids.extend((1..19).flat_map(|e| [10u64.pow(e) - 1, 10u64.pow(e), 10u64.pow(e) + 7]));
+        let starts = |id: &str| {
+            [
+                format!(r#"{{"id":{id},"jsonrpc":"2.0","result":"#),
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#),
+                format!(r#"{{"id": {id},"jsonrpc":"2.0","result":"#),
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result": "#),
+                format!(r#"{{"id":{id},"result":"#),
+                format!(r#"{{"id":{id}.0,"jsonrpc":"2.0","result":"#),
+                format!(r#"{{"id":0{id},"jsonrpc":"2.0","result":"#),
+                format!(r#"{{"id":-{id},"jsonrpc":"2.0","result":"#),
+                format!(r#"{{"id":{id}1,"jsonrpc":"2.0","result":"#),
+                format!(r#"{{"id":"{id}","jsonrpc":"2.0","result":"#),
+                format!(r#" {{"id":{id},"jsonrpc":"2.0","result":"#),
+            ]
+        };
+        let ends = ["{}}", "{} } ", "{}", "1}\r\n", " {\"a\":1}\t}", "}", "[] ]"];
+        let mut found = 0;
+        for &id in &ids {
+            for other in [id, id.wrapping_add(1), id / 10] {
+                for start in starts(&other.to_string()) {
+                    for end in ends {
+                        let text = format!("{start}{end}");
+                        let parsed = usual_result(&text)
+                            .filter(|&(line_id, _)| line_id == id)
+                            .map(|(_, result)| result);
+                        let compared = usual_result_for(&text, id);
+                        assert_eq!(compared, parsed, "{text:?} for id {id}");
+                        found += usize::from(compared.is_some());
+                    }
+                }
+            }
+        }
+        assert!(found > 100, "{found}");
+    }
+
+    #[test]
+    fn an_id_is_written_as_display_writes_it() {
+        let mut buffer = [0u8; 20];
+        for n in (0..1000)
+            .chain((1..20).map(|e| 10u64.pow(e)))
+            .chain([u64::MAX - 1, u64::MAX])
+        {
+            assert_eq!(decimal(n, &mut buffer), n.to_string().as_bytes());
+        }
     }
 }

@@ -118,8 +118,33 @@ impl fmt::Debug for Binding {
     }
 }
 
+/// A binding as the store keys it: its 22 characters. A text is looked up as it came, never
+/// decoded: only the text of a canonical binding can equal a stored key (the store keys only
+/// [`Binding::encode`]'s), so looking the text up finds what [`Binding::parse`] and a lookup of
+/// the binding would find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Key([u8; ENCODED_LEN]);
+
+impl Key {
+    /// The key a text would have as a binding: `None` unless it is the prefix and 22 bytes.
+    fn of(text: &str) -> Option<Key> {
+        let encoded = text.strip_prefix(BINDING_PREFIX)?.as_bytes();
+        Some(Key(encoded.try_into().ok()?))
+    }
+}
+
+impl Hash for Key {
+    /// Three words of the characters (the last two overlap), no length prefix.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let word = |at: usize| u64::from_le_bytes(self.0[at..at + 8].try_into().expect("eight"));
+        state.write_u64(word(0));
+        state.write_u64(word(8));
+        state.write_u64(word(ENCODED_LEN - 8));
+    }
+}
+
 /// The hasher of the binding store: a binding's bytes come from the OS random source, so they
-/// are their own hash. No caller can choose a stored key (only [`BindingStore::insert`] makes
+/// are their own hash (and so are its characters, six random bits each). No caller can choose a stored key (only [`BindingStore::insert`] makes
 /// them), so a trivial hash gives no handle for flooding one bucket.
 #[derive(Debug, Default, Clone, Copy)]
 struct BindingHasher(u64);
@@ -172,8 +197,8 @@ pub struct BindingStore<T = BindingTarget> {
 
 #[derive(Debug)]
 struct Inner<T> {
-    order: VecDeque<Binding>,
-    targets: HashMap<Binding, Arc<T>, BuildHasherDefault<BindingHasher>>,
+    order: VecDeque<Key>,
+    targets: HashMap<Key, Arc<T>, BuildHasherDefault<BindingHasher>>,
 }
 
 impl<T> Default for BindingStore<T> {
@@ -199,10 +224,11 @@ impl<T> BindingStore<T> {
     pub fn insert(&self, target: T) -> Option<Binding> {
         let target = Arc::new(target);
         let mut inner = self.inner.lock();
-        let binding = loop {
+        let (binding, key) = loop {
             let candidate = Binding::generate()?;
-            if !inner.targets.contains_key(&candidate) {
-                break candidate;
+            let key = Key::of(&candidate.encode()).expect("a binding's own text");
+            if !inner.targets.contains_key(&key) {
+                break (candidate, key);
             }
         };
         while inner.order.len() >= self.capacity {
@@ -210,16 +236,16 @@ impl<T> BindingStore<T> {
                 inner.targets.remove(&oldest);
             }
         }
-        inner.order.push_back(binding);
-        inner.targets.insert(binding, target);
+        inner.order.push_back(key);
+        inner.targets.insert(key, target);
         Some(binding)
     }
 
     /// The target of a binding given in wire form; `None` when the text is not a well-formed
     /// binding or the binding is unknown or evicted.
     pub fn resolve(&self, text: &str) -> Option<Arc<T>> {
-        let binding = Binding::parse(text)?;
-        self.inner.lock().targets.get(&binding).cloned()
+        let key = Key::of(text)?;
+        self.inner.lock().targets.get(&key).cloned()
     }
 
     /// How many bindings are stored.
@@ -409,6 +435,39 @@ mod tests {
             }
             assert_eq!(Binding::parse(&format!("{text}A")), None);
             assert_eq!(Binding::parse(&text[BINDING_PREFIX.len()..]), None);
+        }
+    }
+
+    #[test]
+    fn a_text_resolves_exactly_when_it_parses_to_a_stored_binding() {
+        // The store looks a text up as it came; parsing it and looking the binding up is the
+        // reference. Every stored binding, and every single change and cut of its text.
+        let store = BindingStore::<Target>::new(64);
+        let mut stored = Vec::new();
+        for i in 0..40 {
+            let b = store.insert(target(&format!("t{i}"))).unwrap();
+            stored.push((b, format!("t{i}")));
+        }
+        let reference = |text: &str| {
+            let b = Binding::parse(text)?;
+            stored.iter().find(|(s, _)| *s == b).map(|(_, t)| t.clone())
+        };
+        let replacements: Vec<char> = (0u8..=127).map(char::from).chain(['é', '😀']).collect();
+        for (binding, _) in &stored {
+            let text = binding.encode();
+            let mut texts = vec![text.clone(), format!("{text}A"), text[1..].to_string()];
+            texts.extend((0..text.len()).map(|cut| text[..cut].to_string()));
+            for position in 0..text.len() {
+                for &c in &replacements {
+                    let mut chars: Vec<char> = text.chars().collect();
+                    chars[position] = c;
+                    texts.push(chars.into_iter().collect());
+                }
+            }
+            for t in texts {
+                let found = store.resolve(&t).map(|target| target.tool.clone());
+                assert_eq!(found, reference(&t), "{t:?}");
+            }
         }
     }
 

@@ -79,6 +79,24 @@ impl ActionKind {
         }
     }
 
+    /// The place of field `name` in [`ActionKind::fields`], if the action accepts it (one
+    /// `match` on the name: no search through the list).
+    #[inline(always)]
+    fn slot(self, name: &str) -> Option<usize> {
+        use ActionKind::*;
+        Some(match (name, self) {
+            ("runner", List | Describe | Check | Reload | Catalog) => 0,
+            ("plugin", List | Describe | Check) => 1,
+            ("tool", Describe) => 2,
+            ("binding", Call) => 0,
+            ("arguments", Call) => 1,
+            ("recording_session_id", Call | Check) => 2,
+            ("recording_session_id", Reload) => 1,
+            ("project", Catalog) => 1,
+            _ => return None,
+        })
+    }
+
     fn parse(name: &str) -> Option<ActionKind> {
         Some(match name {
             "list" => ActionKind::List,
@@ -226,7 +244,20 @@ impl<'a> ActionRef<'a> {
         let map = params
             .as_object()
             .ok_or_else(|| invalid("the parameters must be a JSON object".to_string()))?;
-        let kind = match map.get("action") {
+        // One pass over the parameters: `action`, and the others in key order (at most
+        // MAX_FIELDS of them; with more, one is surely not allowed and a second pass finds it).
+        let (mut action, mut others, mut count) = (None, [None; MAX_FIELDS], 0);
+        for (key, value) in map {
+            if key == "action" {
+                action = Some(value);
+            } else if count < MAX_FIELDS {
+                others[count] = Some((key, value));
+                count += 1;
+            } else {
+                count += 1;
+            }
+        }
+        let kind = match action {
             None => return Err(invalid("field `action` is required".to_string())),
             Some(Value::String(name)) => ActionKind::parse(name).ok_or_else(|| {
                 invalid(
@@ -236,30 +267,36 @@ impl<'a> ActionRef<'a> {
             })?,
             Some(_) => return Err(invalid("field `action` must be a string".to_string())),
         };
-        // One pass over the parameters: the first field (in key order) that the action does
-        // not accept is the error; the others are kept by their place in `kind.fields()`.
-        let allowed = kind.fields();
+        // The first field (in key order) that the action does not accept is the error; the
+        // others are kept by their place in `kind.fields()`.
+        let not_allowed = |key: &str| {
+            invalid(format!(
+                "field `{}` is not allowed for action `{}`",
+                echo(key),
+                kind.as_str()
+            ))
+        };
         let mut values = [None; MAX_FIELDS];
-        for (key, value) in map {
-            if key == "action" {
-                continue;
-            }
-            match allowed.iter().position(|field| field == key) {
+        if count > MAX_FIELDS {
+            let key = map
+                .keys()
+                .find(|key| *key != "action" && kind.slot(key).is_none());
+            return Err(not_allowed(
+                key.expect("more fields than any action accepts"),
+            ));
+        }
+        for (key, value) in others.into_iter().flatten() {
+            match kind.slot(key) {
                 Some(slot) => values[slot] = Some(value),
-                None => {
-                    return Err(invalid(format!(
-                        "field `{}` is not allowed for action `{}`",
-                        echo(key),
-                        kind.as_str()
-                    )))
-                }
+                None => return Err(not_allowed(key)),
             }
         }
         let fields = Fields { values, kind };
+        // The slots are the places in `ActionKind::fields` (`ActionKind::slot`).
         Ok(match kind {
             ActionKind::List => {
-                let runner = fields.optional_string("runner")?;
-                let plugin = fields.optional_string("plugin")?;
+                let runner = fields.optional_string(0)?;
+                let plugin = fields.optional_string(1)?;
                 if plugin.is_some() && runner.is_none() {
                     return Err(invalid(
                         "field `plugin` needs field `runner` for action `list`".to_string(),
@@ -268,27 +305,27 @@ impl<'a> ActionRef<'a> {
                 ActionRef::List { runner, plugin }
             }
             ActionKind::Describe => ActionRef::Describe {
-                runner: fields.string("runner")?,
-                plugin: fields.string("plugin")?,
-                tool: fields.string("tool")?,
+                runner: fields.string(0)?,
+                plugin: fields.string(1)?,
+                tool: fields.string(2)?,
             },
             ActionKind::Call => ActionRef::Call {
-                binding: fields.string("binding")?,
-                arguments: fields.object("arguments")?,
-                recording_session_id: fields.session_id()?,
+                binding: fields.string(0)?,
+                arguments: fields.object(1)?,
+                recording_session_id: fields.session_id(2)?,
             },
             ActionKind::Check => ActionRef::Check {
-                runner: fields.string("runner")?,
-                plugin: fields.string("plugin")?,
-                recording_session_id: fields.session_id()?,
+                runner: fields.string(0)?,
+                plugin: fields.string(1)?,
+                recording_session_id: fields.session_id(2)?,
             },
             ActionKind::Reload => ActionRef::Reload {
-                runner: fields.string("runner")?,
-                recording_session_id: fields.session_id()?,
+                runner: fields.string(0)?,
+                recording_session_id: fields.session_id(1)?,
             },
             ActionKind::Catalog => ActionRef::Catalog {
-                runner: fields.string("runner")?,
-                project: fields.string("project")?,
+                runner: fields.string(0)?,
+                project: fields.string(1)?,
             },
         })
     }
@@ -382,40 +419,40 @@ struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
-    /// The value of `field`, which must be one of the action's fields.
-    fn get(&self, field: &str) -> Option<&'a Value> {
-        let slot = self.kind.fields().iter().position(|f| *f == field);
-        debug_assert!(
-            slot.is_some(),
-            "`{field}` is no field of `{}`",
-            self.kind.as_str()
-        );
-        self.values[slot?]
+    /// The name of the field at `slot`.
+    fn name(&self, slot: usize) -> &'static str {
+        self.kind.fields()[slot]
     }
 
-    fn optional_string(&self, field: &str) -> Result<Option<&'a str>, Error> {
-        match self.get(field) {
+    #[inline]
+    fn optional_string(&self, slot: usize) -> Result<Option<&'a str>, Error> {
+        match self.values[slot] {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(_) => Err(self.wrong_type(field, "a string")),
+            Some(_) => Err(self.wrong_type(slot, "a string")),
         }
     }
 
-    fn string(&self, field: &str) -> Result<&'a str, Error> {
-        self.optional_string(field)?
-            .ok_or_else(|| self.missing(field))
+    #[inline]
+    fn string(&self, slot: usize) -> Result<&'a str, Error> {
+        self.optional_string(slot)?
+            .ok_or_else(|| self.missing(slot))
     }
 
-    fn object(&self, field: &str) -> Result<&'a Value, Error> {
-        match self.get(field) {
-            None => Err(self.missing(field)),
+    #[inline]
+    fn object(&self, slot: usize) -> Result<&'a Value, Error> {
+        match self.values[slot] {
+            None => Err(self.missing(slot)),
             Some(v @ Value::Object(_)) => Ok(v),
-            Some(_) => Err(self.wrong_type(field, "a JSON object")),
+            Some(_) => Err(self.wrong_type(slot, "a JSON object")),
         }
     }
 
-    fn session_id(&self) -> Result<Option<&'a str>, Error> {
-        let id = self.optional_string("recording_session_id")?;
+    /// The `recording_session_id` at `slot`.
+    #[inline]
+    fn session_id(&self, slot: usize) -> Result<Option<&'a str>, Error> {
+        debug_assert_eq!(self.name(slot), "recording_session_id");
+        let id = self.optional_string(slot)?;
         if let Some(id) = id {
             if id.is_empty()
                 || id.len() > MAX_RECORDING_SESSION_ID_BYTES
@@ -431,16 +468,20 @@ impl<'a> Fields<'a> {
         Ok(id)
     }
 
-    fn missing(&self, field: &str) -> Error {
+    #[cold]
+    fn missing(&self, slot: usize) -> Error {
         invalid(format!(
-            "field `{field}` is required for action `{}`",
+            "field `{}` is required for action `{}`",
+            self.name(slot),
             self.kind.as_str()
         ))
     }
 
-    fn wrong_type(&self, field: &str, expected: &str) -> Error {
+    #[cold]
+    fn wrong_type(&self, slot: usize, expected: &str) -> Error {
         invalid(format!(
-            "field `{field}` must be {expected} for action `{}`",
+            "field `{}` must be {expected} for action `{}`",
+            self.name(slot),
             self.kind.as_str()
         ))
     }

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 use parking_lot::RwLock;
 use serde_json::json;
@@ -23,7 +24,7 @@ use crate::catalog::{
     validate_tool_result, validate_tool_result_text, ResultFault, Schema, Tool, ToolResult,
 };
 use crate::error::{Dispatch, Error, ErrorCode};
-use crate::host::{Host, InstanceCall, DEFAULT_PROJECT_CATALOG_BYTES};
+use crate::host::{BoundInstance, Host, InstanceCall, DEFAULT_PROJECT_CATALOG_BYTES};
 use crate::provider::StderrLine;
 
 /// The result of [`Gateway::plugin_tool_local`]: the output and what only a local operator may
@@ -45,6 +46,9 @@ type SharedHook = Arc<dyn Fn(&RecordingEvent) + Send + Sync>;
 /// only its own provider; list, describe, check and other providers are not blocked.
 pub struct Gateway {
     runners: RwLock<BTreeMap<String, Runner>>,
+    /// Counts the changes of `runners` (made under its write lock, before the change): a
+    /// [`Reach`] taken before one is looked up again.
+    generation: AtomicU64,
     bindings: BindingStore<Bound>,
     hook: RwLock<Option<SharedHook>>,
     instance: String,
@@ -59,10 +63,19 @@ enum Runner {
 
 /// What a binding of this gateway stands for.
 enum Bound {
-    /// A tool of a host in this process.
-    Local(BindingTarget),
+    /// A tool of a host in this process, and how a call reaches it again.
+    Local(BindingTarget, Reach),
     /// A tool described on a remote runner: the remote's own binding, never shown to a caller.
     Remote(Box<RemoteBinding>),
+}
+
+/// How a call reaches a local binding's host and instance without looking them up, while no
+/// runner changed since the describe ([`Gateway::generation`]) and the host still commits the
+/// set the instance was found in ([`BoundInstance`]); else they are looked up as before.
+struct Reach {
+    generation: u64,
+    host: Weak<Host>,
+    instance: BoundInstance,
 }
 
 struct RemoteBinding {
@@ -81,7 +94,7 @@ impl Bound {
     /// `(runner, plugin, tool)` for the recording hook.
     fn names(&self) -> (String, String, String) {
         match self {
-            Bound::Local(t) => (t.runner.clone(), t.plugin.clone(), t.tool.clone()),
+            Bound::Local(t, _) => (t.runner.clone(), t.plugin.clone(), t.tool.clone()),
             Bound::Remote(t) => (
                 t.runner.id().to_string(),
                 t.plugin.clone(),
@@ -117,7 +130,7 @@ fn note_target(action: ActionRef<'_>) {
 /// the lines the call logs while it runs (a fault, a retirement) carry them too.
 fn note_bound(bound: &Bound) {
     let (runner, plugin, tool) = match bound {
-        Bound::Local(t) => (t.runner.as_str(), t.plugin.as_str(), t.tool.as_str()),
+        Bound::Local(t, _) => (t.runner.as_str(), t.plugin.as_str(), t.tool.as_str()),
         Bound::Remote(t) => (t.runner.id(), t.plugin.as_str(), t.tool.name()),
     };
     crate::trace::note_target(Some(runner), Some(plugin), Some(tool));
@@ -178,6 +191,7 @@ impl Gateway {
                     .map(|(name, host)| (name, Runner::Local(host)))
                     .collect(),
             ),
+            generation: AtomicU64::new(0),
             bindings: BindingStore::default(),
             hook: RwLock::new(None),
             instance: instance_id(),
@@ -195,16 +209,22 @@ impl Gateway {
     /// Registers (or replaces) a remote runner under its id. Bindings described on a replaced
     /// runner then fail with `plugin_replaced`.
     pub fn insert_remote(&self, runner: Arc<RemoteRunner>) {
-        self.runners
-            .write()
+        self.change_runners()
             .insert(runner.id().to_string(), Runner::Remote(runner));
+    }
+
+    /// The runners, to change them: the write lock, taken and counted.
+    fn change_runners(&self) -> parking_lot::RwLockWriteGuard<'_, BTreeMap<String, Runner>> {
+        let runners = self.runners.write();
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        runners
     }
 
     /// Removes the remote runner `id`, whichever it is (a runners-file entry the file no longer
     /// has): it leaves `list` and its bindings stop working. A local
     /// runner of that name stays. True when one was removed.
     pub fn remove_remote_by_id(&self, id: &str) -> bool {
-        let mut runners = self.runners.write();
+        let mut runners = self.change_runners();
         if matches!(runners.get(id), Some(Runner::Remote(_))) {
             runners.remove(id);
             return true;
@@ -216,7 +236,7 @@ impl Gateway {
     /// dial-out runner whose link ended): it leaves `list`, and its bindings fail with
     /// `plugin_replaced`. True when it was taken out.
     pub fn remove_remote(&self, id: &str, runner: &Arc<RemoteRunner>) -> bool {
-        let mut runners = self.runners.write();
+        let mut runners = self.change_runners();
         let current = matches!(runners.get(id), Some(Runner::Remote(r)) if Arc::ptr_eq(r, runner));
         if current {
             runners.remove(id);
@@ -233,8 +253,7 @@ impl Gateway {
     /// Bindings described on a replaced runner then fail with `plugin_replaced`.
     pub fn insert_runner(&self, name: impl Into<String>, host: Arc<Host>) -> Option<Arc<Host>> {
         match self
-            .runners
-            .write()
+            .change_runners()
             .insert(name.into(), Runner::Local(host))
         {
             Some(Runner::Local(previous)) => Some(previous),
@@ -393,8 +412,11 @@ impl Gateway {
             ActionRef::Call { .. } => unreachable!("handled above"),
         };
         match self.route(runner)? {
-            Runner::Local(host) => Ok(self.act_local(&host, runner, action, check_stderr)?),
-            Runner::Remote(remote) => self.act_remote(&remote, runner, action),
+            (Runner::Local(host), generation) => {
+                let local = (&host, generation);
+                Ok(self.act_local(local, runner, action, check_stderr)?)
+            }
+            (Runner::Remote(remote), _) => self.act_remote(&remote, runner, action),
         }
     }
 
@@ -413,7 +435,7 @@ impl Gateway {
     /// Every action but `call` and the runner list, on a host in this process.
     fn act_local(
         &self,
-        host: &Arc<Host>,
+        (host, generation): (&Arc<Host>, u64),
         runner: &str,
         action: ActionRef<'_>,
         check_stderr: Option<&mut Vec<StderrLine>>,
@@ -431,7 +453,9 @@ impl Gateway {
                 let entry = set.entry(plugin).ok_or_else(crate::host::not_configured)?;
                 Ok(output::provider_detail(entry))
             }
-            ActionRef::Describe { plugin, tool, .. } => self.describe(host, runner, plugin, tool),
+            ActionRef::Describe { plugin, tool, .. } => {
+                self.describe((host, generation), runner, plugin, tool)
+            }
             ActionRef::Check { plugin, .. } => {
                 let report = host.check(plugin)?;
                 let output = output::check(runner, &report);
@@ -455,20 +479,27 @@ impl Gateway {
 
     fn describe(
         &self,
-        host: &Host,
+        (host, generation): (&Arc<Host>, u64),
         runner: &str,
         plugin: &str,
         tool: &str,
     ) -> Result<Outcome, Error> {
-        let (provider, tool) = host.tool(plugin, tool)?;
-        let binding = self.mint(Bound::Local(BindingTarget {
+        let (provider, tool, instance) = host.tool_bound(plugin, tool)?;
+        let target = BindingTarget {
             runner: runner.to_string(),
             runner_id: host.runner_id(),
             plugin: provider.id().to_string(),
             instance: provider.instance(),
             tool: tool.name().to_string(),
             observation: tool.observation().to_string(),
-        }))?;
+        };
+        let host = Arc::downgrade(host);
+        let reach = Reach {
+            generation,
+            host,
+            instance,
+        };
+        let binding = self.mint(Bound::Local(target, reach))?;
         Ok(output::describe(runner, &provider, tool, binding))
     }
 
@@ -501,34 +532,45 @@ impl Gateway {
         })?;
         *seen = Some(bound.clone());
         note_bound(&bound);
-        let target = match &*bound {
-            Bound::Local(target) => target,
+        let (target, reach) = match &*bound {
+            Bound::Local(target, reach) => (target, reach),
             Bound::Remote(target) => {
                 return self.call_remote(target, arguments, recording_session_id)
             }
         };
-        let host = self
-            .runner(&target.runner)
-            .filter(|h| h.runner_id() == target.runner_id)
-            .ok_or_else(replaced)?;
-        host.call_instance(
-            InstanceCall::new(&target.plugin, target.instance, &target.tool, arguments)
-                .observation(&target.observation),
-        )
-        .map(Outcome::Called)
-        .map_err(|e| match e.code() {
+        // The host the binding reached, held before the runners' count is compared: it is the
+        // one registered under its runner name while no runner changed.
+        let host = match reach.host.upgrade() {
+            Some(host) if self.generation.load(Ordering::SeqCst) == reach.generation => host,
+            _ => self
+                .runner(&target.runner)
+                .filter(|h| h.runner_id() == target.runner_id)
+                .ok_or_else(replaced)?,
+        };
+        let result = match host.call_bound(&reach.instance, arguments) {
+            Some(result) => result,
+            None => host.call_instance(
+                InstanceCall::new(&target.plugin, target.instance, &target.tool, arguments)
+                    .observation(&target.observation),
+            ),
+        };
+        result.map(Outcome::Called).map_err(|e| match e.code() {
             ErrorCode::StaleProvider => replaced().into(),
             _ => e.into(),
         })
     }
 
-    fn route(&self, runner: &str) -> Result<Runner, Error> {
-        self.runners.read().get(runner).cloned().ok_or_else(|| {
+    /// The runner registered under `runner`, and the runners' count read with it.
+    fn route(&self, runner: &str) -> Result<(Runner, u64), Error> {
+        let runners = self.runners.read();
+        let generation = self.generation.load(Ordering::SeqCst);
+        let found = runners.get(runner).cloned().ok_or_else(|| {
             Error::not_started(
                 ErrorCode::RunnerNotFound,
                 "no runner with that name; list to see the runners",
             )
-        })
+        })?;
+        Ok((found, generation))
     }
 
     fn record(

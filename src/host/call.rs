@@ -1,10 +1,12 @@
-//! The request of [`Host::call_instance`](super::Host::call_instance).
+//! The request of [`Host::call_instance`](super::Host::call_instance), and what a binding keeps
+//! to reach its instance again without looking it up ([`BoundInstance`]).
 
+use std::sync::Weak;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::provider::InstanceId;
+use crate::provider::{InstanceId, Provider};
 
 /// A call to one exact provider instance, as a binding recorded it.
 ///
@@ -66,4 +68,17 @@ impl<'a> InstanceCall<'a> {
         self.timeout = Some(timeout);
         self
     }
+}
+
+/// The instance and tool a `describe` found, kept by its binding: a call reaches them again
+/// without looking the provider up in the committed set or the tool up in its catalog, while
+/// the host still commits the set they were found in ([`Host::call_bound`](super::Host::call_bound)).
+#[derive(Debug, Clone)]
+pub(crate) struct BoundInstance {
+    /// The generation of the committed set the instance was found in.
+    pub(super) generation: u64,
+    /// The instance (weak: a binding never keeps a provider alive).
+    pub(super) provider: Weak<Provider>,
+    /// The tool's place in the instance's frozen catalog.
+    pub(super) tool: usize,
 }

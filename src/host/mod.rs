@@ -19,6 +19,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 
+pub(crate) use call::BoundInstance;
 pub use call::InstanceCall;
 pub use project::{ProjectCatalog, ProjectTool, DEFAULT_PROJECT_CATALOG_BYTES};
 pub use set::{ProviderEntry, ProviderSet, ProviderState};
@@ -111,6 +112,9 @@ pub struct Host {
     source: ConfigSource,
     options: HostOptions,
     committed: RwLock<Arc<ProviderSet>>,
+    /// Counts the committed sets (changed under `committed`'s write lock, before the set): a
+    /// [`BoundInstance`] of an older one is looked up again.
+    generation: AtomicU64,
     gate: Mutex<()>,
     stopping: AtomicBool,
     /// Set by [`Host::close_reloads`]: no reload may commit or start any more.
@@ -164,6 +168,7 @@ impl Host {
             source,
             options,
             committed: RwLock::new(Arc::new(set)),
+            generation: AtomicU64::new(0),
             gate: Mutex::new(()),
             stopping: AtomicBool::new(false),
             reloads_closed: AtomicBool::new(false),
@@ -196,6 +201,61 @@ impl Host {
             )
         })?;
         Ok((provider, found))
+    }
+
+    /// [`Host::tool`], and what a binding keeps to call them again ([`Host::call_bound`]).
+    pub(crate) fn tool_bound(
+        &self,
+        plugin: &str,
+        tool: &str,
+    ) -> Result<(Arc<Provider>, Tool, BoundInstance), Error> {
+        let (set, generation) = {
+            let committed = self.committed.read();
+            (committed.clone(), self.generation.load(Ordering::SeqCst))
+        };
+        let provider = set.ready(plugin)?;
+        let (place, found) = provider.catalog().find(tool).ok_or_else(|| {
+            Error::not_started(
+                ErrorCode::ToolUnavailable,
+                "the provider has no tool with that name",
+            )
+        })?;
+        let found = found.clone();
+        let bound = BoundInstance {
+            generation,
+            provider: Arc::downgrade(&provider),
+            tool: place,
+        };
+        Ok((provider, found, bound))
+    }
+
+    /// [`Host::call_instance`] of the instance and tool a binding kept, with the provider's
+    /// timeout, while the set they were found in is still committed; `None` when it is not (or
+    /// the instance is gone): the caller then looks them up with [`Host::call_instance`]. The
+    /// instance is held before the set is compared, as `call_instance` holds the one it finds.
+    pub(crate) fn call_bound(
+        &self,
+        bound: &BoundInstance,
+        arguments: &Value,
+    ) -> Option<Result<ToolResult, Error>> {
+        let provider = bound.provider.upgrade()?;
+        if self.generation.load(Ordering::SeqCst) != bound.generation {
+            return None;
+        }
+        if provider.is_retired() {
+            return Some(Err(set::unavailable()));
+        }
+        let timeout = provider.timeout();
+        Some(provider.call_tool(
+            |p| {
+                p.catalog()
+                    .tools()
+                    .get(bound.tool)
+                    .ok_or_else(set::unavailable)
+            },
+            arguments,
+            timeout,
+        ))
     }
 
     /// Calls a tool of the committed provider `plugin` with its configured timeout.
@@ -346,6 +406,7 @@ impl Host {
                 new_set.stop_all();
                 return Err(host_stopping());
             }
+            self.generation.fetch_add(1, Ordering::SeqCst);
             std::mem::replace(&mut *committed, new_set.clone())
         };
         // Old instances are retired only when their last in-flight user lets go; those nobody
@@ -385,7 +446,10 @@ impl Host {
     /// Idempotent; also run on drop.
     pub fn shutdown(&self) {
         self.begin_shutdown();
-        let old = std::mem::replace(&mut *self.committed.write(), Arc::new(ProviderSet::empty()));
+        let mut committed = self.committed.write();
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        let old = std::mem::replace(&mut *committed, Arc::new(ProviderSet::empty()));
+        drop(committed);
         old.stop_all();
         drop(old);
     }

@@ -174,7 +174,7 @@ impl ProviderSet {
     }
 }
 
-fn unavailable() -> Error {
+pub(super) fn unavailable() -> Error {
     Error::not_started(
         ErrorCode::ProviderUnavailable,
         "the provider was retired after a fault; reload to start it again",

@@ -17,7 +17,7 @@
 //! no non-blocking write and no `poll(2)`: the writer takes every frame, and a waiter thread
 //! watches the process handle (`windows`).
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read};
 use std::process::{ChildStderr, ChildStdin};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -215,10 +215,10 @@ pub(crate) fn write_nonblocking(_stdin: &ChildStdin, _frame: &[u8]) -> WriteOutc
 }
 
 /// Writes `frame` until it is done, the pipe is full (a non-blocking pipe) or the write fails.
-fn write_until_blocked(mut stdin: &ChildStdin, frame: &[u8]) -> WriteOutcome {
+fn write_until_blocked(stdin: &ChildStdin, frame: &[u8]) -> WriteOutcome {
     let mut written = 0;
     while written < frame.len() {
-        match stdin.write(&frame[written..]) {
+        match imp::write(stdin, &frame[written..]) {
             Ok(0) => return WriteOutcome::Failed { written },
             Ok(n) => written += n,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}

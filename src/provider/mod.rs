@@ -234,8 +234,18 @@ impl Provider {
         arguments: &Value,
         timeout: Duration,
     ) -> Result<ToolResult, Error> {
+        self.call_tool(|p| p.catalog.lookup(tool, observation), arguments, timeout)
+    }
+
+    /// [`Provider::call_checked`] of the tool that `tool` finds (in place of the lookup).
+    pub(crate) fn call_tool<'p>(
+        &'p self,
+        tool: impl FnOnce(&'p Provider) -> Result<&'p Tool, Error>,
+        arguments: &Value,
+        timeout: Duration,
+    ) -> Result<ToolResult, Error> {
         let in_call = self.connection.idle.in_call();
-        let result = self.call_once(tool, observation, arguments, timeout);
+        let result = self.call_once(tool, arguments, timeout);
         drop(in_call);
         if let Err(error) = &result {
             if error.is_fatal() {
@@ -248,10 +258,9 @@ impl Provider {
         result
     }
 
-    fn call_once(
-        &self,
-        tool: &str,
-        observation: Option<&str>,
+    fn call_once<'p>(
+        &'p self,
+        tool: impl FnOnce(&'p Provider) -> Result<&'p Tool, Error>,
         arguments: &Value,
         timeout: Duration,
     ) -> Result<ToolResult, Error> {
@@ -261,8 +270,8 @@ impl Provider {
                 "the provider was retired after a fault; reload to start it again",
             ));
         }
-        let tool = self.lookup(tool, observation)?;
-        tool.check_arguments(arguments)?;
+        let tool = tool(self)?;
+        let measured = Some(tool.check_arguments(arguments)?);
         let mut guard = self.connection.session.try_lock().ok_or_else(|| {
             Error::not_started(
                 ErrorCode::ProviderBusy,
@@ -275,7 +284,7 @@ impl Provider {
             session,
             RequestKind::Call,
             deadline,
-            |encoder, out| encoder.tools_call(tool.name(), arguments, out),
+            |encoder, out| encoder.tools_call_measured(tool.name(), arguments, measured, out),
             |line, id| CallReply::read(line, id, || any_response(line, id)),
         );
         let answer = self.connection.settle(answer)?;
@@ -283,24 +292,6 @@ impl Provider {
         let checked = answer.check(tool.output_schema())?;
         self.connection
             .settle(checked.map_err(|fault| fault.into_error().retiring()))
-    }
-
-    fn lookup(&self, name: &str, observation: Option<&str>) -> Result<&Tool, Error> {
-        let tool = self.catalog.get(name).ok_or_else(|| {
-            Error::not_started(
-                ErrorCode::ToolUnavailable,
-                "the provider has no tool with that name",
-            )
-        })?;
-        if let Some(expected) = observation {
-            if tool.observation() != expected {
-                return Err(Error::not_started(
-                    ErrorCode::SchemaChanged,
-                    "the tool's schema changed since it was described; describe it again",
-                ));
-            }
-        }
-        Ok(tool)
     }
 
     /// Announces shutdown: a waiting request ends with `plugin_manager_stopping`, the process

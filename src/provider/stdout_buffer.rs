@@ -44,6 +44,7 @@ mod unix {
     use std::os::fd::{AsRawFd, RawFd};
 
     use super::Stdout;
+    use crate::syscall;
 
     /// A `BufRead` over stdout whose buffer is never written but by `read(2)`.
     #[derive(Debug)]
@@ -92,18 +93,15 @@ mod unix {
                 let n = loop {
                     // SAFETY: `read(2)` writes at most `capacity` bytes into the vector's own
                     // allocation; only the bytes it reports are then taken as its contents.
-                    let n = unsafe { libc::read(fd, self.buffer.as_mut_ptr().cast(), capacity) };
-                    if n >= 0 {
-                        break n;
-                    }
-                    let error = io::Error::last_os_error();
-                    // A blocking read interrupted by a signal: read again.
-                    if error.kind() != ErrorKind::Interrupted {
-                        return Err(error);
+                    match unsafe { syscall::read(fd, self.buffer.as_mut_ptr(), capacity) } {
+                        Ok(n) => break n,
+                        // A blocking read interrupted by a signal: read again.
+                        Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
                     }
                 };
                 // SAFETY: the first `n` bytes (n ≤ capacity) were just written by `read(2)`.
-                unsafe { self.buffer.set_len(n as usize) };
+                unsafe { self.buffer.set_len(n) };
                 self.start = 0;
             }
             Ok(self.buffer())

@@ -301,3 +301,106 @@ fn action_names_parse_to_their_kinds() {
         assert_eq!(ActionKind::parse(name), None, "{name:?}");
     }
 }
+
+#[test]
+fn a_field_slot_is_its_place_in_the_fields_of_its_action() {
+    let mut names: Vec<&str> = ActionKind::ALL
+        .iter()
+        .flat_map(|kind| kind.fields().iter().copied())
+        .collect();
+    names.extend([
+        "action",
+        "",
+        "runners",
+        "Binding",
+        "recording_session_i",
+        "tool\0",
+    ]);
+    for kind in ActionKind::ALL {
+        for name in &names {
+            let place = kind.fields().iter().position(|field| field == name);
+            assert_eq!(kind.slot(name), place, "{kind:?} {name}");
+        }
+    }
+}
+
+/// The parse before the single pass: `action` looked up first, then every other member in key
+/// order against the action's field list (the reference of the test below).
+fn reference_parse(params: &Value) -> Result<Action, Error> {
+    let map = params
+        .as_object()
+        .ok_or_else(|| invalid("the parameters must be a JSON object".to_string()))?;
+    let kind = match map.get("action") {
+        None => return Err(invalid("field `action` is required".to_string())),
+        Some(Value::String(name)) => ActionKind::parse(name).ok_or_else(|| {
+            invalid("unknown action; use list, describe, call, check, reload or catalog".into())
+        })?,
+        Some(_) => return Err(invalid("field `action` must be a string".to_string())),
+    };
+    for key in map.keys().filter(|key| *key != "action") {
+        if !kind.fields().contains(&key.as_str()) {
+            return Err(invalid(format!(
+                "field `{}` is not allowed for action `{}`",
+                echo(key),
+                kind.as_str()
+            )));
+        }
+    }
+    // The fields themselves are read as before (their reading did not change).
+    Action::parse(params)
+}
+
+#[test]
+fn the_single_pass_agrees_with_looking_action_up_first() {
+    let names = [
+        "action",
+        "runner",
+        "plugin",
+        "tool",
+        "binding",
+        "arguments",
+        "recording_session_id",
+        "project",
+        "",
+        "aa",
+        "zz",
+        "Action",
+        "runners",
+    ];
+    let actions = [
+        json!("list"),
+        json!("call"),
+        json!("describe"),
+        json!("check"),
+        json!("reload"),
+        json!("catalog"),
+        json!("nope"),
+        json!(1),
+    ];
+    let values = [json!("s"), json!({}), json!(1), json!(null), json!("id")];
+    let mut seed = 11u64;
+    let mut next = |n: usize| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize % n
+    };
+    for _ in 0..20_000 {
+        let mut map = serde_json::Map::new();
+        for _ in 0..next(7) {
+            let name = names[next(names.len())];
+            let value = match name {
+                "action" => actions[next(actions.len())].clone(),
+                _ => values[next(values.len())].clone(),
+            };
+            map.insert(name.to_string(), value);
+        }
+        let params = Value::Object(map);
+        let (new, old) = (Action::parse(&params), reference_parse(&params));
+        match (&new, &old) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{params}"),
+            (Err(a), Err(b)) => assert_eq!(a.message(), b.message(), "{params}"),
+            _ => panic!("{params}: {new:?} against {old:?}"),
+        }
+    }
+}

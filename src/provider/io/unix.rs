@@ -22,6 +22,11 @@ pub(crate) fn set_nonblocking(fd: RawFd) -> std::io::Result<()> {
     Ok(())
 }
 
+/// One `write(2)` of stdin (a plain system call, `crate::syscall`).
+pub(super) fn write(stdin: &ChildStdin, bytes: &[u8]) -> std::io::Result<usize> {
+    crate::syscall::write(stdin.as_raw_fd(), bytes)
+}
+
 /// The writer, after a write the full pipe cut short: blocks until stdin takes bytes again.
 pub(super) fn wait_writable(stdin: &ChildStdin) {
     poll_forever([stdin.as_raw_fd()], libc::POLLOUT);

@@ -16,6 +16,11 @@ use crate::provider::process::PluginProcess;
 /// There is nothing the stderr drain could watch for the exit: the waiter thread watches it.
 pub(super) type ExitFd = Infallible;
 
+/// One write of stdin.
+pub(super) fn write(mut stdin: &ChildStdin, bytes: &[u8]) -> std::io::Result<usize> {
+    std::io::Write::write(&mut stdin, bytes)
+}
+
 /// A blocking write waits for the pipe by itself.
 pub(super) fn wait_writable(_stdin: &ChildStdin) {}
 

@@ -1,0 +1,127 @@
+//! Compact JSON text of a `Value`, byte for byte what `serde_json::to_writer` writes, without
+//! serde's generic machinery on the common path: a string with nothing to escape is copied
+//! as it is, an integer written by its digits. A string that needs an escape, and a float, are
+//! written by serde_json itself.
+
+use serde_json::{Number, Value};
+
+use super::bounds::{is_plain, string_run};
+
+/// Appends the compact JSON text of `value` (keys in the map's order, as serde_json writes).
+/// `plain`: every key and string in it is known to be printable ASCII without `"` or `\`
+/// (a bounds walk found it so), and is copied without a look for characters to escape.
+pub(crate) fn value(out: &mut Vec<u8>, value: &Value, plain: bool) {
+    match value {
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                self::item(out, item, plain);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            out.push(b'{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                string_of(out, key, plain);
+                out.push(b':');
+                self::item(out, item, plain);
+            }
+            out.push(b'}');
+        }
+        scalar => self::scalar(out, scalar, plain),
+    }
+}
+
+/// An item or member value: [`value`], with a scalar written in its parent's step.
+#[inline(always)]
+fn item(out: &mut Vec<u8>, item: &Value, plain: bool) {
+    match item {
+        Value::Array(_) | Value::Object(_) => self::value(out, item, plain),
+        scalar => self::scalar(out, scalar, plain),
+    }
+}
+
+/// A value that is neither an array nor an object.
+#[inline(always)]
+fn scalar(out: &mut Vec<u8>, value: &Value, plain: bool) {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => number(out, n),
+        Value::String(s) => string_of(out, s, plain),
+        Value::Array(_) | Value::Object(_) => self::value(out, value, plain),
+    }
+}
+
+/// [`string`], or a copy between quotes of a string known to need no escape.
+#[inline]
+fn string_of(out: &mut Vec<u8>, s: &str, plain: bool) {
+    debug_assert!(!plain || is_plain(s.as_bytes()));
+    match plain {
+        true => quoted(out, s.as_bytes()),
+        false => string(out, s),
+    }
+}
+
+/// `bytes` between quotes.
+#[inline]
+fn quoted(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(bytes);
+    out.push(b'"');
+}
+
+/// Appends `s` as a JSON string literal.
+#[inline]
+pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    if is_plain(bytes) {
+        // Printable ASCII without `"` or `\`: written between quotes as it is.
+        quoted(out, bytes);
+    } else if string_run(bytes).0 == bytes.len() {
+        // No `"`, `\` or control byte either.
+        quoted(out, bytes);
+    } else {
+        serde_json::to_writer(&mut *out, s).expect("writing a str into a Vec cannot fail");
+    }
+}
+
+/// Appends a number as serde_json writes it.
+fn number(out: &mut Vec<u8>, n: &Number) {
+    if let Some(u) = n.as_u64() {
+        push_u64(out, u);
+    } else if let Some(i) = n.as_i64() {
+        out.push(b'-');
+        push_u64(out, i.unsigned_abs());
+    } else {
+        serde_json::to_writer(&mut *out, n).expect("writing a number into a Vec cannot fail");
+    }
+}
+
+/// Appends the decimal digits of `n` (no sign, no leading zeros) without the formatting
+/// machinery: the digits are produced right to left into a stack buffer.
+pub(super) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    // u64::MAX has 20 digits.
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[start..]);
+}
+
+#[cfg(test)]
+mod tests;
