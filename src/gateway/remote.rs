@@ -95,7 +95,30 @@ pub struct RemoteRunner {
     in_flight: AtomicUsize,
     max_in_flight: usize,
     /// The credential the link presents, never to be seen in an answer.
-    secret: Option<String>,
+    secret: Option<Secret>,
+}
+
+/// A link credential and its byte searcher, built once (a call's result text is searched for
+/// it on every answer).
+struct Secret {
+    text: String,
+    finder: memchr::memmem::Finder<'static>,
+}
+
+impl Secret {
+    fn new(text: &str) -> Secret {
+        Secret {
+            text: text.to_string(),
+            finder: memchr::memmem::Finder::new(text.as_bytes()).into_owned(),
+        }
+    }
+
+    /// [`text_holds_secret`] with the searcher built once.
+    fn held_in(&self, text: &str) -> bool {
+        holds_secret_with(text, &self.text, |t| {
+            self.finder.find(t.as_bytes()).is_some()
+        })
+    }
 }
 
 /// One request in flight to a runner; frees its place when dropped.
@@ -132,7 +155,7 @@ impl RemoteRunner {
     /// This runner with the credential its link presents: an answer that contains it anywhere
     /// is refused (`plugin_rpc_error`), so the front never shows its own token to a caller.
     pub fn with_link_secret(mut self, secret: &str) -> RemoteRunner {
-        self.secret = (!secret.is_empty()).then(|| secret.to_string());
+        self.secret = (!secret.is_empty()).then(|| Secret::new(secret));
         self
     }
 
@@ -201,8 +224,8 @@ impl RemoteRunner {
             |answer| match answer {
                 CallAnswer::Result(text) => self
                     .secret
-                    .as_deref()
-                    .is_some_and(|secret| text_holds_secret(text, secret)),
+                    .as_ref()
+                    .is_some_and(|secret| secret.held_in(text)),
                 CallAnswer::Output(answer) => self.holds_secret(answer),
             },
         )
@@ -213,7 +236,8 @@ impl RemoteRunner {
         answer.held_link_secret
             || self
                 .secret
-                .as_deref()
+                .as_ref()
+                .map(|secret| secret.text.as_str())
                 .is_some_and(|secret| match answer.output.received_json() {
                     Some(json) => super::relay::contains_secret(json, secret),
                     None => super::relay::contains_secret(&answer.output.to_json(), secret),
@@ -347,17 +371,20 @@ fn hop_failure(id: &str, kind: ActionKind, failure: &LinkFailure) -> Error {
 /// as it decodes, so a byte search decides it; text with an escape is decoded and walked (an
 /// escape could spell the secret out). A number spelling the secret counts too: refusing such
 /// an answer is safe.
+#[cfg(test)]
 pub(crate) fn text_holds_secret(text: &str, secret: &str) -> bool {
-    if secret.is_empty() {
-        return false;
-    }
+    !secret.is_empty() && holds_secret_with(text, secret, |t| t.contains(secret))
+}
+
+/// [`text_holds_secret`] with `search`, a byte search for the secret.
+fn holds_secret_with(text: &str, secret: &str, search: impl Fn(&str) -> bool) -> bool {
     if !text.as_bytes().contains(&b'\\') {
-        return text.contains(secret);
+        return search(text);
     }
     match serde_json::from_str::<Value>(text) {
         Ok(value) => super::relay::contains_secret(&value, secret),
         // Not JSON: refused by the result check anyway; a byte search is all there is.
-        Err(_) => text.contains(secret),
+        Err(_) => search(text),
     }
 }
 
@@ -424,6 +451,7 @@ mod tests {
             (r#"{"content":"\"s3cret/token"#, true),
         ] {
             assert_eq!(text_holds_secret(text, secret), holds, "{text}");
+            assert_eq!(Secret::new(secret).held_in(text), holds, "{text}");
             if let Ok(value) = serde_json::from_str::<Value>(text) {
                 assert_eq!(
                     super::super::relay::contains_secret(&value, secret),
