@@ -39,7 +39,9 @@ mod imp;
 #[path = "crew/leader.rs"]
 mod imp;
 
-pub(crate) use super::runner::DEAD_AFTER;
+/// A runner link with no frame from the front for this long is dead (the front pings every
+/// 15 s).
+const DEAD_AFTER: Duration = Duration::from_secs(45);
 
 /// How long a request thread that has nothing to do waits before it ends (so a busy link
 /// starts no thread per request, and an idle one keeps none for long besides its reader).

@@ -27,9 +27,6 @@ use crate::transport::http::client::{
     ca_der, link_proxy, LinkProxy, ProxyChoice, SetupError, SetupPart,
 };
 
-/// A runner link with no frame from the front for this long is dead (the front pings every
-/// 15 s).
-pub const DEAD_AFTER: Duration = Duration::from_secs(45);
 /// How long the front has to welcome the runner.
 const WELCOME_WITHIN: Duration = Duration::from_secs(10);
 
