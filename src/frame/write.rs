@@ -106,21 +106,40 @@ fn number(out: &mut Vec<u8>, n: &Number) {
     }
 }
 
-/// Appends the decimal digits of `n` (no sign, no leading zeros) without the formatting
-/// machinery: the digits are produced right to left into a stack buffer.
-pub(super) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+/// Appends the decimal digits of `n` (no sign, no leading zeros).
+pub(super) fn push_u64(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(Decimal::of(n).as_bytes());
+}
+
+/// The decimal digits of a number (no sign, no leading zeros), written without the formatting
+/// machinery: right to left into a stack buffer. Every writer of numbers in heads and frames
+/// uses it.
+pub(crate) struct Decimal {
     // u64::MAX has 20 digits.
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
+    digits: [u8; 20],
+    start: usize,
+}
+
+impl Decimal {
+    /// The digits of `n`.
+    pub(crate) fn of(mut n: u64) -> Decimal {
+        let mut digits = [0u8; 20];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
         }
+        Decimal { digits, start }
     }
-    out.extend_from_slice(&digits[start..]);
+
+    /// The digits as ASCII bytes.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.digits[self.start..]
+    }
 }
 
 #[cfg(test)]

@@ -27,18 +27,8 @@ pub(super) fn reason(status: u16) -> &'static str {
 }
 
 /// Appends `n` in decimal.
-pub(super) fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
+pub(super) fn push_decimal(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(crate::frame::Decimal::of(n).as_bytes());
 }
 
 /// Appends the current [`http_date`], formatted once a second per thread.

@@ -497,18 +497,7 @@ impl HeadFields {
 
     /// Appends `n` in decimal.
     fn push_decimal(&mut self, n: usize) {
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        let mut n = n;
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.push(&digits[at..]);
+        self.push(crate::frame::Decimal::of(n as u64).as_bytes());
     }
 
     fn as_bytes(&self) -> &[u8] {

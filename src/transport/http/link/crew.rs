@@ -58,6 +58,23 @@ where
     imp::serve(Dispatcher::new(gateway.clone()), socket)
 }
 
+/// Waits for why the link ended, once the crew's first thread `started` (none could start: the
+/// link is closed at once). The crew was dropped by the caller: only the link's threads hold
+/// the sender, so should they all end without a word (a bug), the wait ends too.
+fn await_end<S: Read + Write>(
+    started: bool,
+    socket: &LinkSocket<S>,
+    ended: &crossbeam_channel::Receiver<String>,
+) -> String {
+    if !started {
+        socket.close(CloseCode::Away, "the runner could not start a thread");
+        return "no thread could start to read the link".into();
+    }
+    ended
+        .recv()
+        .unwrap_or_else(|_| "the link's threads ended".into())
+}
+
 /// What a reader makes of the link's next message.
 enum Taken {
     /// A request to run, with its slot.

@@ -59,16 +59,9 @@ where
         over: AtomicBool::new(false),
         ended: ended_tx,
     });
-    if !start_thread(&crew) {
-        socket.close(CloseCode::Away, "the runner could not start a thread");
-        return "no thread could start to read the link".into();
-    }
-    // Only the link's threads hold the sender now: should they all end without a word (a
-    // bug), the wait ends too.
+    let started = start_thread(&crew);
     drop(crew);
-    ended
-        .recv()
-        .unwrap_or_else(|_| "the link's threads ended".into())
+    super::await_end(started, socket, &ended)
 }
 
 /// The threads of one link and what they share.

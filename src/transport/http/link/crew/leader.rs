@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
-use tungstenite::protocol::frame::coding::CloseCode;
 
 use super::{answer, refuse_no_thread, take, Taken, DEAD_AFTER, WORKER_IDLE};
 use crate::transport::http::link::socket::{LinkSocket, Next};
@@ -35,16 +34,9 @@ where
     let first = Lead {
         last_frame: Instant::now(),
     };
-    if !pass_lead(&crew, first) {
-        socket.close(CloseCode::Away, "the runner could not start a thread");
-        return "no thread could start to read the link".into();
-    }
-    // Only the link's threads hold the sender now: should they all end without a word (a
-    // bug), the wait ends too.
+    let started = pass_lead(&crew, first);
     drop(crew);
-    ended
-        .recv()
-        .unwrap_or_else(|_| "the link's threads ended".into())
+    super::await_end(started, socket, &ended)
 }
 
 /// The reading of a link, passed from thread to thread: when the front's last frame came (a
