@@ -316,7 +316,7 @@ fn print_human(s: &BenchSummary, args: &BenchArgs) {
     };
     println!("{}: {} {what}", s.name, s.n);
     println!(
-        "  p50 {:.1} µs   p90 {:.1} µs   p99 {:.1} µs   max {:.1} µs",
+        "  p50 {:.2} µs   p90 {:.2} µs   p99 {:.2} µs   max {:.2} µs",
         s.p50_us, s.p90_us, s.p99_us, s.max_us
     );
     println!(

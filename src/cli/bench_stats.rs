@@ -102,14 +102,13 @@ impl ThreadSwitches {
             sum.1 += involuntary.saturating_sub(i0);
         }
         let calls = calls.max(1) as f64;
-        let hundredths = |v: u64| (v as f64 / calls * 100.0).round() / 100.0;
         sums.into_iter()
             .map(|(kind, (v, i))| {
                 (
                     kind,
                     SwitchesPerCall {
-                        voluntary: hundredths(v),
-                        involuntary: hundredths(i),
+                        voluntary: hundredths(v as f64 / calls),
+                        involuntary: hundredths(i as f64 / calls),
                     },
                 )
             })
@@ -154,9 +153,10 @@ pub fn measure<T, E>(
 /// Summarizes latency samples (sorted in place) over a loop that took `wall`.
 pub fn summarize(name: &str, samples: &mut [Duration], wall: Duration) -> BenchSummary {
     samples.sort_unstable();
-    // Rounded to 0.1 µs: the clock and the machine give no finer truth, and `--json` lines
-    // stay short (`812.4`, not `812.4159999999999`).
-    let us = |d: Duration| tenths(d.as_secs_f64() * 1e6);
+    // Latencies rounded to 0.01 µs, as the side-by-side harness's other clients print them
+    // (a call of 3.5 µs rounded to tenths moves a ratio by up to 1.5%); `--json` lines stay
+    // short (`812.42`, not `812.4159999999999`).
+    let us = |d: Duration| hundredths(d.as_secs_f64() * 1e6);
     let n = samples.len();
     BenchSummary {
         name: name.to_string(),
@@ -178,6 +178,11 @@ pub fn summarize(name: &str, samples: &mut [Duration], wall: Duration) -> BenchS
 /// `value` rounded to one decimal place.
 fn tenths(value: f64) -> f64 {
     (value * 10.0).round() / 10.0
+}
+
+/// `value` rounded to two decimal places.
+fn hundredths(value: f64) -> f64 {
+    (value * 100.0).round() / 100.0
 }
 
 /// The nearest-rank percentile `sorted[ceil(p/100·n) − 1]` of sorted samples (zero when empty).
@@ -221,14 +226,14 @@ mod tests {
     }
 
     #[test]
-    fn summary_rounds_to_a_tenth_of_a_microsecond() {
+    fn summary_rounds_latencies_to_a_hundredth_of_a_microsecond() {
         let mut samples = vec![Duration::from_nanos(812_416), Duration::from_nanos(1_049)];
         let summary = summarize("x", &mut samples, Duration::from_nanos(3_000_001));
-        assert_eq!(summary.p50_us, 1.0);
-        assert_eq!(summary.max_us, 812.4);
+        assert_eq!(summary.p50_us, 1.05);
+        assert_eq!(summary.max_us, 812.42);
         assert_eq!(summary.calls_per_s, 666.7);
         let line = serde_json::to_string(&summary).unwrap();
-        assert!(line.contains("\"max_us\":812.4,"), "{line}");
+        assert!(line.contains("\"max_us\":812.42,"), "{line}");
     }
 
     #[test]
