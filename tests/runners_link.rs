@@ -1405,6 +1405,103 @@ fn requests_that_arrive_together_all_run_at_once_and_each_is_answered_once() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs connect processes stopped with SIGTERM behind a front (docs/PLATFORMS.md)"
+)]
+fn bursts_of_requests_past_the_in_flight_cap_are_each_answered_once_and_never_run_twice() {
+    let dir = TempDir::new("link", "burst");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let front = listener.local_addr().unwrap();
+    let mut runner = Runner::new(&dir, "edge-1");
+    const PROVIDERS: usize = 8;
+    const BURST: u64 = 256;
+    let fixture = serde_json::to_string(s(&common::fixture_path())).unwrap();
+    let mut config = String::from("[plugins]\nrequest_timeout_secs = 30\n");
+    for n in 0..PROVIDERS {
+        config.push_str(&format!(
+            "\n[[plugins.providers]]\nid = \"f{n}\"\nname = \"Fixture\"\n\
+             command = {fixture}\nargs = [\"normal\"]\n"
+        ));
+    }
+    std::fs::write(&runner.config, config).unwrap();
+    runner.start(front);
+    let (mut ws, _) = welcome_runner(&listener);
+    let request = |id: u64, operation: &str, params: Value| {
+        tungstenite::Message::Text(
+            json!({"id": id, "operation": operation, "params": params})
+                .to_string()
+                .into(),
+        )
+    };
+    let bindings: Vec<String> = (0..PROVIDERS)
+        .map(|n| {
+            let id = n as u64 + 1;
+            let params = json!({"action": "describe", "runner": "local",
+                "plugin": format!("f{n}"), "tool": "echo"});
+            ws.send(request(id, "tools_list", params)).unwrap();
+            let reply = answers(&mut ws, &[id]).remove(0).1;
+            reply["payload"]["output"]["binding"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no binding: {reply}"))
+                .to_string()
+        })
+        .collect();
+    let mut completed = 0;
+    for round in 1..=3u64 {
+        // Four times the in-flight cap, in one write: the runner reads them together.
+        let ids: Vec<u64> = (0..BURST).map(|i| round * 1000 + i).collect();
+        for &id in &ids {
+            let binding = &bindings[id as usize % PROVIDERS];
+            ws.write(request(
+                id,
+                "tools_call",
+                json!({"action": "call", "binding": binding,
+                    "arguments": {"text": format!("burst-{id}")}}),
+            ))
+            .unwrap();
+        }
+        ws.flush().unwrap();
+        let mut ran = 0;
+        for (id, reply) in answers(&mut ws, &ids) {
+            match reply["dispatch_state"].as_str() {
+                Some("completed") => {
+                    assert_eq!(
+                        reply["payload"]["output"]["content"][0]["text"],
+                        json!(format!("burst-{id}")),
+                        "the answer to {id} is another request's: {reply}"
+                    );
+                    ran += 1;
+                }
+                // Refused before it reached a plugin (over the cap, a provider's queue full).
+                Some("not_started") => assert!(reply["error"]["code"].is_string(), "{reply}"),
+                _ => panic!("request {id}: neither completed nor refused: {reply}"),
+            }
+        }
+        assert!(ran > 0, "round {round}: every request refused");
+        completed += ran;
+        // Each completed call reached its plugin once; no refused one reached any.
+        assert_eq!(runner.calls("echo"), completed, "round {round}");
+        #[cfg(target_os = "linux")]
+        {
+            let threads = request_threads(runner.pid());
+            assert!(
+                threads <= in_flight_cap() + 1,
+                "round {round}: {threads} request threads"
+            );
+        }
+    }
+    runner.stop();
+    common::assert_no_zombie_children_of_self();
+}
+
+/// The runner's in-flight cap (`MAX_IN_FLIGHT`), which bounds its request threads.
+#[cfg(target_os = "linux")]
+fn in_flight_cap() -> usize {
+    webcodex_plugin_host::transport::MAX_IN_FLIGHT
+}
+
+#[test]
 // tungstenite's handshake callback returns its own (large) error type.
 #[allow(clippy::result_large_err)]
 fn a_runner_closes_a_link_that_breaks_the_protocol_and_dials_again_as_the_same_instance() {

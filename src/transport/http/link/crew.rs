@@ -47,6 +47,11 @@ const DEAD_AFTER: Duration = Duration::from_secs(45);
 /// starts no thread per request, and an idle one keeps none for long besides its reader).
 const WORKER_IDLE: Duration = Duration::from_secs(30);
 
+/// The most request threads a link has: one for each request in flight
+/// ([`crate::transport::MAX_IN_FLIGHT`]), and one to read. At that count one of them at
+/// least holds no request and is on its way back to read, so none is started.
+const MAX_THREADS: usize = crate::transport::MAX_IN_FLIGHT + 1;
+
 /// Serves the front's requests on `socket` with `gateway` until the link ends; returns why
 /// it ended. The calling thread runs no request: it waits for the thread that sees the end,
 /// so a lost link is dialled again at once even while long requests run (their answers then

@@ -9,7 +9,9 @@
 //!
 //! Concurrency: a thread that takes a request while no other thread is idle starts one first,
 //! so one thread is always there to read the next request (none could start: the request is
-//! refused, `not_started`). Requests read together with another go to a queue (each holds its
+//! refused, `not_started`). A link has at most [`MAX_THREADS`] request threads: at that count
+//! at most [`crate::transport::MAX_IN_FLIGHT`] of them hold a request, so one at least is on
+//! its way back to wait and reads the next request; no thread is started then. Requests read together with another go to a queue (each holds its
 //! in-flight slot, so it holds at most [`crate::transport::MAX_IN_FLIGHT`]) and one unit each
 //! on an `eventfd` (semaphore mode, one-shot in the same instance) wakes a thread per request.
 //!
@@ -30,7 +32,7 @@ use crossbeam_channel::{bounded, Sender};
 use parking_lot::Mutex;
 use tungstenite::protocol::frame::coding::CloseCode;
 
-use super::{answer, refuse_no_thread, take, Taken, DEAD_AFTER, WORKER_IDLE};
+use super::{answer, refuse_no_thread, take, Taken, DEAD_AFTER, MAX_THREADS, WORKER_IDLE};
 use crate::transport::http::link::socket::{LinkSocket, Next};
 use crate::transport::http::link::wire::LinkRequest;
 use crate::transport::{Dispatcher, Slot, WORKER_STACK};
@@ -54,12 +56,13 @@ where
         poller,
         queue: Mutex::new(VecDeque::new()),
         idle: AtomicUsize::new(0),
+        threads: AtomicUsize::new(0),
         started: Instant::now(),
         last_frame_ms: AtomicU64::new(0),
         over: AtomicBool::new(false),
         ended: ended_tx,
     });
-    let started = start_thread(&crew);
+    let started = start_thread(&crew) == Start::Started;
     drop(crew);
     super::await_end(started, socket, &ended)
 }
@@ -74,6 +77,8 @@ struct Crew<S: Read + Write> {
     queue: Mutex<VecDeque<(LinkRequest, Slot)>>,
     /// Threads that run no request: waiting, about to wait, or just started.
     idle: AtomicUsize,
+    /// Request threads alive, at most [`MAX_THREADS`].
+    threads: AtomicUsize,
     started: Instant,
     /// When the front's last frame came, in milliseconds since `started`.
     last_frame_ms: AtomicU64,
@@ -118,11 +123,30 @@ impl<S: Read + Write> Crew<S> {
     }
 }
 
-/// Starts a request thread, counted idle from now; false when none could start.
-fn start_thread<S>(crew: &Arc<Crew<S>>) -> bool
+/// What [`start_thread`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// A thread started, counted idle from now.
+    Started,
+    /// The link has [`MAX_THREADS`] already: one of them is on its way back to wait.
+    AtCap,
+    /// The system could start no thread.
+    Failed,
+}
+
+/// Starts a request thread, counted idle from now, unless the link has [`MAX_THREADS`].
+fn start_thread<S>(crew: &Arc<Crew<S>>) -> Start
 where
     S: Read + Write + Send + 'static,
 {
+    let counted = crew
+        .threads
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < MAX_THREADS).then_some(n + 1)
+        });
+    if counted.is_err() {
+        return Start::AtCap;
+    }
     crew.idle.fetch_add(1, Ordering::SeqCst);
     let mine = crew.clone();
     let spawned = std::thread::Builder::new()
@@ -130,11 +154,12 @@ where
         .stack_size(WORKER_STACK)
         .spawn(move || work(&mine));
     match spawned {
-        Ok(_) => true,
+        Ok(_) => Start::Started,
         Err(e) => {
             crew.idle.fetch_sub(1, Ordering::SeqCst);
+            crew.threads.fetch_sub(1, Ordering::SeqCst);
             log::warn!("connect: no thread for a request: {e}");
-            false
+            Start::Failed
         }
     }
 }
@@ -149,6 +174,7 @@ where
         answer(&crew.dispatcher, &crew.socket, request, slot);
         crew.idle.fetch_add(1, Ordering::SeqCst);
     }
+    crew.threads.fetch_sub(1, Ordering::SeqCst);
 }
 
 /// Waits for a request to run; `None` when this thread leaves. Counted idle while it waits,
@@ -206,8 +232,12 @@ where
             },
         };
         crew.idle.fetch_sub(1, Ordering::SeqCst);
-        // One thread must stay to read the link while this one runs the request.
-        if crew.idle.load(Ordering::SeqCst) == 0 && !crew.is_over() && !start_thread(crew) {
+        // One thread must stay to read the link while this one runs the request (at the cap,
+        // one that holds no request is on its way back to wait).
+        if crew.idle.load(Ordering::SeqCst) == 0
+            && !crew.is_over()
+            && start_thread(crew) == Start::Failed
+        {
             crew.idle.fetch_add(1, Ordering::SeqCst);
             let (request, slot) = taken;
             drop(slot);
@@ -250,7 +280,10 @@ where
         crew.poller.signal();
     }
     // A thread for each queued request, besides this one's reader.
-    while queued > 0 && crew.idle.load(Ordering::SeqCst) < queued + 1 && start_thread(crew) {}
+    while queued > 0
+        && crew.idle.load(Ordering::SeqCst) < queued + 1
+        && start_thread(crew) == Start::Started
+    {}
     first
 }
 

@@ -2,15 +2,18 @@
 //! feature): one request thread at a time reads the link (the leader). A leader that reads a
 //! request passes the reading to a thread that waits for it (a new thread when none waits)
 //! and runs the request itself, so no hand-off stands between a request's arrival and its
-//! run; once it answered, it waits to lead again.
+//! run; once it answered, it waits to lead again. A link has at most [`MAX_THREADS`]
+//! request threads: at that count a leader waits for one of them (one holds no request and
+//! is on its way back) to take the reading.
 
 use std::io::{Read, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, Receiver, Sender};
+use crossbeam_channel::{bounded, Receiver, SendTimeoutError, Sender};
 
-use super::{answer, refuse_no_thread, take, Taken, DEAD_AFTER, WORKER_IDLE};
+use super::{answer, refuse_no_thread, take, Taken, DEAD_AFTER, MAX_THREADS, WORKER_IDLE};
 use crate::transport::http::link::socket::{LinkSocket, Next};
 use crate::transport::{Dispatcher, WORKER_STACK};
 
@@ -30,6 +33,7 @@ where
         take,
         ended: ended_tx,
         gone,
+        threads: AtomicUsize::new(0),
     });
     let first = Lead {
         last_frame: Instant::now(),
@@ -67,6 +71,8 @@ struct Crew<S: Read + Write> {
     ended: Sender<String>,
     /// Disconnected once `serve` returned.
     gone: Receiver<()>,
+    /// Request threads alive, at most [`MAX_THREADS`].
+    threads: AtomicUsize,
 }
 
 /// Reads the link as its leader until it reads a request it can run (it passes the reading on
@@ -98,23 +104,55 @@ where
     }
 }
 
-/// Passes the reading of the link to a thread waiting for it, else to a new thread; false
-/// when no thread could start (the caller keeps the reading).
-fn pass_lead<S>(crew: &Arc<Crew<S>>, lead: Lead) -> bool
+/// How long a leader at [`MAX_THREADS`] waits for a thread to take the reading before it
+/// looks at the count again (a thread may have ended instead).
+const CAP_RECHECK: Duration = Duration::from_millis(10);
+
+/// Passes the reading of the link to a thread waiting for it, else to a new thread (at
+/// [`MAX_THREADS`]: to the first thread that comes back to wait); false when no thread could
+/// start (the caller keeps the reading).
+fn pass_lead<S>(crew: &Arc<Crew<S>>, mut lead: Lead) -> bool
 where
     S: Read + Write + Send + 'static,
 {
     if crew.pass.try_send(lead).is_ok() {
         return true;
     }
+    loop {
+        let counted = crew
+            .threads
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < MAX_THREADS).then_some(n + 1)
+            });
+        if counted.is_ok() {
+            return start_follower(crew, lead);
+        }
+        match crew.pass.send_timeout(lead, CAP_RECHECK) {
+            Ok(()) => return true,
+            Err(SendTimeoutError::Timeout(back)) => lead = back,
+            Err(SendTimeoutError::Disconnected(_)) => return false,
+        }
+    }
+}
+
+/// Starts a thread (already counted in `threads`) that leads with `lead`; false when none
+/// could start.
+fn start_follower<S>(crew: &Arc<Crew<S>>, lead: Lead) -> bool
+where
+    S: Read + Write + Send + 'static,
+{
     let follower = crew.clone();
     let spawned = std::thread::Builder::new()
         .name("wc-link-req".into())
         .stack_size(WORKER_STACK)
-        .spawn(move || follow(&follower, lead));
+        .spawn(move || {
+            follow(&follower, lead);
+            follower.threads.fetch_sub(1, Ordering::SeqCst);
+        });
     match spawned {
         Ok(_) => true,
         Err(e) => {
+            crew.threads.fetch_sub(1, Ordering::SeqCst);
             log::warn!("connect: no thread for a request: {e}");
             false
         }
