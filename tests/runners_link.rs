@@ -1258,6 +1258,29 @@ fn answers(ws: &mut tungstenite::WebSocket<TcpStream>, ids: &[u64]) -> Vec<(u64,
     got
 }
 
+/// Writes a runner.toml with one provider of the fixture (`normal`) for each of `ids`.
+fn write_fixture_providers<I: AsRef<str>>(config: &Path, ids: &[I]) {
+    let fixture = serde_json::to_string(s(&common::fixture_path())).unwrap();
+    let mut text = String::from("[plugins]\nrequest_timeout_secs = 30\n");
+    for id in ids {
+        let id = id.as_ref();
+        text.push_str(&format!(
+            "\n[[plugins.providers]]\nid = \"{id}\"\nname = \"Fixture\"\n\
+             command = {fixture}\nargs = [\"normal\"]\n"
+        ));
+    }
+    std::fs::write(config, text).unwrap();
+}
+
+/// One request of the front on a link, as a text frame.
+fn link_request(id: u64, operation: &str, params: Value) -> tungstenite::Message {
+    tungstenite::Message::Text(
+        json!({"id": id, "operation": operation, "params": params})
+            .to_string()
+            .into(),
+    )
+}
+
 /// The runner's request threads (`wc-link-req`) now.
 #[cfg(target_os = "linux")]
 fn request_threads(pid: i32) -> usize {
@@ -1285,24 +1308,10 @@ fn requests_that_arrive_together_all_run_at_once_and_each_is_answered_once() {
     let front = listener.local_addr().unwrap();
     let mut runner = Runner::new(&dir, "edge-1");
     // Two providers of the fixture: a call to each can run at once.
-    let fixture = serde_json::to_string(s(&common::fixture_path())).unwrap();
-    let mut config = String::from("[plugins]\nrequest_timeout_secs = 30\n");
-    for id in ["fx", "fy"] {
-        config.push_str(&format!(
-            "\n[[plugins.providers]]\nid = \"{id}\"\nname = \"Fixture\"\n\
-             command = {fixture}\nargs = [\"normal\"]\n"
-        ));
-    }
-    std::fs::write(&runner.config, config).unwrap();
+    write_fixture_providers(&runner.config, &["fx", "fy"]);
     runner.start(front);
     let (mut ws, _) = welcome_runner(&listener);
-    let request = |id: u64, operation: &str, params: Value| {
-        tungstenite::Message::Text(
-            json!({"id": id, "operation": operation, "params": params})
-                .to_string()
-                .into(),
-        )
-    };
+    let request = link_request;
     let mut binding = |id: u64, plugin: &str, tool_name: &str| {
         let params = json!({"action": "describe", "runner": "local", "plugin": plugin,
             "tool": tool_name});
@@ -1416,24 +1425,11 @@ fn bursts_of_requests_past_the_in_flight_cap_are_each_answered_once_and_never_ru
     let mut runner = Runner::new(&dir, "edge-1");
     const PROVIDERS: usize = 8;
     const BURST: u64 = 256;
-    let fixture = serde_json::to_string(s(&common::fixture_path())).unwrap();
-    let mut config = String::from("[plugins]\nrequest_timeout_secs = 30\n");
-    for n in 0..PROVIDERS {
-        config.push_str(&format!(
-            "\n[[plugins.providers]]\nid = \"f{n}\"\nname = \"Fixture\"\n\
-             command = {fixture}\nargs = [\"normal\"]\n"
-        ));
-    }
-    std::fs::write(&runner.config, config).unwrap();
+    let ids: Vec<String> = (0..PROVIDERS).map(|n| format!("f{n}")).collect();
+    write_fixture_providers(&runner.config, &ids);
     runner.start(front);
     let (mut ws, _) = welcome_runner(&listener);
-    let request = |id: u64, operation: &str, params: Value| {
-        tungstenite::Message::Text(
-            json!({"id": id, "operation": operation, "params": params})
-                .to_string()
-                .into(),
-        )
-    };
+    let request = link_request;
     let bindings: Vec<String> = (0..PROVIDERS)
         .map(|n| {
             let id = n as u64 + 1;
