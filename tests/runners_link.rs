@@ -1258,6 +1258,24 @@ fn answers(ws: &mut tungstenite::WebSocket<TcpStream>, ids: &[u64]) -> Vec<(u64,
     got
 }
 
+/// A `connect` runner `edge-1` with a fixture provider for each of `ids`, dialled into a
+/// front of the test's own (the listener, kept to welcome it again) and welcomed there.
+fn runner_on_test_front<I: AsRef<str>>(
+    dir: &TempDir,
+    ids: &[I],
+) -> (
+    Runner,
+    std::net::TcpListener,
+    tungstenite::WebSocket<TcpStream>,
+) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut runner = Runner::new(dir, "edge-1");
+    write_fixture_providers(&runner.config, ids);
+    runner.start(listener.local_addr().unwrap());
+    let (ws, _) = welcome_runner(&listener);
+    (runner, listener, ws)
+}
+
 /// Writes a runner.toml with one provider of the fixture (`normal`) for each of `ids`.
 fn write_fixture_providers<I: AsRef<str>>(config: &Path, ids: &[I]) {
     let fixture = serde_json::to_string(s(&common::fixture_path())).unwrap();
@@ -1304,13 +1322,11 @@ fn request_threads(pid: i32) -> usize {
 )]
 fn requests_that_arrive_together_all_run_at_once_and_each_is_answered_once() {
     let dir = TempDir::new("link", "together");
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let front = listener.local_addr().unwrap();
-    let mut runner = Runner::new(&dir, "edge-1");
     // Two providers of the fixture: a call to each can run at once.
-    write_fixture_providers(&runner.config, &["fx", "fy"]);
-    runner.start(front);
-    let (mut ws, _) = welcome_runner(&listener);
+    let (mut runner, listener, mut ws) = runner_on_test_front(&dir, &["fx", "fy"]);
+    // Only Linux welcomes the runner again below (to count its threads).
+    #[cfg(not(target_os = "linux"))]
+    drop(listener);
     let request = link_request;
     let mut binding = |id: u64, plugin: &str, tool_name: &str| {
         let params = json!({"action": "describe", "runner": "local", "plugin": plugin,
@@ -1420,15 +1436,10 @@ fn requests_that_arrive_together_all_run_at_once_and_each_is_answered_once() {
 )]
 fn bursts_of_requests_past_the_in_flight_cap_are_each_answered_once_and_never_run_twice() {
     let dir = TempDir::new("link", "burst");
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let front = listener.local_addr().unwrap();
-    let mut runner = Runner::new(&dir, "edge-1");
     const PROVIDERS: usize = 8;
     const BURST: u64 = 256;
     let ids: Vec<String> = (0..PROVIDERS).map(|n| format!("f{n}")).collect();
-    write_fixture_providers(&runner.config, &ids);
-    runner.start(front);
-    let (mut ws, _) = welcome_runner(&listener);
+    let (mut runner, _listener, mut ws) = runner_on_test_front(&dir, &ids);
     let request = link_request;
     let bindings: Vec<String> = (0..PROVIDERS)
         .map(|n| {

@@ -52,6 +52,25 @@ const WORKER_IDLE: Duration = Duration::from_secs(30);
 /// least holds no request and is on its way back to read, so none is started.
 const MAX_THREADS: usize = crate::transport::MAX_IN_FLIGHT + 1;
 
+/// The request threads of a link alive, at most [`MAX_THREADS`].
+#[derive(Debug, Default)]
+struct ThreadCount(std::sync::atomic::AtomicUsize);
+
+impl ThreadCount {
+    /// Counts one more thread, about to start; false at [`MAX_THREADS`].
+    fn reserve(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.0
+            .fetch_update(SeqCst, SeqCst, |n| (n < MAX_THREADS).then_some(n + 1))
+            .is_ok()
+    }
+
+    /// A counted thread ended, or could not start.
+    fn release(&self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// Serves the front's requests on `socket` with `gateway` until the link ends; returns why
 /// it ended. The calling thread runs no request: it waits for the thread that sees the end,
 /// so a lost link is dialled again at once even while long requests run (their answers then

@@ -9,10 +9,10 @@
 //!
 //! Concurrency: a thread that takes a request while no other thread is idle starts one first,
 //! so one thread is always there to read the next request (none could start: the request is
-//! refused, `not_started`). A link has at most [`MAX_THREADS`] request threads: at that count
-//! at most [`crate::transport::MAX_IN_FLIGHT`] of them hold a request, so one at least is on
-//! its way back to wait and reads the next request; no thread is started then. Requests read together with another go to a queue (each holds its
-//! in-flight slot, so it holds at most [`crate::transport::MAX_IN_FLIGHT`]) and one unit each
+//! refused, `not_started`). A link has at most [`MAX_THREADS`] request threads: at that
+//! count at most [`crate::transport::MAX_IN_FLIGHT`] of them hold a request, so one at least
+//! is on its way back to wait and reads the next request; no thread is started then.
+//! Requests read together with another go to a queue (each holds its in-flight slot, so it holds at most [`crate::transport::MAX_IN_FLIGHT`]) and one unit each
 //! on an `eventfd` (semaphore mode, one-shot in the same instance) wakes a thread per request.
 //!
 //! The end: the thread that sees the link end marks it over and signals the `eventfd`; every
@@ -32,7 +32,9 @@ use crossbeam_channel::{bounded, Sender};
 use parking_lot::Mutex;
 use tungstenite::protocol::frame::coding::CloseCode;
 
-use super::{answer, refuse_no_thread, take, Taken, DEAD_AFTER, MAX_THREADS, WORKER_IDLE};
+#[cfg(doc)]
+use super::MAX_THREADS;
+use super::{answer, refuse_no_thread, take, Taken, ThreadCount, DEAD_AFTER, WORKER_IDLE};
 use crate::transport::http::link::socket::{LinkSocket, Next};
 use crate::transport::http::link::wire::LinkRequest;
 use crate::transport::{Dispatcher, Slot, WORKER_STACK};
@@ -56,7 +58,7 @@ where
         poller,
         queue: Mutex::new(VecDeque::new()),
         idle: AtomicUsize::new(0),
-        threads: AtomicUsize::new(0),
+        threads: ThreadCount::default(),
         started: Instant::now(),
         last_frame_ms: AtomicU64::new(0),
         over: AtomicBool::new(false),
@@ -77,8 +79,7 @@ struct Crew<S: Read + Write> {
     queue: Mutex<VecDeque<(LinkRequest, Slot)>>,
     /// Threads that run no request: waiting, about to wait, or just started.
     idle: AtomicUsize,
-    /// Request threads alive, at most [`MAX_THREADS`].
-    threads: AtomicUsize,
+    threads: ThreadCount,
     started: Instant,
     /// When the front's last frame came, in milliseconds since `started`.
     last_frame_ms: AtomicU64,
@@ -139,12 +140,7 @@ fn start_thread<S>(crew: &Arc<Crew<S>>) -> Start
 where
     S: Read + Write + Send + 'static,
 {
-    let counted = crew
-        .threads
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-            (n < MAX_THREADS).then_some(n + 1)
-        });
-    if counted.is_err() {
+    if !crew.threads.reserve() {
         return Start::AtCap;
     }
     crew.idle.fetch_add(1, Ordering::SeqCst);
@@ -157,7 +153,7 @@ where
         Ok(_) => Start::Started,
         Err(e) => {
             crew.idle.fetch_sub(1, Ordering::SeqCst);
-            crew.threads.fetch_sub(1, Ordering::SeqCst);
+            crew.threads.release();
             log::warn!("connect: no thread for a request: {e}");
             Start::Failed
         }
@@ -174,7 +170,7 @@ where
         answer(&crew.dispatcher, &crew.socket, request, slot);
         crew.idle.fetch_add(1, Ordering::SeqCst);
     }
-    crew.threads.fetch_sub(1, Ordering::SeqCst);
+    crew.threads.release();
 }
 
 /// Waits for a request to run; `None` when this thread leaves. Counted idle while it waits,

@@ -4,16 +4,17 @@
 //! and runs the request itself, so no hand-off stands between a request's arrival and its
 //! run; once it answered, it waits to lead again. A link has at most [`MAX_THREADS`]
 //! request threads: at that count a leader waits for one of them (one holds no request and
-//! is on its way back) to take the reading.
+//! is on its way back) to take the reading, or for one to end so that it may start one.
 
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crossbeam_channel::{bounded, Receiver, SendTimeoutError, Sender};
+use crossbeam_channel::{bounded, select, Receiver, Sender};
 
-use super::{answer, refuse_no_thread, take, Taken, DEAD_AFTER, MAX_THREADS, WORKER_IDLE};
+#[cfg(doc)]
+use super::MAX_THREADS;
+use super::{answer, refuse_no_thread, take, Taken, ThreadCount, DEAD_AFTER, WORKER_IDLE};
 use crate::transport::http::link::socket::{LinkSocket, Next};
 use crate::transport::{Dispatcher, WORKER_STACK};
 
@@ -33,7 +34,8 @@ where
         take,
         ended: ended_tx,
         gone,
-        threads: AtomicUsize::new(0),
+        threads: ThreadCount::default(),
+        thread_ended: bounded(1),
     });
     let first = Lead {
         last_frame: Instant::now(),
@@ -71,8 +73,10 @@ struct Crew<S: Read + Write> {
     ended: Sender<String>,
     /// Disconnected once `serve` returned.
     gone: Receiver<()>,
-    /// Request threads alive, at most [`MAX_THREADS`].
-    threads: AtomicUsize,
+    threads: ThreadCount,
+    /// A thread ended (one unit, however many): a leader waiting at [`MAX_THREADS`] looks
+    /// at the count again.
+    thread_ended: (Sender<()>, Receiver<()>),
 }
 
 /// Reads the link as its leader until it reads a request it can run (it passes the reading on
@@ -104,14 +108,10 @@ where
     }
 }
 
-/// How long a leader at [`MAX_THREADS`] waits for a thread to take the reading before it
-/// looks at the count again (a thread may have ended instead).
-const CAP_RECHECK: Duration = Duration::from_millis(10);
-
 /// Passes the reading of the link to a thread waiting for it, else to a new thread (at
-/// [`MAX_THREADS`]: to the first thread that comes back to wait); false when no thread could
-/// start (the caller keeps the reading).
-fn pass_lead<S>(crew: &Arc<Crew<S>>, mut lead: Lead) -> bool
+/// [`MAX_THREADS`]: to the first thread that comes back to wait, or a new one once a thread
+/// ended); false when no thread could start (the caller keeps the reading).
+fn pass_lead<S>(crew: &Arc<Crew<S>>, lead: Lead) -> bool
 where
     S: Read + Write + Send + 'static,
 {
@@ -119,18 +119,13 @@ where
         return true;
     }
     loop {
-        let counted = crew
-            .threads
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n < MAX_THREADS).then_some(n + 1)
-            });
-        if counted.is_ok() {
+        if crew.threads.reserve() {
             return start_follower(crew, lead);
         }
-        match crew.pass.send_timeout(lead, CAP_RECHECK) {
-            Ok(()) => return true,
-            Err(SendTimeoutError::Timeout(back)) => lead = back,
-            Err(SendTimeoutError::Disconnected(_)) => return false,
+        // A thread that ends after the count was read leaves its unit for this wait.
+        select! {
+            send(crew.pass, lead) -> sent => return sent.is_ok(),
+            recv(crew.thread_ended.1) -> _ => {}
         }
     }
 }
@@ -147,12 +142,13 @@ where
         .stack_size(WORKER_STACK)
         .spawn(move || {
             follow(&follower, lead);
-            follower.threads.fetch_sub(1, Ordering::SeqCst);
+            follower.threads.release();
+            let _ = follower.thread_ended.0.try_send(());
         });
     match spawned {
         Ok(_) => true,
         Err(e) => {
-            crew.threads.fetch_sub(1, Ordering::SeqCst);
+            crew.threads.release();
             log::warn!("connect: no thread for a request: {e}");
             false
         }
