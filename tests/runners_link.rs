@@ -313,6 +313,12 @@ fn three_runners_dial_out_and_serve_list_describe_call() {
             format!("hello {id}")
         );
     }
+    // A request and an answer many times a link's read size (4 KiB) cross whole, each frame
+    // read in many parts.
+    let long: String = (0..60_000u32)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    assert_eq!(echo_through(addr, "edge-1", &long), long);
 
     // A runner token is refused on every user route; a user token on the link route.
     let (status, body) = tool(addr, &runner_token("edge-1"), json!({"action": "list"}));

@@ -37,11 +37,17 @@ use super::wire::MAX_FRAME_BYTES;
 /// How long one message may take to be written to a peer that does not read.
 pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How much one read of a link takes at most, and the read buffer an idle link holds.
+/// `tungstenite` zero-fills this much of its buffer before every read (two a request on each
+/// side: the frame, and the read that finds nothing more), so it is kept small: a usual frame
+/// (well under 4 KiB) is one read, a 1 MiB one 256.
+const READ_SIZE: usize = 4 * 1024;
+
 /// The WebSocket settings of both sides: frames and messages of at most 1 MiB, a small read
 /// buffer (an idle link holds little memory), every message written at once.
 pub(crate) fn config() -> WebSocketConfig {
     WebSocketConfig::default()
-        .read_buffer_size(16 * 1024)
+        .read_buffer_size(READ_SIZE)
         .write_buffer_size(0)
         .max_write_buffer_size(MAX_FRAME_BYTES + 64 * 1024)
         .max_message_size(Some(MAX_FRAME_BYTES))
