@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::schema::Refusal;
 use super::Schema;
 use crate::error::{Error, ErrorCode};
-use crate::frame::{JsonBoundsError, Measured};
+use crate::frame::{tools_call_head, JsonBoundsError, Measured};
 
 /// Largest serialized call arguments.
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
@@ -35,6 +35,8 @@ struct Shared {
     admitted: Admitted,
     /// The definition's JSON text, written once.
     definition_json: Box<RawValue>,
+    /// The part of a tools/call frame that names this tool, written once.
+    call_head: Box<[u8]>,
 }
 
 /// What an admitted tool holds.
@@ -55,9 +57,11 @@ impl Tool {
     pub(crate) fn new(admitted: Admitted) -> Tool {
         let definition_json = serde_json::value::to_raw_value(&admitted.definition)
             .expect("a JSON value always serializes");
+        let call_head = tools_call_head(&admitted.name).into_boxed_slice();
         Tool(Arc::new(Shared {
             admitted,
             definition_json,
+            call_head,
         }))
     }
 
@@ -73,6 +77,11 @@ impl Tool {
     /// The tool name.
     pub fn name(&self) -> &str {
         &self.a().name
+    }
+    /// What follows the id in a tools/call frame of this tool, up to its arguments
+    /// ([`tools_call_head`]).
+    pub(crate) fn call_head(&self) -> &[u8] {
+        &self.0.call_head
     }
     /// The optional title.
     pub fn title(&self) -> Option<&str> {

@@ -68,37 +68,25 @@ impl RequestEncoder {
     /// generic machinery on the common path).
     #[cfg(any(test, feature = "internals", feature = "fuzzing"))]
     pub fn tools_call(&mut self, name: &str, arguments: &Value, out: &mut Vec<u8>) -> u64 {
-        self.tools_call_measured(name, arguments, None, out)
+        self.tools_call_measured(&tools_call_head(name), arguments, None, out)
     }
 
-    /// [`RequestEncoder::tools_call`] of arguments whose bounds walk `measured` them: their
-    /// length is reserved at once, and their keys and strings are copied without a look for
-    /// characters to escape when the walk found none.
+    /// [`RequestEncoder::tools_call`] of the tool whose [`tools_call_head`] is `head`, with
+    /// arguments whose bounds walk `measured` them: their length is reserved at once, and
+    /// their keys and strings are copied without a look for characters to escape when the
+    /// walk found none.
     pub(crate) fn tools_call_measured(
         &mut self,
-        name: &str,
+        head: &[u8],
         arguments: &Value,
         measured: Option<Measured>,
         out: &mut Vec<u8>,
     ) -> u64 {
-        const NAME: &[u8] = b",\"method\":\"tools/call\",\"params\":{\"name\":";
-        const ARGUMENTS: &[u8] = b",\"arguments\":";
         const END: &[u8] = b"}}\n";
         let len = measured.map_or(0, |m| m.len);
         out.clear();
-        out.reserve(
-            FRAME_START.len()
-                + 20
-                + NAME.len()
-                + name.len()
-                + 2
-                + ARGUMENTS.len()
-                + len
-                + END.len(),
-        );
-        let id = self.begin(out, NAME);
-        write::string(out, name);
-        out.extend_from_slice(ARGUMENTS);
+        out.reserve(FRAME_START.len() + 20 + head.len() + len + END.len());
+        let id = self.begin(out, head);
         write::value(out, arguments, measured.is_some_and(|m| m.plain));
         out.extend_from_slice(END);
         id
@@ -126,6 +114,17 @@ impl RequestEncoder {
         out.extend_from_slice(method);
         id
     }
+}
+
+/// What follows the id in a tools/call frame of tool `name`, up to its arguments:
+/// `,"method":"tools/call","params":{"name":"…","arguments":` (written once per tool).
+pub(crate) fn tools_call_head(name: &str) -> Vec<u8> {
+    const NAME: &[u8] = b",\"method\":\"tools/call\",\"params\":{\"name\":";
+    const ARGUMENTS: &[u8] = b",\"arguments\":";
+    let mut head = NAME.to_vec();
+    write::string(&mut head, name);
+    head.extend_from_slice(ARGUMENTS);
+    head
 }
 
 /// Every frame's start, up to its id.

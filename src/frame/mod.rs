@@ -26,6 +26,7 @@ pub(crate) use bounds::{string_run, BoundsVerdict, Measured, Tally};
 #[cfg(any(test, feature = "internals", feature = "fuzzing"))]
 pub use bounds::{MAX_KEY_BYTES, MAX_NODES, MAX_STRING_BYTES};
 pub(crate) use cursor::Cursor;
+pub(crate) use encode::tools_call_head;
 pub use encode::{RequestEncoder, PROTOCOL_VERSION};
 pub(crate) use envelope::validate_raw_bounded;
 #[cfg(any(test, feature = "internals"))]

@@ -284,7 +284,7 @@ impl Provider {
             session,
             RequestKind::Call,
             deadline,
-            |encoder, out| encoder.tools_call_measured(tool.name(), arguments, measured, out),
+            |encoder, out| encoder.tools_call_measured(tool.call_head(), arguments, measured, out),
             |line, id| CallReply::read(line, id, || any_response(line, id)),
         );
         let answer = self.connection.settle(answer)?;
