@@ -79,8 +79,10 @@ fn readyz_names_a_provider_that_failed_at_start_and_one_that_crashed() {
     let (status, body) = serve.admin_get("/readyz");
     assert_eq!(status, 503, "{body}");
     assert_eq!(not_ready(&body), ["fx", "dead"]);
+    // A generous bound (a loaded CI machine), far below any poll interval: the host saw the
+    // exit itself, no later check found it.
     assert!(
-        killed.elapsed() < Duration::from_secs(1),
+        killed.elapsed() < Duration::from_secs(10),
         "readyz turned red {:?} after the kill",
         killed.elapsed()
     );
