@@ -10,7 +10,9 @@ use std::io::{self, BufRead};
 use super::envelope::ResponseLine;
 #[cfg(any(test, feature = "internals"))]
 use super::envelope::{decode_response_text, RawEnvelope};
-use super::text::{find_newline, line_text, push_capped, ReadFault, MAX_BUFFERED};
+#[cfg(test)]
+use super::text::find_newline;
+use super::text::{find_line, line_text, line_text_of, push_capped, ReadFault, MAX_BUFFERED};
 
 /// Reads newline-terminated JSON values with a hard cap on line length.
 ///
@@ -141,14 +143,14 @@ impl<R: BufRead> LineReader<R> {
             if buf.is_empty() {
                 return Err(ReadFault::Eof);
             }
-            match find_newline(buf) {
-                Some(pos) if self.line.is_empty() => {
+            match find_line(buf) {
+                Some((pos, ascii)) if self.line.is_empty() => {
                     // Fast path: the whole line is in the first chunk; parse it in place.
-                    let parsed = line_text(&buf[..pos]).and_then(decode);
+                    let parsed = line_text_of(&buf[..pos], ascii).and_then(decode);
                     self.inner.consume(pos + 1);
                     return parsed;
                 }
-                Some(pos) => {
+                Some((pos, _)) => {
                     if self.line.len() + pos > MAX_BUFFERED {
                         return Err(ReadFault::TooLarge);
                     }
