@@ -31,6 +31,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::within_bounds;
+use crate::frame::is_plain;
 
 /// Largest serialized schema, in bytes.
 pub(crate) const MAX_SCHEMA_BYTES: usize = 64 * 1024;
@@ -125,6 +126,9 @@ struct ObjectRule {
     required_properties: usize,
     /// `required` names a property that `properties` does not list.
     required_elsewhere: bool,
+    /// Every property name is printable ASCII without `"` or `\`: a member that is a property
+    /// is tallied by its key's length alone.
+    plain_names: bool,
 }
 
 #[derive(Debug)]
@@ -293,6 +297,7 @@ fn compile_object(map: &Map<String, Value>, depth: usize) -> Result<ObjectRule, 
     let required_properties = property_required.iter().filter(|&&r| r).count();
     Ok(ObjectRule {
         required_elsewhere: required_properties < required.len(),
+        plain_names: properties.iter().all(|(name, _)| is_plain(name.as_bytes())),
         properties,
         required,
         additional,

@@ -22,7 +22,7 @@ mod write;
 #[cfg(test)]
 pub(crate) use bounds::check_json_bounds_measured;
 pub use bounds::{check_json_bounds, check_json_bounds_sized, JsonBoundsError, MAX_DEPTH};
-pub(crate) use bounds::{string_run, BoundsVerdict, Measured, Tally};
+pub(crate) use bounds::{is_plain, string_run, BoundsVerdict, Measured, Tally};
 #[cfg(any(test, feature = "internals", feature = "fuzzing"))]
 pub use bounds::{MAX_KEY_BYTES, MAX_NODES, MAX_STRING_BYTES};
 pub(crate) use cursor::Cursor;

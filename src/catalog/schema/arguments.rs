@@ -73,7 +73,11 @@ impl Schema {
                 return None;
             }
             required += usize::from(rule.property_required[i]);
-            tally.member_key(key, max_bytes).ok()?;
+            match rule.plain_names {
+                // A fault or length it adds is caught with the value's.
+                true => tally.plain_key(key.len()),
+                false => tally.member_key(key, max_bytes).ok()?,
+            }
             tally.node(value, 1, max_bytes).ok()?;
         }
         let complete = required >= rule.required_properties && !rule.required_elsewhere;

@@ -301,3 +301,29 @@ fn a_node_that_only_checks_its_variant_matches_as_its_rules_do() {
     }
     assert!(quick > 10_000, "{quick}");
 }
+
+/// The usual arguments are checked in one loop, with the walks' verdict; anything the loop is
+/// not sure of is left to the walk.
+#[test]
+fn flat_arguments_take_the_one_loop_path() {
+    for name in ["text", "é"] {
+        let schema = Schema::admit(&json!({"type": "object",
+            "properties": {name: {"type": "string"}, "n": {"type": "number"}},
+            "required": [name]}))
+        .expect("admitted");
+        let usual = json!({name: "hello", "n": 2});
+        assert!(schema.check_flat(&usual, 1 << 16).is_some());
+        assert_same(&schema, &usual, 1 << 16);
+        for unsure in [
+            json!({}),
+            json!({name: 1}),
+            json!({name: "a", "x": 1}),
+            json!({name: []}),
+        ] {
+            assert_eq!(schema.check_flat(&unsure, 1 << 16), None, "{unsure}");
+            assert_same(&schema, &unsure, 1 << 16);
+        }
+        assert_eq!(schema.check_flat(&usual, 10), None);
+        assert_same(&schema, &usual, 10);
+    }
+}
