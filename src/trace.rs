@@ -309,6 +309,7 @@ pub fn current_fields() -> Option<RequestFields> {
 }
 
 /// Records what the request addressed (names from the configuration or a binding).
+#[inline]
 pub(crate) fn note_target(runner: Option<&str>, plugin: Option<&str>, tool: Option<&str>) {
     let _ = CURRENT.try_with(|c| {
         if let Some(open) = c.borrow_mut().as_mut() {

@@ -424,7 +424,7 @@ impl<'a> Fields<'a> {
         self.kind.fields()[slot]
     }
 
-    #[inline]
+    #[inline(always)]
     fn optional_string(&self, slot: usize) -> Result<Option<&'a str>, Error> {
         match self.values[slot] {
             None => Ok(None),
@@ -433,13 +433,13 @@ impl<'a> Fields<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn string(&self, slot: usize) -> Result<&'a str, Error> {
         self.optional_string(slot)?
             .ok_or_else(|| self.missing(slot))
     }
 
-    #[inline]
+    #[inline(always)]
     fn object(&self, slot: usize) -> Result<&'a Value, Error> {
         match self.values[slot] {
             None => Err(self.missing(slot)),
@@ -449,7 +449,7 @@ impl<'a> Fields<'a> {
     }
 
     /// The `recording_session_id` at `slot`.
-    #[inline]
+    #[inline(always)]
     fn session_id(&self, slot: usize) -> Result<Option<&'a str>, Error> {
         debug_assert_eq!(self.name(slot), "recording_session_id");
         let id = self.optional_string(slot)?;
