@@ -308,6 +308,7 @@ impl CallReply {
 
     /// The result, validated against the contract and the tool's output schema; the plugin's
     /// JSON-RPC error as a completed `plugin_rpc_error`.
+    #[inline(always)]
     pub(crate) fn check(
         self,
         output_schema: Option<&Schema>,

@@ -149,7 +149,7 @@ impl Session {
 
     /// Writes the frame: in the common case the pipe has room and it is written right here;
     /// otherwise the rest goes to the writer thread, which waits for the pipe.
-    #[inline]
+    #[inline(always)]
     pub(super) fn write_frame(&mut self, deadline: Instant) -> Result<Written, Fault> {
         let frame = &self.frame;
         let (written, end) = match write_nonblocking(&self.channels.stdin, frame) {

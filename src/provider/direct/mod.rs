@@ -116,7 +116,7 @@ impl Session {
 
     /// With stdout taken over: no byte the plugin wrote unasked is buffered (the rest of a
     /// line, or lines behind the last response); else a fault, nothing sent.
-    #[inline]
+    #[inline(always)]
     fn ensure_nothing_buffered(&mut self, held: &mut Held<'_>) -> Result<(), Fault> {
         let Some(lines) = held.lines().filter(|lines| has_pending(lines)) else {
             return Ok(());
