@@ -73,7 +73,6 @@ fn string_of(out: &mut Vec<u8>, s: &str, plain: bool) {
 /// `bytes` between quotes.
 #[inline]
 fn quoted(out: &mut Vec<u8>, bytes: &[u8]) {
-    out.reserve(bytes.len() + 2);
     out.push(b'"');
     out.extend_from_slice(bytes);
     out.push(b'"');

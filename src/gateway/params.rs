@@ -285,7 +285,7 @@ impl<'a> ActionRef<'a> {
                 key.expect("more fields than any action accepts"),
             ));
         }
-        for (key, value) in others.into_iter().flatten() {
+        for &(key, value) in others[..count].iter().flatten() {
             match kind.slot(key) {
                 Some(slot) => values[slot] = Some(value),
                 None => return Err(not_allowed(key)),
