@@ -385,6 +385,7 @@ impl Gateway {
         }
     }
 
+    #[inline(always)]
     fn act(
         &self,
         action: ActionRef<'_>,
@@ -517,6 +518,7 @@ impl Gateway {
     }
 
     /// Calls exactly the instance a binding recorded; never re-resolves to a same-named tool.
+    #[inline(always)]
     fn call(
         &self,
         binding: &str,
