@@ -84,7 +84,8 @@ const SHORT_LINE: usize = 256;
 
 /// The index of the first `\n` in `bytes`, and whether every byte before it is ASCII (`false`
 /// when not known). A short line is looked through in one pass of 16-byte compares (SSE2, part
-/// of every x86-64), which tells both at once; a longer one is left to [`find_newline`].
+/// of every x86-64), two a step while no `\n` is among them, which tells both at once; a longer
+/// one is left to [`find_newline`].
 #[cfg(target_arch = "x86_64")]
 pub(super) fn find_line(bytes: &[u8]) -> Option<(usize, bool)> {
     use std::arch::x86_64::{
@@ -96,14 +97,24 @@ pub(super) fn find_line(bytes: &[u8]) -> Option<(usize, bool)> {
         return find_newline(bytes).map(|at| (at, false));
     }
     let mut at = 0;
-    // SAFETY: SSE2 is always there on x86-64; every load reads the 16 bytes at `from`, and
-    // `from + 16 <= short <= bytes.len()`.
+    // SAFETY: SSE2 is always there on x86-64; every load reads the 16 bytes at its offset, and
+    // that offset plus 16 is at most `short <= bytes.len()`.
     unsafe {
+        let load = |at: usize| _mm_loadu_si128(bytes.as_ptr().add(at).cast::<__m128i>());
         let (newline, mut seen) = (_mm_set1_epi8(b'\n' as i8), _mm_setzero_si128());
+        while at + 32 <= short {
+            let (a, b) = (load(at), load(at + 16));
+            let hits = _mm_or_si128(_mm_cmpeq_epi8(a, newline), _mm_cmpeq_epi8(b, newline));
+            if _mm_movemask_epi8(hits) != 0 {
+                break;
+            }
+            seen = _mm_or_si128(seen, _mm_or_si128(a, b));
+            at += 32;
+        }
         loop {
             // The last step may look again at bytes already seen: none of them is a `\n`.
             let from = at.min(short - 16);
-            let x = _mm_loadu_si128(bytes.as_ptr().add(from).cast::<__m128i>());
+            let x = load(from);
             let hits = _mm_movemask_epi8(_mm_cmpeq_epi8(x, newline)) as u32;
             if hits != 0 {
                 let n = hits.trailing_zeros();
