@@ -532,7 +532,8 @@ impl Gateway {
                 "the binding is unknown or expired; describe the tool again",
             )
         })?;
-        *seen = Some(bound.clone());
+        // Kept for the recording hook, which only a call with a session id reaches.
+        *seen = recording_session_id.map(|_| bound.clone());
         note_bound(&bound);
         let (target, reach) = match &*bound {
             Bound::Local(target, reach) => (target, reach),
