@@ -79,7 +79,9 @@ pub(super) fn line_text_of(raw: &[u8], ascii: bool) -> Result<&str, ReadFault> {
     std::str::from_utf8(line).map_err(|_| ReadFault::Malformed)
 }
 
-/// How far [`find_line`] looks 16 bytes a step before it leaves the rest to [`find_newline`].
+/// How far [`find_line`] looks with its own compares before it leaves the rest to
+/// [`find_newline`].
+#[cfg(target_arch = "x86_64")]
 const SHORT_LINE: usize = 256;
 
 /// The index of the first `\n` in `bytes`, and whether every byte before it is ASCII (`false`
