@@ -239,7 +239,7 @@ pub struct Error {
 
 impl Error {
     /// A new error. `message` must not contain command, argv, cwd, env, PID or stderr.
-    pub(crate) fn new(code: ErrorCode, dispatch: Dispatch, message: impl Into<String>) -> Error {
+    pub fn new(code: ErrorCode, dispatch: Dispatch, message: impl Into<String>) -> Error {
         Error {
             code,
             dispatch,
@@ -251,7 +251,7 @@ impl Error {
     }
 
     /// A not-started error that leaves the provider live.
-    pub(crate) fn not_started(code: ErrorCode, message: impl Into<String>) -> Error {
+    pub fn not_started(code: ErrorCode, message: impl Into<String>) -> Error {
         Error::new(code, Dispatch::NotStarted, message)
     }
 

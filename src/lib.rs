@@ -11,11 +11,10 @@
 //! the request may have taken effect: `not_started` (provably nothing reached the plugin),
 //! `outcome_unknown` (never retry) or `completed` (the plugin answered).
 //!
-//! [`transport`] carries `plugin_tool` requests to the gateway: JSON lines on any reader and
-//! writer, and (features `http-server`, `http-client`) HTTP. The default feature `cli` adds what
-//! the `webcodex-plugin` binary needs; `default-features = false` leaves out clap, httparse,
-//! env_logger and the HTTP client. [`mcp`] serves the same `plugin_tool` over the Model Context
-//! Protocol (both eras; stdio, and `POST /mcp` on the HTTP server), with no extra dependency.
+//! [`transport`] carries `plugin_tool` requests to the gateway as JSON lines on any reader and
+//! writer. This crate is the runtime alone: HTTP, MCP, operations and the `webcodex-plugin`
+//! command line are crates of their own in the same workspace (`webcodex-plugin-http`,
+//! `webcodex-plugin-mcp`, `webcodex-plugin-ops`, `webcodex-plugin-cli`).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -76,29 +75,26 @@ pub mod frame;
 pub(crate) mod frame;
 pub mod gateway;
 pub mod host;
-#[cfg(feature = "ops")]
-pub mod ops;
 #[cfg(feature = "internals")]
 pub mod provider;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod provider;
-pub mod sdk;
 mod spawn;
 #[cfg(unix)]
 mod syscall;
 pub mod trace;
 pub mod transport;
 
-/// `plugin_tool` over MCP; lives in [`transport::mcp`].
-pub use transport::mcp;
-
 pub use error::{Dispatch, Error, ErrorCode, Phase, Result};
 /// The longest protocol line in either direction (1 MiB), without its newline.
 pub use frame::MAX_LINE_BYTES;
+/// Bounded line reading (an oversized line is skipped, never buffered whole) and the protocol's
+/// version string: what a plugin written in Rust reads its requests with.
+pub use frame::{read_line, Line, PROTOCOL_VERSION};
 pub use gateway::{Caller, Gateway, ToolOutput};
 pub use host::{ConfigSource, Host, HostOptions};
 /// One plugin process without a host: what `webcodex-plugin bench --command` measures.
-pub use provider::{InstanceId, LaunchSpec, Provider, ProviderSpec, StderrLine};
+pub use provider::{retirement_counts, InstanceId, LaunchSpec, Provider, ProviderSpec, StderrLine};
 
 /// The README's embedding example (section "Library"), compiled as a doctest;
 /// `tests/readme.rs` keeps it equal to the README's copy.

@@ -10,7 +10,7 @@
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use webcodex_plugin_host::gateway::ActionKind;
-use webcodex_plugin_host::transport::http::link::wire;
+use webcodex_plugin_http::link::wire;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

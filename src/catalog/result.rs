@@ -137,7 +137,7 @@ impl ToolResult {
 
     /// The canonical JSON text with `"key":"value"` added where it sorts: `key` must sort
     /// after `isError` and before `structuredContent`, and neither may need an escape.
-    pub(crate) fn into_raw_with(self, key: &str, value: &str) -> Box<RawValue> {
+    pub fn into_raw_with(self, key: &str, value: &str) -> Box<RawValue> {
         debug_assert!(key > "isError" && key < "structuredContent");
         let plain = |s: &str| !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
         if !plain(key) || !plain(value) {

@@ -12,7 +12,6 @@ use super::MAX_LINE_BYTES;
 
 /// What [`read_line`] found.
 #[derive(Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Line {
     /// The line (without `\n` and one trailing `\r`) is in the buffer.
     Complete,

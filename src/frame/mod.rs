@@ -42,8 +42,6 @@ pub use plain::PlainJson;
 pub use reader::LineReader;
 #[cfg(any(test, feature = "internals", feature = "fuzzing"))]
 pub use text::ReadFault;
-#[cfg(any(feature = "http-server", feature = "http-client"))]
-pub(crate) use write::Decimal;
 
 /// The longest protocol line in either direction, without its newline.
 pub const MAX_LINE_BYTES: usize = 1 << 20;

@@ -36,7 +36,7 @@ impl<R: BufRead> LineReader<R> {
 
     /// The underlying reader, mutably (its buffered bytes must stay as they are).
     #[cfg_attr(
-        any(not(target_os = "linux"), feature = "portable-wait"),
+        any(not(target_os = "linux"), webcodex_portable_wait),
         allow(dead_code)
     )]
     pub(crate) fn get_mut(&mut self) -> &mut R {
@@ -51,7 +51,7 @@ impl<R: BufRead> LineReader<R> {
     /// True while the start of a line is held here, its end not read yet (a non-blocking
     /// source ran dry in the middle of it).
     #[cfg_attr(
-        any(not(target_os = "linux"), feature = "portable-wait"),
+        any(not(target_os = "linux"), webcodex_portable_wait),
         allow(dead_code)
     )]
     pub fn has_partial_line(&self) -> bool {
@@ -95,7 +95,7 @@ impl<R: BufRead> LineReader<R> {
     #[cfg(any(
         test,
         feature = "internals",
-        feature = "portable-wait",
+        webcodex_portable_wait,
         not(target_os = "linux")
     ))]
     pub fn read_response_line(&mut self, buffer: String) -> Result<ResponseLine, ReadFault> {

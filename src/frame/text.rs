@@ -27,7 +27,7 @@ pub enum ReadFault {
     Malformed,
     /// The read failed.
     #[cfg_attr(
-        any(not(target_os = "linux"), feature = "portable-wait"),
+        any(not(target_os = "linux"), webcodex_portable_wait),
         allow(dead_code)
     )]
     Io(io::Error),
@@ -47,7 +47,7 @@ impl ReadFault {
     /// True for a non-blocking source that has no byte now: not a fault, try again once it is
     /// readable (see [`LineReader::read_line_with`](super::LineReader::read_line_with)).
     #[cfg_attr(
-        any(not(target_os = "linux"), feature = "portable-wait"),
+        any(not(target_os = "linux"), webcodex_portable_wait),
         allow(dead_code)
     )]
     pub fn is_would_block(&self) -> bool {

@@ -17,12 +17,12 @@
 //! escape the group kill and do not inherit the parent-death signal; termination waits at most
 //! [`TERMINATION_BOUND`] for the group to empty.
 
-#[cfg(all(target_os = "linux", not(feature = "portable-wait")))]
+#[cfg(all(target_os = "linux", not(webcodex_portable_wait)))]
 mod direct;
 mod event;
 mod fault;
 mod io;
-#[cfg(any(not(target_os = "linux"), feature = "portable-wait"))]
+#[cfg(any(not(target_os = "linux"), webcodex_portable_wait))]
 mod portable;
 mod process;
 mod session;
@@ -30,10 +30,10 @@ mod stderr_ring;
 mod stdout_buffer;
 
 /// The response path of this build: the direct read on Linux, the portable path elsewhere and
-/// under the test-only `portable-wait` feature.
-#[cfg(all(target_os = "linux", not(feature = "portable-wait")))]
+/// under the test-only `webcodex_portable_wait` cfg.
+#[cfg(all(target_os = "linux", not(webcodex_portable_wait)))]
 use direct as imp;
-#[cfg(any(not(target_os = "linux"), feature = "portable-wait"))]
+#[cfg(any(not(target_os = "linux"), webcodex_portable_wait))]
 use portable as imp;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,7 +47,6 @@ pub use crate::spawn::AdmissionCancel;
 use crate::spawn::Cancellable;
 #[cfg(feature = "internals")]
 pub use io::FORCE_EXIT_WAITER_ENV;
-#[cfg(any(test, feature = "ops", feature = "internals"))]
 pub use process::retirement_counts;
 pub use process::LaunchSpec;
 pub(crate) use stderr_ring::stderr_tail;

@@ -1,5 +1,5 @@
 //! The portable response path (every system but Linux, and Linux under the test-only
-//! `portable-wait` feature): the reader thread reads and checks each stdout line and hands it
+//! `webcodex_portable_wait` cfg): the reader thread reads and checks each stdout line and hands it
 //! over on the bounded event channel; the caller blocks in `recv_deadline` on that channel,
 //! where every event reaches it, so senders need no wake-up of their own.
 

@@ -153,7 +153,6 @@ pub(crate) fn count(reason: RetireReason) {
 /// (the plugin exited by itself), `stopped` (shutdown, reload, a finished check candidate),
 /// and the error code of each fault that retired an instance. `exited` and `stopped` are
 /// always listed; a fault code only once it happened.
-#[cfg(any(test, feature = "ops", feature = "internals"))]
 pub fn retirement_counts() -> Vec<(&'static str, u64)> {
     let mut counts = vec![
         ("exited", EXITED.load(Ordering::Relaxed)),

@@ -72,7 +72,7 @@ mod unix {
 
         /// Reads from `fd` (another description of the same pipe) until set back to `None`.
         #[cfg_attr(
-            not(all(target_os = "linux", not(feature = "portable-wait"))),
+            not(all(target_os = "linux", not(webcodex_portable_wait))),
             allow(dead_code)
         )]
         pub(crate) fn read_from(&mut self, fd: Option<RawFd>) {

@@ -100,7 +100,7 @@ impl<'de> Deserialize<'de> for RequestId {
 /// A field that may be absent, told apart from a field that is `null` (serde's `Option` reads
 /// both as `None`). Use with `#[serde(default)]`.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Present<T>(pub(crate) Option<T>);
+pub struct Present<T>(pub Option<T>);
 
 impl<T> Default for Present<T> {
     fn default() -> Present<T> {
@@ -115,7 +115,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Present<T> {
 }
 
 /// The first byte of `bytes` after JSON whitespace.
-pub(crate) fn first_byte(bytes: &[u8]) -> Option<u8> {
+pub fn first_byte(bytes: &[u8]) -> Option<u8> {
     bytes
         .iter()
         .copied()
@@ -125,9 +125,7 @@ pub(crate) fn first_byte(bytes: &[u8]) -> Option<u8> {
 /// Deserializes one JSON object into `T` (whose fields are all [`Present`] or lenient). A key
 /// repeated in the object is taken as a [`Value`] takes it (the last one wins), through a
 /// second parse; only then may an id lose its spelling.
-pub(crate) fn parse_object<T: serde::de::DeserializeOwned>(
-    bytes: &[u8],
-) -> Result<T, serde_json::Error> {
+pub fn parse_object<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, serde_json::Error> {
     // Valid UTF-8 is checked once for the whole text: the slice reader checks each string
     // again (the same verdicts, at several times the cost). Invalid UTF-8 goes the slice way,
     // for its error.

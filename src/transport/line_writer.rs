@@ -17,13 +17,14 @@ use crate::gateway::Gateway;
 /// Each message goes out whole (`write_all` then `flush` under one lock), so concurrent workers
 /// never interleave their lines. After a failed write, [`LineWriter::failed`] is true and the
 /// reading loop stops as at end of input.
-pub(crate) struct LineWriter {
+pub struct LineWriter {
     out: Mutex<Box<dyn Write + Send>>,
     error: Mutex<Option<io::Error>>,
 }
 
 impl LineWriter {
-    pub(crate) fn new(out: Box<dyn Write + Send>) -> LineWriter {
+    /// A writer of whole lines to `out`.
+    pub fn new(out: Box<dyn Write + Send>) -> LineWriter {
         LineWriter {
             out: Mutex::new(out),
             error: Mutex::new(None),
@@ -32,7 +33,7 @@ impl LineWriter {
 
     /// Writes `message` (serialized by serde_json, so raw ids stay as received) and a newline;
     /// a failure is kept, not returned.
-    pub(crate) fn send<T: Serialize + ?Sized>(&self, message: &T) {
+    pub fn send<T: Serialize + ?Sized>(&self, message: &T) {
         let mut bytes = match serde_json::to_vec(message) {
             Ok(bytes) => bytes,
             // Not reachable for this crate's messages (string keys, no custom errors).
@@ -52,18 +53,18 @@ impl LineWriter {
     }
 
     /// True once a write has failed.
-    pub(crate) fn failed(&self) -> bool {
+    pub fn failed(&self) -> bool {
         self.error.lock().is_some()
     }
 
     /// The first write error, if any (taken).
-    pub(crate) fn take_error(&self) -> Option<io::Error> {
+    pub fn take_error(&self) -> Option<io::Error> {
         self.error.lock().take()
     }
 }
 
 /// One input line for a stdio front end.
-pub(crate) enum Input<'a> {
+pub enum Input<'a> {
     /// A whole line (without its newline; a last line without one counts too).
     Line(&'a [u8]),
     /// A line longer than 1 MiB, skipped up to its newline; reading goes on.
@@ -77,7 +78,7 @@ pub(crate) enum Input<'a> {
 /// shutdown begins.
 ///
 /// Returns the read error, else the first write error, else `Ok`, after that wait.
-pub(crate) fn drive_lines(
+pub fn drive_lines(
     gateway: Arc<Gateway>,
     mut input: impl BufRead,
     output: impl Write + Send + 'static,

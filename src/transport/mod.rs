@@ -17,11 +17,8 @@
 //! The gateway below knows nothing of transports; a transport knows nothing of plugins.
 
 mod dispatcher;
-#[cfg(any(feature = "http-server", feature = "http-client"))]
-pub mod http;
 mod id;
 mod line_writer;
-pub mod mcp;
 pub mod observe;
 mod request;
 mod stdio;
@@ -31,9 +28,10 @@ pub use crate::trace;
 pub use dispatcher::{
     internal_error, invalid_request, saturated, Dispatcher, Slot, MAX_IN_FLIGHT, WORKER_STACK,
 };
-pub use id::RequestId;
-pub(crate) use line_writer::{drive_lines, Input, LineWriter};
+pub use id::{first_byte, parse_object, Present, RequestId};
+pub use line_writer::{drive_lines, Input, LineWriter};
 pub use request::{
-    parse_request, response_body, Framing, Rejection, Request, ResponseBody, TOOL_NAME,
+    parse_request, response_body, Framing, Rejection, Request, ResponseBody, TypedResponseBody,
+    TOOL_NAME,
 };
 pub use stdio::serve_lines;

@@ -103,7 +103,7 @@ pub fn install_observer(observer: Arc<dyn Observer>) -> bool {
 }
 
 /// The installed observer, if any.
-pub(crate) fn observer() -> Option<&'static dyn Observer> {
+pub fn observer() -> Option<&'static dyn Observer> {
     OBSERVER.get().map(|o| &**o)
 }
 

@@ -109,19 +109,19 @@ impl ResponseBody {
 /// same bytes without building the output's [`Value`] first (what the stdio gateway and
 /// `POST /api/tools/call` send).
 #[derive(Debug, Serialize)]
-pub(crate) struct TypedResponseBody {
+pub struct TypedResponseBody {
     /// The request's id (omitted when the request had none).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) id: Option<RequestId>,
+    pub id: Option<RequestId>,
     /// Whether the action succeeded.
-    pub(crate) success: bool,
+    pub success: bool,
     /// The success or failure output.
-    pub(crate) output: ToolOutput,
+    pub output: ToolOutput,
 }
 
 impl TypedResponseBody {
     /// The response to a request with `id` (omitted when `None`).
-    pub(crate) fn new(id: Option<RequestId>, output: ToolOutput) -> TypedResponseBody {
+    pub fn new(id: Option<RequestId>, output: ToolOutput) -> TypedResponseBody {
         TypedResponseBody {
             id,
             success: output.is_success(),

@@ -1,0 +1,239 @@
+//! `token new`: a fresh random bearer token and the tokens-file entry that grants it, ready to
+//! paste into a `serve --tokens` file (the schema of `transport::http::Tokens`).
+
+use webcodex_plugin_host::gateway::{valid_id, Scope, LOCAL_RUNNER};
+use webcodex_plugin_http::MAX_TOKEN_NAME_BYTES;
+
+use super::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
+
+/// Random bytes in a new token (256 bits).
+const TOKEN_BYTES: usize = 32;
+
+/// What every new token starts with: it tells a secret scanner (and a person) what the token
+/// is, and keeps it from starting with `-` on a command line.
+const TOKEN_PREFIX: &str = "wcp_";
+
+/// What `token` makes.
+#[derive(Debug, clap::Subcommand)]
+pub(super) enum TokenCommand {
+    /// Print a fresh random token in a `[[tokens]]` entry to paste into a `serve --tokens`
+    /// file.
+    New(NewToken),
+}
+
+/// The options of `token new`.
+#[derive(Debug, clap::Args)]
+pub(super) struct NewToken {
+    /// The entry's name, shown in serve's logs (default: `token-` and 8 random hex digits).
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// The scopes it grants, e.g. `--scopes plugin:inspect plugin:invoke` or a comma-separated
+    /// list (default: plugin:inspect and plugin:invoke).
+    #[arg(long, value_name = "SCOPE", num_args = 1.., value_delimiter = ',')]
+    scopes: Vec<String>,
+    /// Make a runner token instead: a `[[runner_tokens]]` entry with which `connect` may link
+    /// the runner ID to a front (no scopes; it is refused on every user route).
+    #[arg(long, value_name = "ID", conflicts_with = "scopes")]
+    runner: Option<String>,
+}
+
+/// Runs a `token` subcommand.
+pub(super) fn run(command: TokenCommand) -> i32 {
+    match command {
+        TokenCommand::New(args) => new(&args),
+    }
+}
+
+/// `token new`: prints the entry on stdout.
+fn new(args: &NewToken) -> i32 {
+    let scopes = match scopes(&args.scopes) {
+        Ok(scopes) => scopes,
+        Err(message) => {
+            eprintln!("error: --scopes: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    let mut random = [0u8; TOKEN_BYTES + 4];
+    if let Err(e) = getrandom::getrandom(&mut random) {
+        eprintln!("error: the system's random source failed: {e}");
+        return EXIT_FAILURE;
+    }
+    let (secret, suffix) = random.split_at(TOKEN_BYTES);
+    let name = match &args.name {
+        Some(name) => match checked_name(name) {
+            Ok(name) => name.to_string(),
+            Err(message) => {
+                eprintln!("error: --name: {message}");
+                return EXIT_USAGE;
+            }
+        },
+        None => format!(
+            "token-{}",
+            suffix
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        ),
+    };
+    let token = format!("{TOKEN_PREFIX}{}", base64url(secret));
+    match &args.runner {
+        Some(runner) => {
+            if !valid_id(runner) || runner == LOCAL_RUNNER {
+                eprintln!(
+                    "error: --runner: a runner id is 1 to 64 characters of a-z, 0-9, `_`, `.` \
+                     and `-`, and not `local`"
+                );
+                return EXIT_USAGE;
+            }
+            print!("{}", runner_entry(&name, &token, runner));
+        }
+        None => print!("{}", entry(&name, &token, &scopes)),
+    }
+    EXIT_OK
+}
+
+/// The scopes of `--scopes`, in the order given without repeats (default: inspect, invoke).
+fn scopes(given: &[String]) -> Result<Vec<Scope>, String> {
+    if given.is_empty() {
+        return Ok(vec![Scope::Inspect, Scope::Invoke]);
+    }
+    let mut scopes = Vec::new();
+    for name in given.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        let scope = Scope::parse(name).ok_or_else(|| {
+            let known: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
+            format!("`{name}` is not a scope; use {}", known.join(", "))
+        })?;
+        if !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+    if scopes.is_empty() {
+        return Err("give at least one scope".into());
+    }
+    Ok(scopes)
+}
+
+/// A name a tokens file accepts: not blank, at most [`MAX_TOKEN_NAME_BYTES`], no control
+/// characters.
+fn checked_name(name: &str) -> Result<&str, String> {
+    if name.trim().is_empty() {
+        return Err("the name must not be empty".into());
+    }
+    if name.len() > MAX_TOKEN_NAME_BYTES {
+        return Err(format!(
+            "the name must be at most {MAX_TOKEN_NAME_BYTES} bytes"
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err("the name must not hold control characters".into());
+    }
+    Ok(name)
+}
+
+/// The `[[tokens]]` entry, with a comment on where it goes.
+fn entry(name: &str, token: &str, scopes: &[Scope]) -> String {
+    let quoted = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let scopes: Vec<String> = scopes.iter().map(|s| quoted(s.as_str())).collect();
+    format!(
+        "# Paste this entry into the tokens file of `webcodex-plugin serve --tokens FILE`, and\n\
+         # give the token to the client (e.g. alone in a file for --token-file, mode 600).\n\
+         [[tokens]]\n\
+         name = {}\n\
+         token = {}\n\
+         scopes = [{}]\n",
+        quoted(name),
+        quoted(token),
+        scopes.join(", ")
+    )
+}
+
+/// The `[[runner_tokens]]` entry, with a comment on where it goes.
+fn runner_entry(name: &str, token: &str, runner: &str) -> String {
+    let quoted = |s: &str| toml::Value::String(s.to_string()).to_string();
+    format!(
+        "# Paste this entry into the tokens file of the front (`webcodex-plugin serve --tokens\n\
+         # FILE`), and give the token to the runner (`connect`: alone in a file for --token-file,\n\
+         # mode 600, or WEBCODEX_RUNNER_TOKEN). It connects only as runner {}.\n\
+         [[runner_tokens]]\n\
+         name = {}\n\
+         token = {}\n\
+         runner = {}\n",
+        quoted(runner),
+        quoted(name),
+        quoted(token),
+        quoted(runner)
+    )
+}
+
+/// URL-safe base64 without padding (RFC 4648 §5): printable ASCII without spaces, as a bearer
+/// token must be.
+fn base64url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64url_matches_rfc4648() {
+        assert_eq!(base64url(b""), "");
+        assert_eq!(base64url(b"f"), "Zg");
+        assert_eq!(base64url(b"fo"), "Zm8");
+        assert_eq!(base64url(b"foo"), "Zm9v");
+        assert_eq!(base64url(b"foobar"), "Zm9vYmFy");
+        assert_eq!(base64url(&[0xfb, 0xff, 0xbf]), "-_-_");
+        assert_eq!(base64url(&[0u8; TOKEN_BYTES]).len(), 43);
+    }
+
+    #[test]
+    fn the_entry_is_a_valid_tokens_file() {
+        let text = entry(
+            "ci \"quoted\" ü",
+            &base64url(&[7u8; TOKEN_BYTES]),
+            &[Scope::Manage],
+        );
+        let tokens = webcodex_plugin_http::Tokens::parse(&text).unwrap();
+        let (name, scopes) = tokens
+            .authenticate(&base64url(&[7u8; TOKEN_BYTES]))
+            .unwrap();
+        assert_eq!(name, "ci \"quoted\" ü");
+        assert!(scopes.contains(Scope::Manage) && !scopes.contains(Scope::Invoke));
+    }
+
+    #[test]
+    fn the_runner_entry_is_a_valid_tokens_file() {
+        let token = base64url(&[9u8; TOKEN_BYTES]);
+        let text = runner_entry("edge one", &token, "edge-1");
+        let tokens = webcodex_plugin_http::Tokens::parse(&text).unwrap();
+        assert_eq!(
+            tokens.authenticate_runner(&token),
+            Some(("edge one", "edge-1"))
+        );
+        assert!(tokens.authenticate(&token).is_none());
+    }
+
+    #[test]
+    fn scopes_and_names_are_checked() {
+        assert_eq!(scopes(&[]).unwrap(), vec![Scope::Inspect, Scope::Invoke]);
+        assert_eq!(
+            scopes(&["plugin:manage".into(), "plugin:manage".into()]).unwrap(),
+            vec![Scope::Manage]
+        );
+        assert!(scopes(&["plugin:admin".into()]).is_err());
+        assert!(checked_name(" ").is_err());
+        assert!(checked_name("a\nb").is_err());
+        assert!(checked_name(&"x".repeat(MAX_TOKEN_NAME_BYTES + 1)).is_err());
+    }
+}

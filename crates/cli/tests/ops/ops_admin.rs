@@ -1,0 +1,660 @@
+//! `serve --admin-listen`: health, readiness and the Prometheus exposition, against the real
+//! binary with the fixture plugin (loopback only). The promtool and Prometheus tests need
+//! Debian's `prometheus` package (`.ci/run` installs it and runs them with
+//! `--include-ignored`).
+#![cfg(unix)]
+
+use crate::common;
+use crate::ops_support;
+use crate::tempdir;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use ops_support::{files, s, sample, AdminServe, LIMIT};
+use tempdir::TempDir;
+
+const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
+
+fn serve_with_admin(dir: &TempDir, dead: bool) -> (AdminServe, std::path::PathBuf) {
+    let (config, tokens) = files(dir, dead);
+    let pids = dir.path("pids");
+    let mut cmd = common::cli_command(BIN);
+    cmd.args([
+        "serve",
+        "--config",
+        s(&config),
+        "--listen",
+        "127.0.0.1:0",
+        "--tokens",
+        s(&tokens),
+        "--admin-listen",
+        "127.0.0.1:0",
+    ])
+    .env("FIXTURE_PIDS", &pids);
+    (AdminServe::start(cmd), pids)
+}
+
+fn not_ready(body: &str) -> Vec<String> {
+    let value: Value = serde_json::from_str(body).expect("readyz body is JSON");
+    value["notReady"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no notReady list: {body}"))
+        .iter()
+        .map(|id| id.as_str().expect("a plugin id").to_string())
+        .collect()
+}
+
+/// A provider that failed at start is named at once; a plugin killed while idle is named at
+/// the first question after its exit (the exit watch retires it before it reaps it, so once
+/// the process is gone the state is already there: no periodic look is involved).
+#[test]
+fn readyz_names_a_provider_that_failed_at_start_and_one_that_crashed() {
+    let dir = TempDir::new("ops", "readyz");
+    let (serve, pids) = serve_with_admin(&dir, true);
+    assert_eq!(
+        serve.admin_get("/healthz"),
+        (200, r#"{"status":"ok"}"#.into())
+    );
+    let (status, body) = serve.admin_get("/readyz");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(not_ready(&body), ["dead"]);
+
+    // The fixture `fx` is the one plugin still running: kill it as a crash would.
+    let plugin = common::recorded_plugin_pids(&pids)
+        .into_iter()
+        .find(|pid| !common::process_is_gone(*pid))
+        .expect("the fixture plugin runs");
+    let killed = Instant::now();
+    // SAFETY: plain kill(2) on the plugin's pid, a live grandchild of this test.
+    assert_eq!(unsafe { libc::kill(plugin, libc::SIGKILL) }, 0);
+    assert!(
+        common::wait_reaped(plugin),
+        "the host did not reap its plugin"
+    );
+    let (status, body) = serve.admin_get("/readyz");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(not_ready(&body), ["fx", "dead"]);
+    // A generous bound (a loaded CI machine), far below any poll interval: the host saw the
+    // exit itself, no later check found it.
+    assert!(
+        killed.elapsed() < Duration::from_secs(10),
+        "readyz turned red {:?} after the kill",
+        killed.elapsed()
+    );
+    assert_eq!(serve.admin_get("/healthz").0, 200);
+
+    let (_, metrics) = serve.admin_get("/metrics");
+    let series = |labels: &str| {
+        sample(
+            &metrics,
+            &format!("webcodex_plugin_provider_status{{{labels}}}"),
+        )
+    };
+    assert_eq!(
+        series(r#"runner="local",plugin="fx",status="retired""#),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        series(r#"runner="local",plugin="fx",status="ready""#),
+        Some(0.0)
+    );
+    assert_eq!(
+        series(r#"runner="local",plugin="dead",status="failed""#),
+        Some(1.0)
+    );
+    let exited = sample(
+        &metrics,
+        r#"webcodex_plugin_provider_retirements_total{reason="exited"}"#,
+    );
+    assert!(exited >= Some(1.0), "{metrics}");
+
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// Every configured provider ready: 200. Other paths and methods: 404 and 405.
+#[test]
+fn readyz_is_green_when_every_provider_is_ready() {
+    let dir = TempDir::new("ops", "green");
+    let (serve, _) = serve_with_admin(&dir, false);
+    assert_eq!(
+        serve.admin_get("/readyz"),
+        (200, r#"{"status":"ready"}"#.into())
+    );
+    assert_eq!(serve.admin_get("/nope").0, 404);
+    let raw = "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    assert_eq!(
+        ops_support::exchange(serve.admin, raw.as_bytes()).status,
+        405
+    );
+    // The admin routes are not on the serving port.
+    assert_eq!(ops_support::get(serve.addr, "/healthz").0, 404);
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// Voluntary context switches of every thread of process `pid`, by thread id.
+#[cfg(target_os = "linux")]
+fn switches_of(pid: u32) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        let switches = status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        out.push((task.file_name().to_string_lossy().into_owned(), switches));
+    }
+    out.sort();
+    out
+}
+
+/// No collector thread and no timer: after a scrape, an idle serve with an admin listener (and
+/// its provider's threads) is not scheduled at all.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_idle_serve_with_an_admin_listener_never_wakes_up() {
+    let dir = TempDir::new("ops", "idle");
+    let (serve, _) = serve_with_admin(&dir, false);
+    serve.call_echo(3);
+    assert_eq!(serve.admin_get("/metrics").0, 200);
+    // Let the connection threads end and the rest settle: two equal samples, bounded.
+    let settle_until = Instant::now() + Duration::from_secs(10);
+    let mut before = switches_of(serve.pid());
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = switches_of(serve.pid());
+        if now == before || Instant::now() > settle_until {
+            before = now;
+            break;
+        }
+        before = now;
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(
+        before,
+        switches_of(serve.pid()),
+        "a thread of an idle serve woke up"
+    );
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// A front whose only runner is remote and down is still ready (a remote runner never makes
+/// it unready); its breaker and in-flight gauges name the runner.
+#[test]
+fn a_front_is_ready_while_its_remote_runner_is_down() {
+    let dir = TempDir::new("ops", "front");
+    // A port nobody listens on: bound, then closed.
+    let down = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    dir.write("edge.tok", "edge-runner-token-0123456789\n");
+    let runners = dir.write(
+        "runners.toml",
+        &format!("[[runners]]\nid = \"edge\"\nname = \"Edge\"\nurl = \"http://{down}\"\ntoken_file = \"edge.tok\"\n"),
+    );
+    let tokens = common::serve::write_tokens_file(&dir);
+    let mut cmd = common::cli_command(BIN);
+    cmd.args([
+        "serve",
+        "--runners",
+        s(&runners),
+        "--listen",
+        "127.0.0.1:0",
+        "--tokens",
+        s(&tokens),
+        "--admin-listen",
+        "127.0.0.1:0",
+    ])
+    .env("NO_PROXY", "*")
+    .env_remove("HTTP_PROXY")
+    .env_remove("http_proxy")
+    .env_remove("ALL_PROXY");
+    let serve = AdminServe::start(cmd);
+    let (status, body) = serve.tool(serde_json::json!({"action": "list", "runner": "edge"}));
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(
+        serve.admin_get("/readyz"),
+        (200, r#"{"status":"ready"}"#.into())
+    );
+    let (_, metrics) = serve.admin_get("/metrics");
+    let breaker = |state: &str| {
+        sample(
+            &metrics,
+            &format!(r#"webcodex_plugin_runner_breaker_state{{runner="edge",state="{state}"}}"#),
+        )
+    };
+    assert_eq!(breaker("closed"), Some(1.0), "{metrics}");
+    assert_eq!(breaker("open"), Some(0.0));
+    // Its one request found no connection: not up (read from its breaker, never probed).
+    assert_eq!(
+        sample(&metrics, r#"webcodex_plugin_runner_link_up{runner="edge"}"#),
+        Some(0.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            r#"webcodex_plugin_runner_in_flight{runner="edge"}"#
+        ),
+        Some(0.0)
+    );
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// A front relaying a call to a runner: the runner's in-flight gauge is 1 while the call runs
+/// there and 0 after it; its breaker stays closed.
+#[test]
+fn a_front_counts_the_requests_in_flight_to_each_runner() {
+    let dir = TempDir::new("ops", "inflight");
+    let log = dir.path("stdin.log");
+    let runner = {
+        let (config, tokens) = files(&dir, false);
+        let mut cmd = common::cli_command(BIN);
+        cmd.args([
+            "serve",
+            "--config",
+            s(&config),
+            "--listen",
+            "127.0.0.1:0",
+            "--tokens",
+            s(&tokens),
+            "--admin-listen",
+            "127.0.0.1:0",
+        ])
+        .env("FIXTURE_LOG", &log);
+        AdminServe::start(cmd)
+    };
+    dir.write("edge.tok", &format!("{}\n", ops_support::TOKEN));
+    let runners = dir.write(
+        "runners.toml",
+        &format!("[[runners]]\nid = \"edge\"\nname = \"Edge\"\nurl = \"http://{}\"\ntoken_file = \"edge.tok\"\n", runner.addr),
+    );
+    let tokens = dir.path("tokens.toml");
+    let mut cmd = common::cli_command(BIN);
+    cmd.args([
+        "serve",
+        "--runners",
+        s(&runners),
+        "--listen",
+        "127.0.0.1:0",
+        "--tokens",
+        s(&tokens),
+        "--admin-listen",
+        "127.0.0.1:0",
+    ])
+    .env("NO_PROXY", "*")
+    .env_remove("HTTP_PROXY")
+    .env_remove("http_proxy")
+    .env_remove("ALL_PROXY");
+    let front = std::sync::Arc::new(AdminServe::start(cmd));
+    let (status, described) = front.tool(
+        serde_json::json!({"action": "describe", "runner": "edge", "plugin": "fx", "tool": "sleep"}),
+    );
+    assert_eq!(status, 200, "{described}");
+    let binding = described["output"]["binding"].clone();
+    let running = {
+        let front = front.clone();
+        std::thread::spawn(move || {
+            front.tool(serde_json::json!({"action": "call", "binding": binding, "arguments": {"ms": 2000}}))
+        })
+    };
+    ops_support::wait_for_logged(&log, "\"sleep\"", "the call never reached the plugin");
+    let in_flight = |front: &AdminServe| {
+        let (_, metrics) = front.admin_get("/metrics");
+        sample(
+            &metrics,
+            r#"webcodex_plugin_runner_in_flight{runner="edge"}"#,
+        )
+    };
+    assert_eq!(in_flight(&front), Some(1.0));
+    assert_eq!(running.join().unwrap().0, 200);
+    assert_eq!(in_flight(&front), Some(0.0));
+    let (_, metrics) = front.admin_get("/metrics");
+    let closed = r#"webcodex_plugin_runner_breaker_state{runner="edge",state="closed"}"#;
+    assert_eq!(sample(&metrics, closed), Some(1.0), "{metrics}");
+    let front = std::sync::Arc::try_unwrap(front)
+        .ok()
+        .expect("the caller thread is done");
+    assert_eq!(front.stop().0.code(), Some(0));
+    assert_eq!(runner.stop().0.code(), Some(0));
+}
+
+/// A second call on a busy provider, a plugin that does not answer in time: counted by code
+/// and dispatch state, the timed-out instance retired under its fault's code and named by
+/// /readyz.
+#[test]
+fn metrics_count_busy_rejections_timeouts_and_retirements_by_reason() {
+    let dir = TempDir::new("ops", "faults");
+    let fixture = serde_json::to_string(s(&common::fixture_path())).unwrap();
+    let config = dir.write(
+        "runner.toml",
+        &format!(
+            "[plugins]\nrequest_timeout_secs = 20\n\n[[plugins.providers]]\nid = \"fx\"\n\
+             name = \"Fixture\"\ncommand = {fixture}\nargs = [\"normal\"]\n\n\
+             [[plugins.providers]]\nid = \"slow\"\nname = \"Slow\"\ncommand = {fixture}\n\
+             args = [\"normal\"]\ntimeout_secs = 1\n"
+        ),
+    );
+    let tokens = common::serve::write_tokens_file(&dir);
+    let log = dir.path("stdin.log");
+    let mut cmd = common::cli_command(BIN);
+    cmd.args([
+        "serve",
+        "--config",
+        s(&config),
+        "--listen",
+        "127.0.0.1:0",
+        "--tokens",
+        s(&tokens),
+        "--admin-listen",
+        "127.0.0.1:0",
+    ])
+    .env("FIXTURE_LOG", &log);
+    let serve = std::sync::Arc::new(AdminServe::start(cmd));
+    let describe = |plugin: &str, tool: &str| -> Value {
+        let (status, out) = serve.tool(serde_json::json!({"action": "describe", "runner": "local", "plugin": plugin, "tool": tool}));
+        assert_eq!(status, 200, "{out}");
+        out["output"]["binding"].clone()
+    };
+    let sleep = describe("fx", "sleep");
+    let running = {
+        let serve = serve.clone();
+        let sleep = sleep.clone();
+        std::thread::spawn(move || {
+            serve.tool(
+                serde_json::json!({"action": "call", "binding": sleep, "arguments": {"ms": 3000}}),
+            )
+        })
+    };
+    ops_support::wait_for_logged(&log, "\"sleep\"", "the first call never reached the plugin");
+    let (_, busy) =
+        serve.tool(serde_json::json!({"action": "call", "binding": sleep, "arguments": {"ms": 1}}));
+    assert_eq!(
+        busy["output"]["error"]["code"], "plugin_provider_busy",
+        "{busy}"
+    );
+    assert_eq!(running.join().unwrap().0, 200);
+
+    let hang = describe("slow", "hang");
+    let (_, timed_out) =
+        serve.tool(serde_json::json!({"action": "call", "binding": hang, "arguments": {}}));
+    assert_eq!(
+        timed_out["output"]["error"]["code"], "plugin_timeout",
+        "{timed_out}"
+    );
+    assert_eq!(timed_out["output"]["dispatch"], "outcome_unknown");
+
+    let (_, metrics) = serve.admin_get("/metrics");
+    let value = |series: &str| sample(&metrics, &format!("webcodex_plugin_{series}"));
+    assert_eq!(
+        value(r#"busy_rejections_total{code="plugin_provider_busy"}"#),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        value(r#"timeouts_total{code="plugin_timeout",dispatch="outcome_unknown"}"#),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        value(r#"provider_retirements_total{reason="plugin_timeout"}"#),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        value(r#"provider_status{runner="local",plugin="slow",status="retired"}"#),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(r#"requests_total{action="call",outcome="failure"}"#),
+        Some(2.0)
+    );
+    let (status, body) = serve.admin_get("/readyz");
+    assert_eq!((status, not_ready(&body)), (503, vec!["slow".to_string()]));
+    let serve = std::sync::Arc::try_unwrap(serve)
+        .ok()
+        .expect("the caller thread is done");
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// SIGTERM: while serve drains a call in flight, /readyz is red (every provider, stopping) and
+/// /healthz still answers; the call completes and serve exits 0.
+#[test]
+fn readyz_turns_red_while_serve_drains_on_sigterm() {
+    let dir = TempDir::new("ops", "drain");
+    let (config, tokens) = files(&dir, false);
+    let log = dir.path("stdin.log");
+    let mut cmd = common::cli_command(BIN);
+    cmd.args([
+        "serve",
+        "--config",
+        s(&config),
+        "--listen",
+        "127.0.0.1:0",
+        "--tokens",
+        s(&tokens),
+        "--admin-listen",
+        "127.0.0.1:0",
+    ])
+    .env("FIXTURE_LOG", &log);
+    let serve = std::sync::Arc::new(AdminServe::start(cmd));
+    let (status, described) = serve.tool(
+        serde_json::json!({"action": "describe", "runner": "local", "plugin": "fx", "tool": "sleep"}),
+    );
+    assert_eq!(status, 200, "{described}");
+    let binding = described["output"]["binding"].clone();
+    let running = {
+        let serve = serve.clone();
+        std::thread::spawn(move || {
+            serve.tool(serde_json::json!({"action": "call", "binding": binding, "arguments": {"ms": 3000}}))
+        })
+    };
+    ops_support::wait_for_logged(&log, "\"sleep\"", "the call never reached the plugin");
+    assert_eq!(serve.admin_get("/readyz").0, 200);
+    assert!(common::request_stop(serve.pid()));
+    let deadline = Instant::now() + LIMIT;
+    let red = loop {
+        let (status, body) = serve.admin_get("/readyz");
+        if status == 503 {
+            break body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "readyz stayed green after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let red: Value = serde_json::from_str(&red).unwrap();
+    assert_eq!(
+        red,
+        serde_json::json!({"notReady": ["fx"], "stopping": true})
+    );
+    assert_eq!(serve.admin_get("/healthz").0, 200);
+    let (status, called) = running.join().unwrap();
+    assert_eq!(status, 200, "the call in flight completes: {called}");
+    let serve = std::sync::Arc::try_unwrap(serve)
+        .ok()
+        .expect("the caller thread is done");
+    let (status, stderr) = serve.stop_after_signal();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// The exposition counts the calls made, the HTTP answers and open connections, and passes
+/// `promtool check metrics` (Prometheus's own linter).
+#[test]
+#[ignore = "needs promtool and prometheus"]
+fn promtool_accepts_the_exposition() {
+    let dir = TempDir::new("ops", "promtool");
+    let (serve, _) = serve_with_admin(&dir, true);
+    serve.call_echo(3);
+    let unknown =
+        serve.tool(serde_json::json!({"action": "call", "binding": "nope", "arguments": {}}));
+    assert_eq!(unknown.0, 400);
+    let (status, metrics) = serve.admin_get("/metrics");
+    assert_eq!(status, 200);
+    let calls = r#"webcodex_plugin_requests_total{action="call",outcome="success"}"#;
+    assert_eq!(sample(&metrics, calls), Some(3.0), "{metrics}");
+    let failed = r#"webcodex_plugin_requests_total{action="call",outcome="failure"}"#;
+    assert_eq!(sample(&metrics, failed), Some(1.0), "{metrics}");
+    let duration =
+        r#"webcodex_plugin_request_duration_seconds_count{action="call",outcome="success"}"#;
+    assert_eq!(sample(&metrics, duration), Some(3.0));
+    let http = r#"webcodex_plugin_http_requests_total{route="/api/tools/call",status="200"}"#;
+    assert_eq!(sample(&metrics, http), Some(4.0), "{metrics}");
+    // The last connection is counted until its thread has closed it, which may be just after
+    // the client read the answer: wait (bounded) for the gauge to come back to 0.
+    let deadline = Instant::now() + LIMIT;
+    let mut metrics = metrics;
+    while sample(&metrics, "webcodex_plugin_http_open_connections") != Some(0.0) {
+        assert!(
+            Instant::now() < deadline,
+            "a connection stays open:\n{metrics}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+        metrics = serve.admin_get("/metrics").1;
+    }
+    for gauge in [
+        "process_resident_memory_bytes",
+        "process_threads",
+        "process_open_fds",
+    ] {
+        let value = sample(&metrics, &format!("webcodex_plugin_{gauge}"));
+        assert!(value > Some(0.0), "{gauge}: {metrics}");
+    }
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool is installed (Debian package `prometheus`)");
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(metrics.as_bytes())
+        .unwrap();
+    let out = promtool.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "promtool: {out:?}\n{metrics}"
+    );
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// A real Prometheus server scrapes the admin port every second: its query API reports the
+/// target up and the call counter equal to the calls made.
+#[test]
+#[ignore = "needs promtool and prometheus"]
+fn prometheus_scrapes_the_admin_port() {
+    let dir = TempDir::new("ops", "prometheus");
+    let (serve, _) = serve_with_admin(&dir, false);
+    let calls = 5;
+    serve.call_echo(calls);
+    let web = free_port();
+    let config = dir.write(
+        "prometheus.yml",
+        &format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: webcodex\n    \
+             static_configs:\n      - targets: ['{}']\n",
+            serve.admin
+        ),
+    );
+    let data = dir.subdir("tsdb");
+    let mut prometheus = KillOnDrop(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", s(&config)))
+            .arg(format!("--storage.tsdb.path={}", s(&data)))
+            .arg(format!("--web.listen-address={web}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus is installed (Debian package `prometheus`)"),
+    );
+    // Prometheus needs a few scrapes; generous, bounded.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let query = |q: &str| query_value(web, q);
+    let mut seen = (None, None);
+    while Instant::now() < deadline {
+        assert!(
+            prometheus.0.try_wait().unwrap().is_none(),
+            "prometheus exited"
+        );
+        seen = (
+            query(r#"up{job="webcodex"}"#),
+            query(r#"webcodex_plugin_requests_total{action="call",outcome="success"}"#),
+        );
+        if seen == (Some(1.0), Some(calls as f64)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(
+        seen,
+        (Some(1.0), Some(calls as f64)),
+        "up and the call counter as Prometheus saw them"
+    );
+    drop(prometheus);
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A loopback address with a port free a moment ago.
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// The value of the first series of an instant query on Prometheus's HTTP API, if any.
+fn query_value(web: SocketAddr, query: &str) -> Option<f64> {
+    let encoded: String = query
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let mut stream = TcpStream::connect(web).ok()?;
+    stream.set_read_timeout(Some(LIMIT)).ok()?;
+    let raw = format!(
+        "GET /api/v1/query?query={encoded} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(raw.as_bytes()).ok()?;
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).ok()?;
+    let end = bytes.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let body: Value = serde_json::from_slice(&bytes[end + 4..]).ok()?;
+    let value = body["data"]["result"].get(0)?["value"]
+        .get(1)?
+        .as_str()?
+        .to_string();
+    value.parse().ok()
+}

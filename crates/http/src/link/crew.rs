@@ -1,0 +1,228 @@
+//! The request threads of a `connect` runner's link: they read the front's requests, run each
+//! on the local gateway and write its reply, at most [`MAX_IN_FLIGHT`] at once, until the link
+//! ends (a frame the link does not allow, the end of the stream, or no frame for
+//! [`DEAD_AFTER`]).
+//!
+//! No thread wakes another on a request's way in: the thread that reads a request runs it.
+//! How the reading goes on meanwhile is each platform's (chosen at compile time, as the
+//! provider's response path is):
+//! - Linux (`epoll`): every idle request thread waits in one epoll instance where the link's
+//!   socket is registered one-shot, so bytes that arrive wake exactly one of them (the one
+//!   that went to wait last); it reads what arrived, re-arms the socket and runs what it read.
+//!   A thread that takes a request while no other thread waits starts one first, so a second
+//!   request is read while the first runs. Requests that arrive together go to the other
+//!   threads through a queue and an `eventfd` in the same epoll instance.
+//! - elsewhere, and under the test-only `webcodex_portable_wait` cfg (`leader`): leader/follower.
+//!   One thread at a time reads the link; the one that reads a request passes the reading to
+//!   a thread that waits for it (a new one when none waits) and runs the request.
+//!
+//! Either way every request is answered exactly once: by the thread that runs it, or at once
+//! with a `not_started` failure (unreadable, over the bound, no thread could start).
+
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tungstenite::protocol::frame::coding::CloseCode;
+
+use super::socket::{LinkSocket, Next};
+use super::wire::{self, LinkRequest};
+use webcodex_plugin_host::error::{Dispatch, ErrorCode};
+use webcodex_plugin_host::gateway::{Caller, Gateway};
+use webcodex_plugin_host::trace::TraceContext;
+use webcodex_plugin_host::transport::{Dispatcher, Slot};
+
+#[cfg(all(target_os = "linux", not(webcodex_portable_wait)))]
+#[path = "crew/epoll.rs"]
+mod imp;
+#[cfg(any(not(target_os = "linux"), webcodex_portable_wait))]
+#[path = "crew/leader.rs"]
+mod imp;
+
+/// A runner link with no frame from the front for this long is dead (the front pings every
+/// 15 s).
+const DEAD_AFTER: Duration = Duration::from_secs(45);
+
+/// How long a request thread that has nothing to do waits before it ends (so a busy link
+/// starts no thread per request, and an idle one keeps none for long besides its reader).
+const WORKER_IDLE: Duration = Duration::from_secs(30);
+
+/// The most request threads a link has: one for each request in flight
+/// ([`webcodex_plugin_host::transport::MAX_IN_FLIGHT`]), and one to read. At that count one of them at
+/// least holds no request and is on its way back to read, so none is started.
+const MAX_THREADS: usize = webcodex_plugin_host::transport::MAX_IN_FLIGHT + 1;
+
+/// The request threads of a link alive, at most [`MAX_THREADS`].
+#[derive(Debug, Default)]
+struct ThreadCount(std::sync::atomic::AtomicUsize);
+
+impl ThreadCount {
+    /// Counts one more thread, about to start; false at [`MAX_THREADS`].
+    fn reserve(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.0
+            .fetch_update(SeqCst, SeqCst, |n| (n < MAX_THREADS).then_some(n + 1))
+            .is_ok()
+    }
+
+    /// A counted thread ended, or could not start.
+    fn release(&self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Serves the front's requests on `socket` with `gateway` until the link ends; returns why
+/// it ended. The calling thread runs no request: it waits for the thread that sees the end,
+/// so a lost link is dialled again at once even while long requests run (their answers then
+/// fail to write).
+pub(super) fn serve<S>(gateway: &Arc<Gateway>, socket: &Arc<LinkSocket<S>>) -> String
+where
+    S: Read + Write + Send + 'static,
+{
+    imp::serve(Dispatcher::new(gateway.clone()), socket)
+}
+
+/// Waits for why the link ended, once the crew's first thread `started` (none could start: the
+/// link is closed at once). The crew was dropped by the caller: only the link's threads hold
+/// the sender, so should they all end without a word (a bug), the wait ends too.
+fn await_end<S: Read + Write>(
+    started: bool,
+    socket: &LinkSocket<S>,
+    ended: &crossbeam_channel::Receiver<String>,
+) -> String {
+    if !started {
+        socket.close(CloseCode::Away, "the runner could not start a thread");
+        return "no thread could start to read the link".into();
+    }
+    ended
+        .recv()
+        .unwrap_or_else(|_| "the link's threads ended".into())
+}
+
+/// What a reader makes of the link's next message.
+enum Taken {
+    /// A request to run, with its slot.
+    Request(LinkRequest, Slot),
+    /// Nothing to run: a heartbeat, or a frame answered at once.
+    Nothing,
+    /// The link ended (closed with the code that says why, when it was this side's call);
+    /// why, for the log.
+    End(String),
+}
+
+/// Takes `next`: a text is admitted as a request ([`admit`]); a frame the link does not allow
+/// closes it with the code that says why; [`Next::Quiet`] means the dead-link bound passed.
+fn take<S: Read + Write>(dispatcher: &Dispatcher, socket: &LinkSocket<S>, next: Next) -> Taken {
+    match next {
+        Next::Text(text) => match admit(dispatcher, socket, &text) {
+            Some((request, slot)) => Taken::Request(request, slot),
+            None => Taken::Nothing,
+        },
+        Next::Heartbeat => Taken::Nothing,
+        Next::Quiet => {
+            socket.close(CloseCode::Away, "no frame for 45 s");
+            Taken::End("no frame from the front for 45 s".into())
+        }
+        Next::Binary => {
+            socket.close(CloseCode::Unsupported, "the link carries text frames only");
+            Taken::End("the front sent a binary frame".into())
+        }
+        Next::TooLarge => {
+            socket.close(CloseCode::Size, "a frame over 1 MiB");
+            Taken::End("the front sent a frame over 1 MiB".into())
+        }
+        Next::Broken(why) => {
+            socket.close(CloseCode::Protocol, "not a valid WebSocket frame");
+            Taken::End(why)
+        }
+        Next::Ended(why) => Taken::End(why),
+    }
+}
+
+/// Parses one request of the front and takes its in-flight slot, at most
+/// [`webcodex_plugin_host::transport::MAX_IN_FLIGHT`] (64) at once; beyond it, or when the frame is not a
+/// readable request, the front is answered at once (`None`).
+fn admit<S: Read + Write>(
+    dispatcher: &Dispatcher,
+    socket: &LinkSocket<S>,
+    text: &str,
+) -> Option<(LinkRequest, Slot)> {
+    let request = match wire::parse_request(text) {
+        Ok(request) => request,
+        Err((Some(id), e)) => {
+            let message = format!("the runner could not read the request: {e}");
+            refuse(socket, id, ErrorCode::InvalidRequest, &message);
+            return None;
+        }
+        Err((None, e)) => {
+            log::warn!("connect: the front sent a frame that is not a request: {e}");
+            return None;
+        }
+    };
+    let Some(slot) = dispatcher.try_admit() else {
+        refuse(
+            socket,
+            request.id,
+            ErrorCode::GatewaySaturated,
+            "the runner already serves its limit of requests; try again when one finishes",
+        );
+        return None;
+    };
+    Some((request, slot))
+}
+
+/// Answers request `id` of the front with a `not_started` failure (`code`, `message`) at once.
+fn refuse<S: Read + Write>(socket: &LinkSocket<S>, id: u64, code: ErrorCode, message: &str) {
+    let reply = wire::encode_failure(id, code, Dispatch::NotStarted, message);
+    let _ = socket.send_text(reply);
+}
+
+/// Answers `id` when no thread could start to go on reading the link while it ran.
+fn refuse_no_thread<S: Read + Write>(socket: &LinkSocket<S>, id: u64) {
+    refuse(
+        socket,
+        id,
+        ErrorCode::GatewaySaturated,
+        "the runner could not start a thread for the request; try again",
+    );
+}
+
+/// Runs `request` on the gateway (the front has checked the caller's scopes) in the trace
+/// context the front sent (a fresh one without), writes the reply and frees `slot`; a reply
+/// that cannot be written is lost with the link. The trace context never reaches a plugin:
+/// only `params` go to the gateway.
+fn answer<S: Read + Write>(
+    dispatcher: &Dispatcher,
+    socket: &LinkSocket<S>,
+    request: LinkRequest,
+    slot: Slot,
+) {
+    let Some(kind) = request.operation.carries(&request.params) else {
+        return;
+    };
+    let trace = request.trace.unwrap_or_else(TraceContext::fresh);
+    let _scope = webcodex_plugin_host::trace::begin(Some(trace));
+    let output = dispatcher.execute(&Caller::trusted(), &request.params);
+    drop(slot);
+    let outcome = match output.code() {
+        None => "ok",
+        Some(code) => code.as_str(),
+    };
+    log::info!(
+        "connect: {} (link request {}) -> {outcome}",
+        request.operation.as_str(),
+        request.id
+    );
+    let mut reply = wire::encode_reply(request.id, kind, &output);
+    if reply.len() > wire::MAX_FRAME_BYTES {
+        reply = wire::encode_failure(
+            request.id,
+            ErrorCode::RpcError,
+            Dispatch::Completed,
+            "the answer is larger than a link frame (1 MiB)",
+        );
+    }
+    if let Err(e) = socket.send_text(reply) {
+        log::info!("connect: an answer could not be written (the link ended): {e}");
+    }
+}

@@ -1,0 +1,389 @@
+//! One WebSocket of a runner link, shared by the thread that reads it and the threads that
+//! write to it.
+//!
+//! The WebSocket sits behind a lock that every writer takes for one whole message, so frames
+//! never interleave. The reader never holds the lock while it waits: it waits for bytes on the
+//! TCP socket (the time left until its next heartbeat duty as the timeout), then takes the lock
+//! and reads what has arrived without waiting, one message at a time, until nothing complete is
+//! left. So an idle link costs no wake-up besides its heartbeat, and a writer waits at most for
+//! one read that does not wait. The same works under TLS: the wait sees the encrypted bytes
+//! arrive on the TCP socket below. On Unix the wait is one `poll(2)` and the reads pass
+//! `MSG_DONTWAIT` (three system calls a message); elsewhere the wait is a `peek` with a read
+//! timeout and the socket is set non-blocking for the reads.
+//!
+//! A writer may also claim the reading (the front's caller that reads its own answer): the
+//! claim is taken under the lock, before the request is written, and a reader that yields to
+//! claims ([`LinkSocket::next_unless_claimed`]) checks it under the lock before each read, so
+//! it reads nothing more until the claim is released.
+//!
+//! The reader's wait ends at a deadline, not after a duration: bytes that arrive without
+//! completing a message (a peer that dribbles a frame, a TLS record split in two) do not start
+//! the wait again, so they cannot postpone the heartbeat or the dead-link check.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use tungstenite::protocol::frame::coding::CloseCode;
+use tungstenite::protocol::frame::CloseFrame;
+use tungstenite::protocol::WebSocketConfig;
+use tungstenite::{Error as WsError, Message, WebSocket};
+
+use super::wire::MAX_FRAME_BYTES;
+
+/// How long one message may take to be written to a peer that does not read.
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How much one read of a link takes at most, and the read buffer an idle link holds.
+/// `tungstenite` zero-fills this much of its buffer before every read (two a request on each
+/// side: the frame, and the read that finds nothing more), so it is kept small: a usual frame
+/// (well under 4 KiB) is one read, a 1 MiB one 256.
+const READ_SIZE: usize = 4 * 1024;
+
+/// The WebSocket settings of both sides: frames and messages of at most 1 MiB, a small read
+/// buffer (an idle link holds little memory), every message written at once.
+pub(crate) fn config() -> WebSocketConfig {
+    WebSocketConfig::default()
+        .read_buffer_size(READ_SIZE)
+        .write_buffer_size(0)
+        .max_write_buffer_size(MAX_FRAME_BYTES + 64 * 1024)
+        .max_message_size(Some(MAX_FRAME_BYTES))
+        .max_frame_size(Some(MAX_FRAME_BYTES))
+}
+
+/// What the reader found next.
+#[derive(Debug)]
+pub(crate) enum Next {
+    /// A text message.
+    Text(String),
+    /// A ping or pong (a pong to a ping is queued and written on the next read).
+    Heartbeat,
+    /// Nothing arrived within the wait.
+    Quiet,
+    /// A binary message (the link carries text only).
+    Binary,
+    /// A frame or message over [`MAX_FRAME_BYTES`].
+    TooLarge,
+    /// Not a WebSocket frame sequence the RFC allows (bad framing, bad UTF-8, unmasked, …).
+    Broken(String),
+    /// The peer closed, or the connection ended.
+    Ended(String),
+}
+
+/// What one read without waiting found.
+enum Step {
+    /// A message, or the end of the link.
+    Message(Next),
+    /// A frame that is not a message yet (a close frame, a fragment): read again.
+    Again,
+    /// Nothing complete has arrived.
+    WouldBlock,
+    /// A writer holds the claim to read.
+    Claimed,
+}
+
+/// A TCP socket shared by the WebSocket above it and the reader that waits on it: one file
+/// descriptor, not a clone of it (a link costs the front as few descriptors as it can).
+#[derive(Clone)]
+pub(crate) struct SharedTcp(pub(crate) Arc<TcpStream>, Arc<AtomicBool>);
+
+impl SharedTcp {
+    /// Shares `tcp`.
+    pub(crate) fn new(tcp: TcpStream) -> SharedTcp {
+        SharedTcp(Arc::new(tcp), Arc::new(AtomicBool::new(false)))
+    }
+
+    /// Runs `read` (the WebSocket's read, under its lock) with the socket's reads not waiting:
+    /// on Unix each read passes `MSG_DONTWAIT` (no `fcntl` before and after, so four system
+    /// calls fewer per message), elsewhere the socket is set non-blocking for the call.
+    fn reading_without_waiting<T>(&self, read: impl FnOnce() -> T) -> io::Result<T> {
+        if cfg!(unix) {
+            self.1.store(true, Ordering::Relaxed);
+            let out = read();
+            self.1.store(false, Ordering::Relaxed);
+            return Ok(out);
+        }
+        self.0.set_nonblocking(true)?;
+        let out = read();
+        let _ = self.0.set_nonblocking(false);
+        Ok(out)
+    }
+}
+
+impl Read for SharedTcp {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        #[cfg(unix)]
+        if self.1.load(Ordering::Relaxed) {
+            use std::os::fd::AsRawFd;
+            // SAFETY: a valid descriptor owned by the shared stream, and a buffer of `buf.len()`
+            // writable bytes.
+            let n = unsafe {
+                libc::recv(
+                    self.0.as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            return usize::try_from(n).map_err(|_| io::Error::last_os_error());
+        }
+        (&*self.0).read(buf)
+    }
+}
+
+impl Write for SharedTcp {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&*self.0).write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        (&*self.0).flush()
+    }
+}
+
+/// A WebSocket over a stream whose TCP socket is `tcp`.
+pub(crate) struct LinkSocket<S: Read + Write> {
+    ws: Mutex<WebSocket<S>>,
+    tcp: SharedTcp,
+    closed: AtomicBool,
+    /// A writer claimed the reading (set only under the lock of `ws`).
+    claimed: AtomicBool,
+}
+
+impl<S: Read + Write> LinkSocket<S> {
+    /// Wraps `ws`, whose bytes travel on `tcp` (the TCP socket below it).
+    pub(crate) fn new(ws: WebSocket<S>, tcp: SharedTcp) -> io::Result<LinkSocket<S>> {
+        tcp.0.set_write_timeout(Some(WRITE_TIMEOUT))?;
+        tcp.0.set_nonblocking(false)?;
+        Ok(LinkSocket {
+            ws: Mutex::new(ws),
+            tcp,
+            closed: AtomicBool::new(false),
+            claimed: AtomicBool::new(false),
+        })
+    }
+
+    /// The descriptor of the TCP socket below the WebSocket (to wait on it elsewhere).
+    #[cfg(all(target_os = "linux", not(webcodex_portable_wait)))]
+    pub(crate) fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.tcp.0.as_raw_fd()
+    }
+
+    /// Writes one text message. An error leaves the link unusable: close it.
+    pub(crate) fn send_text(&self, text: String) -> Result<(), String> {
+        self.send(Message::Text(text.into()))
+    }
+
+    /// Writes a ping (the front's heartbeat).
+    pub(crate) fn ping(&self) -> Result<(), String> {
+        self.send(Message::Ping(Vec::new().into()))
+    }
+
+    /// Claims the reading when no one holds the claim: true when this call took it (release
+    /// it with [`LinkSocket::release_claim`]).
+    pub(crate) fn claim(&self) -> bool {
+        let _ws = self.ws.lock();
+        !self.claimed.swap(true, Ordering::SeqCst)
+    }
+
+    /// Gives up the claim [`LinkSocket::claim`] took.
+    pub(crate) fn release_claim(&self) {
+        self.claimed.store(false, Ordering::SeqCst);
+    }
+
+    /// True while a writer holds the claim to read.
+    pub(crate) fn is_claimed(&self) -> bool {
+        self.claimed.load(Ordering::SeqCst)
+    }
+
+    fn send(&self, message: Message) -> Result<(), String> {
+        if self.is_closed() {
+            return Err("the link is closed".into());
+        }
+        self.ws.lock().send(message).map_err(|e| e.to_string())
+    }
+
+    /// True once [`LinkSocket::close`] or [`LinkSocket::shutdown`] ran.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Sends a close frame with `code` and `reason` (best effort, bounded by the write
+    /// timeout), then ends the connection.
+    pub(crate) fn close(&self, code: CloseCode, reason: &str) {
+        if !self.closed.swap(true, Ordering::SeqCst) {
+            let frame = CloseFrame {
+                code,
+                reason: reason.to_string().into(),
+            };
+            let mut ws = self.ws.lock();
+            let _ = ws.close(Some(frame));
+            let _ = ws.flush();
+        }
+        let _ = self.tcp.0.shutdown(Shutdown::Both);
+    }
+
+    /// Ends the connection at once, without a close frame; a blocked reader wakes.
+    pub(crate) fn shutdown(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let _ = self.tcp.0.shutdown(Shutdown::Both);
+    }
+
+    /// The next message, waiting for bytes until `until` at the latest ([`Next::Quiet`]
+    /// then, whatever arrived meanwhile without completing a message). One thread reads at a
+    /// time: the link's reader, or the writer that holds the claim.
+    pub(crate) fn next(&self, until: Instant) -> Next {
+        self.read_next(until, false)
+            .expect("a read that does not yield always ends with a message")
+    }
+
+    /// [`LinkSocket::next`], except that it reads nothing while a writer holds the claim:
+    /// `None` then (checked under the lock before every read).
+    pub(crate) fn next_unless_claimed(&self, until: Instant) -> Option<Next> {
+        self.read_next(until, true)
+    }
+
+    /// [`LinkSocket::next`] that waits for bytes before it reads: only right after a read
+    /// found nothing complete (the claim holder's drain), when no message can be buffered.
+    pub(crate) fn next_after_drain(&self, until: Instant) -> Next {
+        match self.wait(until) {
+            Some(next) => next,
+            None => self.next(until),
+        }
+    }
+
+    /// The next message if one is complete already, reading only what has arrived: `None`
+    /// when nothing complete is there (the socket would block). For readers that wait for
+    /// bytes elsewhere (a `connect` runner's request threads, in one epoll instance).
+    #[cfg(all(target_os = "linux", not(webcodex_portable_wait)))]
+    pub(crate) fn next_ready(&self) -> Option<Next> {
+        let mut peer_closed = false;
+        loop {
+            match self.read_once(false, &mut peer_closed) {
+                Step::Message(next) => return Some(next),
+                Step::Again => continue,
+                Step::WouldBlock if peer_closed => {
+                    return Some(Next::Ended("the peer closed the link".into()))
+                }
+                Step::WouldBlock | Step::Claimed => return None,
+            }
+        }
+    }
+
+    fn read_next(&self, until: Instant, yield_to_claim: bool) -> Option<Next> {
+        // The peer's close frame came: the end that follows is its close, even when the reply
+        // to it cannot be written any more (the peer already went).
+        let mut peer_closed = false;
+        loop {
+            match self.read_once(yield_to_claim, &mut peer_closed) {
+                Step::Message(next) => return Some(next),
+                Step::Again => continue,
+                Step::Claimed => return None,
+                Step::WouldBlock => match self.wait(until) {
+                    Some(next) => return Some(next),
+                    None => continue,
+                },
+            }
+        }
+    }
+
+    /// One read of the WebSocket under its lock, without waiting for bytes.
+    fn read_once(&self, yield_to_claim: bool, peer_closed: &mut bool) -> Step {
+        let read = {
+            let mut ws = self.ws.lock();
+            if yield_to_claim && self.claimed.load(Ordering::SeqCst) {
+                return Step::Claimed;
+            }
+            match self.tcp.reading_without_waiting(|| ws.read()) {
+                Ok(read) => read,
+                Err(_) => return Step::Message(Next::Ended("the socket cannot be read".into())),
+            }
+        };
+        Step::Message(match read {
+            Ok(Message::Text(text)) => Next::Text(text.to_string()),
+            Ok(Message::Binary(_)) => Next::Binary,
+            Ok(Message::Ping(_) | Message::Pong(_)) => Next::Heartbeat,
+            // The reply is queued; the next read writes it and then reports the end.
+            Ok(Message::Close(_)) => {
+                *peer_closed = true;
+                return Step::Again;
+            }
+            Ok(Message::Frame(_)) => return Step::Again,
+            Err(WsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Step::WouldBlock
+            }
+            Err(WsError::Io(_)) if *peer_closed => Next::Ended("the peer closed the link".into()),
+            Err(WsError::Io(e)) => Next::Ended(e.to_string()),
+            Err(WsError::ConnectionClosed | WsError::AlreadyClosed) => {
+                Next::Ended("the peer closed the link".into())
+            }
+            Err(WsError::Capacity(_)) => Next::TooLarge,
+            Err(e @ (WsError::Protocol(_) | WsError::Utf8(_))) => Next::Broken(e.to_string()),
+            Err(e) => Next::Ended(e.to_string()),
+        })
+    }
+
+    /// Nothing complete is buffered: waits for more bytes without the lock, until `until`.
+    /// `None` when bytes came (or the end of the stream: the next read reports it), else what
+    /// ended the wait.
+    fn wait(&self, until: Instant) -> Option<Next> {
+        if self.is_closed() {
+            return Some(Next::Ended("the link is closed".into()));
+        }
+        let wait = until.saturating_duration_since(Instant::now());
+        if wait.is_zero() {
+            return Some(Next::Quiet);
+        }
+        match wait_readable(&self.tcp.0, wait) {
+            Ok(true) => None,
+            Ok(false) => Some(Next::Quiet),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => None,
+            Err(e) => Some(Next::Ended(e.to_string())),
+        }
+    }
+}
+
+/// Waits up to `wait` (at least 1 ms) for `tcp` to be readable (bytes, or the end of the
+/// stream): true when it is, false when the wait ran out. Unix: one `poll(2)`.
+#[cfg(unix)]
+fn wait_readable(tcp: &TcpStream, wait: Duration) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let millis = wait
+        .as_nanos()
+        .div_ceil(1_000_000)
+        .clamp(1, i32::MAX as u128) as i32;
+    let mut fd = libc::pollfd {
+        fd: tcp.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the call.
+    match unsafe { libc::poll(&mut fd, 1, millis) } {
+        n if n < 0 => Err(io::Error::last_os_error()),
+        0 => Ok(false),
+        _ => Ok(true),
+    }
+}
+
+/// Waits up to `wait` (at least 1 ms) for `tcp` to be readable: a `peek` with a read timeout.
+#[cfg(not(unix))]
+fn wait_readable(tcp: &TcpStream, wait: Duration) -> io::Result<bool> {
+    tcp.set_read_timeout(Some(wait.max(Duration::from_millis(1))))?;
+    let mut byte = [0u8; 1];
+    match tcp.peek(&mut byte) {
+        Ok(_) => Ok(true),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}

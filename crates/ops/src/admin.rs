@@ -1,0 +1,164 @@
+//! The admin listener of `serve --admin-listen ADDR` (feature `ops`): health, readiness and
+//! metrics for supervisors and Prometheus, without credentials. Keep it on loopback or a
+//! private port: it reveals runner and plugin ids and counts, never a token, argument, path
+//! or process id.
+//!
+//! | route | answer |
+//! |---|---|
+//! | `GET /healthz` | 200 `{"status":"ok"}` while the process serves |
+//! | `GET /readyz` | 200 `{"status":"ready"}` when every configured provider is ready, else 503 `{"notReady":[plugin ids]}`; once the process is stopping ([`AdminStopper::draining`]) 503 `{"notReady":[every id],"stopping":true}` |
+//! | `GET /metrics` | 200, the Prometheus text exposition ([`Metrics`]) |
+//!
+//! Another path is 404, another method 405. The connections have the serving port's bounds
+//! (the same deadlines, at most [`MAX_CONNECTIONS`] at once) and are not counted in
+//! its metrics.
+//!
+//! [`MAX_CONNECTIONS`]: webcodex_plugin_http::MAX_CONNECTIONS
+
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::{readiness, Metrics, METRICS_CONTENT_TYPE};
+use webcodex_plugin_host::gateway::Gateway;
+use webcodex_plugin_http::{Exchange, Handler, Listener};
+
+/// The liveness route.
+pub const HEALTHZ_PATH: &str = "/healthz";
+/// The readiness route.
+pub const READYZ_PATH: &str = "/readyz";
+/// The metrics route.
+pub const METRICS_PATH: &str = "/metrics";
+
+/// The admin listener, bound and not yet serving.
+pub struct AdminServer {
+    listener: Arc<Listener>,
+    routes: Arc<AdminRoutes>,
+}
+
+impl std::fmt::Debug for AdminServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminServer")
+            .field("local_addr", &self.listener.local_addr())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Stops an [`AdminServer`] from another thread.
+#[derive(Clone)]
+pub struct AdminStopper {
+    listener: Arc<Listener>,
+    routes: Arc<AdminRoutes>,
+}
+
+impl std::fmt::Debug for AdminStopper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AdminStopper")
+    }
+}
+
+impl AdminStopper {
+    /// The process began to stop (it drains its requests): from now on `/readyz` answers 503
+    /// with every configured provider and `"stopping": true`, so a load balancer sends nothing
+    /// new; `/healthz` and `/metrics` still answer.
+    pub fn draining(&self) {
+        self.routes.stopping.store(true, Ordering::Release);
+    }
+
+    /// Stops accepting and closes idle connections; [`AdminServer::run`] returns once the
+    /// others have answered.
+    pub fn stop(&self) {
+        self.draining();
+        self.listener.stop();
+    }
+}
+
+struct AdminRoutes {
+    gateway: Arc<Gateway>,
+    metrics: Metrics,
+    stopping: AtomicBool,
+}
+
+impl AdminServer {
+    /// Binds `addr` to answer for `gateway`, with `metrics` on `/metrics`.
+    pub fn bind(
+        addr: impl ToSocketAddrs,
+        gateway: Arc<Gateway>,
+        metrics: Metrics,
+    ) -> io::Result<AdminServer> {
+        Ok(AdminServer {
+            listener: Arc::new(Listener::bind(addr)?.unobserved()),
+            routes: Arc::new(AdminRoutes {
+                gateway,
+                metrics,
+                stopping: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr()
+    }
+
+    /// A handle that stops this listener.
+    pub fn stopper(&self) -> AdminStopper {
+        AdminStopper {
+            listener: self.listener.clone(),
+            routes: self.routes.clone(),
+        }
+    }
+
+    /// Serves until stopped.
+    pub fn run(self) {
+        self.listener.run(self.routes);
+    }
+}
+
+impl Handler for AdminRoutes {
+    fn handle(&self, exchange: &mut Exchange<'_>) {
+        let json = [("Content-Type", "application/json")];
+        let path = exchange.path().to_string();
+        let known = matches!(path.as_str(), HEALTHZ_PATH | READYZ_PATH | METRICS_PATH);
+        if !known {
+            let body =
+                json!({"error": "no such path; the routes are GET /healthz, /readyz and /metrics"});
+            return exchange.respond(404, &json, body.to_string().as_bytes());
+        }
+        if exchange.method() != "GET" {
+            let body = json!({"error": "only GET is allowed"});
+            let headers = [("Content-Type", "application/json"), ("Allow", "GET")];
+            return exchange.respond(405, &headers, body.to_string().as_bytes());
+        }
+        match path.as_str() {
+            HEALTHZ_PATH => {
+                exchange.respond(200, &json, br#"{"status":"ok"}"#);
+            }
+            READYZ_PATH if self.stopping.load(Ordering::Acquire) => {
+                let all: Vec<String> = readiness::providers(&self.gateway)
+                    .into_iter()
+                    .map(|reading| reading.plugin)
+                    .collect();
+                let body = json!({ "notReady": all, "stopping": true }).to_string();
+                exchange.respond(503, &json, body.as_bytes());
+            }
+            READYZ_PATH => {
+                let not_ready = readiness::not_ready(&self.gateway);
+                if not_ready.is_empty() {
+                    exchange.respond(200, &json, br#"{"status":"ready"}"#);
+                } else {
+                    let body = json!({ "notReady": not_ready }).to_string();
+                    exchange.respond(503, &json, body.as_bytes());
+                }
+            }
+            _ => {
+                let text = self.metrics.encode();
+                let headers = [("Content-Type", METRICS_CONTENT_TYPE)];
+                exchange.respond(200, &headers, text.as_bytes());
+            }
+        }
+    }
+}
