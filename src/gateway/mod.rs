@@ -57,11 +57,13 @@ pub use params::Action;
 pub use params::{ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
 pub use recording::{RecordingEvent, RecordingHook};
 pub use relay::MAX_RELAYED_MESSAGE_BYTES;
-pub use remote::{CallAnswer, LinkAnswer, LinkFailure, RemoteRunner, RunnerLink, REMOTE_RUNNER};
+pub use remote::{
+    CallAnswer, LinkAnswer, LinkFailure, RemoteRunner, RemoteSlots, RunnerLink, REMOTE_RUNNER,
+};
 pub use runners::{
     load_runners, parse_runners, valid_id, RunnerEntry, RunnersError, TokenSource,
     DEFAULT_RUNNER_IN_FLIGHT, LOCAL_RUNNER, MAX_RUNNERS, MAX_RUNNER_ID_BYTES, MAX_RUNNER_IN_FLIGHT,
-    MAX_RUNNER_NAME_BYTES,
+    MAX_RUNNER_NAME_BYTES, REMOTE_IN_FLIGHT,
 };
 pub use scope::{Caller, Scope, ScopeParseError, Scopes};
 pub use service::{Gateway, LocalOutput};

@@ -5,8 +5,10 @@
 //! [`RemoteRunner::forward`] sends one `plugin_tool` request and classifies what came back
 //! (docs/PROTOCOL.md, remote runners):
 //! - the runner already has its cap of requests in flight ([`RemoteRunner::with_max_in_flight`],
-//!   default 16) → `plugin_runner_saturated`, not started, nothing sent: one slow runner holds
-//!   at most its cap of the front's shared slots, never all of them;
+//!   default 16), or it may not take another of the slots remote runners share
+//!   ([`RemoteSlots`]: 48 of the front's 64, at most half of those still free per runner) →
+//!   `plugin_runner_saturated`, not started, nothing sent: one slow runner holds at most its
+//!   cap of the front's shared slots, and no set of slow runners holds them all;
 //! - no connection could be made (DNS, refused, TLS handshake), or the circuit is open →
 //!   `plugin_runner_unavailable`, not started;
 //! - the runner refused the gateway's credential (HTTP 401) → `plugin_runner_unavailable`, not
@@ -31,7 +33,7 @@ use serde_json::Value;
 use super::breaker::Breaker;
 use super::output::ToolOutput;
 use super::params::ActionKind;
-use super::runners::DEFAULT_RUNNER_IN_FLIGHT;
+use super::runners::{DEFAULT_RUNNER_IN_FLIGHT, REMOTE_IN_FLIGHT};
 use crate::error::{Dispatch, Error, ErrorCode};
 
 /// The runner name a front gateway addresses on a remote `serve`: the runner of its `--config`.
@@ -93,7 +95,7 @@ pub struct RemoteRunner {
     link: Box<dyn RunnerLink>,
     breaker: Breaker,
     in_flight: AtomicUsize,
-    max_in_flight: usize,
+    max_in_flight: AtomicUsize,
     /// The credential the link presents, never to be seen in an answer.
     secret: Option<Secret>,
 }
@@ -121,8 +123,37 @@ impl Secret {
     }
 }
 
-/// One request in flight to a runner; frees its place when dropped.
+/// One request in flight to a runner (or one of the remote runners' shared slots); frees its
+/// place when dropped.
 struct InFlight<'r>(&'r AtomicUsize);
+
+/// The slots of the front's in-flight bound that its remote runners share: at most
+/// [`REMOTE_IN_FLIGHT`] (48 of the 64) requests to remote runners at once, so 16 always stay
+/// for the local runner. A runner takes one only while it holds fewer than are still free:
+/// one runner never holds more than half of the free slots, so runners that hang one after
+/// another leave room for the others (four hung runners with the default cap of 16 hold
+/// 16 + 16 + 8 + 4 at most, and the next runner still gets its requests through).
+#[derive(Debug, Default)]
+pub struct RemoteSlots {
+    taken: AtomicUsize,
+}
+
+impl RemoteSlots {
+    /// Shared slots taken now.
+    pub fn taken(&self) -> usize {
+        self.taken.load(Ordering::Relaxed)
+    }
+
+    /// Takes a slot for a runner that holds `held` already; `None` when it may not.
+    fn enter(&self, held: usize) -> Option<InFlight<'_>> {
+        self.taken
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |taken| {
+                (held < REMOTE_IN_FLIGHT.saturating_sub(taken)).then_some(taken + 1)
+            })
+            .ok()
+            .map(|_| InFlight(&self.taken))
+    }
+}
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
@@ -147,7 +178,7 @@ impl RemoteRunner {
             link,
             breaker: Breaker::default(),
             in_flight: AtomicUsize::new(0),
-            max_in_flight: DEFAULT_RUNNER_IN_FLIGHT,
+            max_in_flight: AtomicUsize::new(DEFAULT_RUNNER_IN_FLIGHT),
             secret: None,
         }
     }
@@ -161,19 +192,32 @@ impl RemoteRunner {
 
     /// This runner with its own in-flight cap (at least 1): beyond `max` requests at once,
     /// the next fails with `plugin_runner_saturated` without being sent.
-    pub fn with_max_in_flight(mut self, max: usize) -> RemoteRunner {
-        self.max_in_flight = max.max(1);
+    pub fn with_max_in_flight(self, max: usize) -> RemoteRunner {
+        self.set_max_in_flight(max);
         self
     }
 
-    /// Takes a place among this runner's requests in flight; `None` when all are taken.
-    fn enter(&self) -> Option<InFlight<'_>> {
+    /// Changes this runner's in-flight cap (at least 1), e.g. after its entry changed on a
+    /// reload; requests in flight beyond a lower cap finish, the next waits for room.
+    pub fn set_max_in_flight(&self, max: usize) {
+        self.max_in_flight.store(max.max(1), Ordering::Relaxed);
+    }
+
+    /// This runner's in-flight cap.
+    pub fn max_in_flight(&self) -> usize {
+        self.max_in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Takes a place among this runner's requests in flight, with the number it held before;
+    /// `None` when all are taken.
+    fn enter(&self) -> Option<(InFlight<'_>, usize)> {
+        let max = self.max_in_flight();
         self.in_flight
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < self.max_in_flight).then_some(n + 1)
+                (n < max).then_some(n + 1)
             })
             .ok()
-            .map(|_| InFlight(&self.in_flight))
+            .map(|held| (InFlight(&self.in_flight), held))
     }
 
     /// The id callers route by.
@@ -205,10 +249,16 @@ impl RemoteRunner {
         self.breaker.last_answered()
     }
 
-    /// Sends one `plugin_tool` request for an action of kind `kind`; see the module text for
-    /// the classification.
-    pub(crate) fn forward(&self, kind: ActionKind, params: &Value) -> Result<LinkAnswer, Error> {
+    /// Sends one `plugin_tool` request for an action of kind `kind`, under this runner's cap
+    /// and a slot of `shared`; see the module text for the classification.
+    pub(crate) fn forward(
+        &self,
+        shared: &RemoteSlots,
+        kind: ActionKind,
+        params: &Value,
+    ) -> Result<LinkAnswer, Error> {
         self.exchange(
+            shared,
             kind,
             || self.link.send(params),
             |answer| self.holds_secret(answer),
@@ -217,8 +267,13 @@ impl RemoteRunner {
 
     /// [`RemoteRunner::forward`] for a `call`, whose successful result the link may hand on as
     /// text ([`RunnerLink::send_call`]).
-    pub(crate) fn forward_call(&self, params: &Value) -> Result<CallAnswer, Error> {
+    pub(crate) fn forward_call(
+        &self,
+        shared: &RemoteSlots,
+        params: &Value,
+    ) -> Result<CallAnswer, Error> {
         self.exchange(
+            shared,
             ActionKind::Call,
             || self.link.send_call(params),
             |answer| match answer {
@@ -248,17 +303,30 @@ impl RemoteRunner {
     /// an answer for which `held_secret` is true is refused whole.
     fn exchange<A>(
         &self,
+        shared: &RemoteSlots,
         kind: ActionKind,
         send: impl FnOnce() -> Result<A, LinkFailure>,
         held_secret: impl FnOnce(&A) -> bool,
     ) -> Result<A, Error> {
-        let Some(_in_flight) = self.enter() else {
+        let Some((_in_flight, held)) = self.enter() else {
             return Err(Error::not_started(
                 ErrorCode::RunnerSaturated,
                 format!(
                     "runner `{}` already has {} requests in flight, its limit; nothing was \
                      sent, try again when one finishes",
-                    self.id, self.max_in_flight
+                    self.id,
+                    self.max_in_flight()
+                ),
+            ));
+        };
+        let Some(_shared) = shared.enter(held) else {
+            return Err(Error::not_started(
+                ErrorCode::RunnerSaturated,
+                format!(
+                    "runner `{}` may not take more of the front's slots shared by remote runners \
+                     now (it holds {held}; a runner holds at most half of those still free); \
+                     nothing was sent, try again when one finishes",
+                    self.id
                 ),
             ));
         };
@@ -479,13 +547,19 @@ mod tests {
         let held: Vec<_> = (0..2)
             .map(|_| {
                 let (runner, params) = (runner.clone(), params.clone());
-                std::thread::spawn(move || runner.forward(ActionKind::List, &params).is_ok())
+                std::thread::spawn(move || {
+                    runner
+                        .forward(&RemoteSlots::default(), ActionKind::List, &params)
+                        .is_ok()
+                })
             })
             .collect();
         for _ in 0..2 {
             entered.recv().unwrap();
         }
-        let e = runner.forward(ActionKind::List, &params).unwrap_err();
+        let e = runner
+            .forward(&RemoteSlots::default(), ActionKind::List, &params)
+            .unwrap_err();
         assert_eq!(
             (e.code(), e.dispatch()),
             (ErrorCode::RunnerSaturated, Dispatch::NotStarted)
@@ -498,7 +572,70 @@ mod tests {
         }
         // Both places are free again.
         release.send(()).unwrap();
-        assert!(runner.forward(ActionKind::List, &params).is_ok());
+        assert!(runner
+            .forward(&RemoteSlots::default(), ActionKind::List, &params)
+            .is_ok());
+    }
+
+    #[test]
+    fn hung_runners_leave_shared_slots_for_the_next_one() {
+        let shared = RemoteSlots::default();
+        // Four runners with the default cap of 16 that never give a slot back, one after
+        // another, then interleaved: they never hold all 48, and a fresh runner gets one.
+        let mut held = Vec::new();
+        let mut per_runner = [0usize; 4];
+        for (runner, n) in per_runner.iter_mut().enumerate() {
+            while *n < DEFAULT_RUNNER_IN_FLIGHT {
+                let Some(slot) = shared.enter(*n) else { break };
+                held.push(slot);
+                *n += 1;
+            }
+            assert!(*n > 0, "runner {runner} got nothing");
+        }
+        assert_eq!(per_runner, [16, 16, 8, 4]);
+        assert_eq!(shared.taken(), 44);
+        let fresh = shared.enter(0).expect("a fresh runner gets a slot");
+        let second = shared.enter(1).expect("and a second one");
+        assert!(
+            shared.enter(2).is_none(),
+            "a third would be half of what is free"
+        );
+        drop((fresh, second));
+        drop(held);
+        assert_eq!(shared.taken(), 0);
+        // One runner alone takes at most half of what is free, and never more than 48 in all.
+        let shared = RemoteSlots::default();
+        let alone: Vec<_> = (0..64).map_while(|n| shared.enter(n)).collect();
+        assert_eq!(alone.len(), 24);
+        let others: Vec<_> = (0..64).filter_map(|_| shared.enter(0)).collect();
+        assert_eq!(alone.len() + others.len(), REMOTE_IN_FLIGHT);
+    }
+
+    #[test]
+    fn a_runner_refused_a_shared_slot_is_saturated_and_nothing_is_sent() {
+        let (entered_tx, entered) = mpsc::channel();
+        let (_release, release_rx) = mpsc::channel();
+        let link = Held {
+            entered: entered_tx,
+            release: Mutex::new(release_rx),
+            echo: None,
+        };
+        let runner = RemoteRunner::new("edge", "Edge", Box::new(link));
+        let shared = RemoteSlots::default();
+        let taken: Vec<_> = (0..REMOTE_IN_FLIGHT)
+            .map(|_| shared.enter(0).unwrap())
+            .collect();
+        let params = serde_json::json!({"action": "list", "runner": "local"});
+        let e = runner
+            .forward(&shared, ActionKind::List, &params)
+            .unwrap_err();
+        assert_eq!(
+            (e.code(), e.dispatch()),
+            (ErrorCode::RunnerSaturated, Dispatch::NotStarted)
+        );
+        assert!(entered.try_recv().is_err(), "a refused request was sent");
+        assert_eq!(runner.in_flight(), 0);
+        drop(taken);
     }
 
     #[test]
@@ -514,7 +651,11 @@ mod tests {
             RemoteRunner::new("edge", "Edge", Box::new(link)).with_link_secret("s3cret-link-token");
         release.send(()).unwrap();
         let e = runner
-            .forward(ActionKind::List, &serde_json::json!({}))
+            .forward(
+                &RemoteSlots::default(),
+                ActionKind::List,
+                &serde_json::json!({}),
+            )
             .unwrap_err();
         assert_eq!(
             (e.code(), e.dispatch()),

@@ -34,6 +34,9 @@ pub const MAX_RUNNERS: usize = 64;
 pub const DEFAULT_RUNNER_IN_FLIGHT: usize = 16;
 /// The largest `max_in_flight` an entry may give (the front's own in-flight bound).
 pub const MAX_RUNNER_IN_FLIGHT: usize = 64;
+/// The most requests the remote runners of a gateway have in flight together: 48 of the
+/// front's 64 (`transport::MAX_IN_FLIGHT`), so 16 always stay for the local runner.
+pub const REMOTE_IN_FLIGHT: usize = 48;
 
 /// Where a runner's bearer token comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

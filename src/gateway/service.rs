@@ -17,7 +17,7 @@ use super::params::ActionKind;
 use super::params::ActionRef;
 use super::recording::{RecordingEvent, RecordingHook};
 use super::relay::{self, Expect};
-use super::remote::{CallAnswer, RemoteRunner, REMOTE_RUNNER};
+use super::remote::{CallAnswer, RemoteRunner, RemoteSlots, REMOTE_RUNNER};
 use super::runners::LOCAL_RUNNER;
 use super::scope::Caller;
 use crate::catalog::{
@@ -52,6 +52,8 @@ pub struct Gateway {
     bindings: BindingStore<Bound>,
     hook: RwLock<Option<SharedHook>>,
     instance: String,
+    /// The in-flight slots the remote runners share (48; 16 stay for the local runner).
+    remote_slots: RemoteSlots,
 }
 
 /// One runner a gateway routes to: a host in this process, or another machine's `serve`.
@@ -195,6 +197,7 @@ impl Gateway {
             bindings: BindingStore::default(),
             hook: RwLock::new(None),
             instance: instance_id(),
+            remote_slots: RemoteSlots::default(),
         }
     }
 
@@ -647,7 +650,7 @@ impl Gateway {
         if let Some(session_id) = action.recording_session_id() {
             params["recording_session_id"] = session_id.into();
         }
-        let answer = remote.forward(kind, &params)?;
+        let answer = remote.forward(&self.remote_slots, kind, &params)?;
         let (success, json) = answer.output.into_parts();
         if !success {
             return match relay::failure(&json) {
@@ -703,7 +706,7 @@ impl Gateway {
         if let Some(session_id) = recording_session_id {
             params["recording_session_id"] = session_id.into();
         }
-        let answer = match target.runner.forward_call(&params)? {
+        let answer = match target.runner.forward_call(&self.remote_slots, &params)? {
             CallAnswer::Result(text) => {
                 return relayed_result(target, validate_tool_result_text(&text, schema(target)));
             }

@@ -36,7 +36,7 @@ pub struct Exchange<'c> {
     extra_headers: Vec<(&'static str, String)>,
     /// Whether the process's observer hears of this listener's answers.
     observed: bool,
-    /// Marks this connection as upgraded: a stop then ends it like an idle one.
+    /// Marks this connection as upgraded (a runner link, which its handler ends on a stop).
     on_upgrade: &'c dyn Fn(),
     /// The token this connection was last accepted with (kept from request to request).
     token_memo: &'c mut TokenMemo,
@@ -97,9 +97,13 @@ impl Exchange<'_> {
     }
 
     /// Answers `101 Switching Protocols` with `headers` and hands the connection over (a clone
-    /// of its stream and the bytes read past the head): it closes when the handler returns,
-    /// and a stop of the server ends it at once, as an idle connection.
-    pub fn upgrade(&mut self, headers: &[(&str, &str)]) -> std::io::Result<(TcpStream, Vec<u8>)> {
+    /// of its stream and the bytes read past the head): it closes when the handler returns.
+    /// A stop of the server leaves it to the handler, as a request being handled (a runner
+    /// link is drained and closed by the front's link registry).
+    pub(crate) fn upgrade(
+        &mut self,
+        headers: &[(&str, &str)],
+    ) -> std::io::Result<(TcpStream, Vec<u8>)> {
         self.responded = Some(false);
         let upgraded = self.conn.upgrade(headers)?;
         (self.on_upgrade)();
@@ -341,16 +345,11 @@ impl Listener {
         true
     }
 
-    /// Marks connection `id` as upgraded (a runner link): not handling a request, so a stop
-    /// ends it; when the server is already stopping it is ended now.
+    /// Marks connection `id` as upgraded (a runner link): it stays counted as handling a
+    /// request, so a stop leaves it to its handler (which drains the link and closes it).
     fn mark_upgraded(&self, id: u64) {
-        let mut open = self.open.lock();
-        let stopping = open.stopping;
-        if let Some(entry) = open.streams.get_mut(&id) {
-            entry.1 = false;
-            if stopping {
-                let _ = entry.0.shutdown(Shutdown::Both);
-            }
+        if let Some(entry) = self.open.lock().streams.get_mut(&id) {
+            entry.1 = true;
         }
     }
 

@@ -48,14 +48,17 @@ struct Routes {
 
 /// Replaces the tokens of a running [`HttpServer`] (e.g. on SIGHUP): requests authenticated
 /// after [`TokensSwap::replace`] returns see only the new tokens; a request already
-/// authenticated keeps running.
+/// authenticated keeps running. A runner link whose token no longer authenticates as its
+/// runner id is closed at once (1008), its runner leaves `list`.
 #[derive(Clone)]
-pub struct TokensSwap(Arc<RwLock<Tokens>>);
+pub struct TokensSwap(Arc<RwLock<Tokens>>, Arc<LinkRegistry>);
 
 impl TokensSwap {
-    /// Puts `tokens` in place of the current ones.
-    pub fn replace(&self, tokens: Tokens) {
+    /// Puts `tokens` in place of the current ones and closes the runner links whose token
+    /// they no longer hold for that runner; returns those runners' ids.
+    pub fn replace(&self, tokens: Tokens) -> Vec<String> {
         *self.0.write() = tokens;
+        self.1.revoke()
     }
 }
 
@@ -70,11 +73,13 @@ impl std::fmt::Debug for TokensSwap {
 pub struct HttpStopper(Arc<Listener>, Arc<LinkRegistry>);
 
 impl HttpStopper {
-    /// Stops accepting connections, closes idle ones and every runner link (with a close
-    /// frame); [`HttpServer::run`] returns once the requests being handled are answered.
+    /// Stops accepting connections and closes idle ones; the runner links are drained:
+    /// nothing new is sent on them, and each is closed (1001) once the answers owed on it came
+    /// or their deadlines passed. [`HttpServer::run`] returns once the requests being handled
+    /// are answered and every link is closed.
     pub fn stop(&self) {
         self.0.stop();
-        self.1.close_all();
+        self.1.drain();
     }
 }
 
@@ -125,12 +130,7 @@ impl HttpServer {
         }
         Ok(HttpServer {
             listener: Arc::new(Listener::bind(addr)?),
-            routes: Arc::new(Routes {
-                links: Arc::new(LinkRegistry::new(gateway.clone())),
-                dispatcher: Dispatcher::new(gateway),
-                tokens: Arc::new(RwLock::new(tokens)),
-                allowed_origins,
-            }),
+            routes: Routes::new(gateway, tokens, allowed_origins),
         })
     }
 
@@ -144,12 +144,7 @@ impl HttpServer {
     ) -> io::Result<HttpServer> {
         Ok(HttpServer {
             listener: Arc::new(Listener::inherited(socket)?),
-            routes: Arc::new(Routes {
-                links: Arc::new(LinkRegistry::new(gateway.clone())),
-                dispatcher: Dispatcher::new(gateway),
-                tokens: Arc::new(RwLock::new(tokens)),
-                allowed_origins,
-            }),
+            routes: Routes::new(gateway, tokens, allowed_origins),
         })
     }
 
@@ -160,7 +155,7 @@ impl HttpServer {
 
     /// A handle that replaces this server's tokens while it runs.
     pub fn tokens_swap(&self) -> TokensSwap {
-        TokensSwap(self.routes.tokens.clone())
+        TokensSwap(self.routes.tokens.clone(), self.routes.links.clone())
     }
 
     /// A handle that stops this server.
@@ -174,6 +169,18 @@ impl HttpServer {
     pub fn run(self) -> io::Result<()> {
         self.listener.run(self.routes);
         Ok(())
+    }
+}
+
+impl Routes {
+    fn new(gateway: Arc<Gateway>, tokens: Tokens, allowed_origins: Vec<String>) -> Arc<Routes> {
+        let tokens = Arc::new(RwLock::new(tokens));
+        Arc::new(Routes {
+            links: Arc::new(LinkRegistry::new(gateway.clone(), tokens.clone())),
+            dispatcher: Dispatcher::new(gateway),
+            tokens,
+            allowed_origins,
+        })
     }
 }
 

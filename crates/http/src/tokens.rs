@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
-use webcodex_plugin_host::gateway::{valid_id, Scope, Scopes, LOCAL_RUNNER};
+use webcodex_plugin_host::gateway::{
+    valid_id, Scope, Scopes, DEFAULT_RUNNER_IN_FLIGHT, LOCAL_RUNNER, MAX_RUNNER_IN_FLIGHT,
+};
 
 /// The shortest token a tokens file may hold, in bytes.
 pub const MIN_TOKEN_BYTES: usize = 16;
@@ -47,12 +49,14 @@ pub struct Tokens {
 /// Numbers every parsed [`Tokens`] set.
 static GENERATIONS: AtomicU64 = AtomicU64::new(1);
 
-/// A `[[runner_tokens]]` entry: the one runner id its token may connect a link as.
+/// A `[[runner_tokens]]` entry: the one runner id its token may connect a link as, and the
+/// runner's own in-flight cap on the front (`max_in_flight`, default 16).
 #[derive(Clone)]
 struct RunnerTokenEntry {
     name: String,
     digest: [u8; 32],
     runner: String,
+    max_in_flight: usize,
 }
 
 #[derive(Clone)]
@@ -213,6 +217,15 @@ impl Tokens {
     /// The runner ids the `[[runner_tokens]]` entries may connect as.
     pub fn runner_ids(&self) -> impl Iterator<Item = &str> {
         self.runners.iter().map(|e| e.runner.as_str())
+    }
+
+    /// The in-flight cap of runner `runner`'s `[[runner_tokens]]` entry (`max_in_flight`,
+    /// default 16); `None` when no entry names it.
+    pub fn runner_max_in_flight(&self, runner: &str) -> Option<usize> {
+        self.runners
+            .iter()
+            .find(|e| e.runner == runner)
+            .map(|e| e.max_in_flight)
     }
 
     /// The name and runner id of the `[[runner_tokens]]` entry whose token is `presented`
@@ -422,9 +435,10 @@ fn parse_runner_entry(index: usize, item: &toml::Value) -> Result<RunnerTokenEnt
         )));
     };
     for key in table.keys() {
-        if !matches!(key.as_str(), "name" | "token" | "runner") {
+        if !matches!(key.as_str(), "name" | "token" | "runner" | "max_in_flight") {
             return Err(TokensError(format!(
-                "runner_tokens[{index}]: has a key other than name, token and runner; remove it"
+                "runner_tokens[{index}]: has a key other than name, token, runner and \
+                 max_in_flight; remove it"
             )));
         }
     }
@@ -447,10 +461,24 @@ fn parse_runner_entry(index: usize, item: &toml::Value) -> Result<RunnerTokenEnt
         }
         Some(_) => return Err(err("runner", "must be a string")),
     };
+    let max_in_flight = match table.get("max_in_flight") {
+        None => DEFAULT_RUNNER_IN_FLIGHT,
+        Some(toml::Value::Integer(n)) if (1..=MAX_RUNNER_IN_FLIGHT as i64).contains(n) => {
+            *n as usize
+        }
+        Some(_) => {
+            return Err(err(
+                "max_in_flight",
+                "must be a whole number from 1 to 64 (requests in flight to this runner at \
+                 once; default 16)",
+            ))
+        }
+    };
     Ok(RunnerTokenEntry {
         name,
         digest: digest(token.as_bytes()),
         runner,
+        max_in_flight,
     })
 }
 
@@ -628,6 +656,17 @@ mod tests {
         );
         assert!(t.authenticate(&format!("{SECRET}-a")).is_none());
         assert!(t.authenticate_runner("nope-nope-nope-nope").is_none());
+        assert_eq!(
+            t.runner_max_in_flight("edge-1"),
+            Some(DEFAULT_RUNNER_IN_FLIGHT)
+        );
+        assert_eq!(t.runner_max_in_flight("edge-9"), None);
+        let capped = tokens(&format!(
+            "{}max_in_flight = 4\n",
+            runner("a", &format!("{SECRET}-a"), "edge-1")
+        ))
+        .unwrap();
+        assert_eq!(capped.runner_max_in_flight("edge-1"), Some(4));
         let user = format!(
             "[[tokens]]\nname = \"u\"\ntoken = \"{SECRET}\"\nscopes = [\"plugin:inspect\"]\n"
         );
@@ -645,6 +684,18 @@ mod tests {
                 "runner_tokens[0]: has a key other than",
             ),
             ("runner_tokens = 1\n".to_string(), "`runner_tokens` must be an array"),
+            (
+                format!("{}max_in_flight = 0\n", runner("a", &format!("{SECRET}-a"), "e")),
+                "runner_tokens[0].max_in_flight: must be a whole number from 1 to 64",
+            ),
+            (
+                format!("{}max_in_flight = 65\n", runner("a", &format!("{SECRET}-a"), "e")),
+                "runner_tokens[0].max_in_flight: must be",
+            ),
+            (
+                format!("{}max_in_flight = \"8\"\n", runner("a", &format!("{SECRET}-a"), "e")),
+                "runner_tokens[0].max_in_flight: must be",
+            ),
         ];
         for (text, want) in cases {
             let err = tokens(&text).unwrap_err().to_string();

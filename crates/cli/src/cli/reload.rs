@@ -117,8 +117,12 @@ impl Reload {
                 if let Some(ids) = &self.dial_out_metrics {
                     ids.set(self.dial_out.iter().map(String::as_str));
                 }
-                self.tokens.replace(tokens);
-                log::info!("serve: --tokens reloaded ({count} tokens)");
+                // A runner link whose token is gone or rotated is closed now (and logged).
+                let revoked = self.tokens.replace(tokens).len();
+                log::info!(
+                    "serve: --tokens reloaded ({count} tokens; {revoked} runner links closed, \
+                     their token revoked)"
+                );
             }
             // The messages never quote the file (see Tokens::parse) nor name a path.
             Err(e) => log::warn!("serve: --tokens not reloaded, the old tokens stay: {e}"),

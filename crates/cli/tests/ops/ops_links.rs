@@ -1,8 +1,9 @@
 //! The per-runner link metrics of a front (`serve --admin-listen`) with real `connect` runners
 //! on loopback: `runner_link_up` follows the link (1 connected, 0 after a SIGKILL), and
 //! `runner_reconnects_total` counts the runner's comeback; `connect --log-format json` writes
-//! one JSON object per line; and every family that docs/OPERATIONS.md lists is in a real
-//! exposition, so that table cannot go stale.
+//! one JSON object per line; a SIGHUP that revokes or rotates a runner token closes its link at
+//! once and drops its `runner_link_up` to 0; and every family that docs/OPERATIONS.md lists is
+//! in a real exposition, so that table cannot go stale.
 #![cfg(unix)]
 
 use crate::common;
@@ -52,6 +53,10 @@ struct Runner {
     id: &'static str,
     config: PathBuf,
     pids: PathBuf,
+    /// What its plugins read.
+    log: PathBuf,
+    /// Its runner token.
+    token: String,
     child: Option<Child>,
     stderr: Vec<JoinHandle<String>>,
 }
@@ -70,6 +75,8 @@ impl Runner {
             id,
             config,
             pids: dir.path(&format!("{id}.pids")),
+            log: dir.path(&format!("{id}.log")),
+            token: runner_token(id),
             child: None,
             stderr: Vec::new(),
         }
@@ -80,8 +87,9 @@ impl Runner {
         let mut cmd = common::cli_command(BIN);
         cmd.args(["connect", "--front-url", &format!("http://{front}")])
             .args(["--config", s(&self.config), "--log-format", "json"])
-            .env("WEBCODEX_RUNNER_TOKEN", runner_token(self.id))
+            .env("WEBCODEX_RUNNER_TOKEN", &self.token)
             .env("FIXTURE_PIDS", &self.pids)
+            .env("FIXTURE_LOG", &self.log)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -110,6 +118,14 @@ impl Runner {
         let status = common::wait_bounded(&mut child, LIMIT);
         assert_eq!(status.code(), Some(0), "connect exit {status:?}");
         self.assert_plugins_gone();
+    }
+
+    /// Waits (bounded) for it to exit on its own: its exit code, plugins gone.
+    fn wait_exit(&mut self) -> Option<i32> {
+        let mut child = self.child.take().expect("started");
+        let status = common::wait_bounded(&mut child, LIMIT);
+        self.assert_plugins_gone();
+        status.code()
     }
 
     fn assert_plugins_gone(&self) {
@@ -432,4 +448,189 @@ fn promtool_accepts_the_exposition_of_every_kind_of_runner() {
         out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
         "promtool: {out:?}\n{metrics}"
     );
+}
+
+/// Writes the front's tokens file again: the user token and, for each `(id, token)`, a runner
+/// token entry.
+fn rewrite_tokens(path: &Path, runners: &[(&str, &str)]) {
+    let mut text = format!(
+        "[[tokens]]\nname = \"user\"\ntoken = \"{USER}\"\n\
+         scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n\n"
+    );
+    for (id, token) in runners {
+        text.push_str(&format!(
+            "[[runner_tokens]]\nname = \"{id}-token\"\ntoken = \"{token}\"\nrunner = \"{id}\"\n\n"
+        ));
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+/// The runner ids the front lists.
+fn listed(front: &AdminServe) -> Vec<String> {
+    let (status, body) = front.tool(json!({"action": "list"}));
+    assert_eq!(status, 200, "{body}");
+    body["output"]["runners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["runner"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A SIGHUP whose tokens file no longer holds a connected runner's token, while a call runs on
+/// it: the link is closed at once, the call ends as on a lost link (outcome unknown, long
+/// before the plugin would have answered), the runner leaves `list` and the gateway
+/// (`plugin_runner_not_found`), its `runner_link_up` is 0, and its `connect` is refused when it
+/// dials again (exit 2). Another runner goes on answering.
+#[test]
+fn a_sighup_that_removes_a_runner_token_evicts_its_runner_mid_call() {
+    let dir = TempDir::new("ops", "revoke");
+    let tokens = front_tokens(&dir, &["edge", "keep"]);
+    let front = start_front(&[], &tokens, &dir.path("stdin.log"));
+    let (mut edge, mut keep) = (Runner::new(&dir, "edge"), Runner::new(&dir, "keep"));
+    edge.start(front.addr);
+    keep.start(front.addr);
+    wait_for_metrics(&front, "linked", |m| {
+        link_up(m, "edge") == Some(1.0) && link_up(m, "keep") == Some(1.0)
+    });
+    let (status, described) = front
+        .tool(json!({"action": "describe", "runner": "edge", "plugin": "fx", "tool": "sleep"}));
+    assert_eq!(status, 200, "{described}");
+    let binding = described["output"]["binding"].clone();
+    let front_addr = front.addr;
+    let slow = std::thread::spawn(move || {
+        let front = ops_support::exchange(
+            front_addr,
+            ops_support::tool_request(
+                &json!({"action": "call", "binding": binding, "arguments": {"ms": 25000}}),
+            )
+            .as_bytes(),
+        );
+        (front.status, front.json())
+    });
+    ops_support::wait_for_logged(&edge.log, "\"sleep\"", "the call never reached edge");
+
+    rewrite_tokens(&tokens, &[("keep", &runner_token("keep"))]);
+    let revoked_at = Instant::now();
+    assert!(ops_support::hang_up(front.pid()), "SIGHUP");
+    let (status, body) = slow.join().unwrap();
+    assert!(
+        revoked_at.elapsed() < Duration::from_secs(15),
+        "the call waited for its plugin"
+    );
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(
+        body["output"]["error"]["code"],
+        json!("plugin_gateway_timeout")
+    );
+    assert_eq!(
+        body["output"]["dispatch"],
+        json!("outcome_unknown"),
+        "{body}"
+    );
+    // Gone from list, the gateway and the link gauge at once.
+    assert_eq!(listed(&front), ["keep"]);
+    let (_, body) = front.tool(json!({"action": "list", "runner": "edge"}));
+    assert_eq!(
+        body["output"]["error"]["code"],
+        json!("plugin_runner_not_found"),
+        "{body}"
+    );
+    let (_, metrics) = front.admin_get("/metrics");
+    assert_eq!(link_up(&metrics, "edge"), Some(0.0), "{metrics}");
+    assert_eq!(link_up(&metrics, "keep"), Some(1.0), "{metrics}");
+    // The evicted runner dials again and is refused: exit 2, its plugins gone.
+    assert_eq!(edge.wait_exit(), Some(2));
+    let (status, body) = front.tool(json!({"action": "list", "runner": "keep"}));
+    assert_eq!(status, 200, "{body}");
+    assert!(common::zombie_children_of(front.pid() as i32).is_empty());
+
+    keep.stop();
+    let (status, stderr) = front.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("runner link `edge`: closed: the runner token was revoked"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&runner_token("edge")), "{stderr}");
+    common::assert_no_zombie_children_of_self();
+}
+
+/// A runner link of the test's own, authenticated with `token` as `id`: the upgrade's status,
+/// and the link when it was welcomed.
+fn test_link(
+    front: SocketAddr,
+    token: &str,
+) -> Result<tungstenite::WebSocket<std::net::TcpStream>, u16> {
+    use tungstenite::client::ClientRequestBuilder;
+    let stream = std::net::TcpStream::connect(front).expect("connect");
+    stream.set_read_timeout(Some(LIMIT)).unwrap();
+    let uri: tungstenite::http::Uri = format!("ws://{front}/api/runners/connect").parse().unwrap();
+    let request = ClientRequestBuilder::new(uri)
+        .with_header("Authorization", format!("Bearer {token}"))
+        .with_sub_protocol("webcodex-runner-link-v1");
+    let mut ws = match tungstenite::client::client(request, stream) {
+        Ok((ws, _)) => ws,
+        Err(tungstenite::HandshakeError::Failure(tungstenite::Error::Http(response))) => {
+            return Err(response.status().as_u16())
+        }
+        Err(e) => panic!("the upgrade failed: {e}"),
+    };
+    let hello =
+        r#"{"hello":{"protocol":"webcodex-runner-link-v1","instance":"AAAAAAAAAAAAAAAAAAAAAA"}}"#;
+    ws.send(tungstenite::Message::Text(hello.into())).unwrap();
+    ws.read().expect("a welcome");
+    Ok(ws)
+}
+
+/// A SIGHUP that rotates a runner's token (same runner id, another token): the link made with
+/// the old token is closed at once (1008, "the runner token was revoked"), its gauge drops to
+/// 0; the old token is refused from then on (401) and the new one links the runner again.
+#[test]
+fn a_sighup_that_rotates_a_runner_token_closes_the_old_link_and_the_new_token_links() {
+    let dir = TempDir::new("ops", "rotate");
+    let tokens = front_tokens(&dir, &["edge"]);
+    let front = start_front(&[], &tokens, &dir.path("stdin.log"));
+    let old = runner_token("edge");
+    let mut ws = test_link(front.addr, &old).expect("linked with the old token");
+    wait_for_metrics(&front, "linked", |m| link_up(m, "edge") == Some(1.0));
+    assert_eq!(listed(&front), ["edge"]);
+
+    let new = format!("rotated-{old}");
+    rewrite_tokens(&tokens, &[("edge", &new)]);
+    assert!(ops_support::hang_up(front.pid()), "SIGHUP");
+    let mut close = None;
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        // The front's pings would keep a link that is never closed readable.
+        assert!(Instant::now() < deadline, "the old link was not closed");
+        match ws.read() {
+            Ok(tungstenite::Message::Close(frame)) => {
+                close = frame.map(|f| (u16::from(f.code), f.reason.to_string()));
+            }
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    assert_eq!(
+        close,
+        Some((1008, "the runner token was revoked".to_string()))
+    );
+    assert_eq!(listed(&front), Vec::<String>::new());
+    let (_, metrics) = front.admin_get("/metrics");
+    assert_eq!(link_up(&metrics, "edge"), Some(0.0), "{metrics}");
+
+    assert_eq!(test_link(front.addr, &old).err(), Some(401));
+    let mut runner = Runner::new(&dir, "edge");
+    runner.token = new.clone();
+    runner.start(front.addr);
+    wait_for_metrics(&front, "linked again", |m| link_up(m, "edge") == Some(1.0));
+    assert_eq!(listed(&front), ["edge"]);
+    let (status, body) = front.tool(json!({"action": "list", "runner": "edge"}));
+    assert_eq!(status, 200, "{body}");
+    runner.stop();
+    let (status, stderr) = front.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains(&old) && !stderr.contains(&new), "{stderr}");
+    common::assert_no_zombie_children_of_self();
 }

@@ -1633,3 +1633,437 @@ fn a_linked_call_result_holding_the_token_or_breaking_the_contract_is_refused() 
     wait_listed(addr, &[]);
     assert_no_zombies(front.pid());
 }
+
+/// A front with a local runner (`--config`: the fixture as `fx`) beside its dial-out runners;
+/// its plugins record their pids in `front.pids` and what they read in `front.log`.
+fn start_front_with_local(dir: &TempDir, tokens: &Path) -> ServeProcess {
+    let fixture = serde_json::to_string(s(&common::fixture_path())).unwrap();
+    let config = dir.write(
+        "front-local.toml",
+        &format!(
+            "[plugins]\nrequest_timeout_secs = 30\n\n[[plugins.providers]]\nid = \"fx\"\n\
+             name = \"Fixture\"\ncommand = {fixture}\nargs = [\"normal\"]\n"
+        ),
+    );
+    let mut cmd = common::cli_command(BIN);
+    cmd.args(["serve", "--config", s(&config), "--listen", "127.0.0.1:0"])
+        .args(["--tokens", s(tokens)])
+        .env("FIXTURE_PIDS", dir.path("front.pids"))
+        .env("FIXTURE_LOG", dir.path("front.log"))
+        .env("RUST_LOG", "info");
+    ServeProcess::start(cmd)
+}
+
+/// No plugin of the front outlives it.
+fn assert_front_plugins_gone(dir: &TempDir) {
+    for pid in common::recorded_plugin_pids(&dir.path("front.pids")) {
+        assert!(common::wait_gone(pid), "plugin {pid} outlived the front");
+    }
+}
+
+/// The hello's display name is checked like an answer: a name holding the link's own token is
+/// refused with 1008 (the reason does not repeat it), the runner is never listed, and the
+/// front's log never shows the token; a name without it is welcomed.
+#[test]
+fn a_hello_whose_name_holds_the_link_token_is_refused_and_never_listed() {
+    let dir = TempDir::new("link", "hello-name");
+    let front = start_front(&front_tokens(&dir, &["edge-1"]));
+    let addr = front.addr;
+    let token = runner_token("edge-1");
+    for name in [token.clone(), format!("Edge ({token})")] {
+        let mut ws = hostile_link(addr, "edge-1");
+        let hello = json!({"hello": {"protocol": "webcodex-runner-link-v1",
+            "instance": "AAAAAAAAAAAAAAAAAAAAAA", "name": name}});
+        ws.send(tungstenite::Message::Text(hello.to_string().into()))
+            .unwrap();
+        let mut refusal = None;
+        loop {
+            match ws.read() {
+                Ok(tungstenite::Message::Close(Some(frame))) => {
+                    refusal = Some((u16::from(frame.code), frame.reason.to_string()));
+                }
+                Ok(tungstenite::Message::Text(text)) => panic!("welcomed: {text}"),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        let (code, reason) = refusal.expect("a close frame");
+        assert_eq!(code, 1008, "{reason}");
+        assert!(!reason.contains(&token), "{reason}");
+        assert_eq!(listed(addr), Vec::<String>::new());
+    }
+    // The control: another name is welcomed and listed.
+    let mut ws = hostile_link(addr, "edge-1");
+    let hello = json!({"hello": {"protocol": "webcodex-runner-link-v1",
+        "instance": "AAAAAAAAAAAAAAAAAAAAAA", "name": "Edge one"}});
+    ws.send(tungstenite::Message::Text(hello.to_string().into()))
+        .unwrap();
+    ws.read().unwrap();
+    let (_, body) = tool(addr, USER, json!({"action": "list"}));
+    assert_eq!(
+        body["output"]["runners"],
+        json!([{"runner": "edge-1", "name": "Edge one"}])
+    );
+    drop(ws);
+    wait_listed(addr, &[]);
+    assert_no_zombies(front.pid());
+    let stderr = front.stop();
+    assert!(!stderr.contains(&token), "the front logged the token");
+    assert!(
+        stderr.contains("the hello's name holds the runner's token"),
+        "{stderr}"
+    );
+    common::assert_no_zombie_children_of_self();
+}
+
+/// A runner link of the test's own that reads every request and answers none (a runner whose
+/// plugin never answers): counts the requests; shutting it down ends the link.
+struct StuckLink {
+    read: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    tcp: TcpStream,
+    reader: Option<JoinHandle<()>>,
+}
+
+impl StuckLink {
+    fn start(front: SocketAddr, id: &str) -> StuckLink {
+        let mut ws = hostile_link(front, id);
+        ws.send(tungstenite::Message::Text(HELLO.into())).unwrap();
+        ws.read().unwrap();
+        let tcp = ws.get_ref().try_clone().unwrap();
+        let read = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = read.clone();
+        let reader = std::thread::spawn(move || loop {
+            match ws.read() {
+                Ok(tungstenite::Message::Text(_)) => {
+                    count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                Ok(_) => {}
+                Err(_) => return,
+            }
+        });
+        StuckLink {
+            read,
+            tcp,
+            reader: Some(reader),
+        }
+    }
+
+    fn read(&self) -> usize {
+        self.read.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for StuckLink {
+    fn drop(&mut self) {
+        let _ = self.tcp.shutdown(Shutdown::Both);
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+    }
+}
+
+/// Four dial-out runners that never answer cannot starve the others: together they hold fewer
+/// than the 48 slots remote runners share (each at most its cap of 16, and at most half of the
+/// shared slots still free), every request beyond is `plugin_runner_saturated` (not started,
+/// retry), and meanwhile the local runner and a healthy dial-out runner answer, never
+/// `gateway_saturated`.
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs connect processes stopped with SIGTERM behind a front (docs/PLATFORMS.md)"
+)]
+fn four_stuck_runners_leave_the_local_runner_and_a_healthy_runner_their_slots() {
+    let dir = TempDir::new("link", "stuck");
+    let stuck_ids = ["stuck-1", "stuck-2", "stuck-3", "stuck-4"];
+    let mut all_ids = stuck_ids.to_vec();
+    all_ids.push("healthy");
+    let front = start_front_with_local(&dir, &front_tokens(&dir, &all_ids));
+    let addr = front.addr;
+    let stuck: Vec<StuckLink> = stuck_ids
+        .iter()
+        .map(|id| StuckLink::start(addr, id))
+        .collect();
+    let mut healthy = Runner::new(&dir, "healthy");
+    healthy.start(addr);
+    wait_listed(
+        addr,
+        &[
+            "healthy", "local", "stuck-1", "stuck-2", "stuck-3", "stuck-4",
+        ],
+    );
+
+    // 16 requests to each stuck runner at once: 64, the front's whole in-flight bound.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let askers: Vec<_> = (0..64)
+        .map(|i| {
+            let (tx, id) = (tx.clone(), stuck_ids[i % 4]);
+            std::thread::spawn(move || {
+                let _ = tx.send(tool(addr, USER, json!({"action": "list", "runner": id})));
+            })
+        })
+        .collect();
+    let mut refused = Vec::new();
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let held: usize = stuck.iter().map(StuckLink::read).sum();
+        if held + refused.len() == 64 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{held} held and {} refused of 64",
+            refused.len()
+        );
+        if let Ok(answer) = rx.recv_timeout(Duration::from_millis(20)) {
+            refused.push(answer);
+        }
+    }
+    let held: Vec<usize> = stuck.iter().map(StuckLink::read).collect();
+    let total: usize = held.iter().sum();
+    assert!(total < 48, "the stuck runners hold {held:?}");
+    assert!(held.iter().all(|&n| (1..=16).contains(&n)), "{held:?}");
+    for (status, body) in &refused {
+        assert_eq!(
+            (*status, code(body)),
+            (503, "plugin_runner_saturated"),
+            "{body}"
+        );
+        assert_eq!(body["output"]["dispatch"], json!("not_started"), "{body}");
+        assert_eq!(body["output"]["recovery"], json!("retry"), "{body}");
+    }
+
+    // While they hang: the local runner and the healthy runner answer, a few times over.
+    for round in 0..3 {
+        let (status, body) = tool(addr, USER, json!({"action": "list", "runner": "local"}));
+        assert_eq!(status, 200, "{body}");
+        let (status, body) = tool(
+            addr,
+            USER,
+            json!({"action": "describe", "runner": "local", "plugin": "fx", "tool": "echo"}),
+        );
+        assert_eq!(status, 200, "{body}");
+        let binding = body["output"]["binding"].clone();
+        let (status, body) = tool(
+            addr,
+            USER,
+            json!({"action": "call", "binding": binding, "arguments": {"text": "local"}}),
+        );
+        assert_eq!(status, 200, "{body}");
+        let text = format!("healthy {round}");
+        assert_eq!(echo_through(addr, "healthy", &text), text);
+    }
+    assert_eq!(stuck.iter().map(StuckLink::read).sum::<usize>(), total);
+
+    // Released: each held request ends as a lost answer (list changes nothing: not started).
+    drop(stuck);
+    for _ in 0..total {
+        let (status, body) = rx.recv_timeout(LIMIT).expect("a held request was answered");
+        assert_eq!(
+            (status, code(&body)),
+            (504, "plugin_gateway_timeout"),
+            "{body}"
+        );
+        assert_eq!(body["output"]["dispatch"], json!("not_started"), "{body}");
+    }
+    for asker in askers {
+        asker.join().unwrap();
+    }
+    wait_listed(addr, &["healthy", "local"]);
+    healthy.stop();
+    assert_no_zombies(front.pid());
+    front.stop();
+    assert_front_plugins_gone(&dir);
+    common::assert_no_zombie_children_of_self();
+}
+
+/// SIGTERM on a front drains its link calls: a relayed call in flight and a local call started
+/// with it both complete (200), the front sends nothing new and then closes the link (1001),
+/// exits 0, and no plugin of either side is left.
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs connect processes stopped with SIGTERM behind a front (docs/PLATFORMS.md)"
+)]
+fn sigterm_lets_relayed_and_local_calls_in_flight_complete() {
+    let dir = TempDir::new("link", "drain");
+    let front = start_front_with_local(&dir, &front_tokens(&dir, &["edge-1"]));
+    let addr = front.addr;
+    let pid = front.pid();
+    let mut runner = Runner::new(&dir, "edge-1");
+    runner.start(addr);
+    wait_listed(addr, &["edge-1", "local"]);
+    let remote_sleep = describe(addr, "edge-1", "sleep");
+    let (status, body) = tool(
+        addr,
+        USER,
+        json!({"action": "describe", "runner": "local", "plugin": "fx", "tool": "sleep"}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let local_sleep = body["output"]["binding"].as_str().unwrap().to_string();
+    let call = |binding: String| {
+        std::thread::spawn(move || {
+            tool(
+                addr,
+                USER,
+                json!({"action": "call", "binding": binding, "arguments": {"ms": 4000}}),
+            )
+        })
+    };
+    let relayed = call(remote_sleep);
+    let local = call(local_sleep);
+    runner.wait_for_call("sleep");
+    let front_log = dir.path("front.log");
+    let deadline = Instant::now() + LIMIT;
+    while !std::fs::read_to_string(&front_log)
+        .unwrap_or_default()
+        .contains("\"sleep\"")
+    {
+        assert!(Instant::now() < deadline, "the local call never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    let stopping = std::thread::spawn(move || front.stop());
+    for (what, asked) in [("relayed", relayed), ("local", local)] {
+        let (status, body) = asked.join().unwrap();
+        assert_eq!(status, 200, "the {what} call: {body}");
+        assert_eq!(
+            body["output"]["content"][0]["text"],
+            json!("slept"),
+            "{body}"
+        );
+    }
+    let stderr = stopping.join().unwrap();
+    assert!(
+        stderr.contains("runner link `edge-1`: closed (1001)"),
+        "the link was not closed after its answer: {stderr}"
+    );
+    assert!(common::process_is_gone(pid));
+    assert_front_plugins_gone(&dir);
+    // Each call was read once, never retried.
+    assert_eq!(runner.calls("sleep"), 1);
+    runner.stop();
+    common::assert_no_zombie_children_of_self();
+}
+
+/// A link whose runner stops reading: the request being written blocks, and the callers
+/// queued behind it learn that their request was never sent (`plugin_runner_unavailable`,
+/// `not_started`) when the write bound (10 s) ends the link, not after a second one; those
+/// whose frame went out end as lost answers (`outcome_unknown`).
+#[test]
+fn callers_queued_behind_a_blocked_write_are_not_started_within_the_write_bound() {
+    let dir = TempDir::new("link", "blocked");
+    let front = start_front(&front_tokens(&dir, &["edge-1"]));
+    let addr = front.addr;
+    let mut ws = linked(addr, "edge-1", "XXXXXXXXXXXXXXXXXXXXXX");
+    wait_listed(addr, &["edge-1"]);
+    let binding = describe_echo_on(&mut ws, addr, "wc_pbind_RRRRRRRRRRRRRRRRRRRRRR");
+    // From now on the runner reads nothing: frames of ~900 KB fill the socket's buffers.
+    let text = "x".repeat(900 * 1024);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let callers: Vec<_> = (0..8)
+        .map(|_| {
+            let (tx, binding, text) = (tx.clone(), binding.clone(), text.clone());
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                let call = json!({"action": "call", "binding": binding,
+                    "arguments": {"text": text}});
+                let answer = tool(addr, USER, call);
+                let _ = tx.send((started.elapsed(), answer));
+            })
+        })
+        .collect();
+    let mut not_started = 0;
+    for _ in 0..8 {
+        let (took, (status, body)) = rx.recv_timeout(LIMIT * 2).expect("an answer");
+        let dispatch = body["output"]["dispatch"].as_str().unwrap_or("");
+        match (status, code(&body), dispatch) {
+            (503, "plugin_runner_unavailable", "not_started") => not_started += 1,
+            (504, "plugin_gateway_timeout", "outcome_unknown") => {}
+            other => panic!("{other:?}: {body}"),
+        }
+        // The write bound is 10 s; two of them would be 20 s.
+        assert!(took < Duration::from_secs(17), "an answer after {took:?}");
+    }
+    assert!(not_started >= 1, "no caller was queued behind the write");
+    for caller in callers {
+        caller.join().unwrap();
+    }
+    wait_listed(addr, &[]);
+    drop(ws);
+    assert_no_zombies(front.pid());
+    front.stop();
+    common::assert_no_zombie_children_of_self();
+}
+
+/// `max_in_flight` of a `[[runner_tokens]]` entry is that runner's cap on the front (the third
+/// request at once to a runner capped at 2 is `plugin_runner_saturated`, nothing sent), and a
+/// value out of 1..=64 stops `serve` at start with a message naming the key.
+#[test]
+fn a_runner_tokens_max_in_flight_caps_its_runner_and_is_validated() {
+    let dir = TempDir::new("link", "token-cap");
+    let tokens = dir.write(
+        "capped-tokens.toml",
+        &format!(
+            "[[tokens]]\nname = \"user\"\ntoken = \"{USER}\"\n\
+             scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n\n\
+             [[runner_tokens]]\nname = \"capped\"\ntoken = \"{}\"\nrunner = \"edge-1\"\n\
+             max_in_flight = 2\n",
+            runner_token("edge-1")
+        ),
+    );
+    let front = start_front(&tokens);
+    let addr = front.addr;
+    let stuck = StuckLink::start(addr, "edge-1");
+    wait_listed(addr, &["edge-1"]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let askers: Vec<_> = (0..5)
+        .map(|_| {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(tool(
+                    addr,
+                    USER,
+                    json!({"action": "list", "runner": "edge-1"}),
+                ));
+            })
+        })
+        .collect();
+    for _ in 0..3 {
+        let (status, body) = rx.recv_timeout(LIMIT).expect("a refusal");
+        assert_eq!(
+            (status, code(&body)),
+            (503, "plugin_runner_saturated"),
+            "{body}"
+        );
+        assert!(body.to_string().contains("2 requests in flight"), "{body}");
+    }
+    assert_eq!(stuck.read(), 2);
+    drop(stuck);
+    for _ in 0..2 {
+        let (_, body) = rx.recv_timeout(LIMIT).expect("a lost answer");
+        assert_eq!(code(&body), "plugin_gateway_timeout", "{body}");
+    }
+    for asker in askers {
+        asker.join().unwrap();
+    }
+    assert_no_zombies(front.pid());
+    front.stop();
+
+    for bad in ["0", "65", "\"8\""] {
+        let text = std::fs::read_to_string(&tokens)
+            .unwrap()
+            .replace("max_in_flight = 2", &format!("max_in_flight = {bad}"));
+        let file = dir.write("bad-cap-tokens.toml", &text);
+        let mut cmd = common::cli_command(BIN);
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--tokens", s(&file)]);
+        let run = common::run_to_end(cmd, LIMIT);
+        assert_eq!(run.code, Some(2), "{run:?}");
+        assert!(
+            run.stderr
+                .contains("runner_tokens[0].max_in_flight: must be a whole number from 1 to 64"),
+            "{run:?}"
+        );
+        assert!(!run.stderr.contains(&runner_token("edge-1")), "{run:?}");
+    }
+    common::assert_no_zombie_children_of_self();
+}

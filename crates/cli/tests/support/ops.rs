@@ -123,13 +123,7 @@ impl AdminServe {
 
     /// One `plugin_tool` request on the serving port with [`TOKEN`].
     pub fn tool(&self, params: Value) -> (u16, Value) {
-        let body = json!({"tool": "plugin_tool", "params": params}).to_string();
-        let raw = format!(
-            "POST /api/tools/call HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
-             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        let response = exchange(self.addr, raw.as_bytes());
+        let response = exchange(self.addr, tool_request(&params).as_bytes());
         (response.status, response.json())
     }
 
@@ -178,6 +172,17 @@ impl Drop for AdminServe {
             }
         }
     }
+}
+
+/// The raw `POST /api/tools/call` of one `plugin_tool` request with [`TOKEN`]
+/// (`Connection: close`).
+pub fn tool_request(params: &Value) -> String {
+    let body = json!({"tool": "plugin_tool", "params": params}).to_string();
+    format!(
+        "POST /api/tools/call HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
 }
 
 /// `GET path` with `Connection: close`: status and body as text.

@@ -14,11 +14,15 @@
 //! - a new link for a connected id replaces the old one, which is closed at once;
 //! - a link of the same runner instance (the same `instance` in its hello) keeps the runner's
 //!   bindings; a new instance is a new runner, so old bindings fail with `plugin_replaced`;
-//! - a link that ends takes its runner out of `list` (`plugin_runner_not_found` after).
+//! - a link that ends takes its runner out of `list` (`plugin_runner_not_found` after);
+//! - a link whose token no longer authenticates as its runner id after the tokens were
+//!   replaced (SIGHUP) is closed at once ([`LinkRegistry::revoke`], in `evict`);
+//! - a stopping front drains its links: nothing new is sent, the answers owed are awaited
+//!   within their own deadlines, then each link is closed ([`LinkRegistry::drain`]).
 
 use std::collections::HashMap;
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,11 +32,14 @@ use serde_json::Value;
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::{Role, WebSocket};
 
-use super::socket::{config, LinkSocket, Next, SharedTcp};
+use super::socket::{config, LinkSocket, Next, SendError, SharedTcp};
 use super::wire::{self, Operation};
 use webcodex_plugin_host::gateway::{
     ActionKind, CallAnswer, Gateway, LinkAnswer, LinkFailure, RemoteRunner, RunnerLink, ToolOutput,
 };
+use crate::tokens::Tokens;
+
+mod evict;
 
 /// How often the front pings a link.
 pub const PING_EVERY: Duration = Duration::from_secs(15);
@@ -65,9 +72,14 @@ pub const READ_AGAIN_AFTER: Duration = Duration::from_millis(50);
 /// The runner links of a front.
 pub(crate) struct LinkRegistry {
     gateway: Arc<Gateway>,
+    /// The server's tokens in force (a link is attached only while its token authenticates
+    /// as its runner id). Lock order: `runners`, then `tokens`.
+    tokens: Arc<RwLock<Tokens>>,
     runners: Mutex<HashMap<String, Entry>>,
     serial: AtomicU64,
     heartbeat: Heartbeat,
+    /// The front is stopping: no link is attached any more.
+    draining: AtomicBool,
 }
 
 /// A runner id's current runner instance and its link.
@@ -84,9 +96,16 @@ struct DialLink {
 
 /// One accepted WebSocket of a runner.
 struct Connection {
+    /// The runner id it links (for the log).
+    runner: String,
     serial: u64,
     socket: LinkSocket<SharedTcp>,
     instance: String,
+    /// The runner token the link was authenticated with.
+    token: String,
+    /// The front is stopping: no request is sent any more, and the link is closed once no
+    /// answer is owed.
+    draining: AtomicBool,
     pending: Mutex<HashMap<u64, Sender<Routed>>>,
     next_id: AtomicU64,
     /// When the runner's last frame came, whoever read it.
@@ -114,6 +133,18 @@ impl Connection {
     fn close(&self, code: CloseCode, reason: &str) {
         self.socket.close(code, reason);
         self.wake_connection_thread();
+    }
+
+    /// Closes the link (1001) when the front is stopping and no answer is owed on it.
+    fn close_if_drained(&self) {
+        let drained = self.draining.load(Ordering::SeqCst) && self.pending.lock().is_empty();
+        if drained && !self.socket.is_closed() {
+            log::info!(
+                "runner link `{}`: closed (1001): the front is stopping and no answer is owed",
+                self.runner
+            );
+            self.close(CloseCode::Away, "the front is stopping");
+        }
     }
 
     /// Wakes the connection thread should it wait in [`Connection::wait_for_claims`].
@@ -248,6 +279,16 @@ impl Connection {
 /// Releases a caller's claim to read when dropped (also if the caller unwinds).
 struct Claim<'a>(&'a Connection);
 
+/// Closes a draining link once its last answer is in, when a request leaves it (also if the
+/// caller unwinds).
+struct Leaving<'a>(&'a Connection);
+
+impl Drop for Leaving<'_> {
+    fn drop(&mut self) {
+        self.0.close_if_drained();
+    }
+}
+
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
         self.0.release_claim();
@@ -311,6 +352,10 @@ impl DialLink {
         if connection.socket.is_closed() {
             return Err(LinkFailure::NotSent("the link is closed".into()));
         }
+        if connection.draining.load(Ordering::SeqCst) {
+            return Err(LinkFailure::NotSent("the front is stopping".into()));
+        }
+        let _leaving = Leaving(&connection);
         // No other caller reads: this one reads its own answer. What the link holds already
         // is read first, so a link the runner closed is found before anything is written.
         let claim = connection.socket.claim().then(|| Claim(&connection));
@@ -322,17 +367,34 @@ impl DialLink {
         let id = connection.next_id.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = bounded(1);
         connection.pending.lock().insert(id, tx);
+        // Owed from here: a drain that began meanwhile either sees this request or is seen.
+        if connection.draining.load(Ordering::SeqCst) {
+            connection.pending.lock().remove(&id);
+            return Err(LinkFailure::NotSent("the front is stopping".into()));
+        }
         // The request's trace id goes on to the runner, under a new parent id.
         let trace = webcodex_plugin_host::trace::current().map(|trace| trace.child());
         let frame = wire::encode_request(id, operation, params, trace.as_ref());
         let deadline = Instant::now() + ANSWER_WITHIN;
-        if let Err(e) = connection.socket.send_text(frame) {
-            connection.pending.lock().remove(&id);
-            connection.end();
-            // Some of the frame may have gone out: the outcome is unknown.
-            return Err(LinkFailure::Lost(format!(
-                "writing the request failed: {e}"
-            )));
+        match connection.socket.send_text(frame) {
+            Ok(()) => {}
+            // The link ended before this frame started (it waited behind a write that
+            // failed, or the link was closed meanwhile): nothing was sent.
+            Err(SendError::Closed) => {
+                connection.pending.lock().remove(&id);
+                connection.end();
+                return Err(LinkFailure::NotSent(
+                    "the link ended before the request was written".into(),
+                ));
+            }
+            Err(SendError::Failed(e)) => {
+                connection.pending.lock().remove(&id);
+                connection.end();
+                // Some of the frame may have gone out: the outcome is unknown.
+                return Err(LinkFailure::Lost(format!(
+                    "writing the request failed: {e}"
+                )));
+            }
         }
         let reply = if claim.is_some() {
             connection.read_own_answer(id, &rx, deadline)?
@@ -360,13 +422,16 @@ impl DialLink {
 }
 
 impl LinkRegistry {
-    /// The links of `gateway`'s dial-out runners (none yet).
-    pub(crate) fn new(gateway: Arc<Gateway>) -> LinkRegistry {
+    /// The links of `gateway`'s dial-out runners (none yet), authenticated by the runner
+    /// tokens of `tokens` (the server's, replaced in place on a reload).
+    pub(crate) fn new(gateway: Arc<Gateway>, tokens: Arc<RwLock<Tokens>>) -> LinkRegistry {
         LinkRegistry {
             gateway,
+            tokens,
             runners: Mutex::new(HashMap::new()),
             serial: AtomicU64::new(1),
             heartbeat: Heartbeat::LINK,
+            draining: AtomicBool::new(false),
         }
     }
 
@@ -391,7 +456,7 @@ impl LinkRegistry {
             Next::Quiet => Err(wire::FrameError("no hello in time".into())),
             _ => Err(wire::FrameError("the first frame is not a hello".into())),
         };
-        let hello = match hello {
+        let hello = match hello.and_then(|hello| evict::check_hello_name(hello, token)) {
             Ok(hello) => hello,
             Err(e) => {
                 log::warn!("runner link `{runner}`: refused: {e}");
@@ -402,7 +467,9 @@ impl LinkRegistry {
             log::info!("runner link `{runner}`: the welcome could not be written: {e}");
             return socket.shutdown();
         }
-        let connection = self.attach(runner, token, hello, socket);
+        let Some(connection) = self.attach(runner, token, hello, socket) else {
+            return;
+        };
         if let Some(observer) = webcodex_plugin_host::transport::observe::observer() {
             observer.link_accepted(runner);
         }
@@ -413,18 +480,35 @@ impl LinkRegistry {
         self.detach(runner, &connection);
     }
 
-    /// Makes `socket` the current link of `runner`; closes the link it replaces.
+    /// Makes `socket` the current link of `runner`; closes the link it replaces. `None`, with
+    /// the link closed, when `token` no longer authenticates as `runner` (the tokens were
+    /// replaced during the hello) or the front is stopping.
     fn attach(
         &self,
         runner: &str,
         token: &str,
         hello: wire::Hello,
         socket: LinkSocket<SharedTcp>,
-    ) -> Arc<Connection> {
+    ) -> Option<Arc<Connection>> {
+        let mut runners = self.runners.lock();
+        if self.draining.load(Ordering::SeqCst) {
+            drop(runners);
+            socket.close(CloseCode::Away, "the front is stopping");
+            return None;
+        }
+        let Some(max_in_flight) = evict::runner_cap(&self.tokens.read(), runner, token) else {
+            drop(runners);
+            log::warn!("runner link `{runner}`: closed: {}", evict::REVOKED);
+            socket.close(CloseCode::Policy, evict::REVOKED);
+            return None;
+        };
         let connection = Arc::new(Connection {
+            runner: runner.to_string(),
             serial: self.serial.fetch_add(1, Ordering::SeqCst),
             socket,
             instance: hello.instance.clone(),
+            token: token.to_string(),
+            draining: AtomicBool::new(false),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             last_frame: Mutex::new(Instant::now()),
@@ -432,7 +516,6 @@ impl LinkRegistry {
             claim_released: Condvar::new(),
             ended: Mutex::new(None),
         });
-        let mut runners = self.runners.lock();
         let same_instance = runners
             .get(runner)
             .is_some_and(|entry| entry.instance == hello.instance);
@@ -442,7 +525,8 @@ impl LinkRegistry {
             });
             let name = hello.name.clone().unwrap_or_else(|| runner.to_string());
             let remote = RemoteRunner::new(runner, &name, Box::new(ArcLink(link.clone())))
-                .with_link_secret(token);
+                .with_link_secret(token)
+                .with_max_in_flight(max_in_flight);
             let replaced = runners.insert(
                 runner.to_string(),
                 Entry {
@@ -456,13 +540,15 @@ impl LinkRegistry {
             }
         }
         let entry = runners.get(runner).expect("inserted above");
+        // The same instance keeps its runner; its token entry's cap may have changed.
+        entry.remote.set_max_in_flight(max_in_flight);
         if let Some(old) = entry.link.current.write().replace(connection.clone()) {
             log::info!("runner link `{runner}`: replaced by a new link");
             old.end();
         }
         // The same runner (same instance) keeps its place, so its bindings stay valid.
         self.gateway.insert_remote(entry.remote.clone());
-        connection
+        Some(connection)
     }
 
     /// Takes `runner` out of the gateway when `connection` is still its current link.
@@ -478,15 +564,6 @@ impl LinkRegistry {
         {
             *current = None;
             self.gateway.remove_remote(runner, &entry.remote);
-        }
-    }
-
-    /// Ends every link (the server is stopping).
-    pub(crate) fn close_all(&self) {
-        for entry in self.runners.lock().values() {
-            if let Some(connection) = entry.link.current.read().as_ref() {
-                connection.close(CloseCode::Away, "the front is stopping");
-            }
         }
     }
 }

@@ -19,10 +19,17 @@
 //! The reader's wait ends at a deadline, not after a duration: bytes that arrive without
 //! completing a message (a peer that dribbles a frame, a TLS record split in two) do not start
 //! the wait again, so they cannot postpone the heartbeat or the dead-link check.
+//!
+//! A link ends once, and a writer learns it under the lock: a write that fails (a peer that
+//! does not read, after [`WRITE_TIMEOUT`]) ends the link before the lock is released, so a
+//! writer queued behind it writes nothing and is told its message never started
+//! ([`SendError::Closed`]). Closing never waits a second write bound: the close frame is
+//! written only when the lock comes at once (a reader holds it for a moment at most), within
+//! [`CLOSE_WRITE_TIMEOUT`]; a writer blocked on the peer is cut short instead.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,8 +41,35 @@ use tungstenite::{Error as WsError, Message, WebSocket};
 
 use super::wire::MAX_FRAME_BYTES;
 
-/// How long one message may take to be written to a peer that does not read.
+/// How long one message may take to be written to a peer that does not read (the whole
+/// message: a peer that takes a little now and then does not stretch it).
 pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long [`LinkSocket::close`] waits for the lock to write its close frame (a reader holds
+/// it for one read that does not wait; a writer blocked on the peer, up to [`WRITE_TIMEOUT`]:
+/// then no close frame is written and the connection is ended at once).
+const CLOSE_LOCK_WAIT: Duration = Duration::from_millis(250);
+
+/// How long the close frame may take to be written.
+const CLOSE_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Why a message was not written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SendError {
+    /// The link had ended before any of the message was written.
+    Closed,
+    /// Writing failed; some of the message may have gone out. The link is ended.
+    Failed(String),
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendError::Closed => f.write_str("the link is closed"),
+            SendError::Failed(why) => f.write_str(why),
+        }
+    }
+}
 
 /// How much one read of a link takes at most, and the read buffer an idle link holds.
 /// `tungstenite` zero-fills this much of its buffer before every read (two a request on each
@@ -88,12 +122,68 @@ enum Step {
 /// A TCP socket shared by the WebSocket above it and the reader that waits on it: one file
 /// descriptor, not a clone of it (a link costs the front as few descriptors as it can).
 #[derive(Clone)]
-pub(crate) struct SharedTcp(pub(crate) Arc<TcpStream>, Arc<AtomicBool>);
+pub(crate) struct SharedTcp(
+    pub(crate) Arc<TcpStream>,
+    Arc<AtomicBool>,
+    Arc<MessageBound>,
+);
+
+/// The bound of the message being written. A blocking write returns part of its bytes only
+/// once the socket's write timeout ran out (or a signal came): from then on each write of the
+/// message gets what is left of the message's bound, and none once it is spent, so a peer that
+/// takes a little now and then cannot stretch one message past its bound (the fast path, a
+/// message written whole, costs one clock read).
+struct MessageBound {
+    /// What the times below count from.
+    epoch: Instant,
+    /// When the message being written must be out, in nanoseconds from `epoch`.
+    deadline: AtomicU64,
+    /// A write of the message returned part of its bytes.
+    stalled: AtomicBool,
+    /// The socket's write timeout was shortened for the message's rest.
+    shortened: AtomicBool,
+}
 
 impl SharedTcp {
     /// Shares `tcp`.
     pub(crate) fn new(tcp: TcpStream) -> SharedTcp {
-        SharedTcp(Arc::new(tcp), Arc::new(AtomicBool::new(false)))
+        let bound = MessageBound {
+            epoch: Instant::now(),
+            deadline: AtomicU64::new(0),
+            stalled: AtomicBool::new(false),
+            shortened: AtomicBool::new(false),
+        };
+        SharedTcp(
+            Arc::new(tcp),
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(bound),
+        )
+    }
+
+    /// A message begins (under the WebSocket's lock): its writes must be done within `bound`
+    /// (at most the socket's write timeout).
+    fn begin_message(&self, bound: Duration) {
+        let state = &self.2;
+        let deadline = (state.epoch.elapsed() + bound).as_nanos() as u64;
+        state.deadline.store(deadline, Ordering::Relaxed);
+        state.stalled.store(false, Ordering::Relaxed);
+    }
+
+    /// The message's writes are over: later writes (a pong queued by a read) start afresh
+    /// with the socket's write timeout.
+    fn end_message(&self) {
+        let state = &self.2;
+        state.stalled.store(false, Ordering::Relaxed);
+        if state.shortened.swap(false, Ordering::Relaxed) {
+            let _ = self.0.set_write_timeout(Some(WRITE_TIMEOUT));
+        }
+    }
+
+    /// What is left of the message's bound.
+    fn message_time_left(&self) -> Duration {
+        let state = &self.2;
+        let deadline = Duration::from_nanos(state.deadline.load(Ordering::Relaxed));
+        deadline.saturating_sub(state.epoch.elapsed())
     }
 
     /// Runs `read` (the WebSocket's read, under its lock) with the socket's reads not waiting:
@@ -136,7 +226,23 @@ impl Read for SharedTcp {
 
 impl Write for SharedTcp {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        (&*self.0).write(buf)
+        let state = &self.2;
+        if state.stalled.load(Ordering::Relaxed) {
+            let left = self.message_time_left();
+            if left.is_zero() {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the peer took no message within the write bound",
+                ));
+            }
+            self.0.set_write_timeout(Some(left))?;
+            state.shortened.store(true, Ordering::Relaxed);
+        }
+        let written = (&*self.0).write(buf)?;
+        if written < buf.len() {
+            state.stalled.store(true, Ordering::Relaxed);
+        }
+        Ok(written)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -149,6 +255,9 @@ pub(crate) struct LinkSocket<S: Read + Write> {
     ws: Mutex<WebSocket<S>>,
     tcp: SharedTcp,
     closed: AtomicBool,
+    /// [`LinkSocket::close`] began: it ends the connection itself once its close frame is
+    /// written (a reader that sees the link closed meanwhile must not cut the frame short).
+    closing: AtomicBool,
     /// A writer claimed the reading (set only under the lock of `ws`).
     claimed: AtomicBool,
 }
@@ -162,6 +271,7 @@ impl<S: Read + Write> LinkSocket<S> {
             ws: Mutex::new(ws),
             tcp,
             closed: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             claimed: AtomicBool::new(false),
         })
     }
@@ -173,13 +283,13 @@ impl<S: Read + Write> LinkSocket<S> {
         self.tcp.0.as_raw_fd()
     }
 
-    /// Writes one text message. An error leaves the link unusable: close it.
-    pub(crate) fn send_text(&self, text: String) -> Result<(), String> {
+    /// Writes one text message. An error leaves the link ended.
+    pub(crate) fn send_text(&self, text: String) -> Result<(), SendError> {
         self.send(Message::Text(text.into()))
     }
 
     /// Writes a ping (the front's heartbeat).
-    pub(crate) fn ping(&self) -> Result<(), String> {
+    pub(crate) fn ping(&self) -> Result<(), SendError> {
         self.send(Message::Ping(Vec::new().into()))
     }
 
@@ -200,11 +310,24 @@ impl<S: Read + Write> LinkSocket<S> {
         self.claimed.load(Ordering::SeqCst)
     }
 
-    fn send(&self, message: Message) -> Result<(), String> {
+    /// Writes `message` unless the link ended, checked again under the lock (a writer that
+    /// waited for it behind a failed write writes nothing). A failed write ends the link before
+    /// the lock is released.
+    fn send(&self, message: Message) -> Result<(), SendError> {
         if self.is_closed() {
-            return Err("the link is closed".into());
+            return Err(SendError::Closed);
         }
-        self.ws.lock().send(message).map_err(|e| e.to_string())
+        let mut ws = self.ws.lock();
+        if self.is_closed() {
+            return Err(SendError::Closed);
+        }
+        self.tcp.begin_message(WRITE_TIMEOUT);
+        let sent = ws.send(message);
+        self.tcp.end_message();
+        sent.map_err(|e| {
+            self.shutdown();
+            SendError::Failed(e.to_string())
+        })
     }
 
     /// True once [`LinkSocket::close`] or [`LinkSocket::shutdown`] ran.
@@ -212,25 +335,33 @@ impl<S: Read + Write> LinkSocket<S> {
         self.closed.load(Ordering::SeqCst)
     }
 
-    /// Sends a close frame with `code` and `reason` (best effort, bounded by the write
-    /// timeout), then ends the connection.
+    /// Sends a close frame with `code` and `reason` (best effort: only when the lock comes
+    /// within [`CLOSE_LOCK_WAIT`], written within [`CLOSE_WRITE_TIMEOUT`]), then ends the
+    /// connection. Nothing is written on the link after this begins.
     pub(crate) fn close(&self, code: CloseCode, reason: &str) {
-        if !self.closed.swap(true, Ordering::SeqCst) {
+        let first = !self.closing.swap(true, Ordering::SeqCst);
+        if first && !self.closed.swap(true, Ordering::SeqCst) {
             let frame = CloseFrame {
                 code,
                 reason: reason.to_string().into(),
             };
-            let mut ws = self.ws.lock();
-            let _ = ws.close(Some(frame));
-            let _ = ws.flush();
+            if let Some(mut ws) = self.ws.try_lock_for(CLOSE_LOCK_WAIT) {
+                self.tcp.begin_message(CLOSE_WRITE_TIMEOUT);
+                let _ = self.tcp.0.set_write_timeout(Some(CLOSE_WRITE_TIMEOUT));
+                let _ = ws.close(Some(frame));
+                let _ = ws.flush();
+            }
         }
         let _ = self.tcp.0.shutdown(Shutdown::Both);
     }
 
-    /// Ends the connection at once, without a close frame; a blocked reader wakes.
+    /// Ends the connection at once, without a close frame; a blocked reader wakes. While a
+    /// [`LinkSocket::close`] writes its frame, that close ends the connection right after.
     pub(crate) fn shutdown(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        let _ = self.tcp.0.shutdown(Shutdown::Both);
+        if !self.closing.load(Ordering::SeqCst) {
+            let _ = self.tcp.0.shutdown(Shutdown::Both);
+        }
     }
 
     /// The next message, waiting for bytes until `until` at the latest ([`Next::Quiet`]

@@ -1,7 +1,8 @@
 //! The front's heartbeat on a real loopback socket with a short heartbeat: a silent link gets
 //! its pings and is ended after the silence bound; a peer that dribbles a frame it never
 //! completes cannot postpone either; a caller that reads its own answer gets it, and the
-//! heartbeat and the end of a link hold while it reads.
+//! heartbeat and the end of a link hold while it reads; a revoked token closes its link at
+//! once (1008); a stopping front awaits the answer owed before it closes the link (1001).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -9,9 +10,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::bounded;
+use parking_lot::RwLock;
 
 use super::{Heartbeat, LinkRegistry};
 use webcodex_plugin_host::gateway::Gateway;
+use crate::tokens::Tokens;
 
 /// A hang guard (never a timing: the links here end within a second).
 const LIMIT: Duration = Duration::from_secs(20);
@@ -47,6 +50,17 @@ fn server_frame(tcp: &mut TcpStream) -> Option<(u8, Vec<u8>)> {
     Some((head[0] & 0x0f, payload))
 }
 
+/// The token of runner `quiet`.
+const QUIET_TOKEN: &str = "token-of-runner-quiet";
+
+/// A tokens file whose runner token for `quiet` is `token`.
+fn tokens_of_quiet(token: &str) -> Tokens {
+    Tokens::parse(&format!(
+        "[[runner_tokens]]\nname = \"quiet\"\ntoken = \"{token}\"\nrunner = \"quiet\"\n"
+    ))
+    .unwrap()
+}
+
 /// A front's registry serving one link of runner `quiet` on a thread; the client's socket,
 /// welcomed, and a receiver that hears when the link's `serve` returned.
 fn linked() -> (
@@ -54,15 +68,33 @@ fn linked() -> (
     TcpStream,
     crossbeam_channel::Receiver<Instant>,
 ) {
+    let linked = linked_with(SHORT);
+    (linked.gateway, linked.client, linked.ended)
+}
+
+/// A link served by a registry: what [`linked_with`] gives.
+struct Linked {
+    gateway: Arc<Gateway>,
+    registry: Arc<LinkRegistry>,
+    tokens: Arc<RwLock<Tokens>>,
+    client: TcpStream,
+    ended: crossbeam_channel::Receiver<Instant>,
+}
+
+/// [`linked`] with `heartbeat`, also giving the registry and its tokens.
+fn linked_with(heartbeat: Heartbeat) -> Linked {
     let gateway = Arc::new(Gateway::new(Vec::new()));
-    let registry = LinkRegistry::new(gateway.clone()).with_heartbeat(SHORT);
+    let tokens = Arc::new(RwLock::new(tokens_of_quiet(QUIET_TOKEN)));
+    let registry =
+        Arc::new(LinkRegistry::new(gateway.clone(), tokens.clone()).with_heartbeat(heartbeat));
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
     client.set_read_timeout(Some(LIMIT)).unwrap();
     let (stream, _) = listener.accept().unwrap();
     let (done, ended) = bounded(1);
+    let serving = registry.clone();
     std::thread::spawn(move || {
-        registry.serve("quiet", "token-of-quiet", stream, Vec::new());
+        serving.serve("quiet", QUIET_TOKEN, stream, Vec::new());
         let _ = done.send(Instant::now());
     });
     client
@@ -71,7 +103,13 @@ fn linked() -> (
     let (opcode, welcome) = server_frame(&mut client).expect("a welcome");
     assert_eq!(opcode, 1);
     assert_eq!(welcome, br#"{"welcome":{"runner":"quiet"}}"#);
-    (gateway, client, ended)
+    Linked {
+        gateway,
+        registry,
+        tokens,
+        client,
+        ended,
+    }
 }
 
 /// Reads the front's frames until it closes: the pings and the close frames seen.
@@ -204,6 +242,154 @@ fn a_caller_waiting_on_a_silent_runner_has_the_heartbeat_kept_and_the_link_ended
     assert_eq!(closes, 1);
     let output = asked.join().unwrap();
     assert!(!output.is_success(), "{}", output.to_json());
+    ended.recv_timeout(LIMIT).expect("serve returned");
+    assert!(gateway.runner_names().is_empty());
+}
+
+/// A heartbeat that never comes within a test.
+const SLOW: Heartbeat = Heartbeat {
+    ping_every: Duration::from_secs(600),
+    dead_after: Duration::from_secs(1200),
+};
+
+/// The close frame the front wrote next (requests and pings skipped): its code and reason.
+fn close_frame(client: &mut TcpStream) -> (u16, String) {
+    loop {
+        match server_frame(client).expect("a close frame") {
+            (8, payload) => {
+                let code = u16::from_be_bytes([payload[0], payload[1]]);
+                return (code, String::from_utf8_lossy(&payload[2..]).into_owned());
+            }
+            (1 | 9, _) => continue,
+            (other, _) => panic!("an unexpected frame (opcode {other})"),
+        }
+    }
+}
+
+#[test]
+fn a_revoked_token_closes_its_link_at_once_and_ends_the_request_waiting_on_it() {
+    for replacement in ["token-of-another-runner", "rotated-token-of-quiet"] {
+        let Linked {
+            gateway,
+            registry,
+            tokens,
+            mut client,
+            ended,
+        } = linked_with(SLOW);
+        wait_runner(&gateway);
+        let asked = list_through(&gateway);
+        next_request_id(&mut client);
+        // Another runner's entry, or the same runner id with another token.
+        let id = if replacement.starts_with("rotated") {
+            "quiet"
+        } else {
+            "other"
+        };
+        *tokens.write() = Tokens::parse(&format!(
+            "[[runner_tokens]]\nname = \"n\"\ntoken = \"{replacement}\"\nrunner = \"{id}\"\n"
+        ))
+        .unwrap();
+        let started = Instant::now();
+        assert_eq!(registry.revoke(), ["quiet"]);
+        assert!(gateway.runner_names().is_empty(), "still routed");
+        let (code, reason) = close_frame(&mut client);
+        assert_eq!(
+            (code, reason.as_str()),
+            (1008, "the runner token was revoked")
+        );
+        let output = asked.join().unwrap();
+        assert_eq!(
+            output.code(),
+            Some(webcodex_plugin_host::error::ErrorCode::GatewayTimeout),
+            "{}",
+            output.to_json()
+        );
+        ended.recv_timeout(LIMIT).expect("serve returned");
+        assert!(started.elapsed() < LIMIT / 4, "not at once");
+        // A link whose token still holds stays.
+        assert!(registry.revoke().is_empty());
+    }
+}
+
+#[test]
+fn a_link_that_keeps_its_token_keeps_its_runner_and_takes_its_new_cap() {
+    // The client is kept: the link lives while it is open.
+    let Linked {
+        gateway,
+        registry,
+        tokens,
+        client: _client,
+        ..
+    } = linked_with(SLOW);
+    wait_runner(&gateway);
+    *tokens.write() = Tokens::parse(&format!(
+        "[[runner_tokens]]\nname = \"q\"\ntoken = \"{QUIET_TOKEN}\"\nrunner = \"quiet\"\n\
+         max_in_flight = 3\n"
+    ))
+    .unwrap();
+    assert!(registry.revoke().is_empty());
+    let runners = registry.runners.lock();
+    assert_eq!(runners["quiet"].remote.max_in_flight(), 3);
+    assert!(gateway.runner_names().contains(&"quiet".to_string()));
+}
+
+#[test]
+fn a_hello_whose_name_holds_the_token_is_refused() {
+    let gateway = Arc::new(Gateway::new(Vec::new()));
+    let tokens = Arc::new(RwLock::new(tokens_of_quiet(QUIET_TOKEN)));
+    let registry = LinkRegistry::new(gateway.clone(), tokens);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    client.set_read_timeout(Some(LIMIT)).unwrap();
+    let (stream, _) = listener.accept().unwrap();
+    let hello = format!(
+        r#"{{"hello":{{"protocol":"webcodex-runner-link-v1","instance":"AAAAAAAAAAAAAAAAAAAAAA","name":"x{QUIET_TOKEN}x"}}}}"#
+    );
+    client
+        .write_all(&client_frame(1, hello.as_bytes()))
+        .unwrap();
+    registry.serve("quiet", QUIET_TOKEN, stream, Vec::new());
+    let (code, reason) = close_frame(&mut client);
+    assert_eq!(code, 1008);
+    assert!(!reason.contains(QUIET_TOKEN), "{reason}");
+    assert!(gateway.runner_names().is_empty());
+}
+
+#[test]
+fn a_draining_front_awaits_the_answer_owed_then_closes_the_link() {
+    let Linked {
+        gateway,
+        registry,
+        mut client,
+        ended,
+        ..
+    } = linked_with(SLOW);
+    wait_runner(&gateway);
+    let asked = list_through(&gateway);
+    let (id, _) = next_request_id(&mut client);
+    registry.drain();
+    // Nothing new is sent: another request fails at once, not started.
+    let refused = list_through(&gateway).join().unwrap();
+    assert_eq!(
+        (refused.code(), refused.to_json()["dispatch"].as_str()),
+        (
+            Some(webcodex_plugin_host::error::ErrorCode::RunnerUnavailable),
+            Some("not_started")
+        ),
+        "{}",
+        refused.to_json()
+    );
+    // The answer owed still comes through; then the link is closed (1001).
+    let reply = format!(
+        r#"{{"id":{id},"dispatch_state":"completed","payload":{{"kind":"list","output":{{"runner":"local","plugins":[]}}}}}}"#
+    );
+    client
+        .write_all(&client_frame(1, reply.as_bytes()))
+        .unwrap();
+    let output = asked.join().unwrap();
+    assert!(output.is_success(), "{}", output.to_json());
+    let (code, _) = close_frame(&mut client);
+    assert_eq!(code, 1001);
     ended.recv_timeout(LIMIT).expect("serve returned");
     assert!(gateway.runner_names().is_empty());
 }
