@@ -85,6 +85,8 @@ struct DialLink {
 /// One accepted WebSocket of a runner.
 struct Connection {
     serial: u64,
+    /// The runner's address as this front sees it, for the log.
+    peer: String,
     socket: LinkSocket<SharedTcp>,
     instance: String,
     pending: Mutex<HashMap<u64, Sender<Routed>>>,
@@ -380,6 +382,9 @@ impl LinkRegistry {
     /// Serves one upgraded connection of runner `runner` (authenticated with `token`) until
     /// the link ends: the hello, the welcome, then the answers and the heartbeat.
     pub(crate) fn serve(&self, runner: &str, token: &str, stream: TcpStream, leftover: Vec<u8>) {
+        let peer = stream
+            .peer_addr()
+            .map_or_else(|_| "an unknown address".into(), |a| a.to_string());
         let tcp = SharedTcp::new(stream);
         let ws =
             WebSocket::from_partially_read(tcp.clone(), leftover, Role::Server, Some(config()));
@@ -402,27 +407,30 @@ impl LinkRegistry {
             log::info!("runner link `{runner}`: the welcome could not be written: {e}");
             return socket.shutdown();
         }
-        let connection = self.attach(runner, token, hello, socket);
+        let connection = self.attach(runner, token, hello, socket, peer);
         if let Some(observer) = crate::transport::observe::observer() {
             observer.link_accepted(runner);
         }
-        log::info!("runner link `{runner}`: connected");
+        log::info!("runner link `{runner}`: connected from {}", connection.peer);
         let why = read_answers(&connection, self.heartbeat);
         log::info!("runner link `{runner}`: ended ({why})");
         connection.end();
         self.detach(runner, &connection);
     }
 
-    /// Makes `socket` the current link of `runner`; closes the link it replaces.
+    /// Makes `socket` (from `peer`) the current link of `runner`; closes the link it replaces,
+    /// saying so in the log and in the close frame the replaced runner reads.
     fn attach(
         &self,
         runner: &str,
         token: &str,
         hello: wire::Hello,
         socket: LinkSocket<SharedTcp>,
+        peer: String,
     ) -> Arc<Connection> {
         let connection = Arc::new(Connection {
             serial: self.serial.fetch_add(1, Ordering::SeqCst),
+            peer,
             socket,
             instance: hello.instance.clone(),
             pending: Mutex::new(HashMap::new()),
@@ -436,6 +444,7 @@ impl LinkRegistry {
         let same_instance = runners
             .get(runner)
             .is_some_and(|entry| entry.instance == hello.instance);
+        let mut replaced_link = None;
         if !same_instance {
             let link = Arc::new(DialLink {
                 current: RwLock::new(None),
@@ -451,17 +460,18 @@ impl LinkRegistry {
                     link,
                 },
             );
-            if let Some(old) = replaced.and_then(|old| old.link.current.write().take()) {
-                old.end();
-            }
+            replaced_link = replaced.and_then(|old| old.link.current.write().take());
         }
         let entry = runners.get(runner).expect("inserted above");
         if let Some(old) = entry.link.current.write().replace(connection.clone()) {
-            log::info!("runner link `{runner}`: replaced by a new link");
-            old.end();
+            replaced_link = Some(old);
         }
         // The same runner (same instance) keeps its place, so its bindings stay valid.
         self.gateway.insert_remote(entry.remote.clone());
+        drop(runners);
+        if let Some(old) = replaced_link {
+            replace(runner, &old, &connection, same_instance);
+        }
         connection
     }
 
@@ -489,6 +499,38 @@ impl LinkRegistry {
             }
         }
     }
+}
+
+/// Ends `old`, the link of `runner` that `new` replaced: logged (at warn when another runner
+/// process took the id: two runners that share one runner token take it from each other in
+/// turn), and the close frame tells the replaced runner why.
+fn replace(runner: &str, old: &Connection, new: &Connection, same_instance: bool) {
+    if same_instance {
+        log::info!(
+            "runner link `{runner}`: the runner dialled again from {}; its link from {} was \
+             replaced",
+            new.peer,
+            old.peer
+        );
+    } else {
+        log::warn!(
+            "runner link `{runner}`: runner `{runner}` replaced its link from {} by a new \
+             runner process from {}; if two runners use one runner token they take the link \
+             from each other in turn: give each runner a token and runner id of its own",
+            old.peer,
+            new.peer
+        );
+    }
+    let mut reason = format!(
+        "replaced by a newer link of this runner token from {}",
+        new.peer
+    );
+    // A close frame's reason is at most 123 bytes.
+    while reason.len() > 123 {
+        reason.pop();
+    }
+    old.close(CloseCode::Policy, &reason);
+    old.end();
 }
 
 /// A shared [`DialLink`] as the box a [`RemoteRunner`] owns.
