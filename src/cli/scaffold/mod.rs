@@ -273,14 +273,23 @@ pub fn create(dir: &Path, id: Option<&str>, lang: Lang) -> Result<Scaffold, Scaf
 
 /// Where `cargo build --release` run in `cwd` puts the binary: `release` under the target
 /// directory that `CARGO_TARGET_DIR`, else `CARGO_BUILD_TARGET_DIR`, names (relative to `cwd`
-/// when relative), else under `cwd/target`. (A `build.target-dir` in a Cargo config file is
-/// not read: README, Rust scaffold.)
+/// when relative), else under `cwd/target`; under a directory named after the target triple
+/// first when `CARGO_BUILD_TARGET` names one (a `.json` target spec: its file stem). (A Cargo
+/// config file's `build.target-dir` or `build.target` is not read: README, Rust scaffold.)
 pub(crate) fn release_dir(cwd: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
-    let target = ["CARGO_TARGET_DIR", "CARGO_BUILD_TARGET_DIR"]
+    let set = |name: &str| var(name).filter(|v| !v.is_empty());
+    let mut dir = ["CARGO_TARGET_DIR", "CARGO_BUILD_TARGET_DIR"]
         .iter()
-        .find_map(|name| var(name).filter(|v| !v.is_empty()))
+        .find_map(|name| set(name))
         .map_or_else(|| cwd.join("target"), |dir| cwd.join(dir));
-    target.join("release")
+    if let Some(triple) = set("CARGO_BUILD_TARGET") {
+        let spec = Path::new(&triple);
+        match spec.extension().filter(|e| *e == "json") {
+            Some(_) => dir.push(spec.file_stem().unwrap_or(spec.as_os_str())),
+            None => dir.push(&triple),
+        }
+    }
+    dir.join("release")
 }
 
 /// Checks the target and creates it when missing; true when it was created.

@@ -174,8 +174,13 @@ fn rust_provider_runs_the_release_binary_by_absolute_path() {
     // directory (release_dir's own test covers that).
     let binary =
         super::release_dir(&canonical, &|name| std::env::var_os(name)).join("plugin-1-fast");
-    if std::env::var_os("CARGO_TARGET_DIR").is_none()
-        && std::env::var_os("CARGO_BUILD_TARGET_DIR").is_none()
+    if [
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+    ]
+    .iter()
+    .all(|name| std::env::var_os(name).is_none())
     {
         assert_eq!(binary, canonical.join("target/release/plugin-1-fast"));
     }
@@ -405,5 +410,16 @@ fn the_release_dir_follows_the_cargo_target_dir_variables() {
     assert_eq!(
         dir(&[("CARGO_BUILD_TARGET_DIR", "/b")]),
         Path::new("/b/release")
+    );
+    assert_eq!(
+        dir(&[("CARGO_BUILD_TARGET", "x86_64-unknown-linux-musl")]),
+        Path::new("/work/plugin/target/x86_64-unknown-linux-musl/release")
+    );
+    assert_eq!(
+        dir(&[
+            ("CARGO_TARGET_DIR", "/a"),
+            ("CARGO_BUILD_TARGET", "specs/my-target.json")
+        ]),
+        Path::new("/a/my-target/release")
     );
 }
