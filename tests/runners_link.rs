@@ -707,9 +707,10 @@ fn hostile_links_are_closed_without_harm_to_other_runners() {
         .send(tungstenite::Message::Text(HELLO.into()))
         .unwrap();
     second.read().unwrap();
-    // Ended without a close frame; a link left open would end only at the read timeout.
+    // Closed at once with 1008 (the reason tells the replaced runner why); a link left open
+    // would end only at the read timeout.
     let waited = Instant::now();
-    assert_eq!(closed_by_front(&mut first), None);
+    assert_eq!(closed_by_front(&mut first), Some(1008));
     assert!(
         waited.elapsed() < LIMIT / 2,
         "the replaced link was not ended"

@@ -617,4 +617,24 @@ mod tests {
         assert_eq!(found.token, "pat-value");
         assert_eq!(found.source, "the environment's WEBCODEX_PAT");
     }
+
+    #[test]
+    fn a_runners_reload_with_a_new_token_env_says_why_in_plain_words() {
+        let path = std::env::temp_dir().join(format!("wc-runners-{}.toml", std::process::id()));
+        std::fs::write(
+            &path,
+            "[[runners]]\nid = \"edge\"\nname = \"E\"\nurl = \"http://127.0.0.1:9\"\n\
+             token_env = \"WC_NEW_RUNNER_TOKEN\"\n",
+        )
+        .unwrap();
+        let gateway = Gateway::new([]);
+        let refused = RemoteSet::default().reload(&path, true, &[], &gateway);
+        let _ = std::fs::remove_file(&path);
+        let message = refused.unwrap_err().to_string();
+        assert!(
+            message.contains("the local plugins' environment was not filtered for at start"),
+            "{message}"
+        );
+        assert!(!message.contains("  "), "no run of spaces: {message:?}");
+    }
 }
