@@ -19,6 +19,9 @@ use std::fmt;
 
 use crate::diagnostic::Diagnostic;
 
+mod local;
+pub(crate) use local::exit_detail;
+
 /// How far a failed request got before it failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -233,8 +236,16 @@ pub struct Error {
     fatal: bool,
     message: String,
     phase: Option<Phase>,
-    /// Boxed: rare, and an error travels by value through every layer of a call.
-    diagnostic: Option<Box<Diagnostic>>,
+    /// The admission diagnostic and the local detail. Boxed: rare, and an error travels by
+    /// value through every layer of a call.
+    extra: Option<Box<Extra>>,
+}
+
+/// The rare parts of an [`Error`].
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Extra {
+    diagnostic: Option<Diagnostic>,
+    local_detail: Option<String>,
 }
 
 impl Error {
@@ -246,7 +257,7 @@ impl Error {
             fatal: false,
             message: message.into(),
             phase: None,
-            diagnostic: None,
+            extra: None,
         }
     }
 
@@ -269,7 +280,13 @@ impl Error {
 
     /// Attaches an admission diagnostic (only for `plugin_tools_list_invalid`).
     pub(crate) fn with_diagnostic(mut self, diagnostic: Diagnostic) -> Error {
-        self.diagnostic = Some(Box::new(diagnostic));
+        self.extra.get_or_insert_with(Box::default).diagnostic = Some(diagnostic);
+        self
+    }
+
+    /// Attaches what only a local operator may read (see [`Error::local_detail`]).
+    pub(crate) fn with_local_detail(mut self, detail: impl Into<String>) -> Error {
+        self.extra.get_or_insert_with(Box::default).local_detail = Some(detail.into());
         self
     }
 
@@ -300,7 +317,16 @@ impl Error {
 
     /// The admission diagnostic, for `plugin_tools_list_invalid`.
     pub fn diagnostic(&self) -> Option<&Diagnostic> {
-        self.diagnostic.as_deref()
+        self.extra.as_ref()?.diagnostic.as_ref()
+    }
+
+    /// What happened, in more words than the message, for the operator of this host only: the
+    /// exit status or signal of a plugin that died, the value of a timeout and the key that
+    /// sets it, the keyword and JSON Pointer of a schema the profile refused, where a result
+    /// broke its output schema. The host's log and the in-process CLI show it; it never goes
+    /// into a `plugin_tool` output (whose messages keep the bounded vocabulary).
+    pub fn local_detail(&self) -> Option<&str> {
+        self.extra.as_ref()?.local_detail.as_deref()
     }
 }
 

@@ -149,6 +149,29 @@ pub fn admit_tools_list(result: &Value) -> Result<FrozenCatalog, Diagnostic> {
     })
 }
 
+/// The admission error of a tools/list `result` that [`admit_tools_list`] refused with
+/// `diagnostic`: `plugin_tools_list_invalid` with the diagnostic, and for an unsupported schema
+/// keyword the keyword and its JSON Pointer as the local detail (for the operator only).
+pub(crate) fn rejected_tools_list(result: &Value, diagnostic: Diagnostic) -> Error {
+    let detail = match (&diagnostic.code, &diagnostic.tool, diagnostic.field) {
+        (DiagnosticCode::SchemaKeywordUnsupported, Some(tool), Some(field)) => result["tools"]
+            .as_array()
+            .and_then(|tools| tools.iter().find(|t| t["name"] == tool.as_str()))
+            .and_then(|t| super::schema::unsupported_keyword(&t[field]))
+            .map(|(keyword, at)| super::schema::unsupported_detail(tool, field, &keyword, &at)),
+        _ => None,
+    };
+    let error = Error::not_started(
+        ErrorCode::ToolsListInvalid,
+        format!("the tool list was rejected: {}", diagnostic.code.as_str()),
+    )
+    .with_diagnostic(diagnostic);
+    match detail {
+        Some(detail) => error.with_local_detail(detail),
+        None => error,
+    }
+}
+
 fn diagnostic(code: DiagnosticCode, tool: Option<&str>, field: Option<&'static str>) -> Diagnostic {
     debug_assert!(field.map_or(true, |f| DIAGNOSTIC_FIELDS.contains(&f)));
     Diagnostic {

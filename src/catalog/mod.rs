@@ -15,8 +15,8 @@ mod schema;
 mod tool;
 
 pub use crate::diagnostic::{Diagnostic, DiagnosticCode, DIAGNOSTIC_FIELDS};
-pub(crate) use frozen::admit_initialize;
 pub(crate) use frozen::valid_tool_name;
+pub(crate) use frozen::{admit_initialize, rejected_tools_list};
 pub use frozen::{admit_tools_list, FrozenCatalog, MAX_TOOLS};
 #[cfg(not(feature = "fuzzing"))]
 pub(crate) use result::validate_tool_result_text;

@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use super::canonical::{
     scan, Canonical, MAX_CONTENT_ITEMS, MAX_RESULT_BYTES, MAX_TEXT_BYTES, STRUCTURED_KEY,
 };
-use super::Schema;
+use super::{Schema, SchemaMismatch};
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::frame::{check_json_bounds_sized, BoundsVerdict, Envelope, PlainJson, ResponseLine};
 
@@ -190,6 +190,52 @@ impl ResultFault {
     }
 }
 
+/// A refused result inside this crate: the fault, and where `structuredContent` broke the
+/// output schema when it did (for the operator: [`ResultRefusal::into_error`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ResultRefusal {
+    pub(crate) fault: ResultFault,
+    /// The mismatch; `None` for every other refusal (and a missing `structuredContent`).
+    mismatch: Option<Box<SchemaMismatch>>,
+}
+
+impl From<ResultFault> for ResultRefusal {
+    fn from(fault: ResultFault) -> ResultRefusal {
+        ResultRefusal {
+            fault,
+            mismatch: None,
+        }
+    }
+}
+
+impl ResultRefusal {
+    /// `structuredContent` that does not match the output schema, at `mismatch`.
+    fn mismatch(mismatch: SchemaMismatch) -> ResultRefusal {
+        ResultRefusal {
+            fault: ResultFault::OutputSchemaViolation,
+            mismatch: Some(Box::new(mismatch)),
+        }
+    }
+
+    /// The caller's error ([`ResultFault::into_error`]); for an output-schema violation its
+    /// local detail names the JSON Pointer in `structuredContent` and the schema keyword it
+    /// broke.
+    pub(crate) fn into_error(self) -> Error {
+        let error = self.fault.into_error();
+        match (self.fault, self.mismatch) {
+            (ResultFault::OutputSchemaViolation, Some(m)) => {
+                error.with_local_detail(super::schema::mismatch_detail(&m))
+            }
+            (ResultFault::OutputSchemaViolation, None) => error.with_local_detail(
+                "structuredContent is missing or not an object, and the tool declares an \
+                 outputSchema: a result that is not an error (isError false) must carry \
+                 structuredContent matching it",
+            ),
+            _ => error,
+        }
+    }
+}
+
 /// Validates a tools/call `result` against the contract and the tool's output schema.
 ///
 /// With an output schema, `structuredContent` must be present and match it unless `isError`
@@ -199,7 +245,7 @@ pub fn validate_tool_result(
     result: Value,
     output_schema: Option<&Schema>,
 ) -> Result<ToolResult, ResultFault> {
-    validate_tool_result_bounded(result, None, output_schema)
+    validate_tool_result_bounded(result, None, output_schema).map_err(|r| r.fault)
 }
 
 /// [`validate_tool_result`] with the result's JSON bounds verdict when it is already known
@@ -208,14 +254,14 @@ pub(crate) fn validate_tool_result_bounded(
     result: Value,
     bounds: Option<BoundsVerdict>,
     output_schema: Option<&Schema>,
-) -> Result<ToolResult, ResultFault> {
+) -> Result<ToolResult, ResultRefusal> {
     // JSON bounds and the 512 KiB size bound.
     let bounds = bounds.unwrap_or_else(|| check_json_bounds_sized(&result, MAX_RESULT_BYTES));
     if !matches!(bounds, Ok(bytes) if bytes <= MAX_RESULT_BYTES) {
-        return Err(ResultFault::Invalid);
+        return Err(ResultFault::Invalid.into());
     }
     let Value::Object(mut map) = result else {
-        return Err(ResultFault::Invalid);
+        return Err(ResultFault::Invalid.into());
     };
     // One pass over the members: only the three known keys, each of its type.
     let (mut content_ok, mut is_error, mut structured) = (false, None, None);
@@ -226,19 +272,17 @@ pub(crate) fn validate_tool_result_bounded(
             }
             ("isError", Value::Bool(flag)) => is_error = Some(*flag),
             ("structuredContent", Value::Object(_)) => structured = Some(value),
-            _ => return Err(ResultFault::Invalid),
+            _ => return Err(ResultFault::Invalid.into()),
         }
     }
     if !content_ok {
-        return Err(ResultFault::Invalid);
+        return Err(ResultFault::Invalid.into());
     }
     if let Some(schema) = output_schema {
         match structured {
-            None if is_error != Some(true) => return Err(ResultFault::OutputSchemaViolation),
+            None if is_error != Some(true) => return Err(ResultFault::OutputSchemaViolation.into()),
             None => {}
-            Some(value) => schema
-                .check(value)
-                .map_err(|_| ResultFault::OutputSchemaViolation)?,
+            Some(value) => schema.check(value).map_err(ResultRefusal::mismatch)?,
         }
     }
     if is_error.is_none() {
@@ -255,7 +299,7 @@ fn validate_plain_tool_result(
     plain: PlainJson,
     bounds: Option<BoundsVerdict>,
     output_schema: Option<&Schema>,
-) -> Result<ToolResult, ResultFault> {
+) -> Result<ToolResult, ResultRefusal> {
     match scan_tool_result(plain.text()) {
         Some(scanned) => scanned.check(output_schema),
         None => validate_tool_result_bounded(plain.to_value(), bounds, output_schema),
@@ -270,7 +314,7 @@ pub fn validate_tool_result_text(
     output_schema: Option<&Schema>,
 ) -> Result<ToolResult, ResultFault> {
     match scan_tool_result(text) {
-        Some(scanned) => scanned.check(output_schema),
+        Some(scanned) => scanned.check(output_schema).map_err(|r| r.fault),
         None => {
             let value = serde_json::from_str(text).map_err(|_| ResultFault::Invalid)?;
             validate_tool_result(value, output_schema)
@@ -312,7 +356,7 @@ impl CallReply {
     pub(crate) fn check(
         self,
         output_schema: Option<&Schema>,
-    ) -> Result<Result<ToolResult, ResultFault>, Error> {
+    ) -> Result<Result<ToolResult, ResultRefusal>, Error> {
         Ok(match self {
             CallReply::Scanned(scanned) => scanned.check(output_schema),
             CallReply::Line(Envelope::PlainResult(plain), bounds) => {
@@ -356,19 +400,17 @@ impl ScannedResult {
     /// The result, once `structuredContent` is checked against the tool's output schema (as
     /// [`validate_tool_result`] does).
     #[inline(always)]
-    pub(crate) fn check(self, output_schema: Option<&Schema>) -> Result<ToolResult, ResultFault> {
+    pub(crate) fn check(self, output_schema: Option<&Schema>) -> Result<ToolResult, ResultRefusal> {
         if let Some(schema) = output_schema {
             let text = &self.canonical.text;
             match self.structured {
-                false if !self.is_error => return Err(ResultFault::OutputSchemaViolation),
+                false if !self.is_error => return Err(ResultFault::OutputSchemaViolation.into()),
                 false => {}
                 true => {
                     let start = self.canonical.insert_at + STRUCTURED_KEY.len();
                     let value: Value = serde_json::from_str(&text[start..text.len() - 1])
                         .map_err(|_| ResultFault::OutputSchemaViolation)?;
-                    schema
-                        .check(&value)
-                        .map_err(|_| ResultFault::OutputSchemaViolation)?;
+                    schema.check(&value).map_err(ResultRefusal::mismatch)?;
                 }
             }
         }

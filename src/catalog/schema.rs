@@ -501,8 +501,10 @@ impl Kind {
 }
 
 mod arguments;
+mod explain;
 
 pub(crate) use arguments::Refusal;
+pub(crate) use explain::{mismatch_detail, unsupported_detail, unsupported_keyword};
 
 #[cfg(test)]
 mod tests;

@@ -36,6 +36,16 @@ pub struct LocalOutput {
     pub output: ToolOutput,
     /// The stderr lines of a `check` candidate (last lines, bounded); empty otherwise.
     pub check_stderr: Vec<StderrLine>,
+    /// The [`Error::local_detail`] of the request's failure or of a `check` that is not
+    /// ready. Never put it in an output a remote caller sees.
+    pub detail: Option<String>,
+}
+
+/// What [`Gateway::plugin_tool_local`] gathers besides the output.
+#[derive(Default)]
+struct Local {
+    check_stderr: Vec<StderrLine>,
+    detail: Option<String>,
 }
 
 type SharedHook = Arc<dyn Fn(&RecordingEvent) + Send + Sync>;
@@ -343,20 +353,16 @@ impl Gateway {
     /// candidate's stderr lines (empty for every other action). Never put them in an output a
     /// remote caller sees: stderr may hold anything the plugin printed.
     pub fn plugin_tool_local(&self, caller: &Caller, params: &Value) -> LocalOutput {
-        let mut check_stderr = Vec::new();
-        let output = self.handle(caller, params, Some(&mut check_stderr));
+        let mut local = Local::default();
+        let output = self.handle(caller, params, Some(&mut local));
         LocalOutput {
             output,
-            check_stderr,
+            check_stderr: local.check_stderr,
+            detail: local.detail,
         }
     }
 
-    fn handle(
-        &self,
-        caller: &Caller,
-        params: &Value,
-        check_stderr: Option<&mut Vec<StderrLine>>,
-    ) -> ToolOutput {
+    fn handle(&self, caller: &Caller, params: &Value, mut local: Option<&mut Local>) -> ToolOutput {
         // Borrowed from `params`: neither the call arguments nor any string is copied.
         let action = match ActionRef::parse(params) {
             Ok(action) => action,
@@ -365,7 +371,7 @@ impl Gateway {
         let mut target = None;
         let scope = action.kind().scope();
         let result = if caller.has(scope) {
-            self.act(action, &mut target, check_stderr)
+            self.act(action, &mut target, local.as_deref_mut())
         } else {
             Err(Failure::Error(Error::not_started(
                 ErrorCode::InsufficientScope,
@@ -382,6 +388,9 @@ impl Gateway {
         if result.is_ok() {
             note_target(action);
         }
+        if let (Some(local), Err(Failure::Error(e))) = (local, &result) {
+            local.detail = e.local_detail().map(str::to_string);
+        }
         match result {
             Ok(outcome) => outcome.into(),
             Err(failure) => failure.into_output(),
@@ -393,7 +402,7 @@ impl Gateway {
         &self,
         action: ActionRef<'_>,
         target: &mut Option<Arc<Bound>>,
-        check_stderr: Option<&mut Vec<StderrLine>>,
+        local: Option<&mut Local>,
     ) -> Result<Outcome, Failure> {
         if let ActionRef::Call {
             binding,
@@ -417,8 +426,7 @@ impl Gateway {
         };
         match self.route(runner)? {
             (Runner::Local(host), generation) => {
-                let local = (&host, generation);
-                Ok(self.act_local(local, runner, action, check_stderr)?)
+                Ok(self.act_local((&host, generation), runner, action, local)?)
             }
             (Runner::Remote(remote), _) => self.act_remote(&remote, runner, action),
         }
@@ -442,7 +450,7 @@ impl Gateway {
         (host, generation): (&Arc<Host>, u64),
         runner: &str,
         action: ActionRef<'_>,
-        check_stderr: Option<&mut Vec<StderrLine>>,
+        local: Option<&mut Local>,
     ) -> Result<Outcome, Error> {
         match action {
             ActionRef::List { plugin: None, .. } => {
@@ -463,8 +471,9 @@ impl Gateway {
             ActionRef::Check { plugin, .. } => {
                 let report = host.check(plugin)?;
                 let output = output::check(runner, &report);
-                if let Some(sink) = check_stderr {
-                    *sink = report.stderr;
+                if let Some(local) = local {
+                    local.detail = report.local_detail().map(str::to_string);
+                    local.check_stderr = report.stderr;
                 }
                 Ok(output)
             }

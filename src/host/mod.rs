@@ -92,6 +92,11 @@ impl CheckReport {
     pub fn diagnostic(&self) -> Option<&Diagnostic> {
         self.error.as_ref().and_then(|e| e.diagnostic())
     }
+
+    /// The failure's [`Error::local_detail`], for the local operator only.
+    pub fn local_detail(&self) -> Option<&str> {
+        self.error.as_ref().and_then(|e| e.local_detail())
+    }
 }
 
 /// The result of a reload: the set now committed and, when it was kept, why.
@@ -149,10 +154,25 @@ impl Host {
     /// listed as failed and does not block the others.
     pub fn start(source: ConfigSource, options: HostOptions) -> Result<Host, Error> {
         let config = read_config(&source, &options)?;
+        Ok(Host::start_config(source, options, config))
+    }
+
+    /// Reads and validates the whole configuration as [`Host::start`] does (an invalid one is an
+    /// error and nothing starts), then starts only the provider `id`: the committed set holds
+    /// it alone (an id the configuration lacks starts nothing). For a one-shot command that
+    /// addresses one provider, which must neither wait for nor hear about the others.
+    pub fn start_one(source: ConfigSource, options: HostOptions, id: &str) -> Result<Host, Error> {
+        let mut config = read_config(&source, &options)?;
+        config.plugins.providers.retain(|p| p.id == id);
+        Ok(Host::start_config(source, options, config))
+    }
+
+    /// Starts every provider of `config` (read from `source`) in parallel.
+    fn start_config(source: ConfigSource, options: HostOptions, config: RunnerConfig) -> Host {
         let results = prepare_all(&config, &options, &AdmissionCancel::new());
         let set = ProviderSet::from_results(&config, results);
         set.log_started();
-        Ok(Host::with_set(source, options, set))
+        Host::with_set(source, options, set)
     }
 
     /// Validates the configuration without starting any provider: the committed set is empty.
@@ -619,10 +639,13 @@ fn log_admission_failure(
 ) {
     let phase = error.phase().map_or("spawn", |p| p.as_str());
     let what = if check { "check candidate" } else { "provider" };
+    let detail = error.local_detail().unwrap_or("");
     log::log!(
         level,
-        "plugin {what} {id:?} failed admission: phase {phase}, code {}; stderr tail: {}",
+        "plugin {what} {id:?} failed admission: phase {phase}, code {}{}{detail}; stderr \
+         tail: {}",
         error.code().as_str(),
+        if detail.is_empty() { "" } else { ": " },
         stderr_tail(lines)
     );
 }

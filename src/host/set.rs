@@ -126,13 +126,19 @@ impl ProviderSet {
         match &entry.state {
             ProviderState::Ready(p) if p.is_retired() => Err(unavailable()),
             ProviderState::Ready(p) => Ok(p.clone()),
-            ProviderState::Failed(e) => Err(Error::not_started(
-                ErrorCode::ProviderUnavailable,
-                format!(
-                    "the provider failed to start ({}); fix it and reload",
-                    e.code()
-                ),
-            )),
+            ProviderState::Failed(e) => {
+                let error = Error::not_started(
+                    ErrorCode::ProviderUnavailable,
+                    format!(
+                        "the provider failed to start ({}); fix it and reload",
+                        e.code()
+                    ),
+                );
+                Err(match e.local_detail() {
+                    Some(detail) => error.with_local_detail(detail),
+                    None => error,
+                })
+            }
         }
     }
 

@@ -21,6 +21,7 @@ use std::io::{ErrorKind, Read};
 use std::process::{ChildStderr, ChildStdin};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
@@ -309,6 +310,7 @@ impl IdleWatch {
             id: self.id.clone(),
             phase: "idle",
             code: ErrorCode::Eof,
+            detail: None,
         })
     }
 }
@@ -333,7 +335,8 @@ impl ExitWatch {
         let unasked = !self.process.is_retired();
         let idle_exit = self.idle.idle_exit().filter(|_| unasked);
         self.process.retire_and_reap_exited();
-        if let Some(retirement) = idle_exit {
+        if let Some(mut retirement) = idle_exit {
+            retirement.detail = self.process.await_exit(Instant::now());
             stderr_ring::report(&self.ring, retirement);
         }
         let _ = self.events.send(Event::Exited);

@@ -59,7 +59,8 @@ pub use stderr_ring::{
 #[cfg(feature = "internals")]
 pub use crate::catalog::MAX_ARGUMENTS_BYTES;
 use crate::catalog::{
-    admit_initialize, admit_tools_list, CallReply, FrozenCatalog, Tool, ToolResult,
+    admit_initialize, admit_tools_list, rejected_tools_list, CallReply, FrozenCatalog, Tool,
+    ToolResult,
 };
 use crate::error::{Dispatch, Error, ErrorCode, Phase};
 use crate::frame::{RequestEncoder, ResponseLine};
@@ -246,12 +247,20 @@ impl Provider {
         let in_call = self.connection.idle.in_call();
         let result = self.call_once(tool, arguments, timeout);
         drop(in_call);
+        let result = result.map_err(|e| e.timed_out_after(timeout, timeout == self.timeout));
         if let Err(error) = &result {
             if error.is_fatal() {
                 // Logged once stderr has closed, so the lines the plugin wrote as it died are
                 // in the tail (or at once when it already has).
                 let (id, phase, code) = (self.id.clone(), "call", error.code());
-                stderr_ring::report(&self.connection.ring, Retirement { id, phase, code });
+                let detail = error.local_detail().map(str::to_string);
+                let retirement = Retirement {
+                    id,
+                    phase,
+                    code,
+                    detail,
+                };
+                stderr_ring::report(&self.connection.ring, retirement);
             }
         }
         result
@@ -430,34 +439,35 @@ impl Connection {
             let (kind, deadline) = (RequestKind::Admission, deadline_after(timeout));
             self.round_trip(session, kind, deadline, encode, any_response)
                 .and_then(|(envelope, _)| envelope.into_result())
-                .map_err(|e| admission_failure(e, phase))
+                .map_err(|e| admission_failure(e.timed_out_after(timeout, true), phase))
         };
         let initialize = send(Phase::Initialize, &|e, out| e.initialize(out))?;
         admit_initialize(&initialize).map_err(|e| admission_failure(e, Phase::Initialize))?;
         let tools = send(Phase::ToolsList, &|e, out| e.tools_list(out))?;
-        admit_tools_list(&tools).map_err(|diagnostic| {
-            admission_failure(
-                Error::not_started(
-                    ErrorCode::ToolsListInvalid,
-                    format!("the tool list was rejected: {}", diagnostic.code.as_str()),
-                )
-                .with_diagnostic(diagnostic),
-                Phase::Validation,
-            )
-        })
+        admit_tools_list(&tools)
+            .map_err(|d| admission_failure(rejected_tools_list(&tools, d), Phase::Validation))
     }
 
     /// The one place a request's failure retires the instance: when its error is marked
     /// retiring (the connection may be out of step, the result broke the contract, or
-    /// admission failed). Hands `result` back unchanged; the retirement is counted under the
-    /// error's code.
+    /// admission failed). Hands `result` back, with how the plugin ended as the local detail of
+    /// a `plugin_eof`; the retirement is counted under the error's code.
     fn settle<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
-        if let Err(error) = &result {
-            if error.is_fatal() {
-                self.process.retire_on_fault(error.code());
+        result.map_err(|error| {
+            if !error.is_fatal() {
+                return error;
             }
-        }
-        result
+            // The plugin ended its stdout or exited by itself: how it ended (status, signal),
+            // read before this host kills what is left, goes to the operator.
+            let ended = (error.code() == ErrorCode::Eof)
+                .then(|| self.process.await_exit(deadline_after(event::EXIT_GRACE)))
+                .flatten();
+            self.process.retire_on_fault(error.code());
+            match ended {
+                Some(how) => error.with_local_detail(how),
+                None => error,
+            }
+        })
     }
 }
 
@@ -478,6 +488,9 @@ fn admission_failure(error: Error, phase: Phase) -> Error {
         .retiring();
     if let Some(d) = error.diagnostic() {
         out = out.with_diagnostic(d.clone());
+    }
+    if let Some(detail) = error.local_detail() {
+        out = out.with_local_detail(detail);
     }
     out
 }

@@ -8,8 +8,11 @@
 
 use std::io;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex};
 
 use shared_child::SharedChild;
 
@@ -62,6 +65,9 @@ pub(crate) struct PluginProcess {
     child: SharedChild,
     retired: AtomicBool,
     tree: imp::Tree,
+    /// The leader's exit status once it was reaped; `exited` is signalled then.
+    status: Mutex<Option<ExitStatus>>,
+    exited: Condvar,
 }
 
 impl PluginProcess {
@@ -73,6 +79,8 @@ impl PluginProcess {
             child,
             retired: AtomicBool::new(false),
             tree,
+            status: Mutex::new(None),
+            exited: Condvar::new(),
         })
     }
 
@@ -83,6 +91,20 @@ impl PluginProcess {
     /// The process id of the plugin (on Unix also its process group id).
     pub(crate) fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Keeps the status of the reaped leader and wakes [`PluginProcess::await_exit`].
+    fn keep_status(&self, status: ExitStatus) {
+        *self.status.lock() = Some(status);
+        self.exited.notify_all();
+    }
+
+    /// How the plugin ended (its exit status or signal, in words), once its leader is reaped:
+    /// waits for that until `deadline` at the latest.
+    pub(crate) fn await_exit(&self, deadline: Instant) -> Option<String> {
+        let mut status = self.status.lock();
+        while status.is_none() && !self.exited.wait_until(&mut status, deadline).timed_out() {}
+        status.map(crate::error::exit_detail)
     }
 
     /// True once the instance was retired (fault, exit or shutdown).

@@ -46,6 +46,8 @@ pub(crate) struct Retirement {
     pub(crate) id: String,
     pub(crate) phase: &'static str,
     pub(crate) code: ErrorCode,
+    /// The failure's local detail (an exit status, a timeout's value and key, …).
+    pub(crate) detail: Option<String>,
 }
 
 /// A retirement to log now, with the ring's lines at that moment.
@@ -186,11 +188,13 @@ pub const FAULT_LOG_STDERR_LINES: usize = 5;
 impl Retirement {
     /// Logs the retirement at warn with the tail of `lines`.
     pub(crate) fn log(&self, lines: &[StderrLine]) {
+        let detail = self.detail.as_deref().unwrap_or("");
         log::warn!(
-            "plugin provider {:?} retired: phase {}, code {}; stderr tail: {}",
+            "plugin provider {:?} retired: phase {}, code {}{}{detail}; stderr tail: {}",
             self.id,
             self.phase,
             self.code.as_str(),
+            if detail.is_empty() { "" } else { ": " },
             stderr_tail(lines)
         );
     }
@@ -231,6 +235,7 @@ mod tests {
             id: "p".into(),
             phase,
             code: crate::error::ErrorCode::Eof,
+            detail: None,
         }
     }
 

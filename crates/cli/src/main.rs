@@ -3,8 +3,10 @@
 mod cli;
 
 fn main() {
+    // Warnings, and the lines of a `connect` runner's link (linked, relinked, ended and why).
+    let default_filter = format!("warn,{}=info", webcodex_plugin_http::link::LINK_LOG_TARGET);
     let logger =
-        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default_filter))
             .target(env_logger::Target::Stderr)
             .format(cli::logging::write_record)
             .build();

@@ -106,17 +106,19 @@ impl Tokens {
     /// Validates the text of a tokens file.
     pub fn parse(text: &str) -> Result<Tokens, TokensError> {
         let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-            // Only the position: the parser's message may quote the line, i.e. a token.
+            // The position and the parser's reason, never the line (it may hold a token).
+            let reason = parser_reason(e.message());
             match e.span() {
                 Some(span) => {
                     let before = &text[..span.start.min(text.len())];
                     let line = before.matches('\n').count() + 1;
                     let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
                     TokensError(format!(
-                        "the tokens file is not valid TOML (line {line}, column {column})"
+                        "the tokens file is not valid TOML (line {line}, column {column}): \
+                         {reason}"
                     ))
                 }
-                None => TokensError("the tokens file is not valid TOML".into()),
+                None => TokensError(format!("the tokens file is not valid TOML: {reason}")),
             }
         })?;
         let mut list = None;
@@ -329,6 +331,41 @@ fn bytes_equal(known: &[u8], presented: &str) -> bool {
         .zip(presented)
         .fold(0u8, |acc, (x, y)| acc | (x ^ y));
     std::hint::black_box(diff) == 0
+}
+
+/// The TOML parser's reason (`invalid basic string`, `expected newline, `#``, `duplicate key
+/// `token` in table `tokens``) as a message may carry it: one line, bounded, and every
+/// backquoted fragment that is not punctuation or a lower-case key name replaced by `…` (a
+/// misplaced line can make a token look like a key, which the parser would quote).
+fn parser_reason(message: &str) -> String {
+    let one_line: Vec<&str> = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut out = String::new();
+    for (i, part) in one_line.join("; ").split('`').enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        let key_like =
+            part.len() <= 20 && part.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+        if i % 2 == 1 && part.len() > 2 && !key_like {
+            out.push('…');
+        } else {
+            out.extend(part.chars().filter(|c| !c.is_control()));
+        }
+        if out.len() > 200 {
+            let cut = (0..=200)
+                .rev()
+                .find(|&i| out.is_char_boundary(i))
+                .unwrap_or(0);
+            out.truncate(cut);
+            out.push('…');
+            break;
+        }
+    }
+    out
 }
 
 fn parse_entry(index: usize, item: &toml::Value) -> Result<TokenEntry, TokensError> {
@@ -625,7 +662,10 @@ mod tests {
             (entry("[[tokens]]\ntoken = 1234\nname = \"b\"\nscopes = [\"plugin:invoke\"]\n"), "tokens[1].token: must be a string"),
             (entry("other = 1\n").replace("[[tokens]]\n", "other = 1\n[[tokens]]\n").replace("other = 1\n\n", ""), "a top-level key other than `tokens`"),
             ("".to_string(), "no [[tokens]] entry"),
-            (format!("[[tokens]]\nname = \"a\"\ntoken = \"{SECRET}\nscopes = []\n"), "not valid TOML (line 3"),
+            (format!("[[tokens]]\nname = \"a\"\ntoken = \"{SECRET}\nscopes = []\n"), "not valid TOML (line 3, column 33): invalid basic string"),
+            (format!("[[tokens]]\nname = \"a\"\ntoken = {SECRET}\n"), "(line 3, column 10): expected newline, `#`"),
+            (format!("[[tokens]]\n{SECRET} = \"a\"\n{SECRET} = \"b\"\n"), "duplicate key `…` in table `tokens`"),
+            (format!("[[tokens]]\ntoken = \"{SECRET}\"\ntoken = \"{SECRET}\"\n"), "duplicate key `token` in table `tokens`"),
         ];
         for (text, want) in cases {
             let err = tokens(&text).unwrap_err().to_string();

@@ -63,8 +63,9 @@ impl PluginProcess {
             libc::kill(-self.pgid(), libc::SIGKILL);
         }
         match self.child.try_wait() {
-            Ok(Some(_)) => {
+            Ok(Some(status)) => {
                 *reaped = true;
+                self.keep_status(status);
                 true
             }
             Ok(None) => false,

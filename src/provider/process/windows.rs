@@ -41,7 +41,13 @@ impl PluginProcess {
     /// (now or before).
     pub(super) fn kill_and_reap_exited(&self) -> bool {
         self.tree.job.terminate();
-        matches!(self.child.try_wait(), Ok(Some(_)))
+        match self.child.try_wait() {
+            Ok(Some(status)) => {
+                self.keep_status(status);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Blocks until the plugin process has exited (its handle is signalled).

@@ -34,9 +34,17 @@ pub(super) fn clean(text: &str, multiline: bool) -> String {
 /// The human text of a typed outcome (a received output that did not validate: its JSON).
 pub(super) fn render(outcome: &Outcome) -> String {
     match outcome {
+        Outcome::Runners(runners) if runners.is_empty() => {
+            "no runners (a front lists the runners connected now)".into()
+        }
         Outcome::Runners(runners) => runners
             .iter()
-            .map(|r| clean(&r.runner, false))
+            .map(|r| match &r.name {
+                Some(name) if *name != r.runner => {
+                    format!("{:<24} {}", clean(&r.runner, false), clean(name, false))
+                }
+                _ => clean(&r.runner, false),
+            })
             .collect::<Vec<_>>()
             .join("\n"),
         Outcome::Providers(list) => providers(&list.plugins),

@@ -42,6 +42,19 @@ pub(super) fn report(lang: Lang, scaffold: &Scaffold) -> String {
             "\n{step}. build it:\n\n    cd {} && {build}\n",
             shell_quote(&scaffold.dir.to_string_lossy())
         ));
+        let target_set = [
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_TARGET_DIR",
+            "CARGO_BUILD_TARGET",
+        ]
+        .iter()
+        .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()));
+        if lang == Lang::Rust && target_set {
+            out.push_str(
+                "\n   (a Cargo target directory or target is set here: the block below \
+                 names the binary there; build it with the same setting)\n",
+            );
+        }
         step += 1;
     }
     out.push_str(&format!(

@@ -120,7 +120,8 @@ enum Command {
     /// Run a runner behind NAT: host --config and dial out to a front (`serve`) with a runner
     /// token, reconnecting until SIGINT/SIGTERM.
     Connect(connect::ConnectArgs),
-    /// List the providers of a runner, or one provider's tools.
+    /// List the providers of a runner, or one provider's tools (without --plugin and --runner,
+    /// a --server-url endpoint lists its runners).
     List {
         #[command(flatten)]
         source: target::Source,
@@ -131,7 +132,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Describe one tool (its full definition).
+    /// Describe one tool (its full definition) and print the binding a `call --binding` takes.
     Describe {
         #[command(flatten)]
         source: target::Source,
@@ -145,16 +146,20 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Describe and call one tool.
+    /// Describe and call one tool, or call a binding an earlier `describe` gave.
     Call {
         #[command(flatten)]
         source: target::Source,
         /// The provider id.
-        #[arg(long)]
-        plugin: String,
+        #[arg(long, required_unless_present = "binding")]
+        plugin: Option<String>,
         /// The tool name.
-        #[arg(long)]
-        tool: String,
+        #[arg(long, required_unless_present = "binding")]
+        tool: Option<String>,
+        /// A binding from an earlier `describe --server-url URL` of the same endpoint, instead
+        /// of --plugin and --tool (a binding names its runner: no --runner).
+        #[arg(long, value_name = "BINDING", conflicts_with_all = ["plugin", "tool", "runner"])]
+        binding: Option<String>,
         /// The arguments, a JSON object.
         #[arg(long, default_value = "{}")]
         arguments: String,
@@ -276,36 +281,43 @@ pub fn run() -> i32 {
             source,
             plugin,
             json,
-        } => with(source, |s| oneshot::list(s, plugin.as_deref(), json)),
+        } => with(source, |s, r| oneshot::list(s, r, plugin.as_deref(), json)),
         Command::Describe {
             source,
             plugin,
             tool,
             json,
-        } => with(source, |s| oneshot::describe(s, &plugin, &tool, json)),
+        } => with(source, |s, r| oneshot::describe(s, r, &plugin, &tool, json)),
         Command::Call {
             source,
             plugin,
             tool,
+            binding,
             arguments,
             json,
-        } => with(source, |s| {
-            oneshot::call(s, &plugin, &tool, &arguments, json)
+        } => with(source, |s, r| {
+            let callee = match (&binding, &plugin, &tool) {
+                (Some(binding), _, _) => oneshot::Callee::Binding(binding),
+                (None, Some(plugin), Some(tool)) => oneshot::Callee::Tool { plugin, tool },
+                // clap requires --plugin and --tool without --binding.
+                _ => return EXIT_USAGE,
+            };
+            oneshot::call(s, r, callee, &arguments, json)
         }),
         Command::Check {
             source,
             plugin,
             json,
-        } => with(source, |s| match plugin {
-            Some(plugin) => oneshot::check(s, &plugin, json),
-            None => oneshot::check_all(s, json),
+        } => with(source, |s, r| match plugin {
+            Some(plugin) => oneshot::check(s, r, &plugin, json),
+            None => oneshot::check_all(s, r, json),
         }),
-        Command::Reload { source, json } => with(source, |s| oneshot::reload(s, json)),
+        Command::Reload { source, json } => with(source, |s, r| oneshot::reload(s, r, json)),
         Command::Catalog {
             source,
             project,
             json,
-        } => with(source, |s| oneshot::catalog(s, &project, json)),
+        } => with(source, |s, r| oneshot::catalog(s, r, &project, json)),
         Command::Bench(args) => bench::run(args),
         Command::Init { dir, id, lang } => init::run(&dir, id.as_deref(), &lang),
         Command::Completions { shell } => completions(shell),
@@ -338,9 +350,12 @@ fn front(config: Option<PathBuf>, runners: Option<PathBuf>) -> Result<target::Fr
 }
 
 /// Resolves `--config` / `--server-url` (reading the token file; a `--config` file checked
-/// first by [`config_file`]) before the action runs.
-fn with(source: target::Source, action: impl FnOnce(target::Resolved) -> i32) -> i32 {
-    let resolved = match source.resolve() {
+/// first by [`config_file`]) and `--runner` before the action runs.
+fn with(
+    source: target::Source,
+    action: impl FnOnce(target::Resolved, &target::Runner) -> i32,
+) -> i32 {
+    let (resolved, runner) = match source.resolve() {
         Ok(resolved) => resolved,
         Err(code) => return code,
     };
@@ -349,7 +364,7 @@ fn with(source: target::Source, action: impl FnOnce(target::Resolved) -> i32) ->
             return code;
         }
     }
-    action(resolved)
+    action(resolved, &runner)
 }
 
 /// The exit code of `call` after its output was printed with exit code `printed`: a completed

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use webcodex_plugin_host::gateway::{
-    load_runners, Caller, Gateway, RemoteRunner, RunnerEntry, RunnersError, TokenSource, ToolOutput,
+    load_runners, valid_id, Caller, Gateway, RemoteRunner, RunnerEntry, RunnersError, TokenSource,
+    ToolOutput, LOCAL_RUNNER,
 };
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 use webcodex_plugin_host::StderrLine;
@@ -34,6 +35,10 @@ pub(super) struct Source {
     /// environment's WEBCODEX_TOKEN or WEBCODEX_PAT.
     #[arg(long)]
     server_url: Option<String>,
+    /// The runner of the --server-url endpoint to address (default: `local`); a front lists
+    /// its runners with `list --server-url URL`. With --config the only runner is `local`.
+    #[arg(long, value_name = "ID")]
+    runner: Option<String>,
     /// The bearer token for --server-url (visible in the process list: prefer --token-file).
     #[arg(long, requires = "server_url", value_name = "TOKEN")]
     token: Option<String>,
@@ -67,6 +72,7 @@ impl std::fmt::Debug for Source {
         f.debug_struct("Source")
             .field("config", &self.config)
             .field("server_url", &self.server_url)
+            .field("runner", &self.runner)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("token_file", &self.token_file)
             .field("env_file", &self.env_file)
@@ -80,11 +86,30 @@ pub(super) enum Resolved {
     Server(Box<HttpClient>),
 }
 
+/// The runner a one-shot command addresses: `--runner` when given.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Runner(Option<String>);
+
+impl Runner {
+    /// The runner id to send: `--runner`, else `local`.
+    pub(super) fn id(&self) -> &str {
+        self.0.as_deref().unwrap_or(LOCAL_RUNNER)
+    }
+
+    /// True when `--runner` was given.
+    pub(super) fn is_given(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
 /// What an in-process target starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Startup {
-    /// Every configured provider (list, describe, call, reload, catalog).
+pub(super) enum Startup<'a> {
+    /// Every configured provider (list, reload, catalog).
     Providers,
+    /// This provider alone, after the whole configuration was validated (list, describe and
+    /// call of one provider): the others are neither started nor waited for.
+    Provider(&'a str),
     /// Nothing: the configuration is only validated (check admits its own candidate).
     ConfigOnly,
 }
@@ -101,23 +126,42 @@ pub(super) enum Target {
 #[derive(Debug)]
 pub(super) struct TargetError(pub(super) i32);
 
-/// One answer: the output, and for an in-process `check` the candidate's stderr (local
-/// operators may see it; a remote target never sends it).
+/// One answer: the output, and for an in-process request what only a local operator may see
+/// (a `check` candidate's stderr, the failure's local detail); a remote target never sends
+/// them.
 pub(super) struct Answer {
     pub(super) output: ToolOutput,
     pub(super) check_stderr: Vec<StderrLine>,
+    pub(super) detail: Option<String>,
 }
 
 impl Source {
     /// Checks the flags and finds the credential, or returns the exit code after a message on
     /// stderr. Nothing is sent yet.
-    pub(super) fn resolve(self) -> Result<Resolved, i32> {
+    pub(super) fn resolve(self) -> Result<(Resolved, Runner), i32> {
         let usage = |message: String| {
             eprintln!("error: {message}");
             EXIT_USAGE
         };
+        let runner = Runner(self.runner);
+        if let Some(id) = &runner.0 {
+            if !valid_id(id) {
+                return Err(usage(format!(
+                    "--runner: `{}` is not a runner id (1 to 64 characters of a-z, 0-9, `_`, \
+                     `.` and `-`); `list --server-url URL` shows the runners",
+                    id.escape_debug()
+                )));
+            }
+        }
         if let Some(config) = self.config {
-            return Ok(Resolved::Config(config));
+            if runner.id() != LOCAL_RUNNER {
+                return Err(usage(format!(
+                    "--runner {}: --config hosts one runner, `local`, in this process; to \
+                     reach another runner give the front's --server-url URL instead",
+                    runner.id()
+                )));
+            }
+            return Ok((Resolved::Config(config), runner));
         }
         let Some(url) = self.server_url.as_deref() else {
             return Err(usage("give --config F, or --server-url URL".into()));
@@ -163,7 +207,7 @@ impl Source {
             read_timeout: Duration::from_secs(self.read_timeout),
         };
         HttpClient::new(url, &credential.token, options)
-            .map(|client| Resolved::Server(Box::new(client)))
+            .map(|client| (Resolved::Server(Box::new(client)), runner))
             .map_err(|e| {
                 let option = match e.part {
                     SetupPart::Proxy if proxy_flag => "--proxy",
@@ -292,10 +336,11 @@ fn dotenv_values(path: &Path) -> Result<Vec<(String, String)>, String> {
 
 impl Resolved {
     /// Starts the in-process host (as `startup` says), or takes the endpoint as it is.
-    pub(super) fn open(self, startup: Startup) -> Result<Target, i32> {
+    pub(super) fn open(self, startup: Startup<'_>) -> Result<Target, i32> {
         match self {
             Resolved::Config(config) => match startup {
                 Startup::Providers => start(&config).map(Target::Local),
+                Startup::Provider(id) => start_one(&config, id).map(Target::Local),
                 Startup::ConfigOnly => configured(&config).map(Target::Local),
             },
             Resolved::Server(client) => Ok(Target::Remote(client)),
@@ -312,12 +357,14 @@ impl Target {
                 Ok(Answer {
                     output: local.output,
                     check_stderr: local.check_stderr,
+                    detail: local.detail,
                 })
             }
             Target::Remote(client) => match client.plugin_tool(params) {
                 Ok(output) => Ok(Answer {
                     output,
                     check_stderr: Vec::new(),
+                    detail: None,
                 }),
                 Err(e) => Err(report_lost(params, e)),
             },
@@ -464,7 +511,8 @@ impl RemoteSet {
             if let TokenSource::Env(name) = &entry.token {
                 if with_local && !self.secret_variables.contains(name) {
                     return Err(RunnersError::new(format!(
-                        "runner `{}`: token_env names a variable the local plugins' environment                          was not filtered for at start; restart serve to use it",
+                        "runner `{}`: token_env names a variable the local plugins' environment \
+                         was not filtered for at start; restart serve to use it",
                         entry.id
                     )));
                 }
@@ -506,6 +554,15 @@ pub(super) fn start(config: &Path) -> Result<Arc<Gateway>, i32> {
     host_gateway(Host::start(
         ConfigSource::File(config.to_path_buf()),
         HostOptions::default(),
+    ))
+}
+
+/// Validates the whole of `config`, then starts provider `id` alone.
+fn start_one(config: &Path, id: &str) -> Result<Arc<Gateway>, i32> {
+    host_gateway(Host::start_one(
+        ConfigSource::File(config.to_path_buf()),
+        HostOptions::default(),
+        id,
     ))
 }
 
@@ -559,5 +616,25 @@ mod tests {
         let found = credential(flags, &TOKEN_VARIABLES, &pat).unwrap();
         assert_eq!(found.token, "pat-value");
         assert_eq!(found.source, "the environment's WEBCODEX_PAT");
+    }
+
+    #[test]
+    fn a_runners_reload_with_a_new_token_env_says_why_in_plain_words() {
+        let path = std::env::temp_dir().join(format!("wc-runners-{}.toml", std::process::id()));
+        std::fs::write(
+            &path,
+            "[[runners]]\nid = \"edge\"\nname = \"E\"\nurl = \"http://127.0.0.1:9\"\n\
+             token_env = \"WC_NEW_RUNNER_TOKEN\"\n",
+        )
+        .unwrap();
+        let gateway = Gateway::new([]);
+        let refused = RemoteSet::default().reload(&path, true, &[], &gateway);
+        let _ = std::fs::remove_file(&path);
+        let message = refused.unwrap_err().to_string();
+        assert!(
+            message.contains("the local plugins' environment was not filtered for at start"),
+            "{message}"
+        );
+        assert!(!message.contains("  "), "no run of spaces: {message:?}");
     }
 }

@@ -1,6 +1,9 @@
 //! `token new`: a fresh random bearer token and the tokens-file entry that grants it, ready to
 //! paste into a `serve --tokens` file (the schema of `transport::http::Tokens`).
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
 use webcodex_plugin_host::gateway::{valid_id, Scope, LOCAL_RUNNER};
 use webcodex_plugin_http::MAX_TOKEN_NAME_BYTES;
 
@@ -35,6 +38,13 @@ pub(super) struct NewToken {
     /// the runner ID to a front (no scopes; it is refused on every user route).
     #[arg(long, value_name = "ID", conflicts_with = "scopes")]
     runner: Option<String>,
+    /// Also write the bare token to FILE (created with mode 600), for the client's
+    /// `--token-file FILE` or connect's; an existing FILE is refused unless --force.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// With --token-file: replace an existing file (its mode set to 600).
+    #[arg(long, requires = "token_file")]
+    force: bool,
 }
 
 /// Runs a `token` subcommand.
@@ -76,7 +86,7 @@ fn new(args: &NewToken) -> i32 {
         ),
     };
     let token = format!("{TOKEN_PREFIX}{}", base64url(secret));
-    match &args.runner {
+    let text = match &args.runner {
         Some(runner) => {
             if !valid_id(runner) || runner == LOCAL_RUNNER {
                 eprintln!(
@@ -85,11 +95,52 @@ fn new(args: &NewToken) -> i32 {
                 );
                 return EXIT_USAGE;
             }
-            print!("{}", runner_entry(&name, &token, runner));
+            runner_entry(&name, &token, runner)
         }
-        None => print!("{}", entry(&name, &token, &scopes)),
+        None => entry(&name, &token, &scopes),
+    };
+    if let Some(path) = &args.token_file {
+        if let Err((code, message)) = write_token_file(path, &token, args.force) {
+            eprintln!("error: --token-file {}: {message}", path.display());
+            return code;
+        }
     }
+    print!("{text}");
     EXIT_OK
+}
+
+/// Writes `token` and a newline to `path`, created with mode 600 (owner only) on Unix. An
+/// existing file is refused unless `force`, which replaces it (and sets its mode to 600).
+fn write_token_file(path: &Path, token: &str, force: bool) -> Result<(), (i32, String)> {
+    use std::io::ErrorKind;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    if force {
+        options.create(true).truncate(true);
+    } else {
+        options.create_new(true);
+    }
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path).map_err(|e| match e.kind() {
+        ErrorKind::AlreadyExists => (
+            EXIT_USAGE,
+            "the file exists; it is not overwritten (give --force to replace it, or another \
+             path)"
+                .to_string(),
+        ),
+        _ => (EXIT_FAILURE, format!("cannot create it: {e}")),
+    })?;
+    #[cfg(unix)]
+    if force {
+        // An existing file keeps its mode on open: make it the owner's alone.
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| (EXIT_FAILURE, format!("cannot set its mode to 600: {e}")))?;
+    }
+    file.write_all(format!("{token}\n").as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(|e| (EXIT_FAILURE, format!("cannot write it: {e}")))
 }
 
 /// The scopes of `--scopes`, in the order given without repeats (default: inspect, invoke).
@@ -136,7 +187,8 @@ fn entry(name: &str, token: &str, scopes: &[Scope]) -> String {
     let scopes: Vec<String> = scopes.iter().map(|s| quoted(s.as_str())).collect();
     format!(
         "# Paste this entry into the tokens file of `webcodex-plugin serve --tokens FILE`, and\n\
-         # give the token to the client (e.g. alone in a file for --token-file, mode 600).\n\
+         # give the token to the client (alone in a file for --token-file, mode 600:\n\
+         # `token new --token-file F` writes that file).\n\
          [[tokens]]\n\
          name = {}\n\
          token = {}\n\
@@ -153,7 +205,8 @@ fn runner_entry(name: &str, token: &str, runner: &str) -> String {
     format!(
         "# Paste this entry into the tokens file of the front (`webcodex-plugin serve --tokens\n\
          # FILE`), and give the token to the runner (`connect`: alone in a file for --token-file,\n\
-         # mode 600, or WEBCODEX_RUNNER_TOKEN). It connects only as runner {}.\n\
+         # mode 600, as `token new --token-file F` writes it, or WEBCODEX_RUNNER_TOKEN).\n\
+         # It connects only as runner {}.\n\
          [[runner_tokens]]\n\
          name = {}\n\
          token = {}\n\

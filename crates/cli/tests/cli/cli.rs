@@ -763,12 +763,143 @@ fn usage_errors_exit_two() {
         vec!["describe", "--config", config, "--plugin", "fx"],
         vec!["call", "--plugin", "fx", "--tool", "add"],
         vec!["list", "--config", config, "--no-such-flag"],
+        // --config hosts one runner, `local`; a binding lives in the host that minted it.
+        vec!["list", "--config", config, "--runner", "edge-1"],
+        vec!["list", "--config", config, "--runner", "Not An Id"],
+        vec!["call", "--config", config, "--binding", "wc_pbind_x"],
+        vec![
+            "call",
+            "--config",
+            config,
+            "--binding",
+            "b",
+            "--plugin",
+            "fx",
+        ],
+        vec!["call", "--config", config],
     ] {
         let out = run(&args);
         out.assert_code(2);
         assert_eq!(out.stdout, "", "{args:?}: stdout must be empty");
         assert!(!out.stderr.is_empty(), "{args:?}: stderr must explain");
     }
+    let out = run(&["list", "--config", config, "--runner", "edge-1"]);
+    assert!(
+        out.stderr.contains("--server-url"),
+        "says what to use: {out:?}"
+    );
+    let out = run(&["call", "--config", config, "--binding", "wc_pbind_x"]);
+    assert!(
+        out.stderr.contains("--binding needs --server-url")
+            && out.stderr.contains("--plugin P --tool T"),
+        "says why and what to use: {out:?}"
+    );
+    // `--runner local` is the default, so it is accepted with --config.
+    run(&["list", "--config", config, "--runner", "local"]).assert_code(0);
+    // serve's usage line: --config is optional (a front needs none), --tokens is required.
+    let out = run(&["serve"]);
+    out.assert_code(2);
+    let usage = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("Usage:"))
+        .unwrap_or_else(|| panic!("a usage line: {out:?}"));
+    assert!(
+        usage.contains("--tokens <TOKENS>") && !usage.contains("--config"),
+        "{usage}"
+    );
+}
+
+/// `describe`, `call` and `list --plugin` with `--config` start the provider they name and no
+/// other: a provider that hangs at start (here for 20 s, `request_timeout_secs`) neither
+/// delays them nor logs a warning. The whole `[plugins]` part is still validated first.
+#[test]
+fn one_provider_commands_start_that_provider_alone() {
+    let dir = TempDir::new("cli", "start-one");
+    let pids = dir.join("pids");
+    let config = runner_toml(
+        &dir,
+        &[
+            provider("stuck", "Stuck", "stuck-init", None),
+            provider("fx", "Fixture", "normal", None),
+        ],
+    );
+    let config = path_str(&config);
+    let commands: [&[&str]; 3] = [
+        &[
+            "describe", "--config", config, "--plugin", "fx", "--tool", "echo",
+        ],
+        &[
+            "call",
+            "--config",
+            config,
+            "--plugin",
+            "fx",
+            "--tool",
+            "echo",
+            "--arguments",
+            r#"{"text":"hi"}"#,
+        ],
+        &["list", "--config", config, "--plugin", "fx"],
+    ];
+    for (i, args) in commands.iter().enumerate() {
+        let started = Instant::now();
+        let out = run_env(args, &[("FIXTURE_PIDS", pids.as_os_str())]);
+        out.assert_code(0);
+        assert!(
+            !out.stderr.contains("WARN") && !out.stderr.contains("stuck"),
+            "{args:?}: nothing about the other provider: {out:?}"
+        );
+        // The outcome that matters: one plugin started per command, never `stuck`.
+        let started_plugins = recorded_pids(&pids)
+            .iter()
+            .filter(|(kind, _)| kind == "self")
+            .count();
+        assert_eq!(started_plugins, i + 1, "{args:?}: only fx started");
+        // A generous bound: starting `stuck` would take its 20 s timeout.
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{args:?} took {:?}",
+            started.elapsed()
+        );
+    }
+    let out = run(commands[0]);
+    assert!(
+        out.stdout.contains("\nbinding: wc_pbind_"),
+        "describe prints the binding: {out:?}"
+    );
+    for (_, pid) in recorded_pids(&pids) {
+        assert!(common::wait_gone(pid), "plugin {pid} outlived its command");
+    }
+    common::assert_no_zombie_children_of_self();
+
+    // A broken block elsewhere in [plugins] still refuses the command, before anything starts.
+    let broken = runner_toml(
+        &dir,
+        &[
+            provider("stuck", "Stuck", "stuck-init", None) + "colour = \"red\"\n",
+            provider("fx", "Fixture", "normal", None),
+        ],
+    );
+    let _ = std::fs::remove_file(&pids);
+    let out = run_env(
+        &[
+            "describe",
+            "--config",
+            path_str(&broken),
+            "--plugin",
+            "fx",
+            "--tool",
+            "echo",
+        ],
+        &[("FIXTURE_PIDS", pids.as_os_str())],
+    );
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("plugin_config_invalid") && out.stderr.contains("colour"),
+        "{out:?}"
+    );
+    assert!(recorded_pids(&pids).is_empty(), "nothing started: {out:?}");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -320,3 +320,78 @@ fn check_without_plugin_in_client_mode_checks_every_listed_provider() {
         "{out:?}"
     );
 }
+
+/// The Rust scaffold builds where Cargo's target directory is and its block finds the binary
+/// there: `init` and the printed commands run with `CARGO_TARGET_DIR` set (relative, so
+/// relative to the plugin directory, as Cargo reads it when the build step `cd`s there).
+/// Cargo builds offline (`CARGO_NET_OFFLINE`): the scaffold's one dependency, `serde_json`, is
+/// in the local registry, since this crate depends on it too.
+#[test]
+#[cfg(unix)]
+fn the_rust_scaffold_finds_its_binary_under_cargo_target_dir() {
+    let dir = TempDir::new("first-hour", "rust-target-dir");
+    let target = dir.path("rusty");
+    let with_env = |command: &mut Command| {
+        command
+            .env("CARGO_TARGET_DIR", "shared-target")
+            .env("CARGO_NET_OFFLINE", "true")
+            .env_remove("CARGO_BUILD_TARGET_DIR")
+            .env_remove("CARGO_BUILD_TARGET");
+    };
+    let mut init = common::cli_command(BIN);
+    init.args(["init", s(&target), "--lang", "rust", "--id", "rusty"])
+        .current_dir(&dir);
+    with_env(&mut init);
+    let init = common::run_to_end(init, LIMIT);
+    assert_eq!(init.code, Some(0), "{}", init.stderr);
+    let block = common::printed_provider_block(&init.stdout);
+    let canonical = std::fs::canonicalize(&target).unwrap();
+    let binary = canonical.join("shared-target/release/rusty");
+    assert!(
+        block.contains(&format!("command = \"{}\"", s(&binary))),
+        "the block names the binary under CARGO_TARGET_DIR: {block}"
+    );
+    assert!(
+        init.stdout.contains("a Cargo target directory"),
+        "{}",
+        init.stdout
+    );
+    dir.write("runner.toml", &block);
+    for line in printed_commands(&init.stdout) {
+        let mut shell = Command::new("sh");
+        shell
+            .args(["-c", &line])
+            .current_dir(&dir)
+            .env("PATH", path_without_the_binary_but_cargo());
+        with_env(&mut shell);
+        let run = common::run_to_end(shell, Duration::from_secs(600));
+        assert_eq!(
+            run.code,
+            Some(0),
+            "the printed command {line:?} failed:\n{}{}",
+            run.stdout,
+            run.stderr
+        );
+        if line.contains(" check ") {
+            assert!(run.stdout.starts_with("rusty: ready"), "{}", run.stdout);
+        }
+    }
+    assert!(binary.is_file(), "cargo built {}", binary.display());
+    assert!(
+        !canonical.join("target").exists(),
+        "nothing built under target/"
+    );
+}
+
+/// [`path_without_the_binary`], keeping the directory of the `cargo` that runs this test.
+fn path_without_the_binary_but_cargo() -> std::ffi::OsString {
+    let mut dirs: Vec<std::path::PathBuf> =
+        std::env::split_paths(&path_without_the_binary()).collect();
+    if let Some(cargo_dir) = std::env::var_os("CARGO")
+        .map(std::path::PathBuf::from)
+        .and_then(|cargo| cargo.parent().map(Path::to_path_buf))
+    {
+        dirs.insert(0, cargo_dir);
+    }
+    std::env::join_paths(dirs).expect("PATH entries join")
+}

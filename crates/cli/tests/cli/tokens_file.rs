@@ -350,3 +350,105 @@ fn set_private(path: &Path) {
 
 #[cfg(not(unix))]
 fn set_private(_: &Path) {}
+
+#[test]
+fn a_toml_error_in_the_tokens_file_gives_the_parsers_reason_and_no_value() {
+    let dir = TempDir::new("tokens", "reason");
+    let config = config(&dir);
+    let secret = "Looks-Like-A-Token-0123456789abcdef";
+    let good = "[[tokens]]\nname = \"ok\"\ntoken = \"good-token-0123456789abcdef\"\n\
+                scopes = [\"plugin:inspect\"]\n";
+    let cases = [
+        (
+            format!("{good}[[tokens]]\nname = \"b\"\ntoken = \"{secret}\nscopes = []\n"),
+            "(line 7, column 45): invalid basic string",
+        ),
+        (
+            format!("{good}[[tokens]\nname = \"{secret}\"\n"),
+            "(line 5, column 9): invalid table header; expected `.`, `]]`",
+        ),
+        // A token where a key goes: the parser quotes the key, the message does not.
+        (
+            format!("{good}[[tokens]]\n{secret} = 1\n{secret} = 2\n"),
+            "duplicate key `…` in table `tokens`",
+        ),
+    ];
+    for (i, (text, reason)) in cases.iter().enumerate() {
+        let tokens = dir.write(&format!("tokens-{i}.toml"), text);
+        let r = serve_refused(&config, &tokens);
+        assert_eq!(r.code, Some(2), "{text}: {r:?}");
+        assert!(
+            r.stderr.contains("the tokens file is not valid TOML") && r.stderr.contains(reason),
+            "{text}: no parser reason {reason:?}: {r:?}"
+        );
+        assert!(
+            !r.stderr.contains(secret),
+            "{text}: a value was quoted: {r:?}"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn token_new_writes_the_bare_token_to_a_private_file_and_never_overwrites_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let dir = TempDir::new("tokens", "file");
+    let config = config(&dir);
+    let path = dir.path("ci.token");
+    let (entry, token) = new_entry(&["--name", "ci", "--token-file", s(&path)]);
+    assert!(entry.contains("[[tokens]]"), "{entry}");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        format!("{token}\n")
+    );
+    assert_eq!(mode(&path), 0o600, "created private");
+
+    // The file is what a client's --token-file reads.
+    let tokens = dir.write("tokens.toml", &entry);
+    set_private(&tokens);
+    let server = serve(&config, &tokens);
+    let url = format!("http://{}", server.addr);
+    let r = run(&[
+        "list",
+        "--json",
+        "--server-url",
+        &url,
+        "--token-file",
+        s(&path),
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    server.stop();
+
+    // An existing file is refused: exit 2, no entry printed, the file unchanged.
+    let r = run(&["token", "new", "--token-file", s(&path)]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("--force"), "{r:?}");
+    assert!(
+        !r.stdout.contains("token ="),
+        "a refused file prints no token: {r:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        format!("{token}\n")
+    );
+
+    // --force replaces it, and makes a file every user could read private again.
+    set_mode(&path, 0o644);
+    let (runner_entry, forced) =
+        new_entry(&["--runner", "edge-1", "--token-file", s(&path), "--force"]);
+    assert!(runner_entry.contains("[[runner_tokens]]"), "{runner_entry}");
+    assert_ne!(forced, token);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        format!("{forced}\n")
+    );
+    assert_eq!(mode(&path), 0o600, "replaced and private");
+
+    // --force alone is a usage error; a directory that does not exist is a failure.
+    assert_eq!(run(&["token", "new", "--force"]).code, Some(2));
+    let missing = dir.path("no/such/dir/t.token");
+    let r = run(&["token", "new", "--token-file", s(&missing)]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(r.stdout.is_empty(), "{r:?}");
+}

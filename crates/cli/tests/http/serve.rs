@@ -371,9 +371,11 @@ fn client_mode_prints_what_the_in_process_commands_print() {
         full.extend(["--config", s(&config)]);
         run(&full)
     };
+    // The runner is `local` on both sides (in-process it is the only one; `list --server-url`
+    // without --runner lists the endpoint's runners instead, below).
     for args in [
-        &["list", "--json"][..],
-        &["list"][..],
+        &["list", "--runner", "local", "--json"][..],
+        &["list", "--runner", "local"][..],
         &["list", "--plugin", "fx", "--json"][..],
         &[
             "call",
@@ -417,11 +419,23 @@ fn client_mode_prints_what_the_in_process_commands_print() {
         serde_json::from_str::<Value>(r.stdout.trim()).unwrap()["isError"],
         true
     );
-    let r = remote(&all, &["list", "--json"]);
+    let r = remote(&all, &["list", "--runner", "local", "--json"]);
     assert_eq!(r.code, Some(0));
     assert_eq!(
         serde_json::from_str::<Value>(r.stdout.trim()).unwrap(),
         json!({"runner": "local", "plugins": [{"plugin": "fx", "name": "Fixture", "status": "ready"}]})
+    );
+    // Without --plugin and --runner, the endpoint's runners: this serve has one, `local`.
+    let r = remote(&all, &["list", "--json"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(
+        serde_json::from_str::<Value>(r.stdout.trim()).unwrap(),
+        json!({"runners": [{"runner": "local"}]})
+    );
+    let r = remote(&all, &["list"]);
+    assert_eq!(
+        r.stdout, "local\n(list a runner's providers with --runner ID)\n",
+        "{r:?}"
     );
     // describe: the same but for the fresh binding.
     let args = ["describe", "--plugin", "fx", "--tool", "echo", "--json"];

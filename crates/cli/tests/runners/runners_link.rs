@@ -371,10 +371,11 @@ fn three_runners_dial_out_and_serve_list_describe_call() {
             !stderr.contains(&runner_token(id)),
             "a token in the log: {stderr}"
         );
-        // Each runner said goodbye with a close frame.
+        // Each runner said goodbye with a close frame, whose code and reason the log keeps.
         assert!(
             stderr.contains(&format!(
-                "runner link `{id}`: ended (the peer closed the link)"
+                "runner link `{id}`: ended (the peer closed the link (close code 1001: the \
+                 runner is stopping))"
             )),
             "{stderr}"
         );
@@ -706,9 +707,10 @@ fn hostile_links_are_closed_without_harm_to_other_runners() {
         .send(tungstenite::Message::Text(HELLO.into()))
         .unwrap();
     second.read().unwrap();
-    // Ended without a close frame; a link left open would end only at the read timeout.
+    // Closed at once with 1008 (the reason tells the replaced runner why); a link left open
+    // would end only at the read timeout.
     let waited = Instant::now();
-    assert_eq!(closed_by_front(&mut first), None);
+    assert_eq!(closed_by_front(&mut first), Some(1008));
     assert!(
         waited.elapsed() < LIMIT / 2,
         "the replaced link was not ended"
@@ -2065,5 +2067,286 @@ fn a_runner_tokens_max_in_flight_caps_its_runner_and_is_validated() {
         );
         assert!(!run.stderr.contains(&runner_token("edge-1")), "{run:?}");
     }
+    common::assert_no_zombie_children_of_self();
+}
+
+/// The command-line tool against the front at `front` with the user token: its run.
+fn cli_at(front: SocketAddr, args: &[&str]) -> common::Run {
+    let url = format!("http://{front}");
+    let mut cmd = common::cli_command(BIN);
+    cmd.args(args).args(["--server-url", &url, "--token", USER]);
+    for var in common::PROXY_VARIABLES {
+        cmd.env_remove(var);
+    }
+    common::run_to_end(cmd, LIMIT)
+}
+
+/// The single stdout line of `run`, as JSON.
+fn json_of(run: &common::Run) -> Value {
+    serde_json::from_str(run.stdout.trim())
+        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}): {run:?}"))
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs connect processes stopped with SIGTERM behind a front (docs/PLATFORMS.md)"
+)]
+fn the_cli_reaches_every_runner_of_a_front_whose_runners_all_dial_in() {
+    let dir = TempDir::new("link", "cli");
+    let ids = ["edge-1", "edge-2"];
+    let front = start_front(&front_tokens(&dir, &ids));
+    let addr = front.addr;
+    let mut runners: Vec<Runner> = ids.iter().map(|id| Runner::new(&dir, id)).collect();
+    for runner in &mut runners {
+        runner.start(addr);
+    }
+    wait_listed(addr, &ids);
+
+    // `list` without --plugin and --runner: the runners (this front has no `local`).
+    let r = cli_at(addr, &["list"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.stdout
+            .contains("edge-1                   Runner edge-1\n")
+            && r.stdout
+                .contains("edge-2                   Runner edge-2\n")
+            && r.stdout.contains("--runner ID"),
+        "{r:?}"
+    );
+    let r = cli_at(addr, &["list", "--json"]);
+    assert_eq!(
+        json_of(&r),
+        json!({"runners":[{"runner":"edge-1","name":"Runner edge-1"},
+                          {"runner":"edge-2","name":"Runner edge-2"}]})
+    );
+    // --runner picks one: its providers, its tools.
+    let r = cli_at(addr, &["list", "--runner", "edge-2", "--json"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(json_of(&r)["runner"], "edge-2", "{r:?}");
+    assert_eq!(json_of(&r)["plugins"][0]["plugin"], "fx", "{r:?}");
+    let r = cli_at(addr, &["list", "--runner", "edge-1", "--plugin", "fx"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stdout.contains("20 tools:"), "{r:?}");
+
+    // The default runner is `local`, which this front lacks: the hint names list and --runner.
+    let r = cli_at(addr, &["list", "--plugin", "fx"]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(r.stdout.contains("plugin_runner_not_found"), "{r:?}");
+    assert!(
+        r.stderr
+            .contains("`list --server-url URL` shows the runners")
+            && r.stderr.contains("--runner ID"),
+        "{r:?}"
+    );
+
+    // describe prints the binding; call --binding calls it, on edge-2 only.
+    let r = cli_at(
+        addr,
+        &[
+            "describe", "--runner", "edge-2", "--plugin", "fx", "--tool", "echo",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let binding = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("binding: "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("a binding line: {r:?}"))
+        .to_string();
+    assert!(binding.starts_with("wc_pbind_"), "{binding}");
+    let r = cli_at(
+        addr,
+        &[
+            "call",
+            "--binding",
+            &binding,
+            "--arguments",
+            r#"{"text":"by binding"}"#,
+            "--json",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(json_of(&r)["structuredContent"]["text"], "by binding");
+    assert_eq!((runners[0].calls("echo"), runners[1].calls("echo")), (0, 1));
+    // The binding works again; an unknown one is describe_required.
+    let r = cli_at(
+        addr,
+        &[
+            "call",
+            "--binding",
+            &binding,
+            "--arguments",
+            r#"{"text":"again"}"#,
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stdout.starts_with("again\n"), "{r:?}");
+    let r = cli_at(
+        addr,
+        &["call", "--binding", "wc_pbind_AAAAAAAAAAAAAAAAAAAAAA"],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(r.stdout.contains("describe_required"), "{r:?}");
+
+    // call, check and reload route by --runner too.
+    let r = cli_at(
+        addr,
+        &[
+            "call",
+            "--runner",
+            "edge-1",
+            "--plugin",
+            "fx",
+            "--tool",
+            "echo",
+            "--arguments",
+            r#"{"text":"one"}"#,
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!((runners[0].calls("echo"), runners[1].calls("echo")), (1, 2));
+    let r = cli_at(
+        addr,
+        &["check", "--runner", "edge-1", "--plugin", "fx", "--json"],
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(
+        (json_of(&r)["runner"].clone(), json_of(&r)["ready"].clone()),
+        (json!("edge-1"), json!(true))
+    );
+    let r = cli_at(addr, &["check", "--runner", "edge-2"]);
+    assert_eq!(r.code, Some(0), "every provider of edge-2: {r:?}");
+    assert!(r.stdout.starts_with("fx: ready"), "{r:?}");
+    let r = cli_at(addr, &["reload", "--runner", "edge-2", "--json"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(json_of(&r)["runner"], "edge-2", "{r:?}");
+    // The reload replaced edge-2's provider: the old binding is plugin_replaced.
+    let r = cli_at(
+        addr,
+        &[
+            "call",
+            "--binding",
+            &binding,
+            "--arguments",
+            r#"{"text":"x"}"#,
+        ],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(r.stdout.contains("plugin_replaced"), "{r:?}");
+    let r = cli_at(addr, &["list", "--runner", "edge-9"]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(r.stdout.contains("plugin_runner_not_found"), "{r:?}");
+
+    for runner in &mut runners {
+        runner.stop();
+    }
+    wait_listed(addr, &[]);
+    let r = cli_at(addr, &["list"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stdout.starts_with("no runners"), "{r:?}");
+    assert_no_zombies(front.pid());
+    let stderr = front.stop();
+    assert!(!stderr.contains(USER), "{stderr}");
+    common::assert_no_zombie_children_of_self();
+}
+
+/// Starts `connect` as runner `id` of `front` with the token of `token_of`, logging at the
+/// default level (no RUST_LOG) to the file `log`.
+fn connect_logging_to(
+    front: SocketAddr,
+    config: &Path,
+    token_of: &str,
+    pids: &Path,
+    log: &Path,
+) -> Child {
+    let mut cmd = common::cli_command(BIN);
+    cmd.args([
+        "connect",
+        "--front-url",
+        &format!("http://{front}"),
+        "--config",
+        s(config),
+    ])
+    .env("WEBCODEX_RUNNER_TOKEN", runner_token(token_of))
+    .env("FIXTURE_PIDS", pids)
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(log).expect("the log file"));
+    for var in common::PROXY_VARIABLES {
+        cmd.env_remove(var);
+    }
+    cmd.spawn().expect("spawn connect")
+}
+
+#[test]
+#[cfg(unix)]
+fn two_runners_with_one_token_are_logged_on_both_sides_at_the_default_level() {
+    let dir = TempDir::new("link", "fight");
+    let front = start_front(&front_tokens(&dir, &["edge-1"]));
+    let addr = front.addr;
+    let config = Runner::new(&dir, "edge-1").config.clone();
+    let (logs, pids) = (
+        [dir.path("one.log"), dir.path("two.log")],
+        [dir.path("one.pids"), dir.path("two.pids")],
+    );
+    let mut one = connect_logging_to(addr, &config, "edge-1", &pids[0], &logs[0]);
+    wait_listed(addr, &["edge-1"]);
+    let mut two = connect_logging_to(addr, &config, "edge-1", &pids[1], &logs[1]);
+    // Each takes the link from the other in turn; wait (bounded) until both were told and
+    // both linked again.
+    let told = "the peer closed the link (close code 1008: replaced by a newer link of this \
+                runner token from 127.0.0.1:";
+    let relinked = "INFO  webcodex_plugin::link: connect: relinked to the front at 127.0.0.1:";
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+        if logs
+            .iter()
+            .all(|l| read(l).contains(told) && read(l).contains(relinked))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "both runners should be told why:\n{}\n---\n{}",
+            read(&logs[0]),
+            read(&logs[1])
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for (child, pid_file) in [(&mut one, &pids[0]), (&mut two, &pids[1])] {
+        assert!(common::request_stop(child.id()), "SIGTERM to connect");
+        let status = common::wait_bounded(child, LIMIT);
+        assert_eq!(status.code(), Some(0));
+        common::assert_all_gone(&common::recorded_plugin_pids(pid_file), "plugin");
+    }
+    for log in &logs {
+        let text = std::fs::read_to_string(log).unwrap();
+        // Without RUST_LOG: linked, relinked, and why each link ended.
+        for line in [
+            "INFO  webcodex_plugin::link: connect: linked to the front at 127.0.0.1:",
+            relinked,
+            told,
+        ] {
+            assert!(text.contains(line), "{line:?} missing in:\n{text}");
+        }
+        assert!(
+            !text.contains("link request"),
+            "per-request lines stay at info: {text}"
+        );
+        assert!(!text.contains(&runner_token("edge-1")), "{text}");
+    }
+    assert_no_zombies(front.pid());
+    let stderr = front.stop();
+    assert!(
+        stderr.lines().any(|l| l.contains("WARN")
+            && l.contains(
+                "runner link `edge-1`: runner `edge-1` replaced its link from 127.0.0.1:"
+            )
+            && l.contains("by a new runner process from 127.0.0.1:")),
+        "the front warns about the fight:\n{stderr}"
+    );
     common::assert_no_zombie_children_of_self();
 }

@@ -34,10 +34,10 @@ use tungstenite::protocol::{Role, WebSocket};
 
 use super::socket::{config, LinkSocket, Next, SendError, SharedTcp};
 use super::wire::{self, Operation};
+use crate::tokens::Tokens;
 use webcodex_plugin_host::gateway::{
     ActionKind, CallAnswer, Gateway, LinkAnswer, LinkFailure, RemoteRunner, RunnerLink, ToolOutput,
 };
-use crate::tokens::Tokens;
 
 mod evict;
 
@@ -99,6 +99,8 @@ struct Connection {
     /// The runner id it links (for the log).
     runner: String,
     serial: u64,
+    /// The runner's address as this front sees it, for the log.
+    peer: String,
     socket: LinkSocket<SharedTcp>,
     instance: String,
     /// The runner token the link was authenticated with.
@@ -445,6 +447,9 @@ impl LinkRegistry {
     /// Serves one upgraded connection of runner `runner` (authenticated with `token`) until
     /// the link ends: the hello, the welcome, then the answers and the heartbeat.
     pub(crate) fn serve(&self, runner: &str, token: &str, stream: TcpStream, leftover: Vec<u8>) {
+        let peer = stream
+            .peer_addr()
+            .map_or_else(|_| "an unknown address".into(), |a| a.to_string());
         let tcp = SharedTcp::new(stream);
         let ws =
             WebSocket::from_partially_read(tcp.clone(), leftover, Role::Server, Some(config()));
@@ -467,28 +472,30 @@ impl LinkRegistry {
             log::info!("runner link `{runner}`: the welcome could not be written: {e}");
             return socket.shutdown();
         }
-        let Some(connection) = self.attach(runner, token, hello, socket) else {
+        let Some(connection) = self.attach(runner, token, hello, socket, peer) else {
             return;
         };
         if let Some(observer) = webcodex_plugin_host::transport::observe::observer() {
             observer.link_accepted(runner);
         }
-        log::info!("runner link `{runner}`: connected");
+        log::info!("runner link `{runner}`: connected from {}", connection.peer);
         let why = read_answers(&connection, self.heartbeat);
         log::info!("runner link `{runner}`: ended ({why})");
         connection.end();
         self.detach(runner, &connection);
     }
 
-    /// Makes `socket` the current link of `runner`; closes the link it replaces. `None`, with
-    /// the link closed, when `token` no longer authenticates as `runner` (the tokens were
-    /// replaced during the hello) or the front is stopping.
+    /// Makes `socket` (from `peer`) the current link of `runner`; closes the link it replaces,
+    /// saying so in the log and in the close frame the replaced runner reads. `None`, with the
+    /// link closed, when `token` no longer authenticates as `runner` (the tokens were replaced
+    /// during the hello) or the front is stopping.
     fn attach(
         &self,
         runner: &str,
         token: &str,
         hello: wire::Hello,
         socket: LinkSocket<SharedTcp>,
+        peer: String,
     ) -> Option<Arc<Connection>> {
         let mut runners = self.runners.lock();
         if self.draining.load(Ordering::SeqCst) {
@@ -505,6 +512,7 @@ impl LinkRegistry {
         let connection = Arc::new(Connection {
             runner: runner.to_string(),
             serial: self.serial.fetch_add(1, Ordering::SeqCst),
+            peer,
             socket,
             instance: hello.instance.clone(),
             token: token.to_string(),
@@ -519,6 +527,7 @@ impl LinkRegistry {
         let same_instance = runners
             .get(runner)
             .is_some_and(|entry| entry.instance == hello.instance);
+        let mut replaced_link = None;
         if !same_instance {
             let link = Arc::new(DialLink {
                 current: RwLock::new(None),
@@ -535,19 +544,20 @@ impl LinkRegistry {
                     link,
                 },
             );
-            if let Some(old) = replaced.and_then(|old| old.link.current.write().take()) {
-                old.end();
-            }
+            replaced_link = replaced.and_then(|old| old.link.current.write().take());
         }
         let entry = runners.get(runner).expect("inserted above");
         // The same instance keeps its runner; its token entry's cap may have changed.
         entry.remote.set_max_in_flight(max_in_flight);
         if let Some(old) = entry.link.current.write().replace(connection.clone()) {
-            log::info!("runner link `{runner}`: replaced by a new link");
-            old.end();
+            replaced_link = Some(old);
         }
         // The same runner (same instance) keeps its place, so its bindings stay valid.
         self.gateway.insert_remote(entry.remote.clone());
+        drop(runners);
+        if let Some(old) = replaced_link {
+            replace(runner, &old, &connection, same_instance);
+        }
         Some(connection)
     }
 
@@ -566,6 +576,38 @@ impl LinkRegistry {
             self.gateway.remove_remote(runner, &entry.remote);
         }
     }
+}
+
+/// Ends `old`, the link of `runner` that `new` replaced: logged (at warn when another runner
+/// process took the id: two runners that share one runner token take it from each other in
+/// turn), and the close frame tells the replaced runner why.
+fn replace(runner: &str, old: &Connection, new: &Connection, same_instance: bool) {
+    if same_instance {
+        log::info!(
+            "runner link `{runner}`: the runner dialled again from {}; its link from {} was \
+             replaced",
+            new.peer,
+            old.peer
+        );
+    } else {
+        log::warn!(
+            "runner link `{runner}`: runner `{runner}` replaced its link from {} by a new \
+             runner process from {}; if two runners use one runner token they take the link \
+             from each other in turn: give each runner a token and runner id of its own",
+            old.peer,
+            new.peer
+        );
+    }
+    let mut reason = format!(
+        "replaced by a newer link of this runner token from {}",
+        new.peer
+    );
+    // A close frame's reason is at most 123 bytes.
+    while reason.len() > 123 {
+        reason.pop();
+    }
+    old.close(CloseCode::Policy, &reason);
+    old.end();
 }
 
 /// A shared [`DialLink`] as the box a [`RemoteRunner`] owns.

@@ -25,5 +25,9 @@ pub mod wire;
 
 pub use runner::{Backoff, ConnectOptions, Dialer, DialerStop, LinkEnd};
 
+/// The log target of a `connect` runner's link lines (linked, relinked, ended and why), which
+/// the command-line tool shows at the default log level.
+pub const LINK_LOG_TARGET: &str = "webcodex_plugin::link";
+
 /// The path of the front's link route.
 pub const RUNNERS_CONNECT_PATH: &str = "/api/runners/connect";

@@ -21,7 +21,7 @@ use tungstenite::protocol::frame::coding::CloseCode;
 
 use super::socket::{config, LinkSocket, Next, SharedTcp};
 use super::wire;
-use super::RUNNERS_CONNECT_PATH;
+use super::{LINK_LOG_TARGET, RUNNERS_CONNECT_PATH};
 use crate::client::{ca_der, link_proxy, LinkProxy, ProxyChoice, SetupError, SetupPart};
 use webcodex_plugin_host::gateway::Gateway;
 
@@ -197,6 +197,8 @@ pub struct Dialer {
     connect_timeout: Duration,
     stop: DialerStop,
     woken: Receiver<()>,
+    /// The links made so far, and when the last one ended (for the log).
+    links: Mutex<(u64, Option<Instant>)>,
 }
 
 impl std::fmt::Debug for Dialer {
@@ -240,6 +242,7 @@ impl Dialer {
                 current: Arc::new(Mutex::new(None)),
             },
             woken,
+            links: Mutex::new((0, None)),
         })
     }
 
@@ -281,8 +284,14 @@ impl Dialer {
             }
             let first = backoff.failures() == 0;
             let delay = backoff.next_delay();
+            let lost = matches!(end, LinkEnd::Lost { .. });
             if first {
                 log::warn!("connect: {why}; trying again in {} ms", delay.as_millis());
+            } else if lost {
+                // Each end of a link is said at the default level, why included (a front that
+                // closed it says why: e.g. another runner took the id).
+                let delay = delay.as_millis();
+                log::info!(target: LINK_LOG_TARGET, "connect: {why}; trying again in {delay} ms");
             } else {
                 log::info!("connect: {why}; trying again in {} ms", delay.as_millis());
             }
@@ -303,16 +312,40 @@ impl Dialer {
             return LinkEnd::Stopped;
         }
         let up = Instant::now();
-        log::info!("connect: linked to the front");
+        self.log_linked(up);
         let why = super::crew::serve(gateway, &socket);
         *self.stop.current.lock() = None;
         socket.shutdown();
         if self.stop.is_stopped() {
             return LinkEnd::Stopped;
         }
+        self.links.lock().1 = Some(Instant::now());
         LinkEnd::Lost {
             lived: up.elapsed(),
             why,
+        }
+    }
+
+    /// Says that a link is up: the first, or a relink after one ended (shown at the default
+    /// log level: [`LINK_LOG_TARGET`]).
+    fn log_linked(&self, up: Instant) {
+        let mut links = self.links.lock();
+        links.0 += 1;
+        match links.1 {
+            None => log::info!(
+                target: LINK_LOG_TARGET,
+                "connect: linked to the front at {}:{}",
+                self.front.host,
+                self.front.port
+            ),
+            Some(ended) => log::info!(
+                target: LINK_LOG_TARGET,
+                "connect: relinked to the front at {}:{} (link {}, {} s after the last one ended)",
+                self.front.host,
+                self.front.port,
+                links.0,
+                up.saturating_duration_since(ended).as_secs()
+            ),
         }
     }
 

@@ -260,6 +260,8 @@ pub(crate) struct LinkSocket<S: Read + Write> {
     closing: AtomicBool,
     /// A writer claimed the reading (set only under the lock of `ws`).
     claimed: AtomicBool,
+    /// The code and reason of the peer's close frame, once it came (for the log).
+    peer_close: Mutex<Option<String>>,
 }
 
 impl<S: Read + Write> LinkSocket<S> {
@@ -273,6 +275,7 @@ impl<S: Read + Write> LinkSocket<S> {
             closed: AtomicBool::new(false),
             closing: AtomicBool::new(false),
             claimed: AtomicBool::new(false),
+            peer_close: Mutex::new(None),
         })
     }
 
@@ -397,9 +400,7 @@ impl<S: Read + Write> LinkSocket<S> {
             match self.read_once(false, &mut peer_closed) {
                 Step::Message(next) => return Some(next),
                 Step::Again => continue,
-                Step::WouldBlock if peer_closed => {
-                    return Some(Next::Ended("the peer closed the link".into()))
-                }
+                Step::WouldBlock if peer_closed => return Some(self.peer_closed()),
                 Step::WouldBlock | Step::Claimed => return None,
             }
         }
@@ -439,22 +440,32 @@ impl<S: Read + Write> LinkSocket<S> {
             Ok(Message::Binary(_)) => Next::Binary,
             Ok(Message::Ping(_) | Message::Pong(_)) => Next::Heartbeat,
             // The reply is queued; the next read writes it and then reports the end.
-            Ok(Message::Close(_)) => {
+            Ok(Message::Close(frame)) => {
                 *peer_closed = true;
+                *self.peer_close.lock() = frame.map(|f| {
+                    let reason: String = f.reason.as_str().escape_debug().take(200).collect();
+                    format!("close code {}: {reason}", u16::from(f.code))
+                });
                 return Step::Again;
             }
             Ok(Message::Frame(_)) => return Step::Again,
             Err(WsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {
                 return Step::WouldBlock
             }
-            Err(WsError::Io(_)) if *peer_closed => Next::Ended("the peer closed the link".into()),
+            Err(WsError::Io(_)) if *peer_closed => self.peer_closed(),
             Err(WsError::Io(e)) => Next::Ended(e.to_string()),
-            Err(WsError::ConnectionClosed | WsError::AlreadyClosed) => {
-                Next::Ended("the peer closed the link".into())
-            }
+            Err(WsError::ConnectionClosed | WsError::AlreadyClosed) => self.peer_closed(),
             Err(WsError::Capacity(_)) => Next::TooLarge,
             Err(e @ (WsError::Protocol(_) | WsError::Utf8(_))) => Next::Broken(e.to_string()),
             Err(e) => Next::Ended(e.to_string()),
+        })
+    }
+
+    /// The end of a link the peer closed, with its close frame's code and reason if it sent one.
+    fn peer_closed(&self) -> Next {
+        Next::Ended(match self.peer_close.lock().as_deref() {
+            Some(why) => format!("the peer closed the link ({why})"),
+            None => "the peer closed the link".into(),
         })
     }
 

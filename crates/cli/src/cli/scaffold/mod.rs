@@ -21,6 +21,7 @@ mod block;
 mod error;
 mod id;
 
+use std::ffi::OsString;
 use std::fmt;
 use std::fs;
 use std::io::{self, Write};
@@ -239,7 +240,7 @@ pub fn create(dir: &Path, id: Option<&str>, lang: Lang) -> Result<Scaffold, Scaf
         Lang::TypeScript => ("node".to_owned(), vec!["dist/plugin.js".to_owned()]),
         Lang::Rust => {
             let binary = format!("{package}{}", std::env::consts::EXE_SUFFIX);
-            let path = cwd.join("target").join("release").join(binary);
+            let path = release_dir(&cwd, &|name| std::env::var_os(name)).join(binary);
             let path = path
                 .into_os_string()
                 .into_string()
@@ -268,6 +269,27 @@ pub fn create(dir: &Path, id: Option<&str>, lang: Lang) -> Result<Scaffold, Scaf
         files: std::mem::take(&mut written.files),
         provider_block,
     })
+}
+
+/// Where `cargo build --release` run in `cwd` puts the binary: `release` under the target
+/// directory that `CARGO_TARGET_DIR`, else `CARGO_BUILD_TARGET_DIR`, names (relative to `cwd`
+/// when relative), else under `cwd/target`; under a directory named after the target triple
+/// first when `CARGO_BUILD_TARGET` names one (a `.json` target spec: its file stem). (A Cargo
+/// config file's `build.target-dir` or `build.target` is not read: README, Rust scaffold.)
+pub(crate) fn release_dir(cwd: &Path, var: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
+    let set = |name: &str| var(name).filter(|v| !v.is_empty());
+    let mut dir = ["CARGO_TARGET_DIR", "CARGO_BUILD_TARGET_DIR"]
+        .iter()
+        .find_map(|name| set(name))
+        .map_or_else(|| cwd.join("target"), |dir| cwd.join(dir));
+    if let Some(triple) = set("CARGO_BUILD_TARGET") {
+        let spec = Path::new(&triple);
+        match spec.extension().filter(|e| *e == "json") {
+            Some(_) => dir.push(spec.file_stem().unwrap_or(spec.as_os_str())),
+            None => dir.push(&triple),
+        }
+    }
+    dir.join("release")
 }
 
 /// Checks the target and creates it when missing; true when it was created.

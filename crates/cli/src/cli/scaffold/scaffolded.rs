@@ -170,7 +170,20 @@ fn rust_provider_runs_the_release_binary_by_absolute_path() {
     let scaffold = create(&dir, Some("1.fast"), Lang::Rust).unwrap();
     let entry = provider(&scaffold.provider_block);
     let canonical = std::fs::canonicalize(&dir).unwrap();
-    let binary = canonical.join("target/release/plugin-1-fast");
+    // Where the build puts it: target/release, unless this test's environment sets a target
+    // directory (release_dir's own test covers that).
+    let binary =
+        super::release_dir(&canonical, &|name| std::env::var_os(name)).join("plugin-1-fast");
+    if [
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+    ]
+    .iter()
+    .all(|name| std::env::var_os(name).is_none())
+    {
+        assert_eq!(binary, canonical.join("target/release/plugin-1-fast"));
+    }
     assert_eq!(entry["command"].as_str(), binary.to_str());
     assert_eq!(entry["args"], toml::Value::Array(vec![]));
     let manifest = std::fs::read_to_string(canonical.join("Cargo.toml")).unwrap();
@@ -362,4 +375,51 @@ fn python_scaffold_ignores_non_requests_and_logs_to_stderr() {
     assert_eq!(responses.len(), 1);
     assert_eq!(responses[0]["id"], 1);
     assert!(stderr.contains("[noise]"), "{stderr}");
+}
+
+#[test]
+fn the_release_dir_follows_the_cargo_target_dir_variables() {
+    use std::ffi::OsString;
+    let cwd = Path::new("/work/plugin");
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| OsString::from(v))
+        }
+    };
+    let dir = |pairs: &'static [(&'static str, &'static str)]| super::release_dir(cwd, &env(pairs));
+    assert_eq!(dir(&[]), Path::new("/work/plugin/target/release"));
+    assert_eq!(
+        dir(&[("CARGO_TARGET_DIR", "")]),
+        Path::new("/work/plugin/target/release")
+    );
+    assert_eq!(
+        dir(&[("CARGO_TARGET_DIR", "/cache/t")]),
+        Path::new("/cache/t/release")
+    );
+    assert_eq!(
+        dir(&[("CARGO_TARGET_DIR", "out")]),
+        Path::new("/work/plugin/out/release")
+    );
+    assert_eq!(
+        dir(&[("CARGO_BUILD_TARGET_DIR", "/b"), ("CARGO_TARGET_DIR", "/a")]),
+        Path::new("/a/release")
+    );
+    assert_eq!(
+        dir(&[("CARGO_BUILD_TARGET_DIR", "/b")]),
+        Path::new("/b/release")
+    );
+    assert_eq!(
+        dir(&[("CARGO_BUILD_TARGET", "x86_64-unknown-linux-musl")]),
+        Path::new("/work/plugin/target/x86_64-unknown-linux-musl/release")
+    );
+    assert_eq!(
+        dir(&[
+            ("CARGO_TARGET_DIR", "/a"),
+            ("CARGO_BUILD_TARGET", "specs/my-target.json")
+        ]),
+        Path::new("/a/my-target/release")
+    );
 }

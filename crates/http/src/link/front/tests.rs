@@ -13,8 +13,8 @@ use crossbeam_channel::bounded;
 use parking_lot::RwLock;
 
 use super::{Heartbeat, LinkRegistry};
-use webcodex_plugin_host::gateway::Gateway;
 use crate::tokens::Tokens;
+use webcodex_plugin_host::gateway::Gateway;
 
 /// A hang guard (never a timing: the links here end within a second).
 const LIMIT: Duration = Duration::from_secs(20);
