@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::bench_stats::{measure, summarize, BenchSummary, ThreadSwitches};
+use self::stats::{measure, summarize, BenchSummary, ThreadSwitches};
+mod host;
+mod stats;
+
 use clap::Args;
 use serde_json::{json, Value};
 use webcodex_plugin_host::env::{
@@ -15,7 +18,7 @@ use webcodex_plugin_host::env::{
 use webcodex_plugin_host::gateway::{Caller, Gateway, ToolOutput};
 use webcodex_plugin_host::{LaunchSpec, Provider, ProviderSpec};
 
-use super::bench_host::{self, runtime_error, start_host};
+use self::host::{runtime_error, start_host};
 use super::{demo, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 
 /// Options of `bench`.
@@ -96,11 +99,11 @@ pub(super) fn run(args: BenchArgs) -> i32 {
         }
     };
     if let Some(seconds) = args.idle {
-        return bench_host::idle(&args.name, provider.0, &provider.1, args.providers, seconds);
+        return host::idle(&args.name, provider.0, &provider.1, args.providers, seconds);
     }
     if args.startup {
         let rounds = args.n.unwrap_or(10);
-        return bench_host::startup(&args.name, provider.0, &provider.1, args.providers, rounds);
+        return host::startup(&args.name, provider.0, &provider.1, args.providers, rounds);
     }
     let result = if args.cold {
         cold(&args, provider.0, provider.1)
