@@ -1,65 +1,131 @@
-//! `bench`: RPC latency through the full call path (docs/PROTOCOL.md §9.5, bench), plus cold starts
-//! and concurrent providers.
+//! `bench`: plugin call latency through every path a call takes (docs/PROTOCOL.md §9.5, bench):
+//! in rounds with honest statistics, several targets compared in one run, the whole
+//! distribution (HdrHistogram, exports, a plot), and open-loop load; plus today's cold-start,
+//! concurrent-provider, idle and startup modes.
+//!
+//! - `targets`: what the flags name and how each target is opened into lanes;
+//! - `closed`, `open`: the two loops; `record`: a target's calls and what is computed of them;
+//! - `inference`: intervals and warnings; `report`: human and JSON output;
+//! - `export`: `.hgrm`, CSV and baselines; `plot`: SVG charts;
+//! - `legacy`, `host`, `stats`: the single-target modes and their harness.
+
+mod closed;
+mod export;
+mod host;
+mod inference;
+mod legacy;
+mod load;
+mod mcp_client;
+mod open;
+mod plot;
+mod record;
+mod report;
+mod stats;
+mod targets;
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use self::stats::{measure, summarize, BenchSummary, ThreadSwitches};
-mod host;
-mod stats;
+use clap::{ArgAction, ArgMatches, Args, FromArgMatches};
+use serde_json::Value;
 
-use clap::Args;
-use serde_json::{json, Value};
-use webcodex_plugin_host::env::{
-    load_runner_config, prepare_environment, resolve_executable, PluginsConfig, ProviderConfig,
-    RunnerConfig, DEFAULT_MAX_PROVIDERS, DEFAULT_REQUEST_TIMEOUT,
-};
-use webcodex_plugin_host::gateway::{Caller, Gateway, ToolOutput};
-use webcodex_plugin_host::{LaunchSpec, Provider, ProviderSpec};
+use self::targets::{Flag, TargetSpec};
+use super::{EXIT_FAILURE, EXIT_USAGE};
 
-use self::host::{runtime_error, start_host};
-use super::{demo, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
-
-/// Options of `bench`.
+/// Options of `bench`, as parsed; the targets are read from their order in [`BenchArgs`].
 #[derive(Debug, Args)]
-pub(super) struct BenchArgs {
-    /// A runner.toml whose provider `--plugin` is benched.
-    #[arg(long, requires = "plugin", conflicts_with = "command")]
-    config: Option<PathBuf>,
-    /// The provider id in `--config`.
-    #[arg(long, requires = "config")]
-    plugin: Option<String>,
-    /// An ad-hoc plugin program (no config file needed).
-    #[arg(long)]
-    command: Option<String>,
-    /// An argument of the ad-hoc program (repeatable).
-    #[arg(long = "arg", allow_hyphen_values = true)]
+pub(super) struct BenchFlags {
+    /// A runner.toml; each --plugin after it is a target.
+    #[arg(long, value_name = "FILE", action = ArgAction::Append)]
+    config: Vec<PathBuf>,
+    /// A provider id: of the --config, or of the --server-url, before it (repeatable).
+    #[arg(long, value_name = "ID", action = ArgAction::Append)]
+    plugin: Vec<String>,
+    /// An ad-hoc plugin program (no config file needed); each --command is a target.
+    #[arg(long, value_name = "PROG", action = ArgAction::Append)]
+    command: Vec<String>,
+    /// An argument of the --command before it (repeatable).
+    #[arg(long = "arg", allow_hyphen_values = true, action = ArgAction::Append)]
     args: Vec<String>,
+    /// A `serve` endpoint: each --plugin after it is a target called over HTTP
+    /// (/api/tools/call), or MCP (/mcp) with --mcp.
+    #[arg(long, value_name = "URL", action = ArgAction::Append)]
+    server_url: Vec<String>,
+    /// The runner behind the --server-url before it (a front's remote runner; default local).
+    #[arg(long, value_name = "ID", action = ArgAction::Append)]
+    runner: Vec<String>,
+    /// Call the --server-url before it on MCP /mcp instead of /api/tools/call.
+    #[arg(long, action = ArgAction::Count)]
+    mcp: u8,
+    /// The bearer token of --server-url targets (visible in the process list: prefer
+    /// --token-file or WEBCODEX_TOKEN).
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
+    /// A file holding the bearer token of --server-url targets.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// A dotenv file whose WEBCODEX_TOKEN, else WEBCODEX_PAT, is the token.
+    #[arg(long, value_name = "FILE")]
+    env_file: Option<PathBuf>,
     /// The tool to call.
     #[arg(long, default_value = "echo")]
     tool: String,
     /// The call arguments (a JSON object).
     #[arg(long, default_value = r#"{"text":"hello"}"#)]
     arguments: String,
-    /// Measured calls (cold: measured starts).
+    /// Measured calls per round (cold: measured starts).
     #[arg(short = 'n', long = "n", value_parser = parse_count)]
     n: Option<usize>,
-    /// Unmeasured warm-up calls.
+    /// Rounds of -n calls, targets taking turns within each (default 5).
+    #[arg(long, value_parser = parse_count)]
+    rounds: Option<usize>,
+    /// Unmeasured warm-up calls per target.
     #[arg(long, default_value_t = 1000, value_parser = parse_count)]
     warmup: usize,
-    /// The name in the result line.
-    #[arg(long, default_value = "webcodex-plugin-host")]
-    name: String,
-    /// Print one JSON result line.
+    /// The name of the target before it in the report (repeatable).
+    #[arg(long, action = ArgAction::Append)]
+    name: Vec<String>,
+    /// Print one JSON line with every figure.
     #[arg(long)]
     json: bool,
+    /// Exit 1 when any measured call failed or returned isError.
+    #[arg(long)]
+    fail_on_error: bool,
+    /// Save this run's rounds as baseline NAME.
+    #[arg(long, value_name = "NAME")]
+    save_baseline: Option<String>,
+    /// Compare with baseline NAME saved earlier on this machine.
+    #[arg(long, value_name = "NAME")]
+    baseline: Option<String>,
+    /// Write each target's HdrHistogram percentile distribution (FILE-NAME.ext for several).
+    #[arg(long, value_name = "FILE")]
+    export_hgrm: Option<PathBuf>,
+    /// Write every measured call as CSV: target,round,latency_ns,outcome.
+    #[arg(long, value_name = "FILE")]
+    export_csv: Option<PathBuf>,
+    /// Draw the percentile distribution (or a sweep's latency against rate) as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+    /// Open loop: calls per second on a fixed schedule.
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "rates")]
+    rate: Option<f64>,
+    /// Open-loop sweep: a comma-separated list of rates (e.g. 1000,5000,20000; k suffix ok).
+    #[arg(long, value_name = "A,B,C")]
+    rates: Option<String>,
+    /// Seconds each open-loop step runs (default 5).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    duration: Option<f64>,
+    /// Open-loop callers, or a comma-separated list to sweep (default 1).
+    #[arg(long, value_name = "C[,C…]")]
+    concurrency: Option<String>,
+    /// With a sweep: report the highest rate whose p99 stayed at or under MICROS.
+    #[arg(long, value_name = "MICROS", allow_negative_numbers = true)]
+    p99_under: Option<f64>,
     /// Measure cold starts (spawn + initialize + tools/list) instead of warm calls.
     #[arg(long, conflicts_with = "providers")]
     cold: bool,
     /// K providers of the same plugin called concurrently from K threads.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub(super) providers: Option<u16>,
+    providers: Option<u16>,
     /// Start the providers (default 8), stay idle this many seconds, and report the host's
     /// context switches and memory.
     #[arg(long, value_name = "SECONDS", conflicts_with_all = ["cold", "startup"])]
@@ -73,7 +139,40 @@ pub(super) struct BenchArgs {
     switches: bool,
 }
 
-/// Most calls (or starts) one bench run may make: bounds the sample buffer.
+/// The options of `bench` with its target flags in command-line order.
+#[derive(Debug)]
+pub(super) struct BenchArgs {
+    flags: BenchFlags,
+    order: Vec<Flag>,
+}
+
+impl FromArgMatches for BenchArgs {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        Ok(BenchArgs {
+            flags: BenchFlags::from_arg_matches(matches)?,
+            order: targets::flags_in_order(matches),
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        self.flags.update_from_arg_matches(matches)?;
+        self.order = targets::flags_in_order(matches);
+        Ok(())
+    }
+}
+
+impl Args for BenchArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        BenchFlags::augment_args(cmd)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        BenchFlags::augment_args_for_update(cmd)
+    }
+}
+
+/// Most calls one bench run may record (all targets, rounds and steps): bounds the sample
+/// buffers (about 9 bytes a call).
 const MAX_COUNT: usize = 10_000_000;
 
 fn parse_count(text: &str) -> Result<usize, String> {
@@ -83,253 +182,200 @@ fn parse_count(text: &str) -> Result<usize, String> {
     }
 }
 
-pub(super) fn run(args: BenchArgs) -> i32 {
-    let arguments: Value = match serde_json::from_str(&args.arguments) {
+/// A comma-separated list of positive numbers, `k` meaning thousands (`1k,5k,20000`).
+fn parse_list(flag: &str, text: &str) -> Result<Vec<f64>, String> {
+    text.split(',')
+        .map(|item| {
+            let item = item.trim();
+            let (digits, scale) = match item.strip_suffix(['k', 'K']) {
+                Some(d) => (d, 1e3),
+                None => (item, 1.0),
+            };
+            match digits.parse::<f64>() {
+                Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
+                Ok(_) => Err(format!(
+                    "{flag}: every value must be greater than 0, not `{item}`"
+                )),
+                Err(_) => Err(format!("{flag}: `{item}` is not a number")),
+            }
+        })
+        .collect()
+}
+
+/// What a run was asked to do, checked.
+struct Plan {
+    specs: Vec<TargetSpec>,
+    arguments: Value,
+    n: usize,
+    rounds: usize,
+    /// The open-loop sweep: rates and concurrencies (empty for the closed loop).
+    rates: Vec<f64>,
+    concurrencies: Vec<usize>,
+    duration: f64,
+    token: Option<String>,
+}
+
+/// Checks the options; a usage error's message otherwise.
+fn plan(args: &BenchArgs) -> Result<Plan, String> {
+    let f = &args.flags;
+    let arguments: Value = match serde_json::from_str(&f.arguments) {
         Ok(v @ Value::Object(_)) => v,
-        _ => {
-            eprintln!("error: --arguments must be a JSON object");
-            return EXIT_USAGE;
-        }
+        _ => return Err("--arguments must be a JSON object, e.g. '{\"text\":\"hi\"}'".into()),
     };
-    let provider = match target_provider(&args) {
-        Ok(p) => p,
+    if f.n == Some(0) {
+        return Err("-n 0 measures nothing: give at least 1 call per round".into());
+    }
+    if f.rounds == Some(0) {
+        return Err("--rounds 0 measures nothing: give at least 1 round".into());
+    }
+    let specs = targets::targets(&args.order)?;
+    let legacy = legacy::wanted(f);
+    if legacy && (specs.len() > 1 || !specs[0].in_process()) {
+        return Err(
+            "--cold, --providers, --idle, --startup and --switches bench one in-process target \
+             (--command, or --config with one --plugin)"
+                .into(),
+        );
+    }
+    if legacy && f.rounds.is_some() {
+        return Err(
+            "--rounds is for warm calls; --cold, --providers, --idle, --startup and \
+                    --switches make one run"
+                .into(),
+        );
+    }
+    let rates = match (f.rate, &f.rates) {
+        (Some(r), _) if !(r.is_finite() && r > 0.0) => {
+            return Err(format!("--rate {r}: give calls per second greater than 0"))
+        }
+        (Some(r), _) => vec![r],
+        (None, Some(list)) => parse_list("--rates", list)?,
+        (None, None) => Vec::new(),
+    };
+    let duration = f.duration.unwrap_or(5.0);
+    if !(duration.is_finite() && duration > 0.0) {
+        return Err(format!(
+            "--duration {duration}: give seconds greater than 0"
+        ));
+    }
+    let concurrencies: Vec<usize> = match &f.concurrency {
+        None => vec![1],
+        Some(list) => parse_list("--concurrency", list)?
+            .into_iter()
+            .map(|c| {
+                if c.fract() == 0.0 && c <= 256.0 {
+                    Ok(c as usize)
+                } else {
+                    Err(format!(
+                        "--concurrency: {c} is not a whole number from 1 to 256"
+                    ))
+                }
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    if let Some(bound) = f.p99_under {
+        if !(bound.is_finite() && bound > 0.0) {
+            return Err(format!(
+                "--p99-under {bound}: give microseconds greater than 0"
+            ));
+        }
+        if rates.is_empty() {
+            return Err("--p99-under needs an open-loop run: --rate N or --rates A,B,C".into());
+        }
+    }
+    if rates.is_empty() && (f.duration.is_some() || f.concurrency.is_some()) {
+        return Err("--duration and --concurrency are for the open loop: add --rate N".into());
+    }
+    if !rates.is_empty() && legacy {
+        return Err(
+            "--rate is not for --cold, --providers, --idle, --startup or --switches".into(),
+        );
+    }
+    for (flag, path) in [
+        ("--export-hgrm", &f.export_hgrm),
+        ("--export-csv", &f.export_csv),
+        ("--plot", &f.plot),
+    ] {
+        let Some(path) = path else { continue };
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        if !dir.is_dir() {
+            return Err(format!(
+                "{flag} {}: the directory {} does not exist",
+                path.display(),
+                dir.display()
+            ));
+        }
+    }
+    let rounds = f.rounds.unwrap_or(5);
+    let n = f.n.unwrap_or(20_000);
+    let calls: f64 = if rates.is_empty() {
+        (n as f64) * (rounds as f64) * specs.len() as f64
+    } else {
+        rates.iter().map(|r| r * duration).sum::<f64>()
+            * concurrencies.len() as f64
+            * specs.len() as f64
+    };
+    if calls > MAX_COUNT as f64 {
+        return Err(format!(
+            "this run would record {calls:.0} calls, more than {MAX_COUNT}: lower -n, --rounds, \
+             the rates or --duration"
+        ));
+    }
+    let token = if specs.iter().any(|s| !s.in_process()) {
+        let found = super::target::credential(
+            super::target::CredentialFlags {
+                token: f.token.as_deref(),
+                token_file: f.token_file.as_deref(),
+                env_file: f.env_file.as_deref(),
+                needed_by: "--server-url",
+            },
+            &["WEBCODEX_TOKEN", "WEBCODEX_PAT"],
+            &|name| std::env::var(name).ok(),
+        )?;
+        super::redact::register(&found.token);
+        Some(found.token)
+    } else {
+        None
+    };
+    Ok(Plan {
+        specs,
+        arguments,
+        n,
+        rounds,
+        rates,
+        concurrencies,
+        duration,
+        token,
+    })
+}
+
+pub(super) fn run(args: BenchArgs) -> i32 {
+    let plan = match plan(&args) {
+        Ok(plan) => plan,
         Err(message) => {
             eprintln!("error: {message}");
             return EXIT_USAGE;
         }
     };
-    if let Some(seconds) = args.idle {
-        return host::idle(&args.name, provider.0, &provider.1, args.providers, seconds);
-    }
-    if args.startup {
-        let rounds = args.n.unwrap_or(10);
-        return host::startup(&args.name, provider.0, &provider.1, args.providers, rounds);
-    }
-    let result = if args.cold {
-        cold(&args, provider.0, provider.1)
-    } else {
-        warm(&args, provider.0, provider.1, &arguments)
-    };
-    match result {
-        Ok(summary) => {
-            if args.json {
-                println!("{}", serde_json::to_string(&summary).unwrap_or_default());
-            } else {
-                print_human(&summary, &args);
+    let f = &args.flags;
+    if legacy::wanted(f) {
+        let spec = &plan.specs[0];
+        return match targets::provider_of(&spec.source) {
+            Ok(provider) => legacy::run(f, &spec.name, provider, &plan.arguments),
+            Err(message) => {
+                eprintln!("error: {message}");
+                EXIT_USAGE
             }
-            EXIT_OK
-        }
+        };
+    }
+    match report::run(f, &plan) {
+        Ok(code) => code,
         Err(message) => {
             eprintln!("error: {message}");
             EXIT_FAILURE
         }
-    }
-}
-
-/// The provider to bench and the runner config it lives in.
-fn target_provider(args: &BenchArgs) -> Result<(RunnerConfig, ProviderConfig), String> {
-    if let (Some(path), Some(plugin)) = (&args.config, &args.plugin) {
-        let config = load_runner_config(path, DEFAULT_MAX_PROVIDERS)
-            .map_err(|e| format!("{}: {}", e.code(), e.message()))?;
-        let provider = config
-            .provider(plugin)
-            .cloned()
-            .ok_or("no provider with that id in the config")?;
-        return Ok((config, provider));
-    }
-    let mut config = match &args.command {
-        Some(command) => RunnerConfig {
-            plugins: PluginsConfig {
-                request_timeout: DEFAULT_REQUEST_TIMEOUT,
-                providers: vec![ProviderConfig {
-                    id: "bench".into(),
-                    name: "bench".into(),
-                    command: command.clone(),
-                    args: args.args.clone(),
-                    cwd: None,
-                    profile: None,
-                    timeout: DEFAULT_REQUEST_TIMEOUT,
-                }],
-            },
-            ..RunnerConfig::default()
-        },
-        None => demo::example_runner()?,
-    };
-    let provider = config.plugins.providers.remove(0);
-    Ok((config, provider))
-}
-
-fn warm(
-    args: &BenchArgs,
-    config: RunnerConfig,
-    provider: ProviderConfig,
-    arguments: &Value,
-) -> Result<BenchSummary, String> {
-    let k = args.providers.map(usize::from).unwrap_or(1);
-    let n = args.n.unwrap_or(20_000);
-    let host = start_host(config, &provider, k)?;
-    let ids: Vec<String> = host
-        .providers()
-        .entries()
-        .iter()
-        .map(|e| e.id.clone())
-        .collect();
-    let gateway = Arc::new(Gateway::single(Arc::new(host)));
-    let caller = Caller::trusted();
-    // One binding per provider; each call goes binding → arguments → frame → result.
-    let mut calls = Vec::new();
-    for id in &ids {
-        let described = gateway.plugin_tool(
-            &caller,
-            &json!({"action": "describe", "runner": "local", "plugin": id, "tool": args.tool}),
-        );
-        let Some(binding) = described.binding() else {
-            gateway.shutdown();
-            return Err(output_error(&described));
-        };
-        calls.push(json!({"action": "call", "binding": binding, "arguments": arguments}));
-    }
-    // The reply is returned, so that it is dropped after the sample's clock stops.
-    let call_once = |params: &Value| {
-        let out = gateway.plugin_tool(&caller, params);
-        if out.is_success() {
-            Ok(out)
-        } else {
-            Err(output_error(&out))
-        }
-    };
-    let result = if k == 1 && args.switches {
-        measure(&args.name, 0, args.warmup, || call_once(&calls[0])).and_then(|_| {
-            let before = ThreadSwitches::now();
-            let mut summary = measure(&args.name, n, 0, || call_once(&calls[0]))?;
-            summary.switches_per_call = Some(before.per_call(&ThreadSwitches::now(), n));
-            Ok(summary)
-        })
-    } else if k == 1 {
-        measure(&args.name, n, args.warmup, || call_once(&calls[0]))
-    } else {
-        concurrent(args, n, &calls, &call_once)
-    };
-    gateway.shutdown();
-    result
-}
-
-/// K threads, each with its own provider: warm-up, then N measured calls each.
-fn concurrent(
-    args: &BenchArgs,
-    n: usize,
-    calls: &[Value],
-    call_once: &(dyn Fn(&Value) -> Result<ToolOutput, String> + Sync),
-) -> Result<BenchSummary, String> {
-    let barrier = std::sync::Barrier::new(calls.len());
-    // The clock starts when the first thread leaves the barrier: warm-up is not rated.
-    let started = parking_lot::Mutex::new(None::<Instant>);
-    let per_thread: Vec<Result<Vec<Duration>, String>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = calls
-            .iter()
-            .map(|params| {
-                let (barrier, started) = (&barrier, &started);
-                scope.spawn(move || {
-                    for _ in 0..args.warmup {
-                        call_once(params)?;
-                    }
-                    barrier.wait();
-                    started.lock().get_or_insert_with(Instant::now);
-                    let mut samples = Vec::with_capacity(n);
-                    for _ in 0..n {
-                        let t0 = Instant::now();
-                        let reply = call_once(params)?;
-                        samples.push(t0.elapsed());
-                        drop(reply);
-                    }
-                    Ok(samples)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("a bench thread panicked".to_string()))
-            })
-            .collect()
-    });
-    let wall = started
-        .into_inner()
-        .map(|t| t.elapsed())
-        .unwrap_or_default();
-    let mut all = Vec::with_capacity(n * calls.len());
-    for samples in per_thread {
-        all.extend(samples?);
-    }
-    Ok(summarize(&args.name, &mut all, wall))
-}
-
-/// Repeated spawn + initialize + tools/list of one provider; each instance is killed (outside
-/// the timed part) before the next start.
-fn cold(
-    args: &BenchArgs,
-    config: RunnerConfig,
-    provider: ProviderConfig,
-) -> Result<BenchSummary, String> {
-    let n = args.n.unwrap_or(50);
-    let env = prepare_environment(&config.shell, &provider, std::env::vars_os())
-        .map_err(runtime_error)?;
-    let program = resolve_executable(&provider.command, &env, provider.cwd.as_deref())
-        .map_err(runtime_error)?;
-    let spec = ProviderSpec {
-        id: provider.id.clone(),
-        name: provider.name.clone(),
-        launch: LaunchSpec {
-            program,
-            args: provider.args.clone(),
-            cwd: provider.cwd.clone(),
-            env,
-        },
-        timeout: provider.timeout,
-    };
-    let mut samples = Vec::with_capacity(n);
-    let mut busy = Duration::ZERO;
-    for _ in 0..n {
-        let t0 = Instant::now();
-        let started = Provider::start(spec.clone()).map_err(runtime_error)?;
-        let elapsed = t0.elapsed();
-        samples.push(elapsed);
-        busy += elapsed;
-        drop(started);
-    }
-    Ok(summarize(&args.name, &mut samples, busy))
-}
-
-/// A failed plugin_tool output as one line: `code: message (dispatch)`.
-fn output_error(output: &ToolOutput) -> String {
-    match output.failure_info() {
-        Some(f) => format!("{}: {} ({})", f.code, f.message, f.dispatch),
-        None => "unknown: the action did not give the expected output ()".to_string(),
-    }
-}
-
-fn print_human(s: &BenchSummary, args: &BenchArgs) {
-    let what = if args.cold {
-        "cold starts (spawn + initialize + tools/list)".to_string()
-    } else if let Some(k) = args.providers {
-        format!("calls of `{}` on {k} providers concurrently", args.tool)
-    } else {
-        format!("sequential calls of `{}`", args.tool)
-    };
-    println!("{}: {} {what}", s.name, s.n);
-    println!(
-        "  p50 {:.2} µs   p90 {:.2} µs   p99 {:.2} µs   max {:.2} µs",
-        s.p50_us, s.p90_us, s.p99_us, s.max_us
-    );
-    println!(
-        "  {:.0} per second   host peak RSS {} KiB",
-        s.calls_per_s, s.rss_kb
-    );
-    for (thread, per_call) in s.switches_per_call.iter().flatten() {
-        println!(
-            "  {thread}: {:.2} voluntary + {:.2} involuntary context switches per call",
-            per_call.voluntary, per_call.involuntary
-        );
     }
 }
