@@ -202,7 +202,7 @@ pub(super) fn rounds_disagree(rounds: &[RoundStat]) -> Option<String> {
 const BINS_PER_DECADE: f64 = 20.0;
 
 /// Two modes of sorted samples, when there are two: the two highest peaks of a smoothed
-/// log-spaced histogram at least 1.5× apart, each holding at least 5 % of the calls, with a
+/// log-spaced histogram at least 1.5× apart, each side holding at least 10 % of the calls, with a
 /// valley between them under half the smaller peak. Returns (mode, share) of each, in µs.
 pub(super) fn modes(sorted: &[u64]) -> Option<((f64, f64), (f64, f64))> {
     let n = sorted.len();
@@ -243,7 +243,7 @@ pub(super) fn modes(sorted: &[u64]) -> Option<((f64, f64), (f64, f64))> {
             let smaller = smooth[a].min(smooth[b]);
             let left: f64 = counts[..=valley].iter().sum();
             let right = n as f64 - left;
-            let enough = left >= 0.05 * n as f64 && right >= 0.05 * n as f64;
+            let enough = left >= 0.1 * n as f64 && right >= 0.1 * n as f64;
             if smooth[valley] < 0.5 * smaller && enough && best.map_or(true, |m| smaller > m.0) {
                 best = Some((smaller, a, b, valley));
             }

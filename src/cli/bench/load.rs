@@ -33,13 +33,28 @@ pub(super) fn run(f: &BenchFlags, plan: &Plan) -> Result<i32, String> {
     let whole: Vec<Analysis> = series.iter().map(|s| record::analyse(s, false)).collect();
     report::export_all(f, &names, &series, &whole)?;
     if let Some(path) = &f.plot {
-        let lines: Vec<plot::SweepLine<'_>> = names
+        // One line pair per target, or per target and concurrency in a concurrency sweep.
+        let several = plan.concurrencies.len() > 1;
+        let mut labels: Vec<String> = Vec::new();
+        let mut keys: Vec<(usize, usize)> = Vec::new();
+        for r in &rows {
+            let key = (r.target, if several { r.step.concurrency } else { 0 });
+            if !keys.contains(&key) {
+                keys.push(key);
+                labels.push(if several {
+                    format!("{} c={}", names[r.target], r.step.concurrency)
+                } else {
+                    names[r.target].to_string()
+                });
+            }
+        }
+        let lines: Vec<plot::SweepLine<'_>> = keys
             .iter()
-            .enumerate()
-            .map(|(t, name)| {
+            .zip(&labels)
+            .map(|(&(t, c), label)| {
                 let points = rows
                     .iter()
-                    .filter(|r| r.target == t)
+                    .filter(|r| r.target == t && (c == 0 || r.step.concurrency == c))
                     .map(|r| {
                         (
                             r.result.achieved,
@@ -48,7 +63,7 @@ pub(super) fn run(f: &BenchFlags, plan: &Plan) -> Result<i32, String> {
                         )
                     })
                     .collect();
-                (*name, points)
+                (label.as_str(), points)
             })
             .collect();
         let title = format!("`{}` latency under open-loop load", f.tool);

@@ -361,6 +361,12 @@ pub(super) fn run(args: BenchArgs) -> i32 {
         }
     };
     let f = &args.flags;
+    if let Some(name) = &f.baseline {
+        if let Err(message) = export::load_baseline(name) {
+            eprintln!("error: --baseline {message}");
+            return EXIT_USAGE;
+        }
+    }
     if legacy::wanted(f) {
         let spec = &plan.specs[0];
         return match targets::provider_of(&spec.source) {
