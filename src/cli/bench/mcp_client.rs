@@ -11,7 +11,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use super::targets::Outcome;
+use super::record::Outcome;
 
 /// How long to connect, and to wait for an answer's head and body.
 const TIMEOUT: Duration = Duration::from_secs(60);

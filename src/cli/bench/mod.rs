@@ -309,6 +309,18 @@ fn plan(args: &BenchArgs) -> Result<Plan, String> {
             ));
         }
     }
+    if f.save_baseline.is_some() || f.baseline.is_some() {
+        if !rates.is_empty() || legacy {
+            return Err(
+                "--save-baseline and --baseline are for the closed loop (warm calls in \
+                        rounds)"
+                    .into(),
+            );
+        }
+        for name in [&f.save_baseline, &f.baseline].into_iter().flatten() {
+            export::baseline_path(name)?;
+        }
+    }
     let rounds = f.rounds.unwrap_or(5);
     let n = f.n.unwrap_or(20_000);
     let calls: f64 = if rates.is_empty() {
@@ -377,7 +389,12 @@ pub(super) fn run(args: BenchArgs) -> i32 {
             }
         };
     }
-    match report::run(f, &plan) {
+    let result = if plan.rates.is_empty() {
+        report::run(f, &plan)
+    } else {
+        load::run(f, &plan)
+    };
+    match result {
         Ok(code) => code,
         Err(message) => {
             eprintln!("error: {message}");

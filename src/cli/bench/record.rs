@@ -8,7 +8,6 @@ use hdrhistogram::Histogram;
 
 use super::inference::{self, Interval, RoundStat};
 use super::stats::peak_rss_kb;
-use super::targets::Outcome;
 
 /// The HdrHistogram's range and precision: 1 ns to 60 s, three significant digits.
 const HIST_LOW_NS: u64 = 1;
@@ -24,6 +23,28 @@ pub(super) const PERCENTILES: [(&str, f64); 6] = [
     ("p99_99", 99.99),
     ("max", 100.0),
 ];
+
+/// How one call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(super) enum Outcome {
+    /// The call completed and the tool reported success.
+    Ok = 0,
+    /// The call completed with `isError: true`.
+    ToolError = 1,
+    /// The call failed (a gateway failure, or no answer).
+    Failed = 2,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::ToolError => "tool_error",
+            Outcome::Failed => "failed",
+        }
+    }
+}
 
 /// The calls of one target.
 #[derive(Debug, Clone, Default)]

@@ -7,7 +7,6 @@ use serde_json::{json, Map, Value};
 use super::closed;
 use super::export::{self, Baseline, BaselineTarget};
 use super::inference::{self, Interval};
-use super::load;
 use super::plot;
 use super::record::{self, Analysis, Series, PERCENTILES};
 use super::targets::{self, CallSpec, Opened};
@@ -49,20 +48,14 @@ pub(super) fn open_all(plan: &Plan, f: &BenchFlags, lanes: usize) -> Result<Vec<
     Ok(opened)
 }
 
-/// Runs the closed loop (or hands an open-loop plan on) and reports; the exit code.
+/// Runs the closed loop and reports; the exit code.
 pub(super) fn run(f: &BenchFlags, plan: &Plan) -> Result<i32, String> {
-    if !plan.rates.is_empty() {
-        return load::run(f, plan);
-    }
     // Read before anything else touches the disk: a bad name fails before minutes of calls.
     let baseline = f
         .baseline
         .as_deref()
         .map(export::load_baseline)
         .transpose()?;
-    if let Some(name) = &f.save_baseline {
-        export::baseline_path(name)?;
-    }
     let clock_ns = record::clock_cost_ns();
     let opened = open_all(plan, f, 1)?;
     let lanes: Vec<&targets::Lane> = opened.iter().map(|o| &o.lanes[0]).collect();

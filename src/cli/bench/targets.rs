@@ -24,6 +24,7 @@ use webcodex_plugin_host::transport::http::{ClientOptions, HttpClient};
 
 use super::host::start_host;
 use super::mcp_client::McpClient;
+pub(super) use super::record::Outcome;
 
 /// Where a target's calls go.
 #[derive(Debug, Clone, PartialEq)]
@@ -302,28 +303,6 @@ fn default_name(source: &Source) -> String {
                 Some(r) => format!("{plugin}@{path}.{r}"),
                 None => format!("{plugin}@{path}"),
             }
-        }
-    }
-}
-
-/// How one call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub(super) enum Outcome {
-    /// The call completed and the tool reported success.
-    Ok = 0,
-    /// The call completed with `isError: true`.
-    ToolError = 1,
-    /// The call failed (a gateway failure, or no answer).
-    Failed = 2,
-}
-
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::ToolError => "tool_error",
-            Outcome::Failed => "failed",
         }
     }
 }
