@@ -142,14 +142,15 @@ pub(super) struct BenchFlags {
 /// The options of `bench` with its target flags in command-line order.
 #[derive(Debug)]
 pub(super) struct BenchArgs {
-    flags: BenchFlags,
+    /// Boxed: the flags are many, and the command enum holds this by value.
+    flags: Box<BenchFlags>,
     order: Vec<Flag>,
 }
 
 impl FromArgMatches for BenchArgs {
     fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
         Ok(BenchArgs {
-            flags: BenchFlags::from_arg_matches(matches)?,
+            flags: Box::new(BenchFlags::from_arg_matches(matches)?),
             order: targets::flags_in_order(matches),
         })
     }

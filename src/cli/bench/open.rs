@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::record::Series;
-use super::targets::Lane;
+use super::targets::{Lane, Outcome};
 
 /// A start this much after its intended start is late.
 pub(super) const LATE: Duration = Duration::from_millis(1);
@@ -45,13 +45,24 @@ pub(super) struct StepResult {
     pub max_lag_ns: u64,
 }
 
+/// One call of a step, as its caller recorded it.
+struct Done {
+    /// Its place in the schedule.
+    index: usize,
+    /// From the intended start to the reply.
+    latency_ns: u64,
+    outcome: Outcome,
+    reason: Option<String>,
+    /// From the intended start to the actual start.
+    lag_ns: u64,
+}
+
 /// Runs `step` on `lanes[..concurrency]`, recording into `series` as one round.
 pub(super) fn run(step: &Step, lanes: &[Lane], series: &mut Series) -> StepResult {
     let calls = step.calls();
     let period = 1.0 / step.rate;
     let next = AtomicUsize::new(0);
-    let merged: Mutex<Vec<(usize, u64, super::targets::Outcome, Option<String>, u64)>> =
-        Mutex::new(Vec::with_capacity(calls));
+    let merged: Mutex<Vec<Done>> = Mutex::new(Vec::with_capacity(calls));
     let callers = step.concurrency.min(lanes.len()).max(1);
     let start = Instant::now() + Duration::from_millis(1);
     let last_end = Mutex::new(start);
@@ -75,7 +86,13 @@ pub(super) fn run(step: &Step, lanes: &[Lane], series: &mut Series) -> StepResul
                     drop(reply);
                     let latency = end.saturating_duration_since(intended);
                     let lag = began.saturating_duration_since(intended);
-                    mine.push((i, nanos(latency), outcome, reason, nanos(lag)));
+                    mine.push(Done {
+                        index: i,
+                        latency_ns: nanos(latency),
+                        outcome,
+                        reason,
+                        lag_ns: nanos(lag),
+                    });
                 }
                 merged.lock().extend(mine);
                 let mut last = last_end.lock();
@@ -86,14 +103,14 @@ pub(super) fn run(step: &Step, lanes: &[Lane], series: &mut Series) -> StepResul
         }
     });
     let mut merged = merged.into_inner();
-    merged.sort_unstable_by_key(|m| m.0);
+    merged.sort_unstable_by_key(|d| d.index);
     let mut result = StepResult::default();
-    for (_, latency, outcome, reason, lag) in merged {
-        series.push(Duration::from_nanos(latency), outcome, reason);
-        if lag > nanos(LATE) {
+    for done in merged {
+        series.push(Duration::from_nanos(done.latency_ns), done.outcome, done.reason);
+        if done.lag_ns > nanos(LATE) {
             result.late += 1;
         }
-        result.max_lag_ns = result.max_lag_ns.max(lag);
+        result.max_lag_ns = result.max_lag_ns.max(done.lag_ns);
     }
     series.end_round();
     let wall = last_end.into_inner().saturating_duration_since(start);
