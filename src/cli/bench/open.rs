@@ -106,7 +106,11 @@ pub(super) fn run(step: &Step, lanes: &[Lane], series: &mut Series) -> StepResul
     merged.sort_unstable_by_key(|d| d.index);
     let mut result = StepResult::default();
     for done in merged {
-        series.push(Duration::from_nanos(done.latency_ns), done.outcome, done.reason);
+        series.push(
+            Duration::from_nanos(done.latency_ns),
+            done.outcome,
+            done.reason,
+        );
         if done.lag_ns > nanos(LATE) {
             result.late += 1;
         }
