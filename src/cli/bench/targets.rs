@@ -133,6 +133,7 @@ pub(super) fn targets(flags: &[Flag]) -> Result<Vec<TargetSpec>, String> {
     let mut found: Vec<Found> = Vec::new();
     let mut current = Current::None;
     let mut leading_name = None;
+    let mut pending: Vec<String> = Vec::new();
     for flag in flags {
         match flag {
             Flag::Command(program) => {
@@ -156,7 +157,17 @@ pub(super) fn targets(flags: &[Flag]) -> Result<Vec<TargetSpec>, String> {
                     ))
                 }
             },
-            Flag::Config(path) => current = Current::Config(path.clone()),
+            Flag::Config(path) => {
+                current = Current::Config(path.clone());
+                found.extend(pending.drain(..).map(|plugin| Found {
+                    source: Source::Config {
+                        path: path.clone(),
+                        plugin,
+                    },
+                    server: None,
+                    name: None,
+                }));
+            }
             Flag::ServerUrl(url) => {
                 servers.push(Server {
                     url: url.clone(),
@@ -164,6 +175,16 @@ pub(super) fn targets(flags: &[Flag]) -> Result<Vec<TargetSpec>, String> {
                     mcp: false,
                 });
                 current = Current::Server(servers.len() - 1);
+                found.extend(pending.drain(..).map(|plugin| Found {
+                    source: Source::Server {
+                        url: String::new(),
+                        runner: None,
+                        mcp: false,
+                        plugin,
+                    },
+                    server: Some(servers.len() - 1),
+                    name: None,
+                }));
             }
             Flag::Runner(id) => match current {
                 Current::Server(s) if servers[s].runner.is_none() => {
@@ -176,6 +197,11 @@ pub(super) fn targets(flags: &[Flag]) -> Result<Vec<TargetSpec>, String> {
                 Current::Server(s) => servers[s].mcp = true,
                 _ => return Err("--mcp must follow a --server-url".into()),
             },
+            Flag::Plugin(plugin) if matches!(current, Current::None) => {
+                // Before its source (`--plugin P --config F`, as the flags were once taken in
+                // any order): it waits for the next --config or --server-url.
+                pending.push(plugin.clone());
+            }
             Flag::Plugin(plugin) => {
                 let (source, server) = match &current {
                     Current::Config(path) => (
@@ -212,6 +238,11 @@ pub(super) fn targets(flags: &[Flag]) -> Result<Vec<TargetSpec>, String> {
                 _ => return Err("one --name per target".into()),
             },
         }
+    }
+    if let Some(plugin) = pending.first() {
+        return Err(format!(
+            "--plugin {plugin} needs a --config F or --server-url URL with it"
+        ));
     }
     for (s, server) in servers.iter().enumerate() {
         if !found.iter().any(|t| t.server == Some(s)) {
@@ -634,8 +665,21 @@ mod tests {
     }
 
     #[test]
+    fn a_plugin_before_its_config_still_belongs_to_it() {
+        let flags = [Flag::Plugin("p".into()), Flag::Config("r.toml".into())];
+        let got = names(&flags);
+        assert_eq!(
+            got[0].1,
+            Source::Config {
+                path: "r.toml".into(),
+                plugin: "p".into()
+            }
+        );
+    }
+
+    #[test]
     fn misplaced_flags_are_refused_with_what_to_change() {
-        let cases: [(&[Flag], &str); 5] = [
+        let cases: [(&[Flag], &str); 6] = [
             (&[Flag::Arg("x".into())], "--arg x must follow"),
             (
                 &[Flag::Plugin("p".into())],
@@ -644,6 +688,10 @@ mod tests {
             (&[Flag::ServerUrl("http://h".into())], "needs --plugin P"),
             (&[Flag::Config("r.toml".into())], "needs --plugin P"),
             (&[Flag::Mcp], "--mcp must follow a --server-url"),
+            (
+                &[Flag::Command("c".into()), Flag::Plugin("p".into())],
+                "--plugin p needs",
+            ),
         ];
         for (flags, needle) in cases {
             let e = targets(flags).unwrap_err();
