@@ -427,7 +427,7 @@ fn bench_rate_sweep_finds_the_highest_rate_under_the_p99_bound_and_plots_it() {
 }
 
 #[test]
-fn bench_measures_each_path_http_mcp_a_front_and_in_process_in_one_run() {
+fn bench_measures_each_path_http_mcp_a_front_a_gateway_and_in_process_in_one_run() {
     let dir = TempDir::new("cli-bench", "paths");
     let runner_toml = bench_support::fixture_runner(&dir);
     let tokens = common::serve::write_tokens_file(&dir.path(""));
@@ -449,15 +449,19 @@ fn bench_measures_each_path_http_mcp_a_front_and_in_process_in_one_run() {
     let front = bench_support::serve(&["--runners", runners, "--tokens", tokens], &front_log);
     let (url, front_url) = (runner.url(), front.url());
     let targets = "--token-file {} --server-url {} --plugin fx --server-url {} --mcp --plugin fx \
-                   --server-url {} --runner edge --plugin fx --config {} --plugin fx";
-    let values = [token_file, &url, &url, &front_url, config];
+                   --server-url {} --runner edge --plugin fx --config {} --plugin fx \
+                   --config {} --gateway --plugin fx";
+    let values = [token_file, &url, &url, &front_url, config, config];
     let v = json_of(&run(
         &format!("{targets} -n 5 --rounds 2 --warmup 1 --json"),
         &values,
     ));
     let targets = v["targets"].as_array().expect("targets");
     let names: Vec<&str> = targets.iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(names, ["fx@http", "fx@mcp", "fx@http.edge", "fx"]);
+    assert_eq!(
+        names,
+        ["fx@http", "fx@mcp", "fx@http.edge", "fx", "fx@gateway"]
+    );
     for t in targets {
         assert_eq!(counts(t), (Some(10), Some(0), Some(0)), "{t}");
     }

@@ -11,6 +11,7 @@
 
 mod closed;
 mod export;
+mod gateway_client;
 mod host;
 mod inference;
 mod legacy;
@@ -56,6 +57,9 @@ pub(super) struct BenchFlags {
     /// Call the --server-url before it on MCP /mcp instead of /api/tools/call.
     #[arg(long, action = ArgAction::Count)]
     mcp: u8,
+    /// Call the --config before it through a `gateway` child process (stdio JSON lines).
+    #[arg(long, action = ArgAction::Count)]
+    gateway: u8,
     /// The bearer token of --server-url targets (visible in the process list: prefer
     /// --token-file or WEBCODEX_TOKEN).
     #[arg(long, value_name = "TOKEN")]
@@ -337,7 +341,7 @@ fn plan(args: &BenchArgs) -> Result<Plan, String> {
              the rates or --duration"
         ));
     }
-    let token = if specs.iter().any(|s| !s.in_process()) {
+    let token = if specs.iter().any(TargetSpec::needs_token) {
         let found = super::target::credential(
             super::target::CredentialFlags {
                 token: f.token.as_deref(),

@@ -3,7 +3,8 @@
 //!
 //! - `--command PROG [--arg A]…`: an ad-hoc provider in a host in this process (each `--arg`
 //!   belongs to the `--command` before it);
-//! - `--config F --plugin P` (each `--plugin` after a `--config` is a target of that file);
+//! - `--config F --plugin P` (each `--plugin` after a `--config` is a target of that file), in
+//!   this process or with `--gateway` through a `webcodex-plugin gateway` child;
 //! - `--server-url URL [--runner ID] [--mcp] --plugin P`: a `serve` endpoint, on
 //!   `/api/tools/call` (this binary's HTTP client) or MCP `/mcp` (a plain keep-alive HTTP/1.1
 //!   client), calling plugin P of runner ID (default `local`; another id goes through that
@@ -22,6 +23,7 @@ use webcodex_plugin_host::env::{
 use webcodex_plugin_host::gateway::{Caller, Gateway, ToolOutput};
 use webcodex_plugin_host::transport::http::{ClientOptions, HttpClient};
 
+use super::gateway_client::GatewayClient;
 use super::host::start_host;
 use super::mcp_client::McpClient;
 pub(super) use super::record::Outcome;
@@ -33,8 +35,13 @@ pub(super) enum Source {
     Builtin,
     /// An ad-hoc provider, in this process.
     Command { program: String, args: Vec<String> },
-    /// Provider `plugin` of a runner.toml, in this process.
-    Config { path: PathBuf, plugin: String },
+    /// Provider `plugin` of a runner.toml, in this process, or with `gateway` through a
+    /// `webcodex-plugin gateway --config` child (stdio JSON lines).
+    Config {
+        path: PathBuf,
+        plugin: String,
+        gateway: bool,
+    },
     /// Plugin `plugin` of runner `runner` behind a `serve` endpoint.
     Server {
         url: String,
@@ -54,7 +61,15 @@ pub(super) struct TargetSpec {
 impl TargetSpec {
     /// True for a target served in this process.
     pub fn in_process(&self) -> bool {
-        !matches!(self.source, Source::Server { .. })
+        !matches!(
+            self.source,
+            Source::Server { .. } | Source::Config { gateway: true, .. }
+        )
+    }
+
+    /// True for a target that presents a token.
+    pub fn needs_token(&self) -> bool {
+        matches!(self.source, Source::Server { .. })
     }
 }
 
@@ -68,6 +83,7 @@ pub(super) enum Flag {
     ServerUrl(String),
     Runner(String),
     Mcp,
+    Gateway,
     Name(String),
 }
 
@@ -95,11 +111,13 @@ pub(super) fn flags_in_order(matches: &ArgMatches) -> Vec<Flag> {
         flags.extend(indices.zip(values.cloned().map(Flag::Config)));
     }
     // A count flag has a default (0) with an index of its own: take only the occurrences.
-    let mcp = usize::from(matches.get_count("mcp"));
-    if let Some(indices) = matches.indices_of("mcp").filter(|_| mcp > 0) {
-        let indices: Vec<usize> = indices.collect();
-        let occurrences = &indices[indices.len().saturating_sub(mcp)..];
-        flags.extend(occurrences.iter().map(|&i| (i, Flag::Mcp)));
+    for (id, flag) in [("mcp", Flag::Mcp), ("gateway", Flag::Gateway)] {
+        let count = usize::from(matches.get_count(id));
+        if let Some(indices) = matches.indices_of(id).filter(|_| count > 0) {
+            let indices: Vec<usize> = indices.collect();
+            let occurrences = &indices[indices.len().saturating_sub(count)..];
+            flags.extend(occurrences.iter().map(|&i| (i, flag.clone())));
+        }
     }
     flags.sort_by_key(|(i, _)| *i);
     flags.into_iter().map(|(_, f)| f).collect()
@@ -134,6 +152,8 @@ pub(super) fn targets(flags: &[Flag]) -> Result<Vec<TargetSpec>, String> {
     let mut current = Current::None;
     let mut leading_name = None;
     let mut pending: Vec<String> = Vec::new();
+    // Where the current --config's targets start in `found`, and whether --gateway was given.
+    let (mut config_start, mut via_gateway) = (0, false);
     for flag in flags {
         match flag {
             Flag::Command(program) => {
@@ -159,10 +179,12 @@ pub(super) fn targets(flags: &[Flag]) -> Result<Vec<TargetSpec>, String> {
             },
             Flag::Config(path) => {
                 current = Current::Config(path.clone());
+                (config_start, via_gateway) = (found.len(), false);
                 found.extend(pending.drain(..).map(|plugin| Found {
                     source: Source::Config {
                         path: path.clone(),
                         plugin,
+                        gateway: false,
                     },
                     server: None,
                     name: None,
@@ -193,6 +215,17 @@ pub(super) fn targets(flags: &[Flag]) -> Result<Vec<TargetSpec>, String> {
                 Current::Server(_) => return Err("one --runner per --server-url".into()),
                 _ => return Err(format!("--runner {id} must follow a --server-url")),
             },
+            Flag::Gateway => match current {
+                Current::Config(_) => {
+                    via_gateway = true;
+                    for target in &mut found[config_start..] {
+                        if let Source::Config { gateway, .. } = &mut target.source {
+                            *gateway = true;
+                        }
+                    }
+                }
+                _ => return Err("--gateway must follow a --config".into()),
+            },
             Flag::Mcp => match current {
                 Current::Server(s) => servers[s].mcp = true,
                 _ => return Err("--mcp must follow a --server-url".into()),
@@ -208,6 +241,7 @@ pub(super) fn targets(flags: &[Flag]) -> Result<Vec<TargetSpec>, String> {
                         Source::Config {
                             path: path.clone(),
                             plugin: plugin.clone(),
+                            gateway: via_gateway,
                         },
                         None,
                     ),
@@ -322,6 +356,11 @@ fn default_name(source: &Source) -> String {
             .and_then(|s| s.to_str())
             .unwrap_or("command")
             .to_string(),
+        Source::Config {
+            plugin,
+            gateway: true,
+            ..
+        } => format!("{plugin}@gateway"),
         Source::Config { plugin, .. } => plugin.clone(),
         Source::Server {
             runner,
@@ -378,6 +417,10 @@ pub(super) enum Lane {
         client: McpClient,
         params: Value,
     },
+    Gateway {
+        client: GatewayClient,
+        params: Value,
+    },
 }
 
 impl Lane {
@@ -388,6 +431,10 @@ impl Lane {
                 Reply::Output(gateway.plugin_tool(&Caller::trusted(), params))
             }
             Lane::Http { client, params } => match client.plugin_tool(params) {
+                Ok(output) => Reply::Output(output),
+                Err(e) => Reply::Decided(Outcome::Failed, Some(format!("transport: {e}")), vec![]),
+            },
+            Lane::Gateway { client, params } => match client.plugin_tool(params) {
                 Ok(output) => Reply::Output(output),
                 Err(e) => Reply::Decided(Outcome::Failed, Some(format!("transport: {e}")), vec![]),
             },
@@ -439,7 +486,7 @@ impl Opened {
 /// The runner config and provider of an in-process source.
 pub(super) fn provider_of(source: &Source) -> Result<(RunnerConfig, ProviderConfig), String> {
     let mut config = match source {
-        Source::Config { path, plugin } => {
+        Source::Config { path, plugin, .. } => {
             let config = load_runner_config(path, DEFAULT_MAX_PROVIDERS).map_err(|e| {
                 format!("--config {}: {}: {}", path.display(), e.code(), e.message())
             })?;
@@ -517,6 +564,31 @@ pub(super) fn open(spec: &TargetSpec, lanes: usize, call: &CallSpec<'_>) -> Resu
                         params: params.clone(),
                     });
                 }
+            }
+            Ok(Opened {
+                lanes: out,
+                gateway: None,
+            })
+        }
+        Source::Config {
+            path,
+            plugin,
+            gateway: true,
+        } => {
+            // One gateway (with its own providers) per lane: a provider takes one call at a
+            // time.
+            let describe = json!({
+                "action": "describe", "runner": "local", "plugin": plugin, "tool": call.tool,
+            });
+            let mut out = Vec::with_capacity(lanes);
+            for _ in 0..lanes {
+                let client = GatewayClient::start(path).map_err(&fail)?;
+                let described = client
+                    .plugin_tool(&describe)
+                    .map_err(|e| fail(format!("describe: {e}")))?;
+                let binding = described_binding(&described).map_err(&fail)?;
+                let params = call_params(&binding, call.arguments);
+                out.push(Lane::Gateway { client, params });
             }
             Ok(Opened {
                 lanes: out,
