@@ -744,9 +744,35 @@ mod tests {
             got[0].1,
             Source::Config {
                 path: "r.toml".into(),
-                plugin: "p".into()
+                plugin: "p".into(),
+                gateway: false
             }
         );
+    }
+
+    #[test]
+    fn gateway_marks_the_plugins_of_its_config_before_and_after_it() {
+        let flags = [
+            Flag::Config("a.toml".into()),
+            Flag::Plugin("p".into()),
+            Flag::Gateway,
+            Flag::Plugin("q".into()),
+            Flag::Config("a.toml".into()),
+            Flag::Plugin("p".into()),
+        ];
+        let got: Vec<(String, bool)> = targets(&flags)
+            .unwrap()
+            .into_iter()
+            .map(|t| match t.source {
+                Source::Config { gateway, .. } => (t.name, gateway),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let want = [("p@gateway", true), ("q@gateway", true), ("p", false)];
+        let want: Vec<(String, bool)> = want.iter().map(|(n, g)| (n.to_string(), *g)).collect();
+        assert_eq!(got, want);
+        let e = targets(&[Flag::Gateway]).unwrap_err();
+        assert!(e.contains("--gateway must follow a --config"), "{e}");
     }
 
     #[test]
