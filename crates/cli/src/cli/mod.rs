@@ -3,8 +3,6 @@
 
 mod admin;
 mod bench;
-mod bench_host;
-mod bench_stats;
 mod connect;
 mod demo;
 mod human;

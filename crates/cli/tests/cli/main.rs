@@ -4,6 +4,8 @@
 
 use webcodex_plugin_testkit as common;
 use webcodex_plugin_testkit::tempdir;
+#[path = "../support/bench.rs"]
+mod bench_support;
 
 mod cli;
 mod cli_bench;

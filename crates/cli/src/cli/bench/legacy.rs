@@ -1,118 +1,53 @@
-//! `bench`: RPC latency through the full call path (docs/PROTOCOL.md §9.5, bench), plus cold starts
-//! and concurrent providers.
+//! Today's single-target modes: `--cold` (spawn + handshake per start), `--providers K` (K
+//! providers called from K threads), `--switches` (context switches per call), `--idle` and
+//! `--startup` (in [`super::host`]). Each prints one summary in the result-line format.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::bench_stats::{measure, summarize, BenchSummary, ThreadSwitches};
-use clap::Args;
 use serde_json::{json, Value};
 use webcodex_plugin_host::env::{
-    load_runner_config, prepare_environment, resolve_executable, PluginsConfig, ProviderConfig,
-    RunnerConfig, DEFAULT_MAX_PROVIDERS, DEFAULT_REQUEST_TIMEOUT,
+    prepare_environment, resolve_executable, ProviderConfig, RunnerConfig,
 };
 use webcodex_plugin_host::gateway::{Caller, Gateway, ToolOutput};
 use webcodex_plugin_host::{LaunchSpec, Provider, ProviderSpec};
 
-use super::bench_host::{self, runtime_error, start_host};
-use super::{demo, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
+use super::super::{EXIT_FAILURE, EXIT_OK};
+use super::host::{self, runtime_error, start_host};
+use super::stats::{measure, summarize, BenchSummary, ThreadSwitches};
+use super::targets::output_error;
+use super::BenchFlags;
 
-/// Options of `bench`.
-#[derive(Debug, Args)]
-pub(super) struct BenchArgs {
-    /// A runner.toml whose provider `--plugin` is benched.
-    #[arg(long, requires = "plugin", conflicts_with = "command")]
-    config: Option<PathBuf>,
-    /// The provider id in `--config`.
-    #[arg(long, requires = "config")]
-    plugin: Option<String>,
-    /// An ad-hoc plugin program (no config file needed).
-    #[arg(long)]
-    command: Option<String>,
-    /// An argument of the ad-hoc program (repeatable).
-    #[arg(long = "arg", allow_hyphen_values = true)]
-    args: Vec<String>,
-    /// The tool to call.
-    #[arg(long, default_value = "echo")]
-    tool: String,
-    /// The call arguments (a JSON object).
-    #[arg(long, default_value = r#"{"text":"hello"}"#)]
-    arguments: String,
-    /// Measured calls (cold: measured starts).
-    #[arg(short = 'n', long = "n", value_parser = parse_count)]
-    n: Option<usize>,
-    /// Unmeasured warm-up calls.
-    #[arg(long, default_value_t = 1000, value_parser = parse_count)]
-    warmup: usize,
-    /// The name in the result line.
-    #[arg(long, default_value = "webcodex-plugin-host")]
-    name: String,
-    /// Print one JSON result line.
-    #[arg(long)]
-    json: bool,
-    /// Measure cold starts (spawn + initialize + tools/list) instead of warm calls.
-    #[arg(long, conflicts_with = "providers")]
-    cold: bool,
-    /// K providers of the same plugin called concurrently from K threads.
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub(super) providers: Option<u16>,
-    /// Start the providers (default 8), stay idle this many seconds, and report the host's
-    /// context switches and memory.
-    #[arg(long, value_name = "SECONDS", conflicts_with_all = ["cold", "startup"])]
-    idle: Option<u64>,
-    /// Time startup and reload of K providers (default 8) against one provider.
-    #[arg(long, conflicts_with = "cold")]
-    startup: bool,
-    /// Also report the context switches per measured call of each host thread
-    /// (`switches_per_call`; Linux, sequential warm calls only).
-    #[arg(long, conflicts_with_all = ["cold", "providers", "idle", "startup"])]
-    switches: bool,
+/// True when `args` asks for one of these modes.
+pub(super) fn wanted(args: &BenchFlags) -> bool {
+    args.cold || args.providers.is_some() || args.idle.is_some() || args.startup || args.switches
 }
 
-/// Most calls (or starts) one bench run may make: bounds the sample buffer.
-const MAX_COUNT: usize = 10_000_000;
-
-fn parse_count(text: &str) -> Result<usize, String> {
-    match text.parse::<usize>() {
-        Ok(n) if n <= MAX_COUNT => Ok(n),
-        _ => Err(format!("expected a whole number from 0 to {MAX_COUNT}")),
-    }
-}
-
-pub(super) fn run(args: BenchArgs) -> i32 {
-    let arguments: Value = match serde_json::from_str(&args.arguments) {
-        Ok(v @ Value::Object(_)) => v,
-        _ => {
-            eprintln!("error: --arguments must be a JSON object");
-            return EXIT_USAGE;
-        }
-    };
-    let provider = match target_provider(&args) {
-        Ok(p) => p,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return EXIT_USAGE;
-        }
-    };
+/// Runs the mode `args` asks for on one in-process provider.
+pub(super) fn run(
+    args: &BenchFlags,
+    name: &str,
+    provider: (RunnerConfig, ProviderConfig),
+    arguments: &Value,
+) -> i32 {
     if let Some(seconds) = args.idle {
-        return bench_host::idle(&args.name, provider.0, &provider.1, args.providers, seconds);
+        return host::idle(name, provider.0, &provider.1, args.providers, seconds);
     }
     if args.startup {
         let rounds = args.n.unwrap_or(10);
-        return bench_host::startup(&args.name, provider.0, &provider.1, args.providers, rounds);
+        return host::startup(name, provider.0, &provider.1, args.providers, rounds);
     }
     let result = if args.cold {
-        cold(&args, provider.0, provider.1)
+        cold(args, name, provider.0, provider.1)
     } else {
-        warm(&args, provider.0, provider.1, &arguments)
+        warm(args, name, provider.0, provider.1, arguments)
     };
     match result {
         Ok(summary) => {
             if args.json {
                 println!("{}", serde_json::to_string(&summary).unwrap_or_default());
             } else {
-                print_human(&summary, &args);
+                print_human(&summary, args);
             }
             EXIT_OK
         }
@@ -123,41 +58,9 @@ pub(super) fn run(args: BenchArgs) -> i32 {
     }
 }
 
-/// The provider to bench and the runner config it lives in.
-fn target_provider(args: &BenchArgs) -> Result<(RunnerConfig, ProviderConfig), String> {
-    if let (Some(path), Some(plugin)) = (&args.config, &args.plugin) {
-        let config = load_runner_config(path, DEFAULT_MAX_PROVIDERS)
-            .map_err(|e| format!("{}: {}", e.code(), e.message()))?;
-        let provider = config
-            .provider(plugin)
-            .cloned()
-            .ok_or("no provider with that id in the config")?;
-        return Ok((config, provider));
-    }
-    let mut config = match &args.command {
-        Some(command) => RunnerConfig {
-            plugins: PluginsConfig {
-                request_timeout: DEFAULT_REQUEST_TIMEOUT,
-                providers: vec![ProviderConfig {
-                    id: "bench".into(),
-                    name: "bench".into(),
-                    command: command.clone(),
-                    args: args.args.clone(),
-                    cwd: None,
-                    profile: None,
-                    timeout: DEFAULT_REQUEST_TIMEOUT,
-                }],
-            },
-            ..RunnerConfig::default()
-        },
-        None => demo::example_runner()?,
-    };
-    let provider = config.plugins.providers.remove(0);
-    Ok((config, provider))
-}
-
 fn warm(
-    args: &BenchArgs,
+    args: &BenchFlags,
+    name: &str,
     config: RunnerConfig,
     provider: ProviderConfig,
     arguments: &Value,
@@ -196,16 +99,16 @@ fn warm(
         }
     };
     let result = if k == 1 && args.switches {
-        measure(&args.name, 0, args.warmup, || call_once(&calls[0])).and_then(|_| {
+        measure(name, 0, args.warmup, || call_once(&calls[0])).and_then(|_| {
             let before = ThreadSwitches::now();
-            let mut summary = measure(&args.name, n, 0, || call_once(&calls[0]))?;
+            let mut summary = measure(name, n, 0, || call_once(&calls[0]))?;
             summary.switches_per_call = Some(before.per_call(&ThreadSwitches::now(), n));
             Ok(summary)
         })
     } else if k == 1 {
-        measure(&args.name, n, args.warmup, || call_once(&calls[0]))
+        measure(name, n, args.warmup, || call_once(&calls[0]))
     } else {
-        concurrent(args, n, &calls, &call_once)
+        concurrent(args, name, n, &calls, &call_once)
     };
     gateway.shutdown();
     result
@@ -213,7 +116,8 @@ fn warm(
 
 /// K threads, each with its own provider: warm-up, then N measured calls each.
 fn concurrent(
-    args: &BenchArgs,
+    args: &BenchFlags,
+    name: &str,
     n: usize,
     calls: &[Value],
     call_once: &(dyn Fn(&Value) -> Result<ToolOutput, String> + Sync),
@@ -259,13 +163,14 @@ fn concurrent(
     for samples in per_thread {
         all.extend(samples?);
     }
-    Ok(summarize(&args.name, &mut all, wall))
+    Ok(summarize(name, &mut all, wall))
 }
 
 /// Repeated spawn + initialize + tools/list of one provider; each instance is killed (outside
 /// the timed part) before the next start.
 fn cold(
-    args: &BenchArgs,
+    args: &BenchFlags,
+    name: &str,
     config: RunnerConfig,
     provider: ProviderConfig,
 ) -> Result<BenchSummary, String> {
@@ -295,18 +200,10 @@ fn cold(
         busy += elapsed;
         drop(started);
     }
-    Ok(summarize(&args.name, &mut samples, busy))
+    Ok(summarize(name, &mut samples, busy))
 }
 
-/// A failed plugin_tool output as one line: `code: message (dispatch)`.
-fn output_error(output: &ToolOutput) -> String {
-    match output.failure_info() {
-        Some(f) => format!("{}: {} ({})", f.code, f.message, f.dispatch),
-        None => "unknown: the action did not give the expected output ()".to_string(),
-    }
-}
-
-fn print_human(s: &BenchSummary, args: &BenchArgs) {
+fn print_human(s: &BenchSummary, args: &BenchFlags) {
     let what = if args.cold {
         "cold starts (spawn + initialize + tools/list)".to_string()
     } else if let Some(k) = args.providers {

@@ -3,13 +3,13 @@
 
 use std::time::{Duration, Instant};
 
-use super::bench_stats::{current_rss_kb, nearest_rank, peak_rss_kb};
+use super::stats::{current_rss_kb, nearest_rank, peak_rss_kb};
 use serde_json::json;
 use webcodex_plugin_host::env::{ProviderConfig, RunnerConfig, DEFAULT_MAX_PROVIDERS};
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 use webcodex_plugin_host::Error;
 
-use super::{EXIT_FAILURE, EXIT_OK};
+use super::super::{EXIT_FAILURE, EXIT_OK};
 
 const DEFAULT_PROVIDERS: usize = 8;
 
