@@ -658,3 +658,142 @@ fn query_value(web: SocketAddr, query: &str) -> Option<f64> {
         .to_string();
     value.parse().ok()
 }
+
+/// The threads of process `pid`.
+#[cfg(target_os = "linux")]
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|tasks| tasks.count())
+        .unwrap_or(0)
+}
+
+/// The admin listener's own bounds, one at a time and without a flood: a fifth connection from
+/// a peer that holds four is refused (503) unless it is a health probe, which is answered; an
+/// answer closes the connection (no keep-alive); a connection that sends nothing is closed
+/// quietly once its head time is over. Retried (at most three times) when the four idle
+/// connections were closed before the fifth was answered (a machine stalled for a second).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_admin_listener_bounds_each_peer_and_keeps_no_connection_alive() {
+    use std::net::Ipv4Addr;
+    let dir = TempDir::new("ops", "bounds");
+    let (serve, _) = serve_with_admin(&dir, false);
+    let peer = Ipv4Addr::new(127, 0, 0, 9);
+    let mut checked = false;
+    for _ in 0..3 {
+        let held: Vec<TcpStream> = (0..webcodex_plugin_host::ops::ADMIN_MAX_PER_PEER)
+            .map(|_| ops_support::connect_from(peer, serve.admin).expect("connect"))
+            .collect();
+        let ask = |path: &str| {
+            let mut stream = ops_support::connect_from(peer, serve.admin).expect("connect");
+            stream.set_read_timeout(Some(LIMIT)).unwrap();
+            let raw = format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n");
+            stream.write_all(raw.as_bytes()).unwrap();
+            let mut bytes = Vec::new();
+            // No keep-alive: the server closes after its answer, though the request did not ask.
+            stream.read_to_end(&mut bytes).expect("the server closes");
+            common::http::parse_response(&bytes)
+        };
+        let metrics = ask("/metrics");
+        let health = ask("/healthz");
+        let ready = ask("/readyz");
+        if !held.iter().all(ops_support::idle_and_open) {
+            continue;
+        }
+        assert_eq!(metrics.status, 503, "{}", metrics.text());
+        assert_eq!(health.status, 200, "{}", health.text());
+        assert_eq!(ready.status, 200, "{}", ready.text());
+        assert!(health.header("connection").eq_ignore_ascii_case("close"));
+        checked = true;
+        // The four were kept by the per-peer bound, not closed: each ends quietly at its head
+        // time (a generous bound here; the time itself is 1 s).
+        for mut stream in held {
+            stream.set_read_timeout(Some(LIMIT)).unwrap();
+            let started = Instant::now();
+            let mut bytes = Vec::new();
+            let _ = stream.read_to_end(&mut bytes);
+            assert!(bytes.is_empty(), "an idle connection got {bytes:?}");
+            assert!(started.elapsed() < Duration::from_secs(10));
+        }
+        break;
+    }
+    assert!(checked, "the four idle connections never lasted a second");
+    // Another peer is not bound by the first one's connections.
+    assert_eq!(ops_support::get(serve.admin, "/metrics").0, 200);
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// Health is always answered: 64 peers hold 5 idle connections each (320, replaced as the
+/// server closes them) and this test's own address holds 4 more, while 35 `/healthz` and 35
+/// `/readyz` probes from this test are all answered 200. The listener serves at most 32
+/// connections at once meanwhile (its threads stay bounded), the serving port is untouched, and
+/// after the flood the process stops cleanly with no child left behind.
+#[cfg(target_os = "linux")]
+#[test]
+fn health_and_readiness_are_answered_under_a_flood_of_idle_connections() {
+    use std::net::Ipv4Addr;
+    use std::sync::atomic::Ordering;
+    let dir = TempDir::new("ops", "flood");
+    let (serve, pids) = serve_with_admin(&dir, false);
+    serve.call_echo(1);
+    let threads_before = threads_of(serve.pid());
+    let peers: Vec<Ipv4Addr> = (2..66).map(|n| Ipv4Addr::new(127, 0, 0, n)).collect();
+    let flood = ops_support::Flood::start(serve.admin, peers, 5);
+    let own = ops_support::Flood::start(serve.admin, vec![Ipv4Addr::LOCALHOST], 4);
+    let deadline = Instant::now() + LIMIT;
+    while flood.holding.load(Ordering::SeqCst) < 256 || own.holding.load(Ordering::SeqCst) < 4 {
+        assert!(
+            Instant::now() < deadline,
+            "the flood never held 256 connections"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut most_threads = 0;
+    for round in 0..35 {
+        for path in ["/healthz", "/readyz"] {
+            let (status, body) = serve.admin_get(path);
+            assert_eq!(status, 200, "probe {round} of {path}: {body}");
+        }
+        most_threads = most_threads.max(threads_of(serve.pid()));
+        // Pacing, not a synchronisation: the probes span about three seconds, so they meet the
+        // flood's replacements of the connections the server closed after their head time.
+        std::thread::sleep(Duration::from_millis(80));
+    }
+    let opened = flood.opened.load(Ordering::SeqCst);
+    // Served connections are at most 32 threads, plus the waiting room's thread and the health
+    // slot's.
+    let bound = threads_before + webcodex_plugin_host::ops::ADMIN_MAX_CONNECTIONS + 2;
+    assert!(
+        most_threads <= bound,
+        "{most_threads} threads under the flood (at most {bound})"
+    );
+    // The serving port works during the flood.
+    serve.call_echo(1);
+    flood.stop();
+    own.stop();
+    assert!(opened >= 320, "the flood opened {opened} connections");
+    // Once the server has seen the flood's connections close, the bounds are free again and a
+    // scrape (not a health request) is served.
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let (status, metrics) = serve.admin_get("/metrics");
+        if status == 200 {
+            assert!(
+                metrics.contains("webcodex_plugin_provider_status"),
+                "{metrics}"
+            );
+            break;
+        }
+        assert_eq!(status, 503, "{metrics}");
+        assert!(
+            Instant::now() < deadline,
+            "the bounds never freed after the flood"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let plugins = common::recorded_plugin_pids(&pids);
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    common::assert_plugins_cleaned_up(&plugins);
+}

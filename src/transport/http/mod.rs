@@ -112,7 +112,7 @@ pub use fuzz_wire::{fuzz_read_requests, FuzzRequest};
 pub use listener::MAX_CONNECTIONS;
 /// The server's connection handling, for the admin listener (`crate::ops`).
 #[cfg(feature = "ops")]
-pub(crate) use listener::{Exchange, Handler, Listener};
+pub(crate) use listener::{Bounds, Exchange, Handler, Listener};
 #[cfg(feature = "http-client")]
 pub use remote::remote_runner;
 #[cfg(feature = "http-server")]
