@@ -472,7 +472,10 @@ fn the_network_policy_admits_only_prometheus_to_the_admin_port() {
             .collect()
     };
     for rule in rules {
-        for port in rule["ports"].as_array().expect("every rule names its ports") {
+        for port in rule["ports"]
+            .as_array()
+            .expect("every rule names its ports")
+        {
             assert!(
                 container_ports.contains(&&port["port"]),
                 "{port} is not a port of the container ({container_ports:?})"
@@ -485,7 +488,9 @@ fn the_network_policy_admits_only_prometheus_to_the_admin_port() {
     // namespace), never an open rule or an address block.
     let admin = rules_for("admin");
     assert_eq!(admin.len(), 1, "{policy}");
-    let from = admin[0]["from"].as_array().expect("the admin rule names sources");
+    let from = admin[0]["from"]
+        .as_array()
+        .expect("the admin rule names sources");
     assert!(!from.is_empty());
     for source in from {
         assert!(source["podSelector"]["matchLabels"].is_object(), "{source}");

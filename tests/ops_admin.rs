@@ -797,3 +797,135 @@ fn health_and_readiness_are_answered_under_a_flood_of_idle_connections() {
     assert_eq!(status.code(), Some(0), "{stderr}");
     common::assert_plugins_cleaned_up(&plugins);
 }
+
+/// The restart policy tests' plugin (Python): records its pid, crashes at start while a `crash`
+/// file is beside its pid file, hangs while a `hang` file is.
+fn restart_plugin() -> String {
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/ops_support/restart_plugin.py"
+    )
+    .to_string()
+}
+
+/// `restart = "on-failure"` under `serve`: the plugin killed with SIGKILL comes back as a new
+/// instance. While it is down (its first restart crashes at start too, as long as a `crash`
+/// file says so) `/readyz` is red and names it; once a restart is admitted it is green again.
+/// A binding of the old instance fails with `plugin_replaced`, a new describe and call work,
+/// `webcodex_plugin_restarts_total` counts every restart started (one per process started
+/// again), each restart is logged, and every plugin process is reaped (no zombie, nothing
+/// left once serve stops).
+#[test]
+fn a_killed_plugin_under_on_failure_comes_back_and_readyz_follows() {
+    let dir = TempDir::new("ops", "restart");
+    let pids = dir.path("pids");
+    let config = dir.write(
+        "runner.toml",
+        &format!(
+            "[shell]\nenv = {{ RESTART_PIDS = {pids:?} }}\n[plugins]\nrestart = \"on-failure\"\n\
+             [[plugins.providers]]\nid = \"py\"\nname = \"Restarting\"\ncommand = \"python3\"\n\
+             args = [{script:?}]\ntimeout_secs = 10\n",
+            pids = s(&pids),
+            script = restart_plugin()
+        ),
+    );
+    let tokens = common::serve::write_tokens_file(&dir);
+    let mut cmd = common::cli_command(BIN);
+    cmd.args([
+        "serve",
+        "--config",
+        s(&config),
+        "--listen",
+        "127.0.0.1:0",
+        "--tokens",
+        s(&tokens),
+        "--admin-listen",
+        "127.0.0.1:0",
+    ])
+    .env("RUST_LOG", "info");
+    let serve = AdminServe::start(cmd);
+    assert_eq!(serve.admin_get("/readyz").0, 200);
+    let describe = serde_json::json!({"action": "describe", "runner": "local", "plugin": "py", "tool": "echo"});
+    let (status, described) = serve.tool(describe.clone());
+    assert_eq!(status, 200, "{described}");
+    let old_binding = described["output"]["binding"].clone();
+    let call = |binding: &Value| {
+        serve.tool(
+            serde_json::json!({"action": "call", "binding": binding, "arguments": {"text": "hi"}}),
+        )
+    };
+    assert_eq!(call(&old_binding).0, 200);
+
+    let first = common::recorded_plugin_pids(&pids);
+    assert_eq!(first.len(), 1);
+    dir.write("crash", "");
+    // SAFETY: kill(2) on the plugin's pid, a live grandchild of this test.
+    assert_eq!(unsafe { libc::kill(first[0], libc::SIGKILL) }, 0);
+    assert!(
+        common::wait_gone(first[0]),
+        "the host did not reap its plugin"
+    );
+    // A restart started, and crashed at start: the provider is still down, and readyz says so.
+    let deadline = Instant::now() + LIMIT;
+    while common::recorded_plugin_pids(&pids).len() < 2 {
+        assert!(Instant::now() < deadline, "no restart within {LIMIT:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (status, body) = serve.admin_get("/readyz");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(not_ready(&body), ["py"]);
+    let (status, refused) = call(&old_binding);
+    assert_ne!(status, 200, "{refused}");
+
+    std::fs::remove_file(dir.path("crash")).unwrap();
+    let deadline = Instant::now() + LIMIT;
+    while serve.admin_get("/readyz").0 != 200 {
+        assert!(Instant::now() < deadline, "readyz never turned green again");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (status, replaced) = call(&old_binding);
+    assert_ne!(status, 200, "{replaced}");
+    assert_eq!(
+        replaced["output"]["error"]["code"], "plugin_replaced",
+        "{replaced}"
+    );
+    let (status, described) = serve.tool(describe);
+    assert_eq!(status, 200, "{described}");
+    let (status, called) = call(&described["output"]["binding"]);
+    assert_eq!(status, 200, "{called}");
+
+    let started = common::recorded_plugin_pids(&pids);
+    assert!(started.len() >= 3, "{started:?}");
+    let (_, metrics) = serve.admin_get("/metrics");
+    assert_eq!(
+        sample(&metrics, r#"webcodex_plugin_restarts_total{plugin="py"}"#),
+        Some((started.len() - 1) as f64),
+        "{metrics}"
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            r#"webcodex_plugin_provider_status{runner="local",plugin="py",status="ready"}"#
+        ),
+        Some(1.0)
+    );
+    // Every process but the live one is gone and reaped.
+    let live = *started.last().unwrap();
+    common::assert_plugins_cleaned_up(&started[..started.len() - 1]);
+    assert!(common::zombie_children_of(serve.pid() as i32).is_empty());
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    common::assert_plugins_cleaned_up(&[live]);
+    assert!(
+        stderr.contains(r#"plugin provider "py" is down"#),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(r#"restart 1 of at most 5 in a row"#),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(r#"plugin provider "py" restarted: a new instance"#),
+        "{stderr}"
+    );
+}

@@ -146,6 +146,7 @@ fn target_provider(args: &BenchArgs) -> Result<(RunnerConfig, ProviderConfig), S
                     cwd: None,
                     profile: None,
                     timeout: DEFAULT_REQUEST_TIMEOUT,
+                    restart: Default::default(),
                 }],
             },
             ..RunnerConfig::default()

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use crossbeam_channel::Sender;
 use shared_child::SharedChild;
 
 use crate::env::EnvSnapshot;
@@ -62,6 +63,8 @@ pub(crate) struct PluginProcess {
     child: SharedChild,
     retired: AtomicBool,
     tree: imp::Tree,
+    /// Whether a fault or the exit retired the instance, and who to tell once (a restart).
+    fault_watch: parking_lot::Mutex<(bool, Option<Sender<()>>)>,
 }
 
 impl PluginProcess {
@@ -73,6 +76,7 @@ impl PluginProcess {
             child,
             retired: AtomicBool::new(false),
             tree,
+            fault_watch: Default::default(),
         })
     }
 
@@ -103,9 +107,32 @@ impl PluginProcess {
 
     fn retire_for(&self, reason: RetireReason) {
         if !self.retired.swap(true, Ordering::AcqRel) {
-            count(reason);
+            self.retired_first(reason);
         }
         self.kill_tree();
+    }
+
+    /// Counts the first retirement and, unless the host stopped the instance, tells the watch.
+    fn retired_first(&self, reason: RetireReason) {
+        count(reason);
+        if reason != RetireReason::Stopped {
+            let mut watch = self.fault_watch.lock();
+            watch.0 = true;
+            if let Some(tell) = watch.1.take() {
+                let _ = tell.try_send(());
+            }
+        }
+    }
+
+    /// Sends one `()` on `tell` (without blocking) once this instance is retired by a fault or
+    /// its exit, never when the host stops it; at once when it already was.
+    pub(crate) fn on_fault_retirement(&self, tell: Sender<()>) {
+        let mut watch = self.fault_watch.lock();
+        if watch.0 {
+            let _ = tell.try_send(());
+        } else {
+            watch.1 = Some(tell);
+        }
     }
 
     /// Called once the plugin was seen to exit: retires the instance, kills what is left of its
@@ -113,7 +140,7 @@ impl PluginProcess {
     /// shutdown). True when the status is collected (now or before).
     pub(crate) fn retire_and_reap_exited(&self) -> bool {
         if !self.retired.swap(true, Ordering::AcqRel) {
-            count(RetireReason::Exited);
+            self.retired_first(RetireReason::Exited);
         }
         self.kill_and_reap_exited()
     }

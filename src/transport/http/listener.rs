@@ -375,6 +375,7 @@ impl Listener {
             }
         }
         // The reserve's thread ends, closing the connections that wait in it.
+        #[cfg(feature = "ops")]
         drop(reserve);
         drop(alive);
         wait_all_ended(&all_ended);
