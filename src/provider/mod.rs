@@ -211,6 +211,12 @@ impl Provider {
         self.connection.process.is_retired()
     }
 
+    /// Sends one `()` on `tell` once this instance is retired by a fault or by its plugin's
+    /// exit, never when the host stops it (a reload, shutdown); at once when that happened.
+    pub(crate) fn on_fault_retirement(&self, tell: crossbeam_channel::Sender<()>) {
+        self.connection.process.on_fault_retirement(tell);
+    }
+
     /// The recent stderr lines (local operators only; never shown to plugin_tool callers).
     pub fn stderr_lines(&self) -> Vec<StderrLine> {
         self.connection.ring.lock().lines()

@@ -100,7 +100,7 @@ pub use fuzz_wire::{fuzz_read_requests, FuzzRequest};
 pub use listener::MAX_CONNECTIONS;
 /// The server's connection handling, for the admin listener of `webcodex-plugin-ops`.
 #[doc(hidden)]
-pub use listener::{Exchange, Handler, Listener};
+pub use listener::{Bounds, Exchange, Handler, Listener};
 pub use remote::remote_runner;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

@@ -17,6 +17,7 @@ fn provider(profile: Option<&str>) -> ProviderConfig {
         cwd: None,
         profile: profile.map(str::to_string),
         timeout: Duration::from_secs(30),
+        restart: Default::default(),
     }
 }
 
