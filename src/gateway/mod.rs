@@ -39,6 +39,7 @@ mod relay;
 mod remote;
 mod runners;
 mod scope;
+mod sealed;
 mod service;
 
 pub use binding::{Binding, BindingStore, BindingTarget, BINDING_CAPACITY, BINDING_PREFIX};
@@ -66,4 +67,5 @@ pub use runners::{
     MAX_RUNNER_NAME_BYTES, REMOTE_IN_FLIGHT,
 };
 pub use scope::{Caller, Scope, ScopeParseError, Scopes};
-pub use service::{Gateway, LocalOutput};
+pub use sealed::{observation_bytes, observation_text, BindingSealer, SealedTarget};
+pub use service::{Gateway, LocalOutput, SEALED_TOOL_CACHE};

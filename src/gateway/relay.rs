@@ -44,8 +44,9 @@ const MAX_CATALOG_ENTRIES: usize = 4096;
 const MAX_NAME_BYTES: usize = 128;
 /// The longest description of a catalog entry, in bytes.
 const MAX_CATALOG_DESCRIPTION_BYTES: usize = 512;
-/// The longest binding a runner may mint, in bytes.
-const MAX_BINDING_BYTES: usize = 128;
+/// The longest binding a runner may mint, in bytes: a sealed binding (a `connect` runner's,
+/// a cluster front's) is a few hundred.
+const MAX_BINDING_BYTES: usize = 1024;
 
 /// The output an action expects, with what it asked for.
 #[derive(Debug, Clone, Copy)]

@@ -51,6 +51,13 @@ pub trait RunnerLink: Send + Sync {
     fn send_call(&self, params: &Value) -> Result<CallAnswer, LinkFailure> {
         self.send(params).map(CallAnswer::Output)
     }
+
+    /// The runner instance this link reaches now, when the link knows it before any request
+    /// (a runner link's hello); `None` when only answers name it (`--runners`). By default,
+    /// `None`.
+    fn instance(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A remote runner's answer to a `call`.
@@ -228,6 +235,11 @@ impl RemoteRunner {
     /// The display name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The runner instance its link reaches now, when the link knows it ([`RunnerLink::instance`]).
+    pub fn link_instance(&self) -> Option<String> {
+        self.link.instance()
     }
 
     /// Requests to this runner in flight (admitted under its cap and not yet answered).

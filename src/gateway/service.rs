@@ -27,6 +27,9 @@ use crate::error::{Dispatch, Error, ErrorCode};
 use crate::host::{BoundInstance, Host, InstanceCall, DEFAULT_PROJECT_CATALOG_BYTES};
 use crate::provider::StderrLine;
 
+mod seal;
+pub use seal::SEALED_TOOL_CACHE;
+
 /// The result of [`Gateway::plugin_tool_local`]: the output and what only a local operator may
 /// see.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,6 +67,8 @@ pub struct Gateway {
     instance: String,
     /// The in-flight slots the remote runners share (48; 16 stay for the local runner).
     remote_slots: RemoteSlots,
+    /// The sealer of its bindings, once given (cluster mode), and the tools they name.
+    sealing: seal::Sealing,
 }
 
 /// One runner a gateway routes to: a host in this process, or another machine's `serve`.
@@ -75,8 +80,9 @@ enum Runner {
 
 /// What a binding of this gateway stands for.
 enum Bound {
-    /// A tool of a host in this process, and how a call reaches it again.
-    Local(BindingTarget, Reach),
+    /// A tool of a host in this process, and how a call reaches it again (none for a sealed
+    /// binding: looked up by its names).
+    Local(BindingTarget, Option<Reach>),
     /// A tool described on a remote runner: the remote's own binding, never shown to a caller.
     Remote(Box<RemoteBinding>),
 }
@@ -172,6 +178,7 @@ impl Gateway {
             hook: RwLock::new(None),
             instance: instance_id(),
             remote_slots: RemoteSlots::default(),
+            sealing: seal::Sealing::default(),
         }
     }
 
@@ -476,12 +483,16 @@ impl Gateway {
             host,
             instance,
         };
-        let binding = self.mint(Bound::Local(target, reach))?;
+        let binding = self.mint(Bound::Local(target, Some(reach)))?;
         Ok(output::describe(runner, &provider, tool, binding))
     }
 
-    /// Stores `bound` under a fresh binding; its wire form.
+    /// Stores `bound` under a fresh binding (or seals it, when this gateway seals); its wire
+    /// form.
     fn mint(&self, bound: Bound) -> Result<String, Error> {
+        if let Some(sealed) = self.seal(&bound) {
+            return sealed;
+        }
         self.bindings
             .insert(bound)
             .map(|b| b.encode())
@@ -502,12 +513,15 @@ impl Gateway {
         recording_session_id: Option<&str>,
         seen: &mut Option<Arc<Bound>>,
     ) -> Result<Outcome, Failure> {
-        let bound = self.bindings.resolve(binding).ok_or_else(|| {
-            Error::not_started(
-                ErrorCode::DescribeRequired,
-                "the binding is unknown or expired; describe the tool again",
-            )
-        })?;
+        let bound = match self.open(binding) {
+            Some(opened) => opened?,
+            None => self.bindings.resolve(binding).ok_or_else(|| {
+                Error::not_started(
+                    ErrorCode::DescribeRequired,
+                    "the binding is unknown or expired; describe the tool again",
+                )
+            })?,
+        };
         // Kept for the recording hook, which only a call with a session id reaches.
         *seen = recording_session_id.map(|_| bound.clone());
         note_bound(&bound);
@@ -519,14 +533,22 @@ impl Gateway {
         };
         // The host the binding reached, held before the runners' count is compared: it is the
         // one registered under its runner name while no runner changed.
-        let host = match reach.host.upgrade() {
-            Some(host) if self.generation.load(Ordering::SeqCst) == reach.generation => host,
+        let held = reach
+            .as_ref()
+            .and_then(|r| Some((r.host.upgrade()?, r.generation)));
+        let host = match held {
+            Some((host, generation)) if self.generation.load(Ordering::SeqCst) == generation => {
+                host
+            }
             _ => self
                 .runner(&target.runner)
                 .filter(|h| h.runner_id() == target.runner_id)
                 .ok_or_else(replaced)?,
         };
-        let result = match host.call_bound(&reach.instance, arguments) {
+        let result = match reach
+            .as_ref()
+            .and_then(|r| host.call_bound(&r.instance, arguments))
+        {
             Some(result) => result,
             None => host.call_instance(
                 InstanceCall::new(&target.plugin, target.instance, &target.tool, arguments)

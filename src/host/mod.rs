@@ -151,6 +151,11 @@ impl RunnerId {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         RunnerId(NEXT.fetch_add(1, Ordering::Relaxed))
     }
+
+    /// The raw number (local use only, like [`InstanceId::get`](crate::provider::InstanceId)).
+    pub fn get(self) -> u64 {
+        self.0
+    }
 }
 
 impl Host {

@@ -79,6 +79,7 @@
 mod answer_head;
 mod bodies;
 mod client;
+pub mod cluster;
 pub mod cors;
 #[cfg(feature = "fuzzing")]
 mod fuzz_wire;

@@ -337,7 +337,7 @@ fn bytes_equal(known: &[u8], presented: &str) -> bool {
 /// `token` in table `tokens``) as a message may carry it: one line, bounded, and every
 /// backquoted fragment that is not punctuation or a lower-case key name replaced by `…` (a
 /// misplaced line can make a token look like a key, which the parser would quote).
-fn parser_reason(message: &str) -> String {
+pub(crate) fn parser_reason(message: &str) -> String {
     let one_line: Vec<&str> = message
         .lines()
         .map(str::trim)

@@ -621,6 +621,11 @@ impl RunnerLink for ArcLink {
     fn send_call(&self, params: &Value) -> Result<CallAnswer, LinkFailure> {
         self.0.send_call(params)
     }
+
+    fn instance(&self) -> Option<String> {
+        let current = self.0.current.read();
+        current.as_ref().map(|c| c.instance.clone())
+    }
 }
 
 /// Reads the link until it ends: routes each answer to its caller and keeps the heartbeat.

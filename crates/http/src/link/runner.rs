@@ -6,7 +6,7 @@
 //! (401/403 to the upgrade) ends it.
 
 use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -194,6 +194,8 @@ pub struct Dialer {
     proxy: Option<LinkProxy>,
     name: Option<String>,
     instance: String,
+    /// The one address to dial instead of resolving the host (one link per replica).
+    pinned: Option<SocketAddr>,
     connect_timeout: Duration,
     stop: DialerStop,
     woken: Receiver<()>,
@@ -235,6 +237,7 @@ impl Dialer {
             proxy,
             name: options.name,
             instance,
+            pinned: None,
             connect_timeout: options.connect_timeout,
             stop: DialerStop {
                 stopped: Arc::new(AtomicBool::new(false)),
@@ -254,6 +257,33 @@ impl Dialer {
     /// This runner process's instance id (in every hello).
     pub fn instance(&self) -> &str {
         &self.instance
+    }
+
+    /// This dialer with the runner instance `instance` (a runner's links to several fronts
+    /// share its one instance); ignored unless well-formed.
+    pub fn with_instance(mut self, instance: &str) -> Dialer {
+        if wire::valid_instance(instance) {
+            self.instance = instance.to_string();
+        }
+        self
+    }
+
+    /// This dialer dialling `addr` instead of resolving the front's host (the URL's host
+    /// still names the front to TLS and in the upgrade). Ignored through a proxy, which
+    /// resolves the host itself.
+    pub fn pinned(mut self, addr: SocketAddr) -> Dialer {
+        self.pinned = Some(addr);
+        self
+    }
+
+    /// The front's host and port, as the URL gives them.
+    pub fn front_host_port(&self) -> (&str, u16) {
+        (&self.front.host, self.front.port)
+    }
+
+    /// True when the links go through a proxy (the proxy resolves the front's host).
+    pub fn proxied(&self) -> bool {
+        self.proxy.is_some()
     }
 
     /// Keeps the link until stopped or refused: dials, serves, and after each failure or
@@ -331,16 +361,26 @@ impl Dialer {
     fn log_linked(&self, up: Instant) {
         let mut links = self.links.lock();
         links.0 += 1;
+        // A pinned address other than the URL's own host is said too (one replica of several).
+        let at = match self.pinned.filter(|_| self.proxy.is_none()) {
+            Some(addr)
+                if addr.to_string() != format!("{}:{}", self.front.host, self.front.port) =>
+            {
+                format!(" ({addr})")
+            }
+            _ => String::new(),
+        };
         match links.1 {
             None => log::info!(
                 target: LINK_LOG_TARGET,
-                "connect: linked to the front at {}:{}",
+                "connect: linked to the front at {}:{}{at}",
                 self.front.host,
                 self.front.port
             ),
             Some(ended) => log::info!(
                 target: LINK_LOG_TARGET,
-                "connect: relinked to the front at {}:{} (link {}, {} s after the last one ended)",
+                "connect: relinked to the front at {}:{}{at} (link {}, {} s after the last one \
+                 ended)",
                 self.front.host,
                 self.front.port,
                 links.0,
@@ -434,7 +474,13 @@ impl Dialer {
         };
         let mut last = io::Error::new(io::ErrorKind::NotFound, "the host has no address");
         let mut stream = None;
-        for addr in (host.trim_start_matches('[').trim_end_matches(']'), port).to_socket_addrs()? {
+        let addrs: Vec<SocketAddr> = match self.pinned.filter(|_| self.proxy.is_none()) {
+            Some(addr) => vec![addr],
+            None => (host.trim_start_matches('[').trim_end_matches(']'), port)
+                .to_socket_addrs()?
+                .collect(),
+        };
+        for addr in addrs {
             match TcpStream::connect_timeout(&addr, self.connect_timeout) {
                 Ok(s) => {
                     stream = Some(s);

@@ -1,0 +1,245 @@
+//! The gateway's sealed bindings ([`super::super::sealed`]): what `describe` seals instead of
+//! storing, and how `call` opens a binding back into what it stands for, on any gateway that
+//! holds the keys.
+//!
+//! - A local tool's binding holds the runner name and host instance, the provider id and
+//!   instance, the tool and its observation; it opens while the same host serves that runner
+//!   name and the same provider instance is committed (else `plugin_replaced`).
+//! - A remote tool's binding holds the runner id and instance, the remote's own binding, the
+//!   provider id, the tool and its observation. It opens while a runner of that id is
+//!   registered and, when its link names its instance, it is the same one (else
+//!   `plugin_replaced`). The tool definition (for the output-schema check of the result) comes
+//!   from this gateway's cache of described tools, keyed by observation; a gateway that never
+//!   described it (another replica did) describes it once on the runner and keeps it, when
+//!   its observation is the binding's (else `plugin_replaced`).
+//! - A binding that does not open (not sealed by these keys, tampered, expired), or whose
+//!   contents this version cannot honour (a project target), is `describe_required`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+use serde_json::json;
+
+use super::super::relay;
+use super::super::sealed::{observation_bytes, observation_text, BindingSealer, SealedTarget};
+use super::{replaced, Bound, Gateway, RemoteBinding, Runner};
+use crate::catalog::Tool;
+use crate::error::{Error, ErrorCode};
+use crate::gateway::binding::BindingTarget;
+use crate::gateway::output::Failure;
+use crate::gateway::params::ActionKind;
+use crate::gateway::remote::{RemoteRunner, REMOTE_RUNNER};
+use crate::host::ProviderState;
+
+/// How many described tools a sealing gateway keeps for the output-schema check of calls
+/// (oldest dropped first; a dropped one is described again on its next call).
+pub const SEALED_TOOL_CACHE: usize = 512;
+
+/// A gateway's sealing: its sealer, once given, and the tools its remote bindings name.
+#[derive(Default)]
+pub(super) struct Sealing {
+    sealer: OnceLock<Arc<dyn BindingSealer>>,
+    tools: Mutex<ToolCache>,
+}
+
+/// Described tools by observation, the oldest dropped first beyond [`SEALED_TOOL_CACHE`].
+#[derive(Default)]
+struct ToolCache {
+    order: VecDeque<[u8; 32]>,
+    tools: HashMap<[u8; 32], Tool>,
+}
+
+impl ToolCache {
+    fn insert(&mut self, key: [u8; 32], tool: Tool) {
+        if self.tools.insert(key, tool).is_some() {
+            return;
+        }
+        self.order.push_back(key);
+        while self.order.len() > SEALED_TOOL_CACHE {
+            if let Some(oldest) = self.order.pop_front() {
+                self.tools.remove(&oldest);
+            }
+        }
+    }
+}
+
+fn describe_required() -> Error {
+    Error::not_started(
+        ErrorCode::DescribeRequired,
+        "the binding is unknown or expired; describe the tool again",
+    )
+}
+
+fn cannot_seal() -> Error {
+    Error::not_started(
+        ErrorCode::Internal,
+        "the gateway could not seal a binding (no system randomness); try again",
+    )
+}
+
+impl Gateway {
+    /// Seals every binding this gateway makes from now on with `sealer`, and opens only
+    /// bindings it opens (docs/PROTOCOL.md, sealed bindings): call it once, before serving.
+    /// False (and nothing changes) when the gateway already seals.
+    pub fn seal_bindings(&self, sealer: Arc<dyn BindingSealer>) -> bool {
+        self.sealing.sealer.set(sealer).is_ok()
+    }
+
+    /// True once [`Gateway::seal_bindings`] was called.
+    pub fn seals_bindings(&self) -> bool {
+        self.sealing.sealer.get().is_some()
+    }
+
+    /// The sealed form of `bound`, when this gateway seals; `None` when it stores bindings.
+    pub(super) fn seal(&self, bound: &Bound) -> Option<Result<String, Error>> {
+        let sealer = self.sealing.sealer.get()?;
+        let target = match bound {
+            Bound::Local(t, _) => SealedTarget::Local {
+                runner: t.runner.clone(),
+                runner_id: t.runner_id.get(),
+                plugin: t.plugin.clone(),
+                instance: t.instance.get(),
+                tool: t.tool.clone(),
+                observation: observation_bytes(&t.observation).unwrap_or_default(),
+                project: None,
+            },
+            Bound::Remote(t) => {
+                let observation = observation_bytes(t.tool.observation()).unwrap_or_default();
+                self.sealing
+                    .tools
+                    .lock()
+                    .insert(observation, t.tool.clone());
+                SealedTarget::Remote {
+                    runner: t.runner.id().to_string(),
+                    instance: t.instance.clone(),
+                    binding: t.binding.clone(),
+                    plugin: t.plugin.clone(),
+                    tool: t.tool.name().to_string(),
+                    observation,
+                    project: None,
+                }
+            }
+        };
+        let sealed = target.encode().and_then(|contents| sealer.seal(&contents));
+        Some(sealed.ok_or_else(cannot_seal))
+    }
+
+    /// What the sealed `binding` stands for, when this gateway seals; `None` when it stores
+    /// bindings.
+    pub(super) fn open(&self, binding: &str) -> Option<Result<Arc<Bound>, Failure>> {
+        let sealer = self.sealing.sealer.get()?;
+        let target = sealer
+            .open(binding)
+            .and_then(|contents| SealedTarget::decode(&contents));
+        Some(match target {
+            Some(target) => self.reach(target).map(Arc::new),
+            None => Err(describe_required().into()),
+        })
+    }
+
+    /// The binding of an opened `target`, as a stored binding would have it.
+    fn reach(&self, target: SealedTarget) -> Result<Bound, Failure> {
+        match target {
+            SealedTarget::Local {
+                project: Some(_), ..
+            }
+            | SealedTarget::Remote {
+                project: Some(_), ..
+            } => Err(describe_required().into()),
+            SealedTarget::Local {
+                runner,
+                runner_id,
+                plugin,
+                instance,
+                tool,
+                observation,
+                project: None,
+            } => {
+                let host = self
+                    .runner(&runner)
+                    .filter(|host| host.runner_id().get() == runner_id)
+                    .ok_or_else(replaced)?;
+                let set = host.providers();
+                let instance = match set.entry(&plugin).map(|e| &e.state) {
+                    Some(ProviderState::Ready(p)) if p.instance().get() == instance => p.instance(),
+                    _ => return Err(replaced().into()),
+                };
+                let target = BindingTarget {
+                    runner,
+                    runner_id: host.runner_id(),
+                    plugin,
+                    instance,
+                    tool,
+                    observation: observation_text(&observation),
+                };
+                Ok(Bound::Local(target, None))
+            }
+            SealedTarget::Remote {
+                runner,
+                instance,
+                binding,
+                plugin,
+                tool,
+                observation,
+                project: None,
+            } => {
+                let remote = match self.runners.read().get(&runner) {
+                    Some(Runner::Remote(remote)) => remote.clone(),
+                    _ => return Err(replaced().into()),
+                };
+                if let Some(now) = remote.link_instance() {
+                    if instance.as_deref() != Some(now.as_str()) {
+                        return Err(replaced().into());
+                    }
+                }
+                let cached = self.sealing.tools.lock().tools.get(&observation).cloned();
+                let tool = match cached {
+                    Some(cached) if cached.name() == tool => cached,
+                    _ => self.describe_again(&remote, &plugin, &tool, &observation, &instance)?,
+                };
+                Ok(Bound::Remote(Box::new(RemoteBinding {
+                    runner: remote,
+                    binding,
+                    instance,
+                    plugin,
+                    tool,
+                })))
+            }
+        }
+    }
+
+    /// The tool a remote binding names, described again on its runner (this gateway did not
+    /// describe it, or no longer keeps it): kept when its observation is the binding's, else
+    /// the binding's tool was replaced.
+    fn describe_again(
+        &self,
+        remote: &Arc<RemoteRunner>,
+        plugin: &str,
+        tool: &str,
+        observation: &[u8; 32],
+        instance: &Option<String>,
+    ) -> Result<Tool, Failure> {
+        let params = json!({
+            "action": "describe", "runner": REMOTE_RUNNER, "plugin": plugin, "tool": tool,
+        });
+        let answer = remote.forward(&self.remote_slots, ActionKind::Describe, &params)?;
+        if instance.is_some() && answer.instance != *instance {
+            return Err(replaced().into());
+        }
+        let (success, json) = answer.output.into_parts();
+        if !success {
+            return Err(replaced().into());
+        }
+        let described = relay::describe(&json, plugin, tool, remote.id())
+            .ok_or_else(|| remote.unusable_answer(ActionKind::Describe))?;
+        if observation_bytes(described.tool.observation()).as_ref() != Some(observation) {
+            return Err(replaced().into());
+        }
+        self.sealing
+            .tools
+            .lock()
+            .insert(*observation, described.tool.clone());
+        Ok(described.tool)
+    }
+}
