@@ -6,7 +6,7 @@
 //! | route | answer |
 //! |---|---|
 //! | `GET /healthz` | 200 `{"status":"ok"}` while the process serves |
-//! | `GET /readyz` | 200 `{"status":"ready"}` when every configured provider is ready, else 503 `{"notReady":[plugin ids]}`; once the process is stopping ([`AdminStopper::draining`]) 503 `{"notReady":[every id],"stopping":true}` |
+//! | `GET /readyz` | 200 `{"status":"ready"}` when every configured provider is ready, else 503 `{"notReady":[plugin ids]}`; once the process is stopping ([`AdminStopper::draining`]) 503 `{"notReady":[every id],"stopping":true}`; while it awaits its dial-out runners ([`AdminStopper::await_runners`]) 503 `{"notReady":[],"awaitingRunners":[runner ids]}` |
 //! | `GET /metrics` | 200, the Prometheus text exposition ([`Metrics`]) |
 //!
 //! Another path is 404, another method 405. The connections have bounds of their own, apart
@@ -22,6 +22,9 @@ use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 use serde_json::json;
 
@@ -80,6 +83,15 @@ impl AdminStopper {
         self.routes.stopping.store(true, Ordering::Release);
     }
 
+    /// A replica in cluster mode just started: `/readyz` answers 503 with the runner ids still
+    /// missing (`awaitingRunners`) until every runner of a runner token has linked to it, or
+    /// `within` has passed, whichever comes first; from then on readiness is the providers'
+    /// as usual (a runner whose link ends later does not make it unready). So a load balancer
+    /// sends a restarted replica nothing before the runners dialled it again.
+    pub fn await_runners(&self, within: Duration) {
+        *self.routes.awaiting.lock() = Some(Instant::now() + within);
+    }
+
     /// Stops accepting and closes idle connections; [`AdminServer::run`] returns once the
     /// others have answered.
     pub fn stop(&self) {
@@ -92,6 +104,35 @@ struct AdminRoutes {
     gateway: Arc<Gateway>,
     metrics: Metrics,
     stopping: AtomicBool,
+    /// Until when `/readyz` awaits the dial-out runners ([`AdminStopper::await_runners`]).
+    awaiting: Mutex<Option<Instant>>,
+}
+
+impl AdminRoutes {
+    /// The dial-out runner ids not linked yet while the process awaits them; `None` once it
+    /// no longer does (every one linked once, or the time is up).
+    fn awaited_runners(&self) -> Option<Vec<String>> {
+        let mut awaiting = self.awaiting.lock();
+        let until = (*awaiting)?;
+        let linked: Vec<String> = self
+            .gateway
+            .remote_runners()
+            .iter()
+            .map(|r| r.id().to_string())
+            .collect();
+        let missing: Vec<String> = self
+            .metrics
+            .dial_out_ids()
+            .expected()
+            .into_iter()
+            .filter(|id| !linked.contains(id))
+            .collect();
+        if missing.is_empty() || Instant::now() >= until {
+            *awaiting = None;
+            return None;
+        }
+        Some(missing)
+    }
 }
 
 impl AdminServer {
@@ -107,6 +148,7 @@ impl AdminServer {
                 gateway,
                 metrics,
                 stopping: AtomicBool::new(false),
+                awaiting: Mutex::new(None),
             }),
         })
     }
@@ -158,6 +200,10 @@ impl Handler for AdminRoutes {
                 exchange.respond(503, &json, body.as_bytes());
             }
             READYZ_PATH => {
+                if let Some(missing) = self.awaited_runners() {
+                    let body = json!({ "notReady": [], "awaitingRunners": missing }).to_string();
+                    return exchange.respond(503, &json, body.as_bytes());
+                }
                 let not_ready = readiness::not_ready(&self.gateway);
                 if not_ready.is_empty() {
                     exchange.respond(200, &json, br#"{"status":"ready"}"#);

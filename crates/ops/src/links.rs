@@ -48,6 +48,11 @@ impl DialOutIds {
     pub fn set<'a>(&self, ids: impl IntoIterator<Item = &'a str>) {
         self.0.lock().expected = ids.into_iter().map(str::to_string).collect();
     }
+
+    /// The ids last [`DialOutIds::set`], in order.
+    pub fn expected(&self) -> Vec<String> {
+        self.0.lock().expected.iter().cloned().collect()
+    }
 }
 
 impl Links {

@@ -1,10 +1,16 @@
 //! `connect`: a runner behind NAT dials out to a front (`serve`) and serves its providers over
-//! the runner link until SIGINT/SIGTERM (docs/PROTOCOL.md, runner links).
+//! the runner link until SIGINT/SIGTERM (docs/PROTOCOL.md, runner links). Several
+//! `--front-url`s, and a host that resolves to several addresses (the replicas of a front in
+//! cluster mode), get a link each, all of one runner instance (`cluster::Fleet`). Its bindings
+//! are sealed with a key of this process's own, so no count evicts one and every link (every
+//! replica) reaches them.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use webcodex_plugin_http::link::{ConnectOptions, Dialer, LinkEnd};
+use webcodex_plugin_http::cluster::{ClusterKeys, Fleet};
+use webcodex_plugin_http::link::{ConnectOptions, LinkEnd};
 use webcodex_plugin_http::{ProxyChoice, SetupPart, CONNECT_TIMEOUT};
 
 use super::stop_signal::{SignalEvent, StopSignal};
@@ -18,9 +24,11 @@ const RUNNER_TOKEN_VARIABLES: [&str; 1] = ["WEBCODEX_RUNNER_TOKEN"];
 #[derive(clap::Args)]
 pub(super) struct ConnectArgs {
     /// The front's base URL, e.g. `https://front.example:8787` (http, https, ws or wss); the
-    /// link goes to /api/runners/connect under it.
-    #[arg(long, value_name = "URL")]
-    front_url: String,
+    /// link goes to /api/runners/connect under it. Repeatable; a host that resolves to
+    /// several addresses (the headless Service of a cluster) gets a link to each, resolved
+    /// again every 30 s.
+    #[arg(long, value_name = "URL", required = true)]
+    front_url: Vec<String>,
     /// The runner.toml to host.
     #[arg(long, value_name = "FILE")]
     pub(super) config: PathBuf,
@@ -101,22 +109,31 @@ pub(super) fn run(args: ConnectArgs) -> i32 {
         (None, true) => ProxyChoice::Direct,
         (None, false) => ProxyChoice::System,
     };
-    let options = ConnectOptions {
-        front_url: args.front_url,
-        token: found.token,
-        ca_pem,
-        proxy,
-        name: args.name,
-        connect_timeout: Duration::from_secs(args.connect_timeout),
-    };
-    let dialer = match Dialer::new(options) {
-        Ok(dialer) => dialer,
-        Err(e) => {
+    let options = args
+        .front_url
+        .iter()
+        .map(|url| ConnectOptions {
+            front_url: url.clone(),
+            token: found.token.clone(),
+            ca_pem: ca_pem.clone(),
+            proxy: proxy.clone(),
+            name: args.name.clone(),
+            connect_timeout: Duration::from_secs(args.connect_timeout),
+        })
+        .collect();
+    let fleet = match Fleet::new(options) {
+        Ok(fleet) => fleet,
+        Err((index, e)) => {
+            let url;
             let option = match e.part {
                 SetupPart::Proxy if proxy_flag => "--proxy",
                 SetupPart::Proxy => return usage(e.message),
                 SetupPart::CaFile => "--ca-cert",
                 SetupPart::Token => found.source.as_str(),
+                _ if args.front_url.len() > 1 => {
+                    url = format!("--front-url {}", args.front_url[index]);
+                    url.as_str()
+                }
                 _ => "--front-url",
             };
             return usage(format!("{option}: {e}"));
@@ -126,7 +143,13 @@ pub(super) fn run(args: ConnectArgs) -> i32 {
         Ok(gateway) => gateway,
         Err(code) => return code,
     };
-    let stopper = dialer.stopper();
+    let Some(sealer) = ClusterKeys::ephemeral() else {
+        gateway.shutdown();
+        eprintln!("error: the system's random source failed");
+        return EXIT_FAILURE;
+    };
+    gateway.seal_bindings(Arc::new(sealer));
+    let stopper = fleet.stopper();
     let stopping = gateway.clone();
     let watcher = StopSignal::install().and_then(|mut signal| {
         std::thread::Builder::new()
@@ -145,7 +168,7 @@ pub(super) fn run(args: ConnectArgs) -> i32 {
     if let Err(e) = watcher {
         log::warn!("connect: no signal watcher ({e}); stop the runner by killing it");
     }
-    let end = dialer.run(&gateway);
+    let end = fleet.run(&gateway);
     gateway.shutdown();
     match end {
         LinkEnd::Stopped => EXIT_OK,

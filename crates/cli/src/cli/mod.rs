@@ -3,6 +3,7 @@
 
 mod admin;
 mod bench;
+mod cluster;
 mod connect;
 mod demo;
 mod human;
@@ -112,6 +113,20 @@ enum Command {
         /// (e.g. 127.0.0.1:9464; keep it on loopback or a private network). Off unless given.
         #[arg(long = "admin-listen", value_name = "ADDR")]
         admin_listen: Option<String>,
+        /// Cluster mode: several replicas behind a load balancer, no affinity. FILE holds
+        /// `[[keys]]` entries {id, secret} (`token new --cluster-key` prints one): the first
+        /// seals every binding, all open them, SIGHUP re-reads it. No --config: runners
+        /// connect to every replica, or come from --runners.
+        #[arg(long = "cluster-keys", value_name = "FILE")]
+        cluster_keys: Option<PathBuf>,
+        /// In cluster mode, how long a binding opens after its describe: a whole number with
+        /// s, m, h or d (default 24h).
+        #[arg(
+            long = "binding-ttl",
+            value_name = "DURATION",
+            requires = "cluster_keys"
+        )]
+        binding_ttl: Option<String>,
         #[command(flatten)]
         log: logging::LogArgs,
     },
@@ -257,14 +272,22 @@ pub fn run() -> i32 {
             tokens,
             allow_origin,
             admin_listen,
+            cluster_keys,
+            binding_ttl,
             log,
         } => match with_log(&log, front(config, runners)) {
             Ok(front) => serve::serve(
                 &front,
-                listen.as_deref(),
-                &tokens,
-                allow_origin,
-                admin_listen.as_deref(),
+                serve::Listening {
+                    listen: listen.as_deref(),
+                    tokens: &tokens,
+                    origins: allow_origin,
+                    admin_listen: admin_listen.as_deref(),
+                },
+                cluster_keys.map(|keys| cluster::ClusterArgs {
+                    keys,
+                    ttl: binding_ttl,
+                }),
             ),
             Err(code) => code,
         },

@@ -1,5 +1,6 @@
-//! What SIGHUP does to a running `serve`: re-read the tokens file, the runners file and
-//! runner.toml (the last through the host's candidate reload, as `plugin_tool reload`). Each
+//! What SIGHUP does to a running `serve`: re-read the tokens file, the runners file,
+//! runner.toml (through the host's candidate reload, as `plugin_tool reload`) and, in cluster
+//! mode, the cluster keys (`super::cluster::reload`). Each
 //! file is taken alone: a bad one keeps its old state and logs why (a warning with the
 //! loader's message, never a token or a path), the others still apply. The runner ids are
 //! checked as at start ([`check_runner_ids`]): a runner token's id may not be a runner of the
@@ -13,6 +14,7 @@ use std::sync::Arc;
 
 use crossbeam_channel::{Sender, TrySendError};
 use webcodex_plugin_host::gateway::Gateway;
+use webcodex_plugin_http::cluster::ClusterKeys;
 use webcodex_plugin_http::{Tokens, TokensSwap};
 use webcodex_plugin_ops::DialOutIds;
 
@@ -33,6 +35,8 @@ pub(super) struct Reload {
     pub(super) dial_out: Vec<String>,
     /// The admin listener's view of those ids, if there is one.
     pub(super) dial_out_metrics: Option<DialOutIds>,
+    /// In cluster mode, the `--cluster-keys` file and the keys in force.
+    pub(super) cluster_keys: Option<(PathBuf, Arc<ClusterKeys>)>,
 }
 
 /// A front needs a runner: `--config` or `--runners` (`has_runner`), or a runner token; and
@@ -98,6 +102,9 @@ impl Reload {
         self.reload_tokens();
         self.reload_runners();
         self.reload_hosts();
+        if let Some((path, keys)) = &self.cluster_keys {
+            super::cluster::reload(path, keys);
+        }
     }
 
     fn reload_tokens(&mut self) {

@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
+use super::cluster::ClusterArgs;
 use super::reload::{check_runner_ids, Reload};
 use super::stop_signal::{SignalEvent, StopSignal};
 use super::target::Front;
@@ -60,18 +61,35 @@ pub(super) fn on_stdio(
     }
 }
 
-/// `serve --config F --listen ADDR --tokens F [--allow-origin O]… [--admin-listen ADDR]`: prints
-/// `listening on http://ADDR` on stdout once bound (then `admin listening on http://ADDR` with
-/// an admin listener), serves until SIGINT/SIGTERM, then answers in-flight requests, shuts the
-/// hosts down and exits 0. SIGHUP re-reads the tokens file, the runners file and runner.toml
-/// (see [`super::reload`]).
-pub(super) fn serve(
-    front: &Front,
-    listen: Option<&str>,
-    tokens: &Path,
-    origins: Vec<String>,
-    admin_listen: Option<&str>,
-) -> i32 {
+/// Where `serve` listens and whom it admits.
+pub(super) struct Listening<'a> {
+    /// `--listen` (none under socket activation).
+    pub(super) listen: Option<&'a str>,
+    /// `--tokens`.
+    pub(super) tokens: &'a Path,
+    /// `--allow-origin`.
+    pub(super) origins: Vec<String>,
+    /// `--admin-listen`.
+    pub(super) admin_listen: Option<&'a str>,
+}
+
+/// `serve --config F --listen ADDR --tokens F [--allow-origin O]… [--admin-listen ADDR]
+/// [--cluster-keys F [--binding-ttl D]]`: prints `listening on http://ADDR` on stdout once
+/// bound (then `admin listening on http://ADDR` with an admin listener), serves until
+/// SIGINT/SIGTERM, then answers in-flight requests, shuts the hosts down and exits 0. SIGHUP
+/// re-reads the tokens file, the runners file, runner.toml and the cluster keys (see
+/// [`super::reload`]).
+pub(super) fn serve(front: &Front, at: Listening<'_>, cluster: Option<ClusterArgs>) -> i32 {
+    let Listening {
+        listen,
+        tokens,
+        origins,
+        admin_listen,
+    } = at;
+    if cluster.is_some() && front.config.is_some() {
+        eprintln!("error: {}", super::cluster::CONFIG_REFUSED);
+        return EXIT_USAGE;
+    }
     for origin in &origins {
         if let Err(e) = check_allowed_origin(origin) {
             eprintln!("error: --allow-origin: {e}");
@@ -100,6 +118,11 @@ pub(super) fn serve(
         eprintln!("error: --tokens {}: {message}", tokens_path.display());
         return EXIT_USAGE;
     }
+    let sealer = match cluster.as_ref().map(super::cluster::start) {
+        None => None,
+        Some(Ok(sealer)) => Some(sealer),
+        Some(Err(code)) => return code,
+    };
     // Before any thread starts: it takes the service manager's variables out of the environment.
     let listener = match super::service::listener(listen) {
         Ok(listener) => listener,
@@ -110,6 +133,9 @@ pub(super) fn serve(
         Ok(started) => started,
         Err(code) => return code,
     };
+    if let Some(sealer) = &sealer {
+        gateway.seal_bindings(sealer.clone());
+    }
     let server = match listener.serve(gateway.clone(), tokens, origins) {
         Ok(server) => server,
         Err(code) => {
@@ -128,6 +154,9 @@ pub(super) fn serve(
     let stopper = server.stopper();
     let stopping = gateway.clone();
     let admin_stopper = admin.as_ref().map(super::admin::Admin::stopper);
+    if let (Some(admin), Some(_)) = (&admin_stopper, &sealer) {
+        admin.await_runners(super::cluster::AWAIT_RUNNERS_WITHIN);
+    }
     let dial_out_metrics = admin.as_ref().map(super::admin::Admin::dial_out_ids);
     if let Some(ids) = &dial_out_metrics {
         ids.set(dial_out.iter().map(String::as_str));
@@ -143,6 +172,7 @@ pub(super) fn serve(
         has_runner: front.config.is_some() || front.runners.is_some(),
         dial_out,
         dial_out_metrics,
+        cluster_keys: cluster.map(|c| c.keys).zip(sealer),
     };
     let watcher = StopSignal::install().and_then(|mut signal| {
         let reload = reload.spawn()?;

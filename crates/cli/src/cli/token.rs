@@ -27,7 +27,8 @@ pub(super) enum TokenCommand {
 /// The options of `token new`.
 #[derive(Debug, clap::Args)]
 pub(super) struct NewToken {
-    /// The entry's name, shown in serve's logs (default: `token-` and 8 random hex digits).
+    /// The entry's name, shown in serve's logs (default: `token-` and 8 random hex digits);
+    /// with --cluster-key, the key's id.
     #[arg(long, value_name = "NAME")]
     name: Option<String>,
     /// The scopes it grants, e.g. `--scopes plugin:inspect plugin:invoke` or a comma-separated
@@ -38,6 +39,11 @@ pub(super) struct NewToken {
     /// the runner ID to a front (no scopes; it is refused on every user route).
     #[arg(long, value_name = "ID", conflicts_with = "scopes")]
     runner: Option<String>,
+    /// Make a cluster key instead: a `[[keys]]` entry (id from --name, default `key-` and 8
+    /// random hex digits; 32 random bytes) for the `serve --cluster-keys` file of every
+    /// replica.
+    #[arg(long, conflicts_with_all = ["scopes", "runner", "token_file"])]
+    cluster_key: bool,
     /// Also write the bare token to FILE (created with mode 600), for the client's
     /// `--token-file FILE` or connect's; an existing FILE is refused unless --force.
     #[arg(long, value_name = "FILE")]
@@ -56,6 +62,9 @@ pub(super) fn run(command: TokenCommand) -> i32 {
 
 /// `token new`: prints the entry on stdout.
 fn new(args: &NewToken) -> i32 {
+    if args.cluster_key {
+        return new_cluster_key(args.name.as_deref());
+    }
     let scopes = match scopes(&args.scopes) {
         Ok(scopes) => scopes,
         Err(message) => {
@@ -107,6 +116,39 @@ fn new(args: &NewToken) -> i32 {
     }
     print!("{text}");
     EXIT_OK
+}
+
+/// `token new --cluster-key [--name ID]`: prints a `[[keys]]` entry.
+fn new_cluster_key(name: Option<&str>) -> i32 {
+    let id = match name {
+        Some(id) if valid_id(id) => id.to_string(),
+        Some(_) => {
+            eprintln!(
+                "error: --name: a cluster key id is 1 to 64 characters of a-z, 0-9, `_`, `.` \
+                 and `-`"
+            );
+            return EXIT_USAGE;
+        }
+        None => {
+            let mut suffix = [0u8; 4];
+            if let Err(e) = getrandom::getrandom(&mut suffix) {
+                eprintln!("error: the system's random source failed: {e}");
+                return EXIT_FAILURE;
+            }
+            let hex: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
+            format!("key-{hex}")
+        }
+    };
+    match webcodex_plugin_http::cluster::new_key_entry(&id) {
+        Some(entry) => {
+            print!("{entry}");
+            EXIT_OK
+        }
+        None => {
+            eprintln!("error: the system's random source failed");
+            EXIT_FAILURE
+        }
+    }
 }
 
 /// Writes `token` and a newline to `path`, created with mode 600 (owner only) on Unix. An

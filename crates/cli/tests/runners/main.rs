@@ -9,6 +9,7 @@ mod client_support;
 #[path = "../support/inspector.rs"]
 mod inspector_support;
 
+mod cluster;
 mod runners_front;
 mod runners_hardening;
 mod runners_hop;
