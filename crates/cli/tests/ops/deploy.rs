@@ -498,3 +498,5 @@ fn the_network_policy_admits_only_prometheus_to_the_admin_port() {
         "prometheus"
     );
 }
+
+mod cluster;
