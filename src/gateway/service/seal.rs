@@ -74,7 +74,8 @@ fn describe_required() -> Error {
 fn cannot_seal() -> Error {
     Error::not_started(
         ErrorCode::Internal,
-        "the gateway could not seal a binding (no system randomness); try again",
+        "the gateway could not seal a binding (no system randomness, or a field over its \
+         length); try again",
     )
 }
 
@@ -94,6 +95,14 @@ impl Gateway {
     /// The sealed form of `bound`, when this gateway seals; `None` when it stores bindings.
     pub(super) fn seal(&self, bound: &Bound) -> Option<Result<String, Error>> {
         let sealer = self.sealing.sealer.get()?;
+        // An observation is always `sha256:` and 64 hex digits (`Tool::observation`).
+        let observation = match bound {
+            Bound::Local(t, _) => observation_bytes(&t.observation),
+            Bound::Remote(t) => observation_bytes(t.tool.observation()),
+        };
+        let Some(observation) = observation else {
+            return Some(Err(cannot_seal()));
+        };
         let target = match bound {
             Bound::Local(t, _) => SealedTarget::Local {
                 runner: t.runner.clone(),
@@ -101,11 +110,10 @@ impl Gateway {
                 plugin: t.plugin.clone(),
                 instance: t.instance.get(),
                 tool: t.tool.clone(),
-                observation: observation_bytes(&t.observation).unwrap_or_default(),
+                observation,
                 project: None,
             },
             Bound::Remote(t) => {
-                let observation = observation_bytes(t.tool.observation()).unwrap_or_default();
                 self.sealing
                     .tools
                     .lock()

@@ -18,9 +18,16 @@ pub(super) struct Admin {
     thread: JoinHandle<()>,
 }
 
-/// Binds `addr` and serves health, readiness and metrics for `gateway`; the exit code after a
-/// message on stderr when it cannot.
-pub(super) fn start(addr: &str, gateway: &Arc<Gateway>) -> Result<Admin, i32> {
+/// Binds `addr` and serves health, readiness and metrics for `gateway`, knowing the runner ids
+/// of `runner_ids` (the runner tokens') from its first answer, and awaiting them for
+/// `await_runners` (cluster mode) before it reports ready; the exit code after a message on
+/// stderr when it cannot.
+pub(super) fn start(
+    addr: &str,
+    gateway: &Arc<Gateway>,
+    runner_ids: &[String],
+    await_runners: Option<std::time::Duration>,
+) -> Result<Admin, i32> {
     if std::net::ToSocketAddrs::to_socket_addrs(addr).is_err() {
         eprintln!("error: --admin-listen {addr:?} is not an address such as 127.0.0.1:9464");
         return Err(EXIT_USAGE);
@@ -38,6 +45,10 @@ pub(super) fn start(addr: &str, gateway: &Arc<Gateway>) -> Result<Admin, i32> {
     install_observer(observer);
     let local = server.local_addr();
     let stopper = server.stopper();
+    dial_out.set(runner_ids.iter().map(String::as_str));
+    if let Some(within) = await_runners {
+        stopper.await_runners(within);
+    }
     let thread = std::thread::Builder::new()
         .name("wc-admin".into())
         .spawn(move || server.run())

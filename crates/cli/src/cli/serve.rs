@@ -143,24 +143,22 @@ pub(super) fn serve(front: &Front, at: Listening<'_>, cluster: Option<ClusterArg
             return code;
         }
     };
-    let admin = match admin_listen.map(|addr| super::admin::start(addr, &gateway)) {
-        None => None,
-        Some(Ok(admin)) => Some(admin),
-        Some(Err(code)) => {
-            gateway.shutdown();
-            return code;
-        }
-    };
+    let awaiting = sealer
+        .as_ref()
+        .map(|_| super::cluster::AWAIT_RUNNERS_WITHIN);
+    let admin =
+        match admin_listen.map(|addr| super::admin::start(addr, &gateway, &dial_out, awaiting)) {
+            None => None,
+            Some(Ok(admin)) => Some(admin),
+            Some(Err(code)) => {
+                gateway.shutdown();
+                return code;
+            }
+        };
     let stopper = server.stopper();
     let stopping = gateway.clone();
     let admin_stopper = admin.as_ref().map(super::admin::Admin::stopper);
-    if let (Some(admin), Some(_)) = (&admin_stopper, &sealer) {
-        admin.await_runners(super::cluster::AWAIT_RUNNERS_WITHIN);
-    }
     let dial_out_metrics = admin.as_ref().map(super::admin::Admin::dial_out_ids);
-    if let Some(ids) = &dial_out_metrics {
-        ids.set(dial_out.iter().map(String::as_str));
-    }
     let reload = Reload {
         tokens_path: tokens_path.to_path_buf(),
         tokens: server.tokens_swap(),
