@@ -513,15 +513,7 @@ impl Gateway {
         recording_session_id: Option<&str>,
         seen: &mut Option<Arc<Bound>>,
     ) -> Result<Outcome, Failure> {
-        let bound = match self.open(binding) {
-            Some(opened) => opened?,
-            None => self.bindings.resolve(binding).ok_or_else(|| {
-                Error::not_started(
-                    ErrorCode::DescribeRequired,
-                    "the binding is unknown or expired; describe the tool again",
-                )
-            })?,
-        };
+        let bound = self.bound(binding)?;
         // Kept for the recording hook, which only a call with a session id reaches.
         *seen = recording_session_id.map(|_| bound.clone());
         note_bound(&bound);

@@ -133,17 +133,27 @@ impl Gateway {
         Some(sealed.ok_or_else(cannot_seal))
     }
 
-    /// What the sealed `binding` stands for, when this gateway seals; `None` when it stores
-    /// bindings.
-    pub(super) fn open(&self, binding: &str) -> Option<Result<Arc<Bound>, Failure>> {
-        let sealer = self.sealing.sealer.get()?;
+    /// What `binding` stands for: opened, when this gateway seals; else looked up in its store.
+    /// Unknown, evicted, or a box that does not open: `describe_required`.
+    pub(super) fn bound(&self, binding: &str) -> Result<Arc<Bound>, Failure> {
+        match self.sealing.sealer.get() {
+            Some(sealer) => self.open(sealer.as_ref(), binding),
+            None => Ok(self
+                .bindings
+                .resolve(binding)
+                .ok_or_else(describe_required)?),
+        }
+    }
+
+    /// What the sealed `binding` stands for.
+    fn open(&self, sealer: &dyn BindingSealer, binding: &str) -> Result<Arc<Bound>, Failure> {
         let target = sealer
             .open(binding)
             .and_then(|contents| SealedTarget::decode(&contents));
-        Some(match target {
+        match target {
             Some(target) => self.reach(target).map(Arc::new),
             None => Err(describe_required().into()),
-        })
+        }
     }
 
     /// The binding of an opened `target`, as a stored binding would have it.
