@@ -2,7 +2,9 @@
 //!
 //! Each URL's host is resolved, and each address it resolves to gets a link of its own (a
 //! [`Dialer`] pinned to it, with the usual backoff): a headless Service name gives one link per
-//! replica. Every [`RESOLVE_EVERY`] the names are resolved again: a new address gets a link, a
+//! replica. Only the addresses of one family are taken, IPv4 when the name has any ([`preferred`]):
+//! a dual-stack name of one front (an A and an AAAA record) is one front, and two links of one
+//! runner to one front would replace each other in turn. Every [`RESOLVE_EVERY`] the names are resolved again: a new address gets a link, a
 //! link to an address that is gone is closed (1001). A name that does not resolve keeps the
 //! links it had. Through a proxy, which resolves the host itself, a URL gets one link. Every
 //! link says hello with the one runner instance of this process, so every replica sees the
@@ -226,10 +228,9 @@ impl Fleet {
             return Some(vec![None]);
         }
         match (self.resolve)(&front.host, front.port) {
-            Ok(mut addrs) if !addrs.is_empty() => {
+            Ok(addrs) if !addrs.is_empty() => {
                 *unresolved = false;
-                addrs.sort();
-                addrs.dedup();
+                let mut addrs = preferred(addrs);
                 if addrs.len() > MAX_LINKS_PER_URL {
                     log::warn!(
                         "connect: {} resolves to {} addresses; links go to the first {}",
@@ -300,6 +301,17 @@ impl Fleet {
             }
         }
     }
+}
+
+/// The addresses a name's links go to: its IPv4 addresses when it has any, else its IPv6 ones;
+/// sorted, each once.
+pub(crate) fn preferred(mut addrs: Vec<SocketAddr>) -> Vec<SocketAddr> {
+    if addrs.iter().any(SocketAddr::is_ipv4) {
+        addrs.retain(SocketAddr::is_ipv4);
+    }
+    addrs.sort();
+    addrs.dedup();
+    addrs
 }
 
 #[cfg(test)]

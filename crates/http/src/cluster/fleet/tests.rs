@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::{Fleet, Resolver};
+use super::{preferred, Fleet, Resolver};
 use crate::link::{ConnectOptions, LinkEnd};
 use crate::{HttpServer, HttpStopper, ProxyChoice, Tokens};
 use webcodex_plugin_host::gateway::Gateway;
@@ -166,4 +166,16 @@ fn a_refused_credential_ends_the_fleet() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(running.join().unwrap(), LinkEnd::Refused(401));
+}
+
+#[test]
+fn a_name_links_to_the_addresses_of_one_family() {
+    let a: SocketAddr = "10.0.0.2:8787".parse().unwrap();
+    let b: SocketAddr = "10.0.0.1:8787".parse().unwrap();
+    let six: SocketAddr = "[fd00::1]:8787".parse().unwrap();
+    let six_b: SocketAddr = "[fd00::2]:8787".parse().unwrap();
+    // A dual-stack name (one front, or replicas with both families): its IPv4 addresses.
+    assert_eq!(preferred(vec![six, a, b, a]), vec![b, a]);
+    // An IPv6-only name: every address.
+    assert_eq!(preferred(vec![six_b, six]), vec![six, six_b]);
 }
