@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The provider tests on both response paths (docs/DECISIONS.md 1.26): the direct read that a
+# The provider tests on both response paths (docs/DECISIONS.md D-PROV-8): the direct read that a
 # Linux build has, and the portable path (reader thread + event channel, what Windows and macOS
 # build) through the test-only `--cfg webcodex_portable_wait` (its own target directory, so the
 # two builds never invalidate each other); first on a quiet machine, then with every CPU kept
@@ -26,7 +26,7 @@ run_all() {
   done
 }
 run_all ""
-# A runner link's request threads wait per platform too (docs/DECISIONS.md 6.39): epoll on
+# A runner link's request threads wait per platform too (docs/DECISIONS.md D-LINK-9): epoll on
 # Linux (the plain `cargo test` runs it), leader/follower elsewhere and under the portable cfg.
 echo "== runner links, portable wait"
 portable cargo test -p webcodex-plugin-cli --test runners -- runners_link::

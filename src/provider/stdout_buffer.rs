@@ -2,7 +2,7 @@
 //!
 //! On Unix it is filled by `read(2)` straight into uninitialized memory, so a provider keeps
 //! resident only the pages its reads reached (`std::io::BufReader` would zero-fill 64 KiB);
-//! Windows keeps `BufReader` over `ChildStdout` (docs/DECISIONS.md 1.22).
+//! Windows keeps `BufReader` over `ChildStdout` (docs/DECISIONS.md D-PROV-11).
 
 #[cfg(unix)]
 use std::os::fd::OwnedFd;

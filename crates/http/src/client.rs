@@ -2,8 +2,8 @@
 //! request, never resent (no async runtime). ureq sets connections up (resolution, proxy, TCP,
 //! rustls: `dial`); the request and its answer are HTTP/1.1 written and read here
 //! (`exchange`), on a connection kept for the next request while that is provably safe
-//! (`pool`). See docs/PROTOCOL.md, client mode, and docs/DECISIONS.md section 6 (HTTP
-//! transport), 6.38 on the exchange.
+//! (`pool`). See docs/PROTOCOL.md, client mode, and docs/DECISIONS.md, D-CLIENT (D-CLIENT-2
+//! on the exchange).
 
 use std::sync::Arc;
 use std::time::Duration;

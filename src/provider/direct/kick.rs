@@ -5,7 +5,7 @@
 //! through a write end opened for that moment only; a kicked request always fails and retires
 //! the connection, so the byte is never read as part of a later response. Who kicks, the exit
 //! grace ([`EXIT_GRACE`]) and the retry of a kick with no descriptor free ([`KICK_RETRY`]):
-//! docs/DECISIONS.md 1.24.
+//! docs/DECISIONS.md D-PROV-10.
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

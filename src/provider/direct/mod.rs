@@ -5,7 +5,7 @@
 //! reasons to stop waiting wake it with a kick ([`kick`]). A request that cannot take stdout
 //! over (no `/proc` to reopen it, a line the reader holds), or whose frame the
 //! writer thread finishes, waits on the event channel as the portable path does
-//! (docs/DECISIONS.md 1.21, 1.24, 1.26, 1.32).
+//! (docs/DECISIONS.md D-PROV-9, D-PROV-10, D-PROV-8).
 
 mod kick;
 mod port;

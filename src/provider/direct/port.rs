@@ -4,7 +4,7 @@
 //! Between requests the reader thread sleeps in `epoll_wait` on stdout (while armed) and a wake
 //! descriptor; a request takes the mutex ([`StdoutPort::take`]), disarms stdout in the reader's
 //! set and lets go on [`Held`]'s drop. stdout is re-armed lazily, a [`REARM_AFTER`] period after
-//! the last request (docs/DECISIONS.md 1.21).
+//! the last request (docs/DECISIONS.md D-PROV-9).
 
 use std::io::{self, ErrorKind};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
