@@ -769,19 +769,17 @@ fn relayed_result(
 
 /// A fresh random instance id: 32 hex digits.
 fn instance_id() -> String {
-    let bytes: [u8; 16] = crate::random_bytes().unwrap_or_else(|| {
+    let mut bytes: [u8; 16] = crate::random_bytes().unwrap_or_default();
+    if bytes == [0; 16] {
         // No system randomness: a digest of the time and the address of a local, which still
         // changes from one process to the next and reveals neither.
         use sha2::{Digest, Sha256};
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        let local = 0u8;
-        let digest = Sha256::digest(format!("{nanos}:{:p}", &local).as_bytes());
-        let mut bytes = [0u8; 16];
+        let digest = Sha256::digest(format!("{nanos}:{:p}", &bytes).as_bytes());
         bytes.copy_from_slice(&digest[..16]);
-        bytes
-    });
+    }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
