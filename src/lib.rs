@@ -79,6 +79,7 @@ pub mod host;
 pub mod provider;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod provider;
+mod random;
 mod spawn;
 #[cfg(unix)]
 mod syscall;
@@ -95,6 +96,8 @@ pub use gateway::{Caller, Gateway, ToolOutput};
 pub use host::{ConfigSource, Host, HostOptions};
 /// One plugin process without a host: what `webcodex-plugin bench --command` measures.
 pub use provider::{retirement_counts, InstanceId, LaunchSpec, Provider, ProviderSpec, StderrLine};
+/// The one source of random ids (the operating system's generator).
+pub use random::random_bytes;
 
 /// The README's embedding example (section "Library"), compiled as a doctest;
 /// `tests/readme.rs` keeps it equal to the README's copy.
