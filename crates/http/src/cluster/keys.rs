@@ -37,6 +37,7 @@ use base64::Engine as _;
 use parking_lot::RwLock;
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
 use sha2::{Digest, Sha256};
+use webcodex_plugin_host::random_bytes;
 
 use webcodex_plugin_host::gateway::{valid_id, BindingSealer, BINDING_PREFIX};
 
@@ -187,8 +188,7 @@ impl KeySet {
     /// A set of one random key held only by this process (a `connect` runner's own bindings:
     /// they open only in the process that sealed them). `None` without system randomness.
     pub fn ephemeral() -> Option<KeySet> {
-        let mut secret = [0u8; KEY_BYTES];
-        getrandom::getrandom(&mut secret).ok()?;
+        let secret: [u8; KEY_BYTES] = random_bytes()?;
         let id = "process".to_string();
         Some(KeySet {
             keys: vec![Key {
@@ -254,8 +254,7 @@ fn parse_entry(index: usize, item: &toml::Value) -> Result<(String, [u8; KEY_BYT
 /// The `[[keys]]` entry of a fresh random key with id `id`, as `token new --cluster-key`
 /// prints it; `None` without system randomness.
 pub fn new_key_entry(id: &str) -> Option<String> {
-    let mut secret = [0u8; KEY_BYTES];
-    getrandom::getrandom(&mut secret).ok()?;
+    let secret: [u8; KEY_BYTES] = random_bytes()?;
     Some(format!(
         "[[keys]]\nid = \"{id}\"\nsecret = \"{}\"\n",
         STANDARD.encode(secret)
@@ -316,8 +315,7 @@ impl ClusterKeys {
     /// A sealer of `set` whose boxes open for `ttl` after sealing (`None`: forever). `None`
     /// without system randomness (for the decoy key).
     pub fn new(set: KeySet, ttl: Option<Duration>) -> Option<ClusterKeys> {
-        let mut decoy = [0u8; KEY_BYTES];
-        getrandom::getrandom(&mut decoy).ok()?;
+        let decoy: [u8; KEY_BYTES] = random_bytes()?;
         Some(ClusterKeys {
             set: RwLock::new(Arc::new(set)),
             ttl,
@@ -355,8 +353,7 @@ impl ClusterKeys {
             Some(ttl) => now.saturating_add(ttl.as_secs()).min(NEVER - 1),
             None => NEVER,
         };
-        let mut nonce = [0u8; NONCE_LEN];
-        getrandom::getrandom(&mut nonce).ok()?;
+        let nonce: [u8; NONCE_LEN] = random_bytes()?;
         let mut sealed =
             Vec::with_capacity(HEADER + NONCE_LEN + EXPIRY_BYTES + contents.len() + GCM_TAG);
         sealed.push(VERSION);
