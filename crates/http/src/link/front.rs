@@ -65,8 +65,9 @@ pub const HELLO_WITHIN: Duration = Duration::from_secs(10);
 /// How long a request waits for its answer (above the longest plugin request timeout).
 pub const ANSWER_WITHIN: Duration = Duration::from_secs(130);
 /// How long after a caller released its claim to read, with no answer owed to anyone, the
-/// connection thread reads the link again (a caller that comes sooner claims the reading and
-/// the connection thread is not woken between sequential requests).
+/// connection thread reads the link again (a caller that comes sooner claims the reading, and
+/// the connection thread, woken by the release, waits on instead of reading between
+/// sequential requests).
 pub const READ_AGAIN_AFTER: Duration = Duration::from_millis(50);
 
 /// The runner links of a front.
@@ -241,15 +242,16 @@ impl Connection {
         }
     }
 
-    /// Gives up the claim to read; wakes the connection thread when it has to read at once
-    /// (answers owed to other callers, or the link ended).
+    /// Gives up the claim to read, and wakes the connection thread should it wait while the
+    /// claim was held: it reads at once when answers are owed to other callers or the link
+    /// ended, else it waits [`READ_AGAIN_AFTER`] from now (without the wake it would wait for
+    /// its next heartbeat duty, and a runner that went after its last answer would stay
+    /// routed until then).
     fn release_claim(&self) {
         self.socket.release_claim();
         let mut released = self.released.lock();
         *released = Instant::now();
-        if !self.pending.lock().is_empty() || self.ended.lock().is_some() {
-            self.claim_released.notify_one();
-        }
+        self.claim_released.notify_one();
     }
 
     /// The connection thread found the claim held: waits while it is held, and after its

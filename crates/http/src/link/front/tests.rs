@@ -1,8 +1,8 @@
 //! The front's heartbeat on a real loopback socket with a short heartbeat: a silent link gets
 //! its pings and is ended after the silence bound; a peer that dribbles a frame it never
 //! completes cannot postpone either; a caller that reads its own answer gets it, and the
-//! heartbeat and the end of a link hold while it reads; a revoked token closes its link at
-//! once (1008); a stopping front awaits the answer owed before it closes the link (1001).
+//! heartbeat and the end of a link hold while it reads; a link that ends after its last
+//! answer leaves at once, not at the next ping; a revoked token closes its link at once (1008); a stopping front awaits the answer owed before it closes the link (1001).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -224,6 +224,36 @@ fn callers_that_read_their_own_answers_get_them_and_the_link_reads_on() {
     }
     // No caller reads now: the connection thread notices the end of the stream.
     client.shutdown(std::net::Shutdown::Write).unwrap();
+    ended.recv_timeout(LIMIT).expect("serve returned");
+    assert!(gateway.runner_names().is_empty());
+}
+
+#[test]
+fn a_link_that_ends_after_its_last_answer_leaves_before_the_next_ping() {
+    // The heartbeat never comes within the test: only the claim's release can wake the
+    // connection thread that waited while the caller read.
+    let Linked {
+        gateway,
+        mut client,
+        ended,
+        ..
+    } = linked_with(SLOW);
+    wait_runner(&gateway);
+    let asked = list_through(&gateway);
+    let (id, _) = next_request_id(&mut client);
+    // A pong wakes the connection thread, which finds the claim held and waits (without the
+    // wake on release, until its next heartbeat duty, 600 s away). The pause only gives it
+    // the time to get there before the answer: the test cannot fail for want of it.
+    client.write_all(&client_frame(10, b"")).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let reply = format!(
+        r#"{{"id":{id},"dispatch_state":"completed","payload":{{"kind":"list","output":{{"runner":"local","plugins":[]}}}}}}"#
+    );
+    client
+        .write_all(&client_frame(1, reply.as_bytes()))
+        .unwrap();
+    assert!(asked.join().unwrap().is_success());
+    client.shutdown(std::net::Shutdown::Both).unwrap();
     ended.recv_timeout(LIMIT).expect("serve returned");
     assert!(gateway.runner_names().is_empty());
 }
