@@ -150,8 +150,11 @@ class Rig:
             time.sleep(0.05)
         return time.monotonic() - started
 
-    def balancer(self, replicas=None):
-        """Starts haproxy before `replicas` (indexes; default all); its address."""
+    def balancer(self, replicas=None, reuse=False):
+        """Starts haproxy before `replicas` (indexes; default all); its address. By default
+        a connection to a replica per request (`http-server-close`, as the balancer test:
+        a retry is only ever of a refused connection); `reuse` keeps idle connections to the
+        replicas and reuses them (`http-reuse safe`), as a balancer in production would."""
         replicas = range(len(self.hosts)) if replicas is None else replicas
         port = shared_port(["127.0.0.1"])
         servers = "".join(
@@ -161,7 +164,8 @@ class Rig:
             "global\n    maxconn 2048\n\n"
             "defaults\n    mode http\n    timeout connect 2s\n    timeout client 120s\n"
             "    timeout server 120s\n    retries 3\n    option redispatch 1\n"
-            "    option http-server-close\n    http-reuse never\n\n"
+            + ("    http-reuse safe\n\n" if reuse else
+               "    option http-server-close\n    http-reuse never\n\n") +
             f"frontend clients\n    bind 127.0.0.1:{port}\n    default_backend replicas\n\n"
             "backend replicas\n    balance roundrobin\n    option httpchk GET /readyz\n"
             "    http-check expect status 200\n    default-server inter 200ms fall 1 rise 1\n"

@@ -8,11 +8,14 @@ with haproxy installed (Debian's `haproxy`) and valgrind for part c's instructio
 
 a. Latency of sequential calls (`bench`, keep-alive, rounds in turn): the runner called
    directly (`serve --config`, the same runner.toml) against haproxy → a replica → the link →
-   a `connect` runner, and against one replica asked directly (no balancer).
+   a `connect` runner (haproxy with a connection to a replica per request, as the balancer
+   test, and with idle connections to the replicas reused), and against one replica asked
+   directly (no balancer).
 b. Calls/s with 16 clients (`examples/cluster_load`: a thread, a keep-alive connection and a
    provider of its own each; two runners of 8 providers): haproxy before 3 replicas against
-   haproxy before 1 replica, in turn, twice; and 16 providers of one `serve --config` called
-   directly.
+   haproxy before 1 replica, in turn, twice, with either haproxy setting; and one
+   `serve --config` called directly by 8 clients, one on each of its 8 providers (a
+   runner.toml holds at most 8, and a provider serves one call at a time).
 c. Opening a binding (`examples/binding_cost`): a stored one looked up in a full store beside a
    sealed one opened, and sealing one: ns per operation, and instructions per operation under
    callgrind ((I(3000) - I(1000)) / 2000).
@@ -46,7 +49,7 @@ def start_direct(binary, workdir, providers):
     return proc, (host, int(port))
 
 
-def part_a(binary, rig, direct, balancer, n, rounds):
+def part_a(binary, rig, direct, balancer, reusing, n, rounds):
     token = cluster_rig.write(os.path.join(rig.workdir, "user-token"), USER + "\n")
     argv = [binary, "bench", "--json", "-n", str(n), "--rounds", str(rounds),
             "--token-file", token,
@@ -54,6 +57,8 @@ def part_a(binary, rig, direct, balancer, n, rounds):
             "--name", "runner-direct",
             "--server-url", f"http://{balancer[0]}:{balancer[1]}", "--runner", "edge-a",
             "--plugin", "ex1", "--name", "haproxy-replica-runner",
+            "--server-url", f"http://{reusing[0]}:{reusing[1]}", "--runner", "edge-a",
+            "--plugin", "ex2", "--name", "haproxy-reuse-replica-runner",
             "--server-url", f"http://{rig.hosts[0]}:{rig.port}", "--runner", "edge-b",
             "--plugin", "ex1", "--name", "replica-runner"]
     out = subprocess.run(argv, check=True, capture_output=True, text=True, env=quiet_env())
@@ -72,18 +77,18 @@ def load(example, addr, seconds, lanes):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def part_b(examples, rig, one, three, direct16, seconds):
+def part_b(examples, rig, balancers, direct8, seconds):
     lanes = [f"{rid}:ex{i}" for rid in rig.runner_ids for i in range(rig.providers)]
     runs = []
     for turn in range(2):
-        for name, addr in (("haproxy-3-replicas", three), ("haproxy-1-replica", one)):
+        for name, addr in balancers:
             result = load(os.path.join(examples, "cluster_load"), addr, seconds, lanes)
             result["target"], result["turn"] = name, turn + 1
             runs.append(result)
             print(json.dumps(result), flush=True)
-    direct = load(os.path.join(examples, "cluster_load"), direct16, seconds,
-                  [f"local:ex{i}" for i in range(16)])
-    direct["target"] = "runner-direct-16-providers"
+    direct = load(os.path.join(examples, "cluster_load"), direct8, seconds,
+                  [f"local:ex{i}" for i in range(8)])
+    direct["target"] = "runner-direct-8-clients"
     runs.append(direct)
     print(json.dumps(direct), flush=True)
     return runs
@@ -133,15 +138,19 @@ def main():
             sys.exit("parts a and b need haproxy (Debian package haproxy)")
         workdir = tempfile.mkdtemp(prefix="wc-perf-cluster-")
         rig = Rig(binary, workdir, replicas=3, runners=2, providers=8)
-        direct, direct_addr = start_direct(binary, workdir, 16)
+        direct, direct_addr = start_direct(binary, workdir, 8)
         try:
-            three = rig.balancer()
-            one = rig.balancer([0])
+            three, one = rig.balancer(), rig.balancer([0])
+            three_reuse, one_reuse = rig.balancer(reuse=True), rig.balancer([0], reuse=True)
             if "a" in parts:
-                summary["a"] = part_a(binary, rig, direct_addr, three, args.n, args.rounds)
+                summary["a"] = part_a(binary, rig, direct_addr, three, three_reuse, args.n,
+                                      args.rounds)
                 print(json.dumps(summary["a"]["bench"]), flush=True)
             if "b" in parts:
-                summary["b"] = part_b(examples, rig, one, three, direct_addr, args.seconds)
+                balancers = (("haproxy-3-replicas", three), ("haproxy-1-replica", one),
+                             ("haproxy-reuse-3-replicas", three_reuse),
+                             ("haproxy-reuse-1-replica", one_reuse))
+                summary["b"] = part_b(examples, rig, balancers, direct_addr, args.seconds)
         finally:
             rig.stop()
             direct.terminate()

@@ -1,6 +1,6 @@
 //! What opening a binding costs: a stored binding looked up in a full binding store (512) beside
 //! a sealed one opened (AES-256-GCM) and read back, and what sealing one costs (docs/PERFORMANCE.md,
-//! cluster mode). Run by `scripts/perf-cluster.sh` (µs per call, and instructions under
+//! cluster mode). Run by `scripts/perf-cluster.py` (µs per call, and instructions under
 //! callgrind):
 //!
 //!     binding_cost stored|sealed|seal N

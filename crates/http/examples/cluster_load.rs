@@ -1,7 +1,7 @@
 //! Closed-loop load on a front (docs/PERFORMANCE.md, cluster mode): C client threads, each
 //! with its own keep-alive connection and its own provider (a provider serves one call at a
 //! time), calling `echo` as fast as the answers come for D seconds. Run by
-//! `scripts/perf-cluster.sh`:
+//! `scripts/perf-cluster.py`:
 //!
 //!     cluster_load URL TOKEN SECONDS RUNNER:PLUGIN...
 //!

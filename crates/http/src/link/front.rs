@@ -65,9 +65,8 @@ pub const HELLO_WITHIN: Duration = Duration::from_secs(10);
 /// How long a request waits for its answer (above the longest plugin request timeout).
 pub const ANSWER_WITHIN: Duration = Duration::from_secs(130);
 /// How long after a caller released its claim to read, with no answer owed to anyone, the
-/// connection thread reads the link again (a caller that comes sooner claims the reading, and
-/// the connection thread, woken by the release, waits on instead of reading between
-/// sequential requests).
+/// connection thread reads the link again (a caller that comes sooner claims the reading and
+/// the connection thread is not woken between sequential requests).
 pub const READ_AGAIN_AFTER: Duration = Duration::from_millis(50);
 
 /// The runner links of a front.
@@ -116,8 +115,11 @@ struct Connection {
     /// When a caller last released its claim to read; the connection thread waits on
     /// `claim_released` under it.
     released: Mutex<Instant>,
-    /// Signalled when a released claim leaves answers owed, or the link ended.
+    /// Signalled when a released claim leaves answers owed, when the link ended, and when
+    /// the connection thread waits for a claim to be released (`waits_on_claim`).
     claim_released: Condvar,
+    /// The connection thread waits while a claim is held (set and read under `released`).
+    waits_on_claim: AtomicBool,
     /// Why the link ended, when a caller that read the link saw it end.
     ended: Mutex<Option<String>>,
 }
@@ -242,16 +244,22 @@ impl Connection {
         }
     }
 
-    /// Gives up the claim to read, and wakes the connection thread should it wait while the
-    /// claim was held: it reads at once when answers are owed to other callers or the link
-    /// ended, else it waits [`READ_AGAIN_AFTER`] from now (without the wake it would wait for
-    /// its next heartbeat duty, and a runner that went after its last answer would stay
-    /// routed until then).
+    /// Gives up the claim to read; wakes the connection thread when it has to read at once
+    /// (answers owed to other callers, or the link ended), or when it waits while the claim
+    /// was held: it then waits [`READ_AGAIN_AFTER`] from now (left alone it would wait for its
+    /// next heartbeat duty, and a runner that went after its last answer would stay routed
+    /// until then). A thread that already waits out [`READ_AGAIN_AFTER`] is not woken, so
+    /// sequential requests wake it about once per [`READ_AGAIN_AFTER`], not once each.
     fn release_claim(&self) {
         self.socket.release_claim();
         let mut released = self.released.lock();
         *released = Instant::now();
-        self.claim_released.notify_one();
+        if self.waits_on_claim.load(Ordering::SeqCst)
+            || !self.pending.lock().is_empty()
+            || self.ended.lock().is_some()
+        {
+            self.claim_released.notify_one();
+        }
     }
 
     /// The connection thread found the claim held: waits while it is held, and after its
@@ -263,7 +271,8 @@ impl Connection {
             if self.socket.is_closed() {
                 return;
             }
-            let resume_at = match self.socket.is_claimed() {
+            let claimed = self.socket.is_claimed();
+            let resume_at = match claimed {
                 true => until,
                 false => {
                     if !self.pending.lock().is_empty() || self.ended.lock().is_some() {
@@ -275,7 +284,9 @@ impl Connection {
             if Instant::now() >= resume_at {
                 return;
             }
+            self.waits_on_claim.store(claimed, Ordering::SeqCst);
             self.claim_released.wait_until(&mut released, resume_at);
+            self.waits_on_claim.store(false, Ordering::SeqCst);
         }
     }
 }
@@ -524,6 +535,7 @@ impl LinkRegistry {
             last_frame: Mutex::new(Instant::now()),
             released: Mutex::new(Instant::now()),
             claim_released: Condvar::new(),
+            waits_on_claim: AtomicBool::new(false),
             ended: Mutex::new(None),
         });
         let same_instance = runners
