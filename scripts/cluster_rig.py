@@ -98,12 +98,17 @@ class Rig:
         self.replicas = [None] * replicas
         self.runners = [None] * runners
         self.balancers = []
-        for i in range(replicas):
-            self.start_replica(i)
-        for j in range(runners):
-            self.start_runner(j)
-        for i in range(replicas):
-            self.wait_linked(i)
+        try:
+            for i in range(replicas):
+                self.start_replica(i)
+            for j in range(runners):
+                self.start_runner(j)
+            for i in range(replicas):
+                self.wait_linked(i)
+        except BaseException:
+            # Nothing it started outlives a rig that could not start.
+            self.stop()
+            raise
 
     def replica_addr(self, i):
         return (self.hosts[i], self.port)

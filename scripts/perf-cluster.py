@@ -138,8 +138,9 @@ def main():
             sys.exit("parts a and b need haproxy (Debian package haproxy)")
         workdir = tempfile.mkdtemp(prefix="wc-perf-cluster-")
         rig = Rig(binary, workdir, replicas=3, runners=2, providers=8)
-        direct, direct_addr = start_direct(binary, workdir, 8)
+        direct = None
         try:
+            direct, direct_addr = start_direct(binary, workdir, 8)
             three, one = rig.balancer(), rig.balancer([0])
             three_reuse, one_reuse = rig.balancer(reuse=True), rig.balancer([0], reuse=True)
             if "a" in parts:
@@ -153,8 +154,9 @@ def main():
                 summary["b"] = part_b(examples, rig, balancers, direct_addr, args.seconds)
         finally:
             rig.stop()
-            direct.terminate()
-            direct.wait(timeout=60)
+            if direct is not None:
+                direct.terminate()
+                direct.wait(timeout=60)
     summary["loadavg_after"] = os.getloadavg()
     print(json.dumps(summary, indent=2))
 

@@ -83,12 +83,13 @@ def table():
     return rows
 
 
-def plugin_processes(binary):
-    """PIDs of the example plugins of this binary (`BIN example-plugin`)."""
+def plugin_processes(binary, before=frozenset()):
+    """PIDs of the example plugins of this binary (`BIN example-plugin`), but those of
+    `before` (running before the soak started: another run's, not this one's)."""
     found = []
     needle = binary.encode() + b"\0example-plugin"
     for name in os.listdir("/proc"):
-        if name.isdigit():
+        if name.isdigit() and int(name) not in before:
             cmdline = read(f"/proc/{name}/cmdline") or b""
             if cmdline.startswith(needle):
                 found.append(int(name))
@@ -246,6 +247,10 @@ def main():
     binary = os.path.abspath(args.binary)
     os.makedirs(args.out, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="wc-soak-cluster-")
+    before = frozenset(plugin_processes(binary))
+    if before:
+        print(f"note: {len(before)} plugin processes of this binary ran before the soak; "
+              "they are not counted", file=sys.stderr)
     rig = Rig(binary, workdir, replicas=3, runners=2, providers=args.providers)
     balancer = rig.balancer()
     started = time.monotonic()
@@ -279,7 +284,7 @@ def main():
                 zombies += m["zombies"]
                 sample[name] = m
             runner_pids = {pid for name, pid in named.items() if name.startswith("edge")}
-            lost_plugins = [p for p in plugin_processes(binary)
+            lost_plugins = [p for p in plugin_processes(binary, before)
                             if rows.get(p, ("", 0))[1] not in runner_pids]
             if lost_plugins:
                 orphans.append({"t": sample["t"], "pids": lost_plugins})
@@ -293,7 +298,7 @@ def main():
         worker.join(timeout=180)
     rig.stop()
     time.sleep(1.0)
-    leftovers = plugin_processes(binary)
+    leftovers = plugin_processes(binary, before)
 
     # Per process name and incarnation (pid): the series of each measure.
     series = {}
