@@ -13,7 +13,8 @@ a. Latency of sequential calls (`bench`, keep-alive, rounds in turn): the runner
    directly (no balancer).
 b. Calls/s with 16 clients (`examples/cluster_load`: a thread, a keep-alive connection and a
    provider of its own each; two runners of 8 providers): haproxy before 3 replicas against
-   haproxy before 1 replica, in turn, twice, with either haproxy setting; and one
+   haproxy before 1 replica, in turn, twice, with either haproxy setting (with the CPU time
+   each role spent per call: haproxy, replicas, runners, plugins, the client); and one
    `serve --config` called directly by 8 clients, one on each of its 8 providers (a
    runner.toml holds at most 8, and a provider serves one call at a time).
 c. Opening a binding (`examples/binding_cost`): a stored one looked up in a full store beside a
@@ -24,6 +25,7 @@ c. Opening a binding (`examples/binding_cost`): a stored one looked up in a full
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -71,10 +73,59 @@ def part_a(binary, rig, direct, balancer, reusing, n, rounds):
     return {"bench": rows, "ranking": report.get("ranking")}
 
 
-def load(example, addr, seconds, lanes):
+def cpu_seconds(pid):
+    """User + system CPU seconds of process `pid` so far (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children(pids):
+    """The child processes of `pids` (a runner's plugins)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid in pids:
+                found.append(int(name))
+    return found
+
+
+def roles(rig):
+    """{role: [pids]}: the processes whose CPU time a load run splits."""
+    replicas = [p.pid for p in rig.replicas]
+    runners = [p.pid for p in rig.runners]
+    return {"haproxy": [p.pid for p in rig.balancers], "replicas": replicas,
+            "runners": runners, "plugins": children(set(runners))}
+
+
+def load(example, addr, seconds, lanes, rig=None):
+    """One run of `cluster_load`; with `rig`, the CPU seconds per call each role spent
+    (`cpu_us_per_call`: the client's own from its rusage)."""
     argv = [example, f"http://{addr[0]}:{addr[1]}", USER, str(seconds), *lanes]
+    watched = roles(rig) if rig else {}
+    before = {role: sum(cpu_seconds(p) for p in pids) for role, pids in watched.items()}
+    client_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(argv, check=True, capture_output=True, text=True, env=quiet_env())
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    client_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    if rig and result.get("calls"):
+        spent = {role: sum(cpu_seconds(p) for p in pids) - before[role]
+                 for role, pids in watched.items()}
+        spent["client"] = (client_after.ru_utime + client_after.ru_stime
+                           - client_before.ru_utime - client_before.ru_stime)
+        result["cpu_us_per_call"] = {role: round(1e6 * sec / result["calls"], 1)
+                                     for role, sec in spent.items()}
+        result["cpu_us_per_call"]["total"] = round(
+            sum(result["cpu_us_per_call"].values()), 1)
+    return result
 
 
 def part_b(examples, rig, balancers, direct8, seconds):
@@ -82,7 +133,7 @@ def part_b(examples, rig, balancers, direct8, seconds):
     runs = []
     for turn in range(2):
         for name, addr in balancers:
-            result = load(os.path.join(examples, "cluster_load"), addr, seconds, lanes)
+            result = load(os.path.join(examples, "cluster_load"), addr, seconds, lanes, rig)
             result["target"], result["turn"] = name, turn + 1
             runs.append(result)
             print(json.dumps(result), flush=True)
