@@ -18,7 +18,8 @@ b. Calls/s with 16 clients (`examples/cluster_load`: a thread, a keep-alive conn
    `serve --config` called directly by 8 clients, one on each of its 8 providers (a
    runner.toml holds at most 8, and a provider serves one call at a time).
 c. Opening a binding (`examples/binding_cost`): a stored one looked up in a full store beside a
-   sealed one opened, and sealing one: ns per operation, and instructions per operation under
+   sealed one opened, sealing one, and refusing a tampered, a foreign (another key) and an
+   expired one: ns per operation, and instructions per operation under
    callgrind ((I(3000) - I(1000)) / 2000).
 """
 
@@ -148,7 +149,7 @@ def part_b(examples, rig, balancers, direct8, seconds):
 def part_c(examples):
     example = os.path.join(examples, "binding_cost")
     result = {}
-    for mode in ("stored", "sealed", "seal"):
+    for mode in ("stored", "sealed", "seal", "tampered", "foreign", "expired"):
         timed = [json.loads(subprocess.run([example, mode, "200000"], check=True,
                                            capture_output=True, text=True).stdout)
                  for _ in range(3)]

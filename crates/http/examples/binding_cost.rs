@@ -1,9 +1,10 @@
 //! What opening a binding costs: a stored binding looked up in a full binding store (512) beside
-//! a sealed one opened (AES-256-GCM) and read back, and what sealing one costs (docs/PERFORMANCE.md,
+//! a sealed one opened (AES-256-GCM) and read back, what sealing one costs, and what refusing a
+//! tampered, a foreign or an expired one costs (docs/PERFORMANCE.md,
 //! cluster mode). Run by `scripts/perf-cluster.py` (µs per call, and instructions under
 //! callgrind):
 //!
-//!     binding_cost stored|sealed|seal N
+//!     binding_cost stored|sealed|seal|tampered|foreign|expired N
 //!
 //! Prints one JSON line: the mode, N, nanoseconds per operation and the binding's length.
 
@@ -94,6 +95,42 @@ fn main() {
             }
             (started.elapsed(), text.len())
         }
+        // A box that does not open: the opener takes the same steps for each (no timing says
+        // which keys exist or what was wrong).
+        "tampered" | "foreign" | "expired" => {
+            let mut text = keys.seal_at(&contents, now).unwrap();
+            let mut at = now;
+            match mode.as_str() {
+                "tampered" => {
+                    let middle = text.len() / 2;
+                    let flipped = if &text[middle..=middle] == "A" {
+                        "B"
+                    } else {
+                        "A"
+                    };
+                    text.replace_range(middle..=middle, flipped);
+                }
+                "foreign" => {
+                    let other = ClusterKeys::new(
+                        KeySet::parse(
+                            "[[keys]]\nid = \"elsewhere\"\n\
+                             secret = \"HxwdHhscGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA=\"\n",
+                        )
+                        .expect("the other key"),
+                        Some(DEFAULT_BINDING_TTL),
+                    )
+                    .expect("randomness");
+                    text = other.seal_at(&contents, now).unwrap();
+                }
+                _ => at = now + DEFAULT_BINDING_TTL.as_secs() + 1,
+            }
+            let started = Instant::now();
+            for _ in 0..n {
+                let opened = keys.open_at(black_box(&text), at);
+                assert!(black_box(opened).is_none());
+            }
+            (started.elapsed(), text.len())
+        }
         "seal" => {
             let started = Instant::now();
             let mut length = 0;
@@ -106,7 +143,7 @@ fn main() {
             (started.elapsed(), length)
         }
         _ => {
-            eprintln!("usage: binding_cost stored|sealed|seal N");
+            eprintln!("usage: binding_cost stored|sealed|seal|tampered|foreign|expired N");
             std::process::exit(2);
         }
     };
