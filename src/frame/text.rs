@@ -1,8 +1,9 @@
 //! The bytes and text of one protocol line, and why a line could not be read.
 //!
-//! Below both line readers ([`LineReader`](super::LineReader), [`read_line`](super::read_line))
-//! and the envelope decoder: they find a line's end, buffer it under the one bound and turn its
-//! bytes into text here, and report the same [`ReadFault`]s.
+//! Below the line reader ([`LineReader`](super::LineReader)) and the envelope decoder: they find
+//! a line's end, buffer it under the one bound and turn its bytes into text here, and report the
+//! same [`ReadFault`]s. (The reader that skips a bad line and reads on, [`read_line`](super::read_line),
+//! is the plugin SDK's.)
 
 use std::io;
 
