@@ -69,3 +69,23 @@ pub use example::example_plugin;
 pub use plugin::Plugin;
 pub use tool::{ToolError, ToolReply, ToolSpec};
 pub use wire::{read_line, Line, MAX_LINE_BYTES, PROTOCOL_VERSION};
+
+/// This crate's own sources: what `webcodex-plugin init --lang rust` writes beside a new plugin
+/// as a local path crate, so that the plugin builds from crates.io alone. Not part of the plugin
+/// API.
+#[doc(hidden)]
+pub mod source {
+    /// This crate's version.
+    pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+    /// Every source file of this crate as `(path, text)`, paths relative to its directory.
+    pub const FILES: &[(&str, &str)] = &[
+        ("src/lib.rs", include_str!("lib.rs")),
+        ("src/example.rs", include_str!("example.rs")),
+        ("src/plugin.rs", include_str!("plugin.rs")),
+        ("src/response.rs", include_str!("response.rs")),
+        ("src/tool.rs", include_str!("tool.rs")),
+        ("src/wire.rs", include_str!("wire.rs")),
+        ("src/tests.rs", include_str!("tests.rs")),
+    ];
+}

@@ -429,3 +429,25 @@ fn tool_output_helpers_build_text_and_structured() {
     assert_eq!(output.structured, Some(json!({"k": 1})));
     assert_eq!(ToolError::from("m").message(), "m");
 }
+
+#[test]
+fn source_files_are_every_source_file_of_the_crate() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut on_disk: Vec<String> = std::fs::read_dir(&src)
+        .expect("src/ is readable")
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .map(|path| {
+            let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+            format!("src/{name}")
+        })
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = source::FILES.iter().map(|(p, _)| p.to_string()).collect();
+    listed.sort();
+    assert_eq!(listed, on_disk, "source::FILES lists every file under src/");
+    for (path, text) in source::FILES {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), *text, "{path}");
+    }
+}
