@@ -76,6 +76,8 @@
 //! [`MAX_IN_FLIGHT`]: webcodex_plugin_host::transport::MAX_IN_FLIGHT
 //! [`MAX_CONNECTIONS`]: listener::MAX_CONNECTIONS
 
+#![deny(missing_docs)]
+
 mod answer_head;
 mod bodies;
 mod client;
