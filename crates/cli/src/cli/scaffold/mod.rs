@@ -454,7 +454,7 @@ mod tests {
     }
 
     /// The copy of the plugin SDK that the Rust scaffold writes declares the SDK crate's name,
-    /// version and dependencies, at the workspace's version requirements, with no feature the
+    /// version, rust-version and dependencies, at the workspace's version requirements, with no feature the
     /// workspace does not build them with.
     #[test]
     fn the_rust_scaffolds_sdk_manifest_matches_the_sdk_crate() {
@@ -472,6 +472,10 @@ mod tests {
             .expect("the SDK manifest template");
         let copy: toml::Table = toml::from_str(&render(template.text, "x", "x")).unwrap();
         assert_eq!(copy["package"]["name"], sdk["package"]["name"]);
+        assert_eq!(
+            copy["package"]["rust-version"],
+            sdk["package"]["rust-version"]
+        );
         assert_eq!(
             copy["package"]["version"].as_str(),
             Some(webcodex_plugin_sdk::source::VERSION)
