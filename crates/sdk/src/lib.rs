@@ -70,6 +70,13 @@ pub use plugin::Plugin;
 pub use tool::{ToolError, ToolReply, ToolSpec};
 pub use wire::{read_line, Line, MAX_LINE_BYTES, PROTOCOL_VERSION};
 
+/// The line buffer's bound and growth, which the host's own line reader (`LineReader`, where
+/// every fault ends the connection) shares with [`read_line`]. Not part of the plugin API.
+#[doc(hidden)]
+pub mod framing {
+    pub use crate::wire::{push_capped, MAX_BUFFERED};
+}
+
 /// This crate's own sources: what `webcodex-plugin init --lang rust` writes beside a new plugin
 /// as a local path crate, so that the plugin builds from crates.io alone. Not part of the plugin
 /// API.

@@ -15,7 +15,7 @@ pub const PROTOCOL_VERSION: &str = "webcodex-plugin-v1";
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// The most bytes of one line that are ever buffered: the limit plus room for a trailing `\r`.
-const MAX_BUFFERED: usize = MAX_LINE_BYTES + 1;
+pub const MAX_BUFFERED: usize = MAX_LINE_BYTES + 1;
 
 /// What [`read_line`] found.
 #[derive(Debug, PartialEq, Eq)]
@@ -89,7 +89,8 @@ pub fn read_line<R: BufRead>(input: &mut R, line: &mut Vec<u8>) -> io::Result<Li
 
 /// Appends `bytes` to `line`, growing its capacity geometrically but never past
 /// `MAX_BUFFERED`. The caller guarantees the result fits.
-fn push_capped(line: &mut Vec<u8>, bytes: &[u8]) {
+#[inline]
+pub fn push_capped(line: &mut Vec<u8>, bytes: &[u8]) {
     let needed = line.len() + bytes.len();
     debug_assert!(needed <= MAX_BUFFERED);
     if needed > line.capacity() {
