@@ -20,14 +20,27 @@ for arg in "$@"; do
     *) echo "usage: scripts/package-check.sh [--allow-dirty] [--no-verify]" >&2; exit 2 ;;
   esac
 done
-while read -r name; do
-  args+=(--exclude "$name")
-done < <(cargo metadata --format-version 1 --no-deps --locked | python3 -c '
+# Cargo treats a registry crate as immutable: it unpacks each package it verifies the others
+# against into $CARGO_HOME/registry/src/<local registry>/NAME-VERSION, and keeps what it built
+# from it, and reuses both on the next run while the version is unchanged, so a second run
+# would build against the first run's sources. Both are removed first: the unpacked copies of
+# our crates (only in local registries, whose directory names start with "-"; crates.io's are
+# never touched) and our crates' build fingerprints (they are rebuilt, nothing else).
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+metadata=$(cargo metadata --format-version 1 --no-deps --locked)
+target_dir=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["target_directory"])' "$metadata")
+while read -r kind name version; do
+  if [[ $kind == unpublished ]]; then
+    args+=(--exclude "$name")
+  else
+    rm -rf "$cargo_home"/registry/src/-*/"$name-$version" "$target_dir"/debug/.fingerprint/"$name"-*
+  fi
+done < <(python3 -c '
 import json, sys
-for p in json.load(sys.stdin)["packages"]:
-    if p.get("publish") == []:
-        print(p["name"])
-')
+for p in json.loads(sys.argv[1])["packages"]:
+    kind = "unpublished" if p.get("publish") == [] else "published"
+    print(kind, p["name"], p["version"])
+' "$metadata")
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
