@@ -733,8 +733,8 @@ fn relayed_result(
 
 /// A fresh random instance id: 32 hex digits.
 fn instance_id() -> String {
-    let mut bytes = [0u8; 16];
-    if getrandom::getrandom(&mut bytes).is_err() {
+    let mut bytes: [u8; 16] = crate::random_bytes().unwrap_or_default();
+    if bytes == [0; 16] {
         // No system randomness: a digest of the time and the address of a local, which still
         // changes from one process to the next and reveals neither.
         use sha2::{Digest, Sha256};

@@ -39,8 +39,6 @@ pub(crate) use crate::spawn::ThreadSet;
 mod unix;
 #[cfg(unix)]
 use unix as imp;
-#[cfg(unix)]
-pub(crate) use unix::set_nonblocking;
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
@@ -142,7 +140,7 @@ pub(crate) fn start(
     let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, response.wake);
     let gate = Arc::new(WriteGate::default());
     #[cfg(unix)]
-    set_nonblocking(std::os::fd::AsRawFd::as_raw_fd(&stdin))?;
+    crate::sys::unix::set_nonblocking(std::os::fd::AsFd::as_fd(&stdin))?;
     let stdin = Arc::new(stdin);
     let mut threads = ThreadSet::new("provider I/O");
 

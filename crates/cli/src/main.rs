@@ -14,6 +14,8 @@
 
 #![deny(missing_docs)]
 
+#![forbid(unsafe_code)]
+
 mod cli;
 
 fn main() {

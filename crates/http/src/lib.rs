@@ -77,6 +77,7 @@
 //! [`MAX_CONNECTIONS`]: listener::MAX_CONNECTIONS
 
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod answer_head;
 mod bodies;

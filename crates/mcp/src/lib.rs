@@ -20,6 +20,8 @@
 
 #![deny(missing_docs)]
 
+#![forbid(unsafe_code)]
+
 mod batch;
 pub mod headers;
 pub mod http;

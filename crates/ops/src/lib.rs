@@ -22,6 +22,8 @@
 
 #![deny(missing_docs)]
 
+#![forbid(unsafe_code)]
+
 mod admin;
 mod links;
 mod metrics;

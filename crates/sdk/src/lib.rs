@@ -56,6 +56,8 @@
 
 #![deny(missing_docs)]
 
+#![forbid(unsafe_code)]
+
 mod example;
 mod plugin;
 mod response;

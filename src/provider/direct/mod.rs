@@ -156,9 +156,9 @@ impl Session {
         let spare = &mut self.spare;
         let read = match self.channels.events.is_empty() {
             true => held.lines().map(|lines| {
-                lines.get_mut().read_from(Some(kicker.blocking_fd()));
+                lines.get_mut().read_blocking(true);
                 let read = lines.read_response_line_into(spare);
-                lines.get_mut().read_from(None);
+                lines.get_mut().read_blocking(false);
                 read
             }),
             // An event came first (the plugin's exit, a write failure, `stop()`).
