@@ -13,7 +13,6 @@
 //! modules are private and its output formats are documented in the README, not here.
 
 #![deny(missing_docs)]
-
 #![forbid(unsafe_code)]
 
 mod cli;

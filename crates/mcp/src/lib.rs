@@ -19,7 +19,6 @@
 //! it never interrupts the call, whose outcome stays what the plugin made it.
 
 #![deny(missing_docs)]
-
 #![forbid(unsafe_code)]
 
 mod batch;

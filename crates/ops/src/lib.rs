@@ -21,7 +21,6 @@
 //! absent on other systems.
 
 #![deny(missing_docs)]
-
 #![forbid(unsafe_code)]
 
 mod admin;

@@ -55,7 +55,6 @@
 //! commands. The crate depends on `serde`, `serde_json` and `memchr` only.
 
 #![deny(missing_docs)]
-
 #![forbid(unsafe_code)]
 
 mod example;
