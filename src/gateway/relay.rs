@@ -23,16 +23,18 @@ use serde_json::{Map, Value};
 
 use super::failure::Recovery;
 use super::outcome::{
-    CatalogOutcome, CheckOutcome, Described, Outcome, ProviderDetail, ProviderList, ProviderStatus,
-    ProviderSummary, ReloadFailure, ReloadOutcome, ToolFailure, ToolSummary,
+    CatalogOutcome, CheckOutcome, Described, DescribedProject, Outcome, ProviderDetail,
+    ProviderList, ProviderStatus, ProviderSummary, ReloadFailure, ReloadOutcome, ToolFailure,
+    ToolSummary,
 };
 use super::output::{self, ToolOutput};
 use super::params::ActionKind;
+use super::params::MAX_PROJECT_BYTES;
 use super::runners::valid_id;
 use crate::catalog::{admit_tools_list, valid_tool_name, DIAGNOSTIC_FIELDS, MAX_TOOLS};
 use crate::diagnostic::{Diagnostic, DiagnosticCode};
 use crate::error::{Dispatch, ErrorCode, Phase};
-use crate::host::{ProjectCatalog, ProjectTool};
+use crate::host::{valid_project_target, ProjectCatalog, ProjectTool};
 
 /// The longest failure message relayed, in bytes (cut on a character boundary).
 pub const MAX_RELAYED_MESSAGE_BYTES: usize = 1024;
@@ -79,6 +81,8 @@ const OUTPUT_KEYS: &[&str] = &[
     "pluginName",
     "tool",
     "binding",
+    "project",
+    "projectTarget",
     "ready",
     "phase",
     "catalogDigest",
@@ -109,7 +113,15 @@ impl Expect<'_> {
                 "toolCount",
                 "tools",
             ],
-            Expect::Describe => &["runner", "plugin", "pluginName", "tool", "binding"],
+            Expect::Describe => &[
+                "runner",
+                "plugin",
+                "pluginName",
+                "tool",
+                "binding",
+                "project",
+                "projectTarget",
+            ],
             Expect::Check { .. } => &[
                 "runner",
                 "plugin",
@@ -208,7 +220,9 @@ pub(crate) fn received(kind: ActionKind, ok: bool, json: &Value) -> Option<Outco
 
 /// A relayed `describe` output for `plugin`'s `tool`, rebuilt with `runner` (its `binding`
 /// still the runner's); `None` when it is not one (its tool definition is admitted as a local
-/// tools/list entry is).
+/// tools/list entry is). A project-bound output carries both `project` (1..=4096 bytes of
+/// text) and `projectTarget` (a target id), or neither; whether it is the project asked is the
+/// caller's to check.
 pub(crate) fn describe(
     output: &Value,
     plugin: &str,
@@ -227,12 +241,25 @@ pub(crate) fn describe(
         return None;
     }
     let binding = graphic_token(map.get("binding")?, MAX_BINDING_BYTES)?;
+    let project = match (map.get("project"), map.get("projectTarget")) {
+        (None, None) => None,
+        (Some(Value::String(project)), Some(Value::String(target)))
+            if !project.is_empty()
+                && project.len() <= MAX_PROJECT_BYTES
+                && !project.chars().any(char::is_control)
+                && valid_project_target(target) =>
+        {
+            Some(DescribedProject::new(project.as_str(), target.as_str()))
+        }
+        _ => return None,
+    };
     Some(Described {
         runner: runner.to_string(),
         plugin: plugin.to_string(),
         plugin_name: name.to_string(),
         tool: admitted,
         binding,
+        project,
     })
 }
 

@@ -7,22 +7,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::RwLock;
-use serde_json::json;
 use serde_json::Value;
 
 use super::binding::{BindingStore, BindingTarget};
-use super::outcome::{Outcome, ToolFailure};
+use super::outcome::{DescribedProject, Outcome, ToolFailure};
 use super::output::{self, ToolOutput};
-use super::params::ActionKind;
 use super::params::ActionRef;
+use super::project;
 use super::recording::{RecordingEvent, RecordingHook};
-use super::relay::{self, Expect};
-use super::remote::{CallAnswer, RemoteRunner, RemoteSlots, REMOTE_RUNNER};
+use super::remote::{RemoteRunner, RemoteSlots};
 use super::runners::LOCAL_RUNNER;
-use super::scope::Caller;
-use crate::catalog::{
-    validate_tool_result, validate_tool_result_text, ResultFault, Schema, Tool, ToolResult,
-};
+use super::scope::{Caller, Scope};
+use crate::catalog::Tool;
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::host::{BoundInstance, Host, InstanceCall, DEFAULT_PROJECT_CATALOG_BYTES};
 use crate::provider::StderrLine;
@@ -100,6 +96,18 @@ struct RemoteBinding {
     /// The tool as the remote described it, admitted like a local one: a call result is
     /// checked against its output schema.
     tool: Tool,
+    /// The project target the runner bound its binding to (`projectTarget`), when described
+    /// with a `project`: every call carries it to the runner.
+    project_target: Option<String>,
+}
+
+/// A call's parameters besides its binding.
+#[derive(Clone, Copy)]
+struct BoundCall<'a> {
+    caller: &'a Caller,
+    arguments: &'a Value,
+    recording_session_id: Option<&'a str>,
+    project_target: Option<&'a str>,
 }
 
 impl Bound {
@@ -127,6 +135,7 @@ fn note_target(action: ActionRef<'_>) {
             runner,
             plugin,
             tool,
+            ..
         } => trace::note_target(Some(runner), Some(plugin), Some(tool)),
         ActionRef::Check { runner, plugin, .. } => {
             trace::note_target(Some(runner), Some(plugin), None)
@@ -370,9 +379,7 @@ impl Gateway {
         };
         let mut target = None;
         let scope = action.kind().scope();
-        let result = if caller.has(scope) {
-            self.act(action, &mut target, local.as_deref_mut())
-        } else {
+        let result = if !caller.has(scope) {
             Err(Failure::Error(Error::not_started(
                 ErrorCode::InsufficientScope,
                 format!(
@@ -381,6 +388,20 @@ impl Gateway {
                     scope.as_str()
                 ),
             )))
+        } else if matches!(
+            action,
+            ActionRef::Describe {
+                project: Some(_),
+                ..
+            }
+        ) && !caller.has(Scope::ProjectRead)
+        {
+            Err(Failure::Error(project::insufficient(
+                "action `describe` with a `project` needs scope project:read (besides \
+                 plugin:inspect)",
+            )))
+        } else {
+            self.act(action, caller, &mut target, local.as_deref_mut())
         };
         if let Some(session_id) = action.recording_session_id() {
             self.record(action, session_id, target.as_deref(), &result);
@@ -401,6 +422,7 @@ impl Gateway {
     fn act(
         &self,
         action: ActionRef<'_>,
+        caller: &Caller,
         target: &mut Option<Arc<Bound>>,
         local: Option<&mut Local>,
     ) -> Result<Outcome, Failure> {
@@ -408,9 +430,16 @@ impl Gateway {
             binding,
             arguments,
             recording_session_id,
+            project_target,
         } = action
         {
-            return self.call(binding, arguments, recording_session_id, target);
+            let call = BoundCall {
+                caller,
+                arguments,
+                recording_session_id,
+                project_target,
+            };
+            return self.call(binding, call, target);
         }
         let runner = match action {
             ActionRef::List { runner: None, .. } => return Ok(output::runners(self.listing())),
@@ -465,9 +494,12 @@ impl Gateway {
                 let entry = set.entry(plugin).ok_or_else(crate::host::not_configured)?;
                 Ok(output::provider_detail(entry))
             }
-            ActionRef::Describe { plugin, tool, .. } => {
-                self.describe((host, generation), runner, plugin, tool)
-            }
+            ActionRef::Describe {
+                plugin,
+                tool,
+                project,
+                ..
+            } => self.describe((host, generation), runner, (plugin, tool), project),
             ActionRef::Check { plugin, .. } => {
                 let report = host.check(plugin)?;
                 let output = output::check(runner, &report);
@@ -494,10 +526,14 @@ impl Gateway {
         &self,
         (host, generation): (&Arc<Host>, u64),
         runner: &str,
-        plugin: &str,
-        tool: &str,
+        (plugin, tool): (&str, &str),
+        project: Option<&str>,
     ) -> Result<Outcome, Error> {
-        let (provider, tool, instance) = host.tool_bound(plugin, tool)?;
+        let (provider, tool, instance, bound) = host.tool_bound(plugin, tool, project)?;
+        let described = match (project, &bound) {
+            (Some(project), Some(bound)) => Some(DescribedProject::new(project, bound.id())),
+            _ => None,
+        };
         let target = BindingTarget {
             runner: runner.to_string(),
             runner_id: host.runner_id(),
@@ -505,6 +541,7 @@ impl Gateway {
             instance: provider.instance(),
             tool: tool.name().to_string(),
             observation: tool.observation().to_string(),
+            project: bound,
         };
         let host = Arc::downgrade(host);
         let reach = Reach {
@@ -513,7 +550,9 @@ impl Gateway {
             instance,
         };
         let binding = self.mint(Bound::Local(target, reach))?;
-        Ok(output::describe(runner, &provider, tool, binding))
+        Ok(output::describe(
+            runner, &provider, tool, binding, described,
+        ))
     }
 
     /// Stores `bound` under a fresh binding; its wire form.
@@ -530,14 +569,16 @@ impl Gateway {
     }
 
     /// Calls exactly the instance a binding recorded; never re-resolves to a same-named tool.
+    /// A project-bound binding first needs `project:write` and a project root that did not
+    /// change (`project`).
     #[inline(always)]
     fn call(
         &self,
         binding: &str,
-        arguments: &Value,
-        recording_session_id: Option<&str>,
+        call: BoundCall<'_>,
         seen: &mut Option<Arc<Bound>>,
     ) -> Result<Outcome, Failure> {
+        let arguments = call.arguments;
         let bound = self.bindings.resolve(binding).ok_or_else(|| {
             Error::not_started(
                 ErrorCode::DescribeRequired,
@@ -545,14 +586,15 @@ impl Gateway {
             )
         })?;
         // Kept for the recording hook, which only a call with a session id reaches.
-        *seen = recording_session_id.map(|_| bound.clone());
+        *seen = call.recording_session_id.map(|_| bound.clone());
         note_bound(&bound);
         let (target, reach) = match &*bound {
             Bound::Local(target, reach) => (target, reach),
-            Bound::Remote(target) => {
-                return self.call_remote(target, arguments, recording_session_id)
-            }
+            Bound::Remote(target) => return self.call_remote(target, call),
         };
+        if target.project.is_some() || call.project_target.is_some() {
+            project::check_local(call.caller, target.project.as_ref(), call.project_target)?;
+        }
         // The host the binding reached, held before the runners' count is compared: it is the
         // one registered under its runner name while no runner changed.
         let host = match reach.host.upgrade() {
@@ -628,145 +670,6 @@ impl Gateway {
     }
 }
 
-/// The remote half of the gateway: forwarding to another machine's `serve`.
-impl Gateway {
-    /// Every action but `call` and the runner list, forwarded to a remote runner with `runner`
-    /// rewritten to the remote's own runner; its answer comes back with this gateway's runner id
-    /// (and, for `describe`, this gateway's binding).
-    fn act_remote(
-        &self,
-        remote: &Arc<RemoteRunner>,
-        runner: &str,
-        action: ActionRef<'_>,
-    ) -> Result<Outcome, Failure> {
-        let kind = action.kind();
-        let mut params = json!({"action": kind.as_str(), "runner": REMOTE_RUNNER});
-        match action {
-            ActionRef::List { plugin, .. } => {
-                if let Some(plugin) = plugin {
-                    params["plugin"] = plugin.into();
-                }
-            }
-            ActionRef::Describe { plugin, tool, .. } => {
-                params["plugin"] = plugin.into();
-                params["tool"] = tool.into();
-            }
-            ActionRef::Check { plugin, .. } => params["plugin"] = plugin.into(),
-            ActionRef::Reload { .. } => {}
-            ActionRef::Catalog { project, .. } => params["project"] = project.into(),
-            ActionRef::Call { .. } => unreachable!("calls are routed by their binding"),
-        }
-        if let Some(session_id) = action.recording_session_id() {
-            params["recording_session_id"] = session_id.into();
-        }
-        let answer = remote.forward(&self.remote_slots, kind, &params)?;
-        let (success, json) = answer.output.into_parts();
-        if !success {
-            return match relay::failure(&json) {
-                Some(failure) => Err(Failure::Remote(failure)),
-                None => Err(remote.unusable_answer(kind).into()),
-            };
-        }
-        let expect = match action {
-            ActionRef::List { plugin: None, .. } => Expect::Providers,
-            ActionRef::List {
-                plugin: Some(plugin),
-                ..
-            } => Expect::ProviderDetail { plugin },
-            ActionRef::Describe { plugin, tool, .. } => {
-                let Some(mut described) = relay::describe(&json, plugin, tool, runner) else {
-                    return Err(remote.unusable_answer(kind).into());
-                };
-                let front = self.mint(Bound::Remote(Box::new(RemoteBinding {
-                    runner: remote.clone(),
-                    binding: std::mem::take(&mut described.binding),
-                    instance: answer.instance,
-                    plugin: plugin.to_string(),
-                    tool: described.tool.clone(),
-                })))?;
-                described.binding = front;
-                return Ok(Outcome::Described(Box::new(described)));
-            }
-            ActionRef::Check { plugin, .. } => Expect::Check { plugin },
-            ActionRef::Reload { .. } => Expect::Reload,
-            ActionRef::Catalog { .. } => Expect::Catalog,
-            ActionRef::Call { .. } => unreachable!("calls are routed by their binding"),
-        };
-        relay::success(expect, &json, runner).ok_or_else(|| remote.unusable_answer(kind).into())
-    }
-
-    /// A call through a front binding: forwarded once with the remote's binding. A remote that
-    /// no longer knows its binding and names another instance restarted: `plugin_replaced`.
-    fn call_remote(
-        &self,
-        target: &RemoteBinding,
-        arguments: &Value,
-        recording_session_id: Option<&str>,
-    ) -> Result<Outcome, Failure> {
-        let registered = matches!(
-            self.runners.read().get(target.runner.id()),
-            Some(Runner::Remote(r)) if Arc::ptr_eq(r, &target.runner)
-        );
-        if !registered {
-            return Err(replaced().into());
-        }
-        let mut params =
-            json!({"action": "call", "binding": target.binding, "arguments": arguments});
-        if let Some(session_id) = recording_session_id {
-            params["recording_session_id"] = session_id.into();
-        }
-        let answer = match target.runner.forward_call(&self.remote_slots, &params)? {
-            CallAnswer::Result(text) => {
-                return relayed_result(target, validate_tool_result_text(&text, schema(target)));
-            }
-            CallAnswer::Output(answer) => answer,
-        };
-        let (success, json) = answer.output.into_parts();
-        if success {
-            return relayed_result(target, validate_tool_result(json, schema(target)));
-        }
-        let Some(failure) = relay::failure(&json) else {
-            return Err(target.runner.unusable_answer(ActionKind::Call).into());
-        };
-        let restarted = target.instance.is_some() && answer.instance != target.instance;
-        if restarted && failure.code == ErrorCode::DescribeRequired {
-            return Err(replaced().into());
-        }
-        Err(Failure::Remote(failure))
-    }
-}
-
-/// The output schema of a remote binding's tool.
-fn schema(target: &RemoteBinding) -> Option<&Schema> {
-    target.tool.output_schema()
-}
-
-/// A remote call's result, checked as a local provider's result is (the contract, then the
-/// output schema): the outcome, or the completed failure of a result that breaks either.
-fn relayed_result(
-    target: &RemoteBinding,
-    checked: Result<ToolResult, ResultFault>,
-) -> Result<Outcome, Failure> {
-    checked.map(Outcome::Called).map_err(|fault| {
-        log::warn!(
-            "runner `{}` answered a call of `{}` with a result that breaks the contract ({})",
-            target.runner.id(),
-            target.tool.name(),
-            fault.code()
-        );
-        Error::new(
-            fault.code(),
-            Dispatch::Completed,
-            format!(
-                "runner `{}` answered the call with a tool result that breaks the tool result \
-                 contract or the tool's output schema; it was refused",
-                target.runner.id()
-            ),
-        )
-        .into()
-    })
-}
-
 /// A fresh random instance id: 32 hex digits.
 fn instance_id() -> String {
     let mut bytes = [0u8; 16];
@@ -789,6 +692,8 @@ fn replaced() -> Error {
         "the provider or runner was replaced since the tool was described; list and describe again",
     )
 }
+
+mod forward;
 
 #[cfg(test)]
 mod tests {
