@@ -742,6 +742,52 @@ mod tests {
     }
 
     #[test]
+    fn a_bound_describe_carries_its_project_and_target_or_is_refused() {
+        let target = "wc_proot_00112233445566778899aabbccddeeff";
+        let answer = |extra: Value| {
+            let mut out = json!({"runner": "local", "plugin": "fx", "pluginName": "F",
+                "tool": {"name": "echo", "inputSchema": {"type": "object"}},
+                "binding": "wc_pbind_remote"});
+            for (key, value) in extra.as_object().unwrap() {
+                out[key] = value.clone();
+            }
+            out
+        };
+        let bound = describe(
+            &answer(json!({"project": "/srv/app", "projectTarget": target})),
+            "fx",
+            "echo",
+            "edge",
+        )
+        .unwrap();
+        let project = bound.project.clone().unwrap();
+        assert_eq!(
+            (project.project.as_str(), project.target.as_str()),
+            ("/srv/app", target)
+        );
+        let out = Outcome::Described(Box::new(bound)).to_json();
+        assert_eq!(out["project"], "/srv/app");
+        assert_eq!(out["projectTarget"], target);
+        assert!(describe(&answer(json!({})), "fx", "echo", "edge")
+            .unwrap()
+            .project
+            .is_none());
+        for bad in [
+            json!({"project": "/srv/app"}),
+            json!({"projectTarget": target}),
+            json!({"project": "/srv/app", "projectTarget": "wc_proot_x"}),
+            json!({"project": "", "projectTarget": target}),
+            json!({"project": "/a\nb", "projectTarget": target}),
+            json!({"project": 1, "projectTarget": target}),
+        ] {
+            assert!(
+                describe(&answer(bad.clone()), "fx", "echo", "edge").is_none(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
     fn check_and_catalog_outputs() {
         let ready = json!({"runner": "local", "plugin": "fx", "ready": true, "phase": "ready",
             "toolCount": 1, "tools": [{"name": "echo"}],
