@@ -330,7 +330,11 @@ impl<'a> ActionRef<'a> {
                 binding: fields.string(0)?,
                 arguments: fields.object(1)?,
                 recording_session_id: fields.session_id(2)?,
-                project_target: fields.project_target(3)?,
+                // Most calls name no target: only one that does leaves the hot path.
+                project_target: match fields.values[3] {
+                    None => None,
+                    Some(_) => fields.project_target(3)?,
+                },
             },
             ActionKind::Check => ActionRef::Check {
                 runner: fields.string(0)?,
@@ -493,6 +497,7 @@ impl<'a> Fields<'a> {
     /// The `project` of a `describe` at `slot`: an absolute path (of any platform: the runner
     /// that serves it decides what it names), 1..=[`MAX_PROJECT_BYTES`] bytes without control
     /// characters.
+    #[cold]
     fn project(&self, slot: usize) -> Result<Option<&'a str>, Error> {
         debug_assert_eq!(self.name(slot), "project");
         let project = self.optional_string(slot)?;
@@ -512,6 +517,7 @@ impl<'a> Fields<'a> {
     }
 
     /// The `project_target` of a `call` at `slot`: a project target id.
+    #[cold]
     fn project_target(&self, slot: usize) -> Result<Option<&'a str>, Error> {
         debug_assert_eq!(self.name(slot), "project_target");
         let target = self.optional_string(slot)?;

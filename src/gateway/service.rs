@@ -379,7 +379,9 @@ impl Gateway {
         };
         let mut target = None;
         let scope = action.kind().scope();
-        let result = if !caller.has(scope) {
+        let result = if caller.has(scope) {
+            self.act(action, caller, &mut target, local.as_deref_mut())
+        } else {
             Err(Failure::Error(Error::not_started(
                 ErrorCode::InsufficientScope,
                 format!(
@@ -388,20 +390,6 @@ impl Gateway {
                     scope.as_str()
                 ),
             )))
-        } else if matches!(
-            action,
-            ActionRef::Describe {
-                project: Some(_),
-                ..
-            }
-        ) && !caller.has(Scope::ProjectRead)
-        {
-            Err(Failure::Error(project::insufficient(
-                "action `describe` with a `project` needs scope project:read (besides \
-                 plugin:inspect)",
-            )))
-        } else {
-            self.act(action, caller, &mut target, local.as_deref_mut())
         };
         if let Some(session_id) = action.recording_session_id() {
             self.record(action, session_id, target.as_deref(), &result);
@@ -433,13 +421,24 @@ impl Gateway {
             project_target,
         } = action
         {
-            let call = BoundCall {
-                caller,
+            return self.call(
+                binding,
                 arguments,
                 recording_session_id,
-                project_target,
-            };
-            return self.call(binding, call, target);
+                (caller, project_target),
+                target,
+            );
+        }
+        if let ActionRef::Describe {
+            project: Some(_), ..
+        } = action
+        {
+            if !caller.has(Scope::ProjectRead) {
+                return Err(Failure::Error(project::insufficient(
+                    "action `describe` with a `project` needs scope project:read (besides \
+                     plugin:inspect)",
+                )));
+            }
         }
         let runner = match action {
             ActionRef::List { runner: None, .. } => return Ok(output::runners(self.listing())),
@@ -575,10 +574,11 @@ impl Gateway {
     fn call(
         &self,
         binding: &str,
-        call: BoundCall<'_>,
+        arguments: &Value,
+        recording_session_id: Option<&str>,
+        (caller, project_target): (&Caller, Option<&str>),
         seen: &mut Option<Arc<Bound>>,
     ) -> Result<Outcome, Failure> {
-        let arguments = call.arguments;
         let bound = self.bindings.resolve(binding).ok_or_else(|| {
             Error::not_started(
                 ErrorCode::DescribeRequired,
@@ -586,14 +586,22 @@ impl Gateway {
             )
         })?;
         // Kept for the recording hook, which only a call with a session id reaches.
-        *seen = call.recording_session_id.map(|_| bound.clone());
+        *seen = recording_session_id.map(|_| bound.clone());
         note_bound(&bound);
         let (target, reach) = match &*bound {
             Bound::Local(target, reach) => (target, reach),
-            Bound::Remote(target) => return self.call_remote(target, call),
+            Bound::Remote(target) => {
+                let call = BoundCall {
+                    caller,
+                    arguments,
+                    recording_session_id,
+                    project_target,
+                };
+                return self.call_remote(target, call);
+            }
         };
-        if target.project.is_some() || call.project_target.is_some() {
-            project::check_local(call.caller, target.project.as_ref(), call.project_target)?;
+        if target.project.is_some() || project_target.is_some() {
+            project::check_local(caller, target.project.as_ref(), project_target)?;
         }
         // The host the binding reached, held before the runners' count is compared: it is the
         // one registered under its runner name while no runner changed.

@@ -221,6 +221,10 @@ impl ProjectTarget {
 /// (the project catalog's rule), and the provider must have been started in the directory
 /// that root is now. Failures are `plugin_project_unavailable` (no such root, or it cannot be
 /// read) and `plugin_project_mismatch` (the plugin works elsewhere), both `not_started`.
+///
+/// Cold: a describe with a project is rare next to calls, and this stays out of the gateway's
+/// request handler, into which the call path is inlined.
+#[cold]
 pub(super) fn bind(entry: &ProviderEntry, project: &str) -> Result<ProjectTarget, Error> {
     let given = Path::new(project);
     if !given.is_absolute() {
