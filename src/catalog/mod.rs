@@ -10,6 +10,7 @@
 
 mod canonical;
 mod frozen;
+#[allow(unsafe_code)] // hand-tuned byte code (the fast-path door)
 mod result;
 mod schema;
 mod tool;

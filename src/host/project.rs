@@ -278,15 +278,13 @@ pub(super) fn bind(entry: &ProviderEntry, project: &str) -> Result<ProjectTarget
 fn target_id(canonical: &Path, id: Id) -> String {
     static KEY: OnceLock<[u8; 32]> = OnceLock::new();
     let key = KEY.get_or_init(|| {
-        let mut key = [0u8; 32];
-        if getrandom::getrandom(&mut key).is_err() {
+        crate::random_bytes().unwrap_or_else(|| {
             // No system randomness: the time and an address, still different per process.
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
-            key = Sha256::digest(format!("{nanos}:{:p}", &key).as_bytes()).into();
-        }
-        key
+            Sha256::digest(format!("{nanos}:{:p}", &KEY).as_bytes()).into()
+        })
     });
     let mut digest = Sha256::new();
     digest.update(b"webcodex-plugin-project-target-v1\0");

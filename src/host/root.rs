@@ -34,7 +34,7 @@ pub(crate) struct Pin {
     #[cfg(unix)]
     dir: std::fs::File,
     #[cfg(windows)]
-    dir: winapi_util::Handle,
+    dir: crate::sys::windows::DirHandle,
     id: Id,
 }
 
@@ -74,6 +74,7 @@ impl Pin {
     }
 }
 
+/// Unix: std suffices (`open`, `fstat`, `stat`/`lstat`; the identity from `MetadataExt`).
 #[cfg(unix)]
 mod imp {
     use std::fs::File;
@@ -100,32 +101,13 @@ mod imp {
     }
 }
 
+/// Windows: the handle and its identity through `sys` (winapi-util's safe wrappers).
 #[cfg(windows)]
 mod imp {
-    use std::io;
-    use std::path::Path;
+    pub(super) use crate::sys::windows::{link_count as links, open_dir as open};
 
-    use winapi_util::file::information;
-    use winapi_util::Handle;
-
-    pub(super) fn open(path: &Path) -> io::Result<(Handle, super::Id, bool)> {
-        let dir = Handle::from_path_any(path)?;
-        let info = information(&dir)?;
-        let is_dir = dir.as_file().metadata()?.is_dir();
-        Ok((
-            dir,
-            (info.volume_serial_number(), info.file_index()),
-            is_dir,
-        ))
-    }
-
-    pub(super) fn id_at(path: &Path, _follow_last: bool) -> io::Result<super::Id> {
-        let info = information(Handle::from_path_any(path)?)?;
-        Ok((info.volume_serial_number(), info.file_index()))
-    }
-
-    pub(super) fn links(dir: &Handle) -> io::Result<u64> {
-        information(dir).map(|info| info.number_of_links())
+    pub(super) fn id_at(path: &std::path::Path, _follow_last: bool) -> std::io::Result<super::Id> {
+        crate::sys::windows::file_id_at(path)
     }
 }
 
@@ -134,8 +116,7 @@ mod tests {
     use super::*;
 
     fn scratch(tag: &str) -> std::path::PathBuf {
-        let mut bytes = [0u8; 8];
-        getrandom::getrandom(&mut bytes).unwrap();
+        let bytes: [u8; 8] = crate::random_bytes().unwrap();
         let dir = std::env::temp_dir().join(format!("wc-pin-{tag}-{}", u64::from_le_bytes(bytes)));
         std::fs::create_dir(&dir).unwrap();
         dir

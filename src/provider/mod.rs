@@ -13,9 +13,9 @@
 //! step retires the instance, in one place (`Connection::settle`), and a retired instance is
 //! never respawned. The exit watch retires and reaps an exited plugin at once.
 //!
-//! Caveats (docs/DECISIONS.md 1.9, 1.17): grandchildren that leave the process group (`setsid`)
-//! escape the group kill and do not inherit the parent-death signal; termination waits at most
-//! [`TERMINATION_BOUND`] for the group to empty.
+//! Caveats (docs/DECISIONS.md D-PROV-5, D-PROV-6): grandchildren that leave the process group
+//! (`setsid`) escape the group kill and do not inherit the parent-death signal; termination waits
+//! at most [`TERMINATION_BOUND`] for the group to empty.
 
 #[cfg(all(target_os = "linux", not(webcodex_portable_wait)))]
 mod direct;

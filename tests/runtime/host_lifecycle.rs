@@ -762,11 +762,12 @@ fn on_failure_restarts_a_crashed_plugin_as_a_new_instance() {
     assert_eq!(host.restart_counts(), [("alpha".to_string(), 0)]);
     let old = host.provider("alpha").unwrap();
     let old_instance = old.instance();
+    // Read before the crash: the restart may record its process as soon as the crash is seen.
+    let first = common::recorded_plugin_pids(&pids);
+    assert_eq!(first.len(), 1);
     let error = old.call("crash", &json!({})).unwrap_err();
     assert_eq!(error.dispatch(), Dispatch::OutcomeUnknown, "{error:?}");
     drop(old);
-    let first = common::recorded_plugin_pids(&pids);
-    assert_eq!(first.len(), 1);
     // runner.toml changes after the start: a restart does not read it (only a reload does).
     write_config(&dir, &provider_toml("alpha", "bad-version"));
     wait_until("a new instance of alpha", || {

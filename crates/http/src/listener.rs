@@ -335,12 +335,9 @@ impl Listener {
     /// at once; elsewhere a connection to ourselves does it.
     fn wake_acceptor(&self) {
         #[cfg(target_os = "linux")]
-        if !self.shared {
-            use std::os::fd::AsRawFd;
-            // SAFETY: shutdown(2) on a socket this listener owns and keeps open.
-            if unsafe { libc::shutdown(self.socket.as_raw_fd(), libc::SHUT_RDWR) } == 0 {
-                return;
-            }
+        if !self.shared && rustix::net::shutdown(&self.socket, rustix::net::Shutdown::Both).is_ok()
+        {
+            return;
         }
         let mut addr = self.local_addr;
         if addr.ip().is_unspecified() {

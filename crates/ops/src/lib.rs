@@ -11,6 +11,8 @@
 //! - [`AdminServer`]: the listener that serves them;
 //! - [`systemd`]: the service manager's readiness notification and socket activation.
 
+#![forbid(unsafe_code)]
+
 mod admin;
 mod links;
 mod metrics;
