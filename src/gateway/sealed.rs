@@ -42,8 +42,10 @@ pub enum SealedTarget {
         tool: String,
         /// The SHA-256 of the tool's schema observation (`sha256:` + these bytes in hex).
         observation: [u8; 32],
-        /// The project target, for a project-bound tool: reserved. This version seals none and
-        /// opens none that has one.
+        /// The project target, for a project-bound tool: whether the project was named by its
+        /// canonical path (a byte, 0 or 1), the 16 bytes of its target id, and the project as
+        /// named (an absolute path, UTF-8). The id is keyed per process: the box opens only in
+        /// the process that sealed it.
         project: Option<Vec<u8>>,
     },
     /// A tool described on a remote runner (a front's bindings).
@@ -60,7 +62,8 @@ pub enum SealedTarget {
         tool: String,
         /// The SHA-256 of the tool's schema observation.
         observation: [u8; 32],
-        /// The project target: reserved, as for [`SealedTarget::Local`].
+        /// The project target the runner bound its binding to (`wc_proot_` and 32 hex digits),
+        /// for a project-bound tool.
         project: Option<Vec<u8>>,
     },
 }

@@ -13,8 +13,9 @@ use webcodex_plugin_host::gateway::{BindingSealer, Gateway, SealedTarget};
 
 use gateway_support::*;
 
-/// `wc_pbind_T` and the contents in hex; opens only that form.
-struct HexSealer;
+/// `wc_pbind_T` and the contents in hex; opens only that form (also the sealer of the
+/// project-bound tests' sealing gateways).
+pub(crate) struct HexSealer;
 
 impl BindingSealer for HexSealer {
     fn seal(&self, contents: &[u8]) -> Option<String> {

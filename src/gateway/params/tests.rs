@@ -2,6 +2,8 @@ use serde_json::json;
 
 use super::*;
 
+const TARGET: &str = "wc_proot_00112233445566778899aabbccddeeff";
+
 fn parse(v: Value) -> Result<Action, Error> {
     Action::parse(&v)
 }
@@ -48,7 +50,8 @@ fn describe_needs_runner_plugin_and_tool() {
         Action::Describe {
             runner: "local".into(),
             plugin: "p".into(),
-            tool: "t".into()
+            tool: "t".into(),
+            project: None,
         }
     );
     for missing in ["runner", "plugin", "tool"] {
@@ -69,7 +72,8 @@ fn call_takes_binding_arguments_and_session() {
         Action::Call {
             binding: "b".into(),
             arguments: json!({"a":1}),
-            recording_session_id: Some("s1".into())
+            recording_session_id: Some("s1".into()),
+            project_target: None,
         }
     );
 }
@@ -147,6 +151,7 @@ fn every_field_not_allowed_for_an_action_is_named() {
         "arguments",
         "recording_session_id",
         "project",
+        "project_target",
     ];
     for kind in ActionKind::ALL {
         for field in all {
@@ -231,6 +236,7 @@ fn borrowed_parse_borrows_and_agrees_with_the_owned_one() {
         binding,
         arguments,
         recording_session_id,
+        ..
     } = action
     else {
         panic!("not a call: {action:?}");
@@ -255,6 +261,8 @@ fn borrowed_parse_borrows_and_agrees_with_the_owned_one() {
         json!({"action":"reload","runner":"r"}),
         json!({"action":"reload","runner":"r","recording_session_id":"s"}),
         json!({"action":"catalog","runner":"r","project":"/p"}),
+        json!({"action":"describe","runner":"r","plugin":"p","tool":"t","project":"/p"}),
+        json!({"action":"call","binding":"b","arguments":{},"project_target":TARGET}),
     ];
     for params in samples {
         let borrowed = ActionRef::parse(&params).unwrap();
@@ -361,6 +369,7 @@ fn the_single_pass_agrees_with_looking_action_up_first() {
         "arguments",
         "recording_session_id",
         "project",
+        "project_target",
         "",
         "aa",
         "zz",
@@ -377,7 +386,15 @@ fn the_single_pass_agrees_with_looking_action_up_first() {
         json!("nope"),
         json!(1),
     ];
-    let values = [json!("s"), json!({}), json!(1), json!(null), json!("id")];
+    let values = [
+        json!("s"),
+        json!({}),
+        json!(1),
+        json!(null),
+        json!("id"),
+        json!("/abs"),
+        json!(TARGET),
+    ];
     let mut seed = 11u64;
     let mut next = |n: usize| {
         seed = seed
@@ -403,4 +420,75 @@ fn the_single_pass_agrees_with_looking_action_up_first() {
             _ => panic!("{params}: {new:?} against {old:?}"),
         }
     }
+}
+
+#[test]
+fn describe_takes_an_optional_absolute_project() {
+    for project in [
+        "/srv/app",
+        "/",
+        "C:\\work\\app",
+        "d:/work",
+        "\\\\server\\share\\app",
+    ] {
+        let v = json!({"action":"describe","runner":"r","plugin":"p","tool":"t","project":project});
+        assert_eq!(
+            parse(v).unwrap(),
+            Action::Describe {
+                runner: "r".into(),
+                plugin: "p".into(),
+                tool: "t".into(),
+                project: Some(project.into()),
+            },
+            "{project}"
+        );
+    }
+    let long = format!("/{}", "a".repeat(MAX_PROJECT_BYTES));
+    for bad in [
+        json!(""),
+        json!("relative/dir"),
+        json!("./x"),
+        json!("C:relative"),
+        json!("1:/x"),
+        json!("/a\nb"),
+        json!("/a\u{0}b"),
+        json!(long),
+    ] {
+        let v = json!({"action":"describe","runner":"r","plugin":"p","tool":"t","project":bad});
+        let m = invalid_message(v);
+        assert!(m.contains("`project`") && m.contains("absolute"), "{m}");
+    }
+    let m = invalid_message(
+        json!({"action":"describe","runner":"r","plugin":"p","tool":"t",
+        "project":["/x"]}),
+    );
+    assert!(m.contains("`project` must be a string"), "{m}");
+}
+
+#[test]
+fn call_takes_an_optional_project_target_of_its_form() {
+    let v = json!({"action":"call","binding":"b","arguments":{},"project_target":TARGET});
+    let Action::Call { project_target, .. } = parse(v).unwrap() else {
+        panic!("not a call");
+    };
+    assert_eq!(project_target.as_deref(), Some(TARGET));
+    for bad in [
+        json!("wc_proot_"),
+        json!("wc_proot_00112233445566778899AABBCCDDEEFF"),
+        json!("wc_pbind_00112233445566778899aabbccddeeff"),
+        json!(format!("{TARGET}0")),
+        json!(1),
+    ] {
+        let v = json!({"action":"call","binding":"b","arguments":{},"project_target":bad});
+        let m = invalid_message(v);
+        assert!(m.contains("`project_target`"), "{m}");
+    }
+    // Only a call takes it; only describe and catalog take a project.
+    let m = invalid_message(
+        json!({"action":"describe","runner":"r","plugin":"p","tool":"t",
+        "project_target":TARGET}),
+    );
+    assert!(m.contains("not allowed"), "{m}");
+    let m = invalid_message(json!({"action":"call","binding":"b","arguments":{},"project":"/x"}));
+    assert!(m.contains("not allowed"), "{m}");
 }

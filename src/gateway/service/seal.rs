@@ -12,8 +12,12 @@
 //!   from this gateway's cache of described tools, keyed by observation; a gateway that never
 //!   described it (another replica did) describes it once on the runner and keeps it, when
 //!   its observation is the binding's (else `plugin_replaced`).
+//! - A project-bound binding also holds its project target: a local one what the host needs to
+//!   bind it again to the instance's pinned directory (`host::unseal_project`: its id is keyed
+//!   per process, so it opens only in the process that made it, a `connect` runner's own
+//!   sealer), a remote one the runner's target id; a call checks it as a stored binding's.
 //! - A binding that does not open (not sealed by these keys, tampered, expired), or whose
-//!   contents this version cannot honour (a project target), is `describe_required`.
+//!   contents do not read back, is `describe_required`.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, OnceLock};
@@ -30,7 +34,7 @@ use crate::gateway::binding::BindingTarget;
 use crate::gateway::output::Failure;
 use crate::gateway::params::ActionKind;
 use crate::gateway::remote::{RemoteRunner, REMOTE_RUNNER};
-use crate::host::ProviderState;
+use crate::host::{sealed_project, unseal_project, valid_project_target, ProviderState};
 
 /// How many described tools a sealing gateway keeps for the output-schema check of calls
 /// (oldest dropped first; a dropped one is described again on its next call).
@@ -103,6 +107,20 @@ impl Gateway {
         let Some(observation) = observation else {
             return Some(Err(cannot_seal()));
         };
+        // A local binding's project target as the host can bind it again; a remote one's as
+        // its runner gave it.
+        let project = match bound {
+            Bound::Local(t, _) => t.project.as_ref().map(sealed_project),
+            Bound::Remote(t) => t
+                .project_target
+                .as_ref()
+                .map(|p| Some(p.as_bytes().to_vec())),
+        };
+        let project = match project {
+            Some(None) => return Some(Err(cannot_seal())),
+            Some(Some(bytes)) => Some(bytes),
+            None => None,
+        };
         let target = match bound {
             Bound::Local(t, _) => SealedTarget::Local {
                 runner: t.runner.clone(),
@@ -111,7 +129,7 @@ impl Gateway {
                 instance: t.instance.get(),
                 tool: t.tool.clone(),
                 observation,
-                project: None,
+                project,
             },
             Bound::Remote(t) => {
                 self.sealing
@@ -125,7 +143,7 @@ impl Gateway {
                     plugin: t.plugin.clone(),
                     tool: t.tool.name().to_string(),
                     observation,
-                    project: None,
+                    project,
                 }
             }
         };
@@ -160,28 +178,31 @@ impl Gateway {
     fn reach(&self, target: SealedTarget) -> Result<Bound, Failure> {
         match target {
             SealedTarget::Local {
-                project: Some(_), ..
-            }
-            | SealedTarget::Remote {
-                project: Some(_), ..
-            } => Err(describe_required().into()),
-            SealedTarget::Local {
                 runner,
                 runner_id,
                 plugin,
                 instance,
                 tool,
                 observation,
-                project: None,
+                project,
             } => {
                 let host = self
                     .runner(&runner)
                     .filter(|host| host.runner_id().get() == runner_id)
                     .ok_or_else(replaced)?;
                 let set = host.providers();
-                let instance = match set.entry(&plugin).map(|e| &e.state) {
+                let entry = set.entry(&plugin);
+                let instance = match entry.map(|e| &e.state) {
                     Some(ProviderState::Ready(p)) if p.instance().get() == instance => p.instance(),
                     _ => return Err(replaced().into()),
+                };
+                // The provider instance is the one bound: its pinned directory is the project's.
+                let project = match (project, entry) {
+                    (None, _) => None,
+                    (Some(sealed), Some(entry)) => {
+                        Some(unseal_project(entry, &sealed).ok_or_else(describe_required)?)
+                    }
+                    (Some(_), None) => return Err(replaced().into()),
                 };
                 let target = BindingTarget {
                     runner,
@@ -190,6 +211,7 @@ impl Gateway {
                     instance,
                     tool,
                     observation: observation_text(&observation),
+                    project,
                 };
                 Ok(Bound::Local(target, None))
             }
@@ -200,8 +222,17 @@ impl Gateway {
                 plugin,
                 tool,
                 observation,
-                project: None,
+                project,
             } => {
+                let project_target = match project {
+                    None => None,
+                    Some(sealed) => Some(
+                        String::from_utf8(sealed)
+                            .ok()
+                            .filter(|t| valid_project_target(t))
+                            .ok_or_else(describe_required)?,
+                    ),
+                };
                 let remote = match self.runners.read().get(&runner) {
                     Some(Runner::Remote(remote)) => remote.clone(),
                     _ => return Err(replaced().into()),
@@ -222,6 +253,7 @@ impl Gateway {
                     instance,
                     plugin,
                     tool,
+                    project_target,
                 })))
             }
         }

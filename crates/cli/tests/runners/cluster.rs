@@ -199,6 +199,17 @@ impl Runner {
     /// `connect` to every URL of `fronts`, hosting `providers` fixture providers (`fx0`, `fx1`,
     /// …; a provider serves one call at a time).
     fn start(dir: &TempDir, id: &'static str, fronts: &[String], providers: usize) -> Runner {
+        Runner::start_in(dir, id, fronts, providers, None)
+    }
+
+    /// [`Runner::start`] with every provider working in `cwd` (a project root) when given.
+    fn start_in(
+        dir: &TempDir,
+        id: &'static str,
+        fronts: &[String],
+        providers: usize,
+        cwd: Option<&Path>,
+    ) -> Runner {
         let fixture = serde_json::to_string(s(&common::fixture_path())).unwrap();
         let mut config = "[plugins]\nrequest_timeout_secs = 30\n".to_string();
         for i in 0..providers {
@@ -206,6 +217,12 @@ impl Runner {
                 "\n[[plugins.providers]]\nid = \"fx{i}\"\nname = \"Fixture {i}\"\n\
                  command = {fixture}\nargs = [\"normal\"]\n"
             ));
+            if let Some(cwd) = cwd {
+                config.push_str(&format!(
+                    "cwd = {}\n",
+                    serde_json::to_string(s(cwd)).unwrap()
+                ));
+            }
         }
         let config = dir.write(&format!("{id}.toml"), &config);
         let pids = dir.path(&format!("{id}.pids"));
@@ -602,6 +619,70 @@ fn keys_rotate_with_overlap_and_a_restarted_replica_awaits_its_runners() {
     call_ok(again.addr, &new);
     runner.stop();
     drop(again);
+    common::assert_no_zombie_children_of_self();
+}
+
+#[test]
+fn a_project_bound_binding_is_called_on_another_replica_until_its_root_changes() {
+    let dir = TempDir::new("cluster", "project");
+    let root = dir.subdir("app");
+    let tokens = tokens(&dir, &["edge"]);
+    let keys = dir.write("keys.toml", &new_key("one"));
+    let a = Replica::start(replica_args(&tokens, &keys, &[]));
+    let b = Replica::start(replica_args(&tokens, &keys, &[]));
+    let urls: Vec<String> = [&a, &b]
+        .iter()
+        .map(|r| format!("http://{}", r.addr))
+        .collect();
+    let mut runner = Runner::start_in(&dir, "edge", &urls, 1, Some(&root));
+    for replica in [&a, &b] {
+        wait_linked(replica.addr, &["edge"], LIMIT);
+    }
+    let project = s(&root).to_string();
+    let (status, body, described_on) = tool(
+        a.addr,
+        json!({"action": "describe", "runner": "edge", "plugin": "fx0", "tool": "echo",
+               "project": project}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let output = &body["output"];
+    assert_eq!(output["project"], json!(project), "{body}");
+    let target = output["projectTarget"].as_str().unwrap().to_string();
+    let binding = output["binding"].as_str().unwrap().to_string();
+    // The front's box holds the runner's target; the runner's box, its project.
+    let opened = sealer(&[&std::fs::read_to_string(&keys).unwrap()])
+        .open_at(&binding, 0)
+        .expect("the cluster key opens it");
+    match webcodex_plugin_host::gateway::SealedTarget::decode(&opened).unwrap() {
+        webcodex_plugin_host::gateway::SealedTarget::Remote { project, .. } => {
+            assert_eq!(project.as_deref(), Some(target.as_bytes()));
+        }
+        other => panic!("{other:?}"),
+    }
+    let called_on = call_ok(b.addr, &binding);
+    assert_ne!(described_on, called_on, "two replicas answered");
+    let (status, body, _) = tool(
+        b.addr,
+        json!({"action": "call", "binding": binding, "arguments": {"text": "hi"},
+               "project_target": target}),
+    );
+    assert_eq!(status, 200, "{body}");
+    check_process_table(
+        &[a.pid() as i32, b.pid() as i32, runner.pid()],
+        &[&runner],
+        &[],
+    );
+    // The root moved away: refused on every replica before the plugin reads anything.
+    std::fs::rename(&root, dir.path("app-moved")).unwrap();
+    for replica in [&a, &b] {
+        assert_eq!(call_code(replica.addr, &binding), "plugin_project_changed");
+    }
+    check_process_table(
+        &[a.pid() as i32, b.pid() as i32, runner.pid()],
+        &[&runner],
+        &[],
+    );
+    runner.stop();
     common::assert_no_zombie_children_of_self();
 }
 
