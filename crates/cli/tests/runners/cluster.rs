@@ -146,10 +146,17 @@ impl Replica {
         });
     }
 
+    #[cfg(unix)]
     fn hang_up(&self) {
         // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
         let sent = unsafe { libc::kill(self.pid() as libc::pid_t, libc::SIGHUP) == 0 };
         assert!(sent, "SIGHUP to serve failed");
+    }
+
+    /// SIGHUP has no Windows counterpart; the tests that reload are ignored there.
+    #[cfg(not(unix))]
+    fn hang_up(&self) {
+        unreachable!("SIGHUP is Unix-only");
     }
 
     /// SIGTERM: exit 0 within the limit.
@@ -458,6 +465,10 @@ fn replica_args(tokens: &Path, keys: &Path, extra: &[&str]) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with a console control event, which Wine cannot deliver, and reloads it with SIGHUP (docs/PLATFORMS.md)"
+)]
 fn a_binding_described_on_one_replica_is_called_on_another_and_a_foreign_one_is_not() {
     let dir = TempDir::new("cluster", "direct");
     let tokens = tokens(&dir, &["edge"]);
@@ -546,6 +557,10 @@ fn a_binding_described_on_one_replica_is_called_on_another_and_a_foreign_one_is_
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with a console control event, which Wine cannot deliver, and reloads it with SIGHUP (docs/PLATFORMS.md)"
+)]
 fn keys_rotate_with_overlap_and_a_restarted_replica_awaits_its_runners() {
     let dir = TempDir::new("cluster", "rotate");
     let tokens = tokens(&dir, &["edge"]);
@@ -623,6 +638,10 @@ fn keys_rotate_with_overlap_and_a_restarted_replica_awaits_its_runners() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with a console control event, which Wine cannot deliver, and reloads it with SIGHUP (docs/PLATFORMS.md)"
+)]
 fn a_project_bound_binding_is_called_on_another_replica_until_its_root_changes() {
     let dir = TempDir::new("cluster", "project");
     let root = dir.subdir("app");
