@@ -65,19 +65,15 @@
 
 #![warn(missing_docs)]
 
+#[doc(hidden)]
+pub mod __private;
 pub mod catalog;
 mod diagnostic;
 pub mod env;
 pub mod error;
-#[cfg(any(feature = "internals", feature = "fuzzing"))]
-pub mod frame;
-#[cfg(not(any(feature = "internals", feature = "fuzzing")))]
 pub(crate) mod frame;
 pub mod gateway;
 pub mod host;
-#[cfg(feature = "internals")]
-pub mod provider;
-#[cfg(not(feature = "internals"))]
 pub(crate) mod provider;
 mod spawn;
 #[cfg(unix)]

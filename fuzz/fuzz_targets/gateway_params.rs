@@ -7,7 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use webcodex_plugin_host::gateway::Action;
+use webcodex_plugin_host::__private::Action;
 use webcodex_plugin_host::{Dispatch, ErrorCode};
 
 fuzz_target!(|data: &[u8]| {

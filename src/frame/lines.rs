@@ -7,7 +7,8 @@
 
 use std::io::{self, BufRead};
 
-use super::text::{find_newline, push_capped, MAX_BUFFERED};
+use super::fast::find_newline;
+use super::text::{push_capped, MAX_BUFFERED};
 use super::MAX_LINE_BYTES;
 
 /// What [`read_line`] found.

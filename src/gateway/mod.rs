@@ -28,12 +28,14 @@
 //! The gateway knows nothing of transports: the front ends that carry `plugin_tool` requests
 //! (stdio JSON lines, HTTP) live in [`crate::transport`].
 
+#![deny(unsafe_code)]
+
 mod binding;
 mod breaker;
 mod failure;
 mod outcome;
 mod output;
-mod params;
+pub(crate) mod params;
 mod recording;
 mod relay;
 mod remote;
@@ -51,9 +53,6 @@ pub use outcome::{
 };
 pub use output::failure_output;
 pub use output::{ToolOutput, MAX_DETAIL_BYTES};
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub use params::Action;
 pub use params::{ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
 pub use recording::{RecordingEvent, RecordingHook};
 pub use relay::MAX_RELAYED_MESSAGE_BYTES;

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 use webcodex_plugin_host::env::EnvSnapshot;
-use webcodex_plugin_host::provider::{LaunchSpec, Provider, ProviderSpec};
 use webcodex_plugin_host::{Dispatch, Error, ErrorCode};
+use webcodex_plugin_host::{LaunchSpec, Provider, ProviderSpec};
 
 pub mod gateway;
 pub mod http;
