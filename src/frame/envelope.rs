@@ -101,8 +101,7 @@ fn rpc_error(mut error: Map<String, Value>) -> Result<Envelope, EnvelopeFault> {
 /// A response line decoded for [`validate_raw`]: the verdict of every envelope rule except the
 /// id comparison, and the result or error it carries.
 ///
-/// Built by [`decode_response`] or [`LineReader::read_response`](super::LineReader::read_response)
-/// from any valid JSON line — a line that is JSON but no envelope (an array, a string, an
+/// Built by [`decode_response`] or [`ResponseLine::decode`] from any valid JSON line — a line that is JSON but no envelope (an array, a string, an
 /// object without `jsonrpc` …) decodes fine and is rejected by [`validate_raw`], exactly as the
 /// `Value`-based check of the tests rejects its `Value`.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,8 +123,8 @@ enum Decoded {
 
 /// Decodes one response line (without its `\n`) into a [`RawEnvelope`].
 ///
-/// The line faults are those of [`LineReader::read_response`](super::LineReader::read_response): one
-/// trailing `\r` is stripped; longer than `MAX_LINE_BYTES` is [`ReadFault::TooLarge`]; empty, a
+/// The line faults are those of
+/// [`LineReader::read_response_line`](super::LineReader::read_response_line): one trailing `\r` is stripped; longer than `MAX_LINE_BYTES` is [`ReadFault::TooLarge`]; empty, a
 /// BOM, invalid UTF-8 or anything but exactly one JSON value is [`ReadFault::Malformed`]. The
 /// JSON accepted is exactly what parses as a `serde_json::Value` (same syntax, number range,
 /// string escapes and nesting limit), also inside members that are ignored. Members are read
@@ -140,8 +139,7 @@ pub(super) fn decode_response_text(text: &str) -> Result<RawEnvelope, ReadFault>
     serde_json::from_str(text).map_err(|_| ReadFault::Malformed)
 }
 
-/// The text of one response line that passed every line check of
-/// [`LineReader::read_response`](super::LineReader::read_response) (length, not empty, no BOM,
+/// The text of one response line that passed every line check (length, not empty, no BOM,
 /// UTF-8), not yet parsed: [`ResponseLine::decode`] parses it. Made by
 /// [`LineReader::read_response_line`](super::LineReader::read_response_line).
 #[derive(Debug)]
@@ -152,8 +150,7 @@ impl ResponseLine {
         ResponseLine(text)
     }
 
-    /// Parses the line into a [`RawEnvelope`], exactly as
-    /// [`LineReader::read_response`](super::LineReader::read_response) would have: anything but
+    /// Parses the line into a [`RawEnvelope`], exactly as [`decode_response`] does: anything but
     /// exactly one JSON value is [`ReadFault::Malformed`].
     pub fn decode(&self) -> Result<RawEnvelope, ReadFault> {
         decode_response_text(&self.0)

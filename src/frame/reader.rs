@@ -86,11 +86,15 @@ impl<R: BufRead> LineReader<R> {
         self.read_line_with(decode_response_text)
     }
 
-    /// Reads the next line into `buffer` (cleared first) with every line check of
-    /// [`read_response`](Self::read_response) but the JSON parse, which
-    /// [`ResponseLine::decode`] does later, possibly on another thread: the thread that decodes
-    /// then allocates the decoded value and, usually, frees it too. `buffer` is the text buffer
-    /// of an earlier line handed back ([`ResponseLine::into_buffer`]), or a new one.
+    /// Reads the next line into `buffer` (cleared first) with every line check of a response:
+    /// fails with [`ReadFault::TooLarge`] as soon as the line is known to exceed
+    /// [`MAX_LINE_BYTES`](super::MAX_LINE_BYTES) (the rest of it is not consumed),
+    /// [`ReadFault::Malformed`] for an empty line, a BOM or invalid UTF-8, [`ReadFault::Eof`] at
+    /// end of stream (even in the middle of a line) and [`ReadFault::Io`] for a read error other
+    /// than `Interrupted`, which is retried. The JSON parse is left to [`ResponseLine::decode`],
+    /// possibly on another thread: the thread that decodes then allocates the decoded value and,
+    /// usually, frees it too. `buffer` is the text buffer of an earlier line handed back
+    /// ([`ResponseLine::into_buffer`]), or a new one.
     pub fn read_response_line(&mut self, buffer: String) -> Result<ResponseLine, ReadFault> {
         let mut buffer = buffer;
         self.read_response_line_into(&mut buffer)
@@ -112,13 +116,13 @@ impl<R: BufRead> LineReader<R> {
     }
 
     /// Reads the next line and hands its text to `decode`, with every fault of
-    /// [`read_response`](Self::read_response) except the JSON parse itself.
+    /// [`read_response_line`](Self::read_response_line).
     ///
     /// `decode` sees the line without its `\n` and without one trailing `\r`: valid UTF-8, not
     /// empty, no BOM, at most [`MAX_LINE_BYTES`](super::MAX_LINE_BYTES) long. It is called only when a whole line was
     /// read, and in the common case straight from the underlying buffer (no copy). Whatever it
     /// returns is returned; it should fail with [`ReadFault::Malformed`] for text that is not
-    /// exactly one JSON value, like [`read_response`](Self::read_response) does.
+    /// exactly one JSON value, like [`ResponseLine::decode`] does.
     ///
     /// On a non-blocking source a `WouldBlock` read is returned as [`ReadFault::Io`] (see
     /// [`ReadFault::is_would_block`]) and is not terminal: the bytes of a line read so far are
