@@ -24,6 +24,7 @@ fn main() {
             cwd: None,
             profile: None,
             timeout: Duration::from_secs(30),
+            restart: Default::default(),
         })
         .collect();
     let config = RunnerConfig {

@@ -2,25 +2,42 @@
 # Runs every fuzz target of fuzz/ (cargo-fuzz, libFuzzer) for SECONDS each.
 #
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
-#   SECONDS  time per target (default 600, i.e. 10 minutes); TARGET defaults to all of them.
+#   SECONDS  time per target (default 600, i.e. 10 minutes); TARGET defaults to every file of
+#            fuzz/fuzz_targets/ (so a new target is never left out).
 #   JOBS=N   targets run at the same time (default 1); each one uses one core.
 #   NICE=N   niceness of the fuzzers (default 19).
 #
-# Works from a clean clone: installs the nightly toolchain and cargo-fuzz when missing. The
-# corpus grows in fuzz/corpus/TARGET (git-ignored), seeded from fuzz/seeds/TARGET; crashes and
-# hangs land in fuzz/artifacts/TARGET (only those of this run count as findings); each run's log is fuzz/logs/TARGET.log. Prints one line
-# per target (executions, corpus size, findings) and exits 1 when any target found a crash,
-# a hang (an input slower than 10 s) or an out-of-memory input (over 2 GiB).
+# Works from a clean clone: installs the nightly toolchain and cargo-fuzz (from crates.io) when
+# missing. Every target must have committed seeds in fuzz/seeds/TARGET (a target without any is
+# an error, not a run from nothing). The corpus grows in fuzz/corpus/TARGET (git-ignored), seeded
+# from fuzz/seeds/TARGET; crashes and hangs land in fuzz/artifacts/TARGET (only those of this run
+# count as findings, and each one's path is printed with the command that replays it); each
+# run's log is fuzz/logs/TARGET.log. Prints one line per target (executions, corpus size,
+# findings) and exits 1 when any target found a crash, a hang (an input slower than 10 s) or an
+# out-of-memory input (over 2 GiB), or did not run at all. `.ci/run` runs it with 20 s a target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-600}
 shift || true
 JOBS=${JOBS:-1}
 NICE=${NICE:-19}
-ALL=(frame_envelope tools_list_admission schema_matching gateway_params runner_config tokens_file http_body
-     http_wire runners_file link_frames tool_result_text)
+ALL=()
+for file in fuzz/fuzz_targets/*.rs; do
+  ALL+=("$(basename "$file" .rs)")
+done
 TARGETS=("$@")
 [[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=("${ALL[@]}")
+
+for target in "${TARGETS[@]}"; do
+  if [[ ! -f fuzz/fuzz_targets/$target.rs ]]; then
+    echo "fuzz: no target $target (the targets are: ${ALL[*]})" >&2
+    exit 2
+  fi
+  if [[ -z $(find "fuzz/seeds/$target" -type f 2>/dev/null | head -n 1) ]]; then
+    echo "fuzz: the target $target has no seeds: add inputs to fuzz/seeds/$target" >&2
+    exit 2
+  fi
+done
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 cargo +nightly fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked
@@ -70,5 +87,20 @@ for target in "${TARGETS[@]}"; do
   STATUS[$target]=$(cat "fuzz/logs/$target.status" 2>/dev/null || echo failed)
   printf '%-22s %14s %8s %s\n' "$target" "${execs:-?}" "$corpus" "$findings (${STATUS[$target]})"
   if [[ ${STATUS[$target]} != ok || $findings -gt 0 ]]; then failed=1; fi
+  if [[ ${STATUS[$target]} == ok && ${execs:-0} -eq 0 ]]; then
+    echo "  $target ran no input: see $log" >&2
+    failed=1
+  fi
 done
+if (( failed )); then
+  for target in "${TARGETS[@]}"; do
+    while IFS= read -r input; do
+      echo "finding of $target saved as $input; replay: cargo +nightly fuzz run $target $input" >&2
+    done < <(find "fuzz/artifacts/$target" -type f -newer "$stamp")
+    if [[ ${STATUS[$target]} != ok ]]; then
+      echo "--- the end of fuzz/logs/$target.log:" >&2
+      tail -n 30 "fuzz/logs/$target.log" >&2 || true
+    fi
+  done
+fi
 exit "$failed"

@@ -3,8 +3,8 @@
 # Linux build has, and the portable path (reader thread + event channel, what Windows and macOS
 # build) through the test-only `--cfg webcodex_portable_wait` (its own target directory, so the
 # two builds never invalidate each other); first on a quiet machine, then with every CPU kept
-# busy by spinning shells for the whole run. The runner link's leader/follower (the portable
-# wait of a `connect` runner) once, quiet.
+# busy by spinning shells for the whole run. (A `connect` runner's link has one crew on every
+# platform, leader/follower: the plain `cargo test` runs it, so no cfg of its own here.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 portable() { CARGO_TARGET_DIR=target/portable-wait RUSTFLAGS="${RUSTFLAGS:-} --cfg webcodex_portable_wait" "$@"; }
@@ -17,7 +17,7 @@ runtime_tests() {
 }
 for build in direct portable; do
   $build cargo test -p webcodex-plugin-host --no-run --test runtime >/dev/null
-  $build cargo test -p webcodex-plugin-cli --no-run --test cli --test runners >/dev/null
+  $build cargo test -p webcodex-plugin-cli --no-run --test cli >/dev/null
 done
 run_all() {
   for build in direct portable; do
@@ -26,10 +26,6 @@ run_all() {
   done
 }
 run_all ""
-# A runner link's request threads wait per platform too (docs/DECISIONS.md 6.39): epoll on
-# Linux (the plain `cargo test` runs it), leader/follower elsewhere and under the portable cfg.
-echo "== runner links, portable wait"
-portable cargo test -p webcodex-plugin-cli --test runners -- runners_link::
 busy=()
 stop_busy() { [[ ${#busy[@]} -eq 0 ]] || kill "${busy[@]}" 2>/dev/null || true; }
 trap stop_busy EXIT

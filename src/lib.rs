@@ -64,6 +64,9 @@
 //! ```
 
 #![warn(missing_docs)]
+// `unsafe` lives only in `sys` (every system call) and in the hand-tuned byte code of
+// `frame::fast`, which allows it by name; every other module is refused it.
+#![deny(unsafe_code)]
 
 #[doc(hidden)]
 pub mod __private;
@@ -75,9 +78,10 @@ pub(crate) mod frame;
 pub mod gateway;
 pub mod host;
 pub(crate) mod provider;
+mod random;
 mod spawn;
-#[cfg(unix)]
-mod syscall;
+#[allow(unsafe_code)]
+mod sys;
 pub mod trace;
 pub mod transport;
 
@@ -91,6 +95,8 @@ pub use gateway::{Caller, Gateway, ToolOutput};
 pub use host::{ConfigSource, Host, HostOptions};
 /// One plugin process without a host: what `webcodex-plugin bench --command` measures.
 pub use provider::{retirement_counts, InstanceId, LaunchSpec, Provider, ProviderSpec, StderrLine};
+/// The one source of random ids (the operating system's generator).
+pub use random::random_bytes;
 
 /// The README's embedding example (section "Library"), compiled as a doctest;
 /// `tests/readme.rs` keeps it equal to the README's copy.

@@ -166,10 +166,11 @@ fn random_bytes(bytes: &mut [u8; 24]) {
     }
     STATE.with(|state| {
         let mut x = state.get().unwrap_or_else(|| {
-            let mut seed = [0u8; 24];
-            if getrandom::getrandom(&mut seed).is_err() {
+            let seed = crate::random_bytes().unwrap_or_else(|| {
+                let mut seed = [0u8; 24];
                 fallback_bytes(&mut seed);
-            }
+                seed
+            });
             let [a, b, c] =
                 [0, 8, 16].map(|i| u64::from_le_bytes(seed[i..i + 8].try_into().expect("8 bytes")));
             a ^ b.rotate_left(21) ^ c.rotate_left(42)

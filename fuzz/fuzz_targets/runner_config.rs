@@ -2,13 +2,14 @@
 //!
 //! The input is the file's text. Parsing never panics; a rejection is
 //! `plugin_config_parse_failed` or `plugin_config_invalid` in the config phase; an accepted
-//! configuration respects the bounds (8 providers, timeouts 1..=120 s, absolute cwd).
+//! configuration respects the bounds (8 providers, timeouts 1..=120 s, absolute cwd,
+//! `restart_max` 1..=100).
 #![no_main]
 
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use webcodex_plugin_host::env::{parse_runner_config, DEFAULT_MAX_PROVIDERS};
+use webcodex_plugin_host::env::{parse_runner_config, DEFAULT_MAX_PROVIDERS, RESTART_MAX_RANGE};
 use webcodex_plugin_host::ErrorCode;
 
 fuzz_target!(|data: &[u8]| {
@@ -22,6 +23,7 @@ fuzz_target!(|data: &[u8]| {
                 assert!(
                     (Duration::from_secs(1)..=Duration::from_secs(120)).contains(&provider.timeout)
                 );
+                assert!(RESTART_MAX_RANGE.contains(&provider.restart.max));
                 if let Some(cwd) = &provider.cwd {
                     assert!(cwd.is_absolute(), "cwd is absolute");
                 }

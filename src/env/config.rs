@@ -21,6 +21,9 @@ use toml::{Table, Value};
 
 use crate::error::{Dispatch, Error, ErrorCode, Phase, Result};
 
+mod restart;
+pub use restart::{Restart, RestartPolicy, DEFAULT_RESTART_MAX, RESTART_MAX_RANGE};
+
 /// Providers per runner unless an embedder raises it.
 pub const DEFAULT_MAX_PROVIDERS: usize = 8;
 /// `[plugins].request_timeout_secs` when absent.
@@ -103,6 +106,9 @@ pub struct ProviderConfig {
     pub profile: Option<String>,
     /// The effective request timeout: `timeout_secs`, else `[plugins].request_timeout_secs`.
     pub timeout: Duration,
+    /// The effective restart policy: the entry's `restart` and `restart_max`, else those of
+    /// `[plugins]`, else `never` (and 5).
+    pub restart: RestartPolicy,
 }
 
 /// Parses and validates runner.toml text. `max_providers` is normally [`DEFAULT_MAX_PROVIDERS`].
@@ -150,7 +156,12 @@ pub fn load_runner_config(path: &Path, max_providers: usize) -> Result<RunnerCon
 
 const SHELL_KEYS: &[&str] = &["default_profile", "path_prepend", "env", "profiles"];
 const PROFILE_KEYS: &[&str] = &["program", "args", "init_script", "env"];
-const PLUGINS_KEYS: &[&str] = &["request_timeout_secs", "providers"];
+const PLUGINS_KEYS: &[&str] = &[
+    "request_timeout_secs",
+    "providers",
+    restart::KEYS[0],
+    restart::KEYS[1],
+];
 const PROVIDER_KEYS: &[&str] = &[
     "id",
     "name",
@@ -159,6 +170,8 @@ const PROVIDER_KEYS: &[&str] = &[
     "cwd",
     "profile",
     "timeout_secs",
+    restart::KEYS[0],
+    restart::KEYS[1],
 ];
 
 const MAX_NAME: usize = 128;
@@ -434,6 +447,7 @@ fn parse_plugins(t: &Table, shell: &ShellConfig, max_providers: usize) -> Result
     if let Some(v) = t.get("request_timeout_secs") {
         plugins.request_timeout = timeout(v, "plugins.request_timeout_secs")?;
     }
+    let restart = restart::policy(t, "plugins", RestartPolicy::default())?;
     let Some(v) = t.get("providers") else {
         return Ok(plugins);
     };
@@ -451,7 +465,8 @@ fn parse_plugins(t: &Table, shell: &ShellConfig, max_providers: usize) -> Result
     }
     for (i, entry) in entries.iter().enumerate() {
         let path = format!("plugins.providers[{i}]");
-        let provider = parse_provider(table(entry, &path)?, &path, shell, plugins.request_timeout)?;
+        let defaults = (plugins.request_timeout, restart);
+        let provider = parse_provider(table(entry, &path)?, &path, shell, defaults)?;
         if let Some(j) = plugins.providers.iter().position(|p| p.id == provider.id) {
             return Err(invalid(format!(
                 "{path}.id '{}' is already used by plugins.providers[{j}]; ids must be unique",
@@ -482,7 +497,7 @@ fn parse_provider(
     t: &Table,
     path: &str,
     shell: &ShellConfig,
-    default_timeout: Duration,
+    (default_timeout, default_restart): (Duration, RestartPolicy),
 ) -> Result<ProviderConfig> {
     strict_keys(t, PROVIDER_KEYS, path)?;
 
@@ -567,6 +582,7 @@ fn parse_provider(
         None => default_timeout,
         Some(v) => timeout(v, &format!("{path}.timeout_secs"))?,
     };
+    let restart = restart::policy(t, path, default_restart)?;
 
     Ok(ProviderConfig {
         id: id.to_string(),
@@ -576,6 +592,7 @@ fn parse_provider(
         cwd,
         profile,
         timeout,
+        restart,
     })
 }
 

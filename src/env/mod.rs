@@ -10,8 +10,9 @@ mod secrets;
 mod snapshot;
 
 pub use config::{
-    load_runner_config, parse_runner_config, PluginsConfig, ProfileConfig, ProviderConfig,
-    RunnerConfig, ShellConfig, DEFAULT_MAX_PROVIDERS, DEFAULT_REQUEST_TIMEOUT,
+    load_runner_config, parse_runner_config, PluginsConfig, ProfileConfig, ProviderConfig, Restart,
+    RestartPolicy, RunnerConfig, ShellConfig, DEFAULT_MAX_PROVIDERS, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_RESTART_MAX, RESTART_MAX_RANGE,
 };
 pub use resolve::resolve_executable;
 pub use secrets::{is_sensitive_variable, SecretNames, MAX_SECRET_NAMES};

@@ -482,7 +482,7 @@ use windows::{spawn_script, watch_exit, ScriptGroup};
 #[cfg(unix)]
 #[derive(Debug)]
 pub(crate) struct ScriptGroup {
-    pgid: libc::pid_t,
+    pgid: crate::sys::unix::Pid,
     reaped: Mutex<bool>,
 }
 
@@ -490,7 +490,7 @@ pub(crate) struct ScriptGroup {
 impl ScriptGroup {
     fn of(child: &Child) -> ScriptGroup {
         ScriptGroup {
-            pgid: libc::pid_t::try_from(child.id()).unwrap_or(0),
+            pgid: crate::sys::unix::pid_of(child),
             reaped: Mutex::new(false),
         }
     }
@@ -498,18 +498,16 @@ impl ScriptGroup {
     /// SIGKILL to the whole group, unless the leader was reaped already. Never blocks.
     pub(crate) fn kill(&self) {
         let reaped = self.reaped.lock();
-        if !*reaped && self.pgid > 0 {
-            // SAFETY: kill has no memory-safety preconditions; the leader is unreaped (checked
-            // under the lock), so the group id is still the script's.
-            unsafe {
-                libc::kill(-self.pgid, libc::SIGKILL);
-            }
+        if !*reaped {
+            // The leader is unreaped (checked under the lock), so the group id is still the
+            // script's. A group already empty is no failure.
+            let _ = crate::sys::unix::kill_group(self.pgid);
         }
     }
 
     /// Waits for the leader to exit without reaping, then reaps it under the lock.
     fn reap(&self, child: &mut Child) -> std::io::Result<ExitStatus> {
-        crate::spawn::wait_exit_noreap(self.pgid);
+        crate::sys::unix::wait_exit_noreap(self.pgid);
         let mut reaped = self.reaped.lock();
         let status = child.wait();
         *reaped = true;
@@ -543,10 +541,10 @@ impl Cancellable for ScriptKill {
 /// A receiver that gets one message once `child` has exited, without reaping it
 /// (`waitid` with `WNOWAIT` on a small thread of `threads`).
 fn watch_exit(child: &Child, threads: &mut ThreadSet) -> std::io::Result<Receiver<()>> {
-    let pid = libc::pid_t::try_from(child.id()).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+    let pid = crate::sys::unix::pid_of(child);
     let (tx, rx) = crossbeam_channel::bounded(1);
     threads.spawn("env-init-wait".into(), READER_STACK, move || {
-        crate::spawn::wait_exit_noreap(pid);
+        crate::sys::unix::wait_exit_noreap(pid);
         let _ = tx.send(());
     })?;
     Ok(rx)

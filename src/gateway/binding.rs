@@ -53,9 +53,7 @@ impl Hash for Binding {
 impl Binding {
     /// A fresh binding from the OS random source; `None` if the source failed.
     pub fn generate() -> Option<Binding> {
-        let mut bytes = [0u8; RANDOM_BYTES];
-        getrandom::getrandom(&mut bytes).ok()?;
-        Some(Binding(bytes))
+        crate::random_bytes().map(Binding)
     }
 
     /// Parses the wire form; `None` unless it is exactly a canonical binding.

@@ -323,6 +323,42 @@ pub(crate) fn detail(message: &str) -> String {
     out
 }
 
+/// Why an action failed: a failure of this gateway, or a remote runner's own failure (rebuilt
+/// by `relay`), which passes through unchanged.
+pub(crate) enum Failure {
+    Error(Error),
+    Remote(ToolFailure),
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Failure {
+        Failure::Error(error)
+    }
+}
+
+impl Failure {
+    pub(crate) fn dispatch(&self) -> Dispatch {
+        match self {
+            Failure::Error(e) => e.dispatch(),
+            Failure::Remote(failure) => failure.dispatch,
+        }
+    }
+
+    pub(crate) fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Failure::Error(e) => Some(e.code()),
+            Failure::Remote(failure) => Some(failure.code),
+        }
+    }
+
+    pub(crate) fn into_output(self) -> ToolOutput {
+        match self {
+            Failure::Error(e) => ToolOutput::failure(&e),
+            Failure::Remote(failure) => Outcome::Failed(failure).into(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@
 //! - the request may have been sent and no usable answer came back (reset, early close,
 //!   timeout, not a `plugin_tool` response) → `plugin_gateway_timeout`: outcome unknown for
 //!   `call`, `check` and `reload`; not started for the read-only `list`, `describe` and
-//!   `catalog`, which change nothing (docs/DECISIONS.md, gateway);
+//!   `catalog`, which change nothing (docs/DECISIONS.md D-LINK-3);
 //! - an answer that contains the link's own credential anywhere → `plugin_rpc_error`,
 //!   completed: it is refused whole, so the token is never shown;
 //! - any other `plugin_tool` answer is returned, to be validated and rebuilt by the gateway

@@ -14,7 +14,7 @@
 //! `local` beside a local runner, both or neither credential source, or a file without any entry
 //! is an error that names the entry (`runners[INDEX]`, from 0) and the key, and says what to
 //! fix. Relative `token_file` and `ca_file` paths are resolved against the directory of the
-//! runners file (docs/DECISIONS.md, gateway). No message ever contains a token: the file holds
+//! runners file (docs/DECISIONS.md D-LINK-4). No message ever contains a token: the file holds
 //! only where a token is, and a TOML syntax error gives only its line and column.
 
 use std::path::{Path, PathBuf};

@@ -11,8 +11,8 @@ use serde_json::json;
 use serde_json::Value;
 
 use super::binding::{BindingStore, BindingTarget};
-use super::outcome::{Outcome, ToolFailure};
-use super::output::{self, ToolOutput};
+use super::outcome::Outcome;
+use super::output::{self, Failure, ToolOutput};
 use super::params::ActionKind;
 use super::params::ActionRef;
 use super::recording::{RecordingEvent, RecordingHook};
@@ -146,42 +146,6 @@ fn note_bound(bound: &Bound) {
         Bound::Remote(t) => (t.runner.id(), t.plugin.as_str(), t.tool.name()),
     };
     crate::trace::note_target(Some(runner), Some(plugin), Some(tool));
-}
-
-/// Why an action failed: a failure of this gateway, or a remote runner's own failure (rebuilt
-/// by `relay`), which passes through unchanged.
-enum Failure {
-    Error(Error),
-    Remote(ToolFailure),
-}
-
-impl From<Error> for Failure {
-    fn from(error: Error) -> Failure {
-        Failure::Error(error)
-    }
-}
-
-impl Failure {
-    fn dispatch(&self) -> Dispatch {
-        match self {
-            Failure::Error(e) => e.dispatch(),
-            Failure::Remote(failure) => failure.dispatch,
-        }
-    }
-
-    fn code(&self) -> Option<ErrorCode> {
-        match self {
-            Failure::Error(e) => Some(e.code()),
-            Failure::Remote(failure) => Some(failure.code),
-        }
-    }
-
-    fn into_output(self) -> ToolOutput {
-        match self {
-            Failure::Error(e) => ToolOutput::failure(&e),
-            Failure::Remote(failure) => Outcome::Failed(failure).into(),
-        }
-    }
 }
 
 impl std::fmt::Debug for Gateway {
@@ -769,8 +733,8 @@ fn relayed_result(
 
 /// A fresh random instance id: 32 hex digits.
 fn instance_id() -> String {
-    let mut bytes = [0u8; 16];
-    if getrandom::getrandom(&mut bytes).is_err() {
+    let mut bytes: [u8; 16] = crate::random_bytes().unwrap_or_default();
+    if bytes == [0; 16] {
         // No system randomness: a digest of the time and the address of a local, which still
         // changes from one process to the next and reveals neither.
         use sha2::{Digest, Sha256};

@@ -5,10 +5,13 @@
 //! clone an `Arc` and never wait for a check or reload. Check and reload share one candidate
 //! gate (a try-lock): a second one is refused with `plugin_check_busy` / `plugin_reload_busy`.
 //! An instance replaced by a reload is not killed under its in-flight calls: its process tree
-//! is killed when its last user lets go.
+//! is killed when its last user lets go. Providers under `restart = "on-failure"` are started
+//! again after a fault by the restart policy (`restart`), one entry of the committed set at a
+//! time and never while a reload runs.
 
 mod call;
 mod project;
+mod restart;
 mod set;
 
 use std::ffi::OsString;
@@ -22,6 +25,7 @@ use serde_json::Value;
 pub(crate) use call::BoundInstance;
 pub use call::InstanceCall;
 pub use project::{ProjectCatalog, ProjectTool, DEFAULT_PROJECT_CATALOG_BYTES};
+pub use restart::{RESTART_BACKOFF_BASE, RESTART_BACKOFF_CAP, RESTART_RESET_AFTER};
 pub use set::{ProviderEntry, ProviderSet, ProviderState};
 
 use crate::catalog::{Diagnostic, Tool, ToolResult};
@@ -116,17 +120,19 @@ pub struct Host {
     runner: RunnerId,
     source: ConfigSource,
     options: HostOptions,
-    committed: RwLock<Arc<ProviderSet>>,
+    committed: Arc<RwLock<Arc<ProviderSet>>>,
     /// Counts the committed sets (changed under `committed`'s write lock, before the set): a
     /// [`BoundInstance`] of an older one is looked up again.
-    generation: AtomicU64,
+    generation: Arc<AtomicU64>,
     gate: Mutex<()>,
-    stopping: AtomicBool,
+    stopping: Arc<AtomicBool>,
     /// Set by [`Host::close_reloads`]: no reload may commit or start any more.
     reloads_closed: AtomicBool,
     /// The cancel handle of the check or reload preparing candidates now (at most one: they
     /// share the gate), and which of the two it is. Shutdown cancels it.
     candidates: Mutex<Option<(AdmissionCancel, Preparing)>>,
+    /// The restart policy's threads and state (`restart = "on-failure"`).
+    restarts: restart::Restarts,
 }
 
 /// What is preparing candidates.
@@ -172,7 +178,9 @@ impl Host {
         let results = prepare_all(&config, &options, &AdmissionCancel::new());
         let set = ProviderSet::from_results(&config, results);
         set.log_started();
-        Host::with_set(source, options, set)
+        let host = Host::with_set(source, options, set);
+        host.restarts.adopt(&config, &host.providers());
+        host
     }
 
     /// Validates the configuration without starting any provider: the committed set is empty.
@@ -183,17 +191,34 @@ impl Host {
     }
 
     fn with_set(source: ConfigSource, options: HostOptions, set: ProviderSet) -> Host {
+        let committed = Arc::new(RwLock::new(Arc::new(set)));
+        let generation = Arc::new(AtomicU64::new(0));
+        let stopping = Arc::new(AtomicBool::new(false));
+        let restarts = restart::Restarts::new(restart::Shared::new(
+            committed.clone(),
+            generation.clone(),
+            stopping.clone(),
+            options.clone(),
+        ));
         Host {
             runner: RunnerId::next(),
             source,
             options,
-            committed: RwLock::new(Arc::new(set)),
-            generation: AtomicU64::new(0),
+            committed,
+            generation,
             gate: Mutex::new(()),
-            stopping: AtomicBool::new(false),
+            stopping,
             reloads_closed: AtomicBool::new(false),
             candidates: Mutex::new(None),
+            restarts,
         }
+    }
+
+    /// Restarts the restart policy started so far (each a new process, admitted or not), by
+    /// provider id: every provider of the committed configuration with
+    /// `restart = "on-failure"` (0 until its first restart).
+    pub fn restart_counts(&self) -> Vec<(String, u64)> {
+        self.restarts.counts()
     }
 
     /// This runner instance's id (changes when the host restarts).
@@ -392,6 +417,8 @@ impl Host {
             )
         })?;
         self.ensure_running()?;
+        // Pending and preparing restarts are cancelled; they are decided afresh at the end.
+        let restarts = self.restarts.reload_begins();
         let config = read_config(&self.source, &self.options)?;
         let cancel = self.begin_candidates(Preparing::Reload)?;
         let results = prepare_all(&config, &self.options, &cancel);
@@ -429,6 +456,7 @@ impl Host {
             self.generation.fetch_add(1, Ordering::SeqCst);
             std::mem::replace(&mut *committed, new_set.clone())
         };
+        restarts.committed(&config, &new_set);
         // Old instances are retired only when their last in-flight user lets go; those nobody
         // uses are all signalled first, so their teardowns overlap instead of queueing.
         old.stop_unused();
@@ -444,6 +472,7 @@ impl Host {
     /// Committed providers keep serving, so in-flight calls can finish. Idempotent.
     pub fn begin_shutdown(&self) {
         self.stopping.store(true, Ordering::Release);
+        self.restarts.stop();
         if let Some((cancel, _)) = self.candidates.lock().as_ref() {
             cancel.cancel();
         }
@@ -472,6 +501,7 @@ impl Host {
         drop(committed);
         old.stop_all();
         drop(old);
+        self.restarts.join();
     }
 
     /// The project catalog for an absolute project root: tools of ready providers whose

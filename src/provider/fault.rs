@@ -6,7 +6,7 @@
 //! error code, the dispatch (docs/PROTOCOL.md, failure classification) and whether the instance
 //! must be retired: `not_started` when provably no byte was written, else `outcome_unknown` for
 //! a tools/call (admission requests have no effect and stay `not_started`); every fault retires
-//! except a deadline before any byte was written (docs/DECISIONS.md 1.27).
+//! except a deadline before any byte was written (docs/DECISIONS.md D-PROV-12).
 
 use crate::error::{Dispatch, Error, ErrorCode};
 

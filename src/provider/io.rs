@@ -12,7 +12,7 @@
 //! The writer reports only failures: a response proves the write. Every thread ends on its own
 //! once its pipe closes or its channel peer is dropped; none spins or sleeps. The reader checks
 //! each line and hands over its text, which the coordinator parses, and gets the buffer back
-//! (docs/DECISIONS.md 1.1–1.3, 1.20). On Linux a request reads its response itself
+//! (docs/DECISIONS.md D-PROV-1, D-PROV-2, D-PROV-11). On Linux a request reads its response itself
 //! (`super::direct`); the diagram is the portable path (`super::portable`). Windows pipes have
 //! no non-blocking write and no `poll(2)`: the writer takes every frame, and a waiter thread
 //! watches the process handle (`windows`).
@@ -39,8 +39,6 @@ pub(crate) use crate::spawn::ThreadSet;
 mod unix;
 #[cfg(unix)]
 use unix as imp;
-#[cfg(unix)]
-pub(crate) use unix::set_nonblocking;
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
@@ -142,7 +140,7 @@ pub(crate) fn start(
     let (event_tx, event_rx) = event_channel(EVENT_CAPACITY, response.wake);
     let gate = Arc::new(WriteGate::default());
     #[cfg(unix)]
-    set_nonblocking(std::os::fd::AsRawFd::as_raw_fd(&stdin))?;
+    crate::sys::unix::set_nonblocking(std::os::fd::AsFd::as_fd(&stdin))?;
     let stdin = Arc::new(stdin);
     let mut threads = ThreadSet::new("provider I/O");
 

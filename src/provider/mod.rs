@@ -13,9 +13,9 @@
 //! step retires the instance, in one place (`Connection::settle`), and a retired instance is
 //! never respawned. The exit watch retires and reaps an exited plugin at once.
 //!
-//! Caveats (docs/DECISIONS.md 1.9, 1.17): grandchildren that leave the process group (`setsid`)
-//! escape the group kill and do not inherit the parent-death signal; termination waits at most
-//! [`TERMINATION_BOUND`] for the group to empty.
+//! Caveats (docs/DECISIONS.md D-PROV-5, D-PROV-6): grandchildren that leave the process group
+//! (`setsid`) escape the group kill and do not inherit the parent-death signal; termination waits
+//! at most [`TERMINATION_BOUND`] for the group to empty.
 
 #[cfg(all(target_os = "linux", not(webcodex_portable_wait)))]
 mod direct;
@@ -204,6 +204,12 @@ impl Provider {
     /// True once the instance was retired (a fatal fault, its exit, or shutdown).
     pub fn is_retired(&self) -> bool {
         self.connection.process.is_retired()
+    }
+
+    /// Sends one `()` on `tell` once this instance is retired by a fault or by its plugin's
+    /// exit, never when the host stops it (a reload, shutdown); at once when that happened.
+    pub(crate) fn on_fault_retirement(&self, tell: crossbeam_channel::Sender<()>) {
+        self.connection.process.on_fault_retirement(tell);
     }
 
     /// The recent stderr lines (local operators only; never shown to plugin_tool callers).

@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
+use crossbeam_channel::Sender;
 use shared_child::SharedChild;
 
 use crate::env::EnvSnapshot;
@@ -68,6 +69,8 @@ pub(crate) struct PluginProcess {
     /// The leader's exit status once it was reaped; `exited` is signalled then.
     status: Mutex<Option<ExitStatus>>,
     exited: Condvar,
+    /// Whether a fault or the exit retired the instance, and who to tell once (a restart).
+    fault_watch: parking_lot::Mutex<(bool, Option<Sender<()>>)>,
 }
 
 impl PluginProcess {
@@ -81,6 +84,7 @@ impl PluginProcess {
             tree,
             status: Mutex::new(None),
             exited: Condvar::new(),
+            fault_watch: Default::default(),
         })
     }
 
@@ -125,9 +129,32 @@ impl PluginProcess {
 
     fn retire_for(&self, reason: RetireReason) {
         if !self.retired.swap(true, Ordering::AcqRel) {
-            count(reason);
+            self.retired_first(reason);
         }
         self.kill_tree();
+    }
+
+    /// Counts the first retirement and, unless the host stopped the instance, tells the watch.
+    fn retired_first(&self, reason: RetireReason) {
+        count(reason);
+        if reason != RetireReason::Stopped {
+            let mut watch = self.fault_watch.lock();
+            watch.0 = true;
+            if let Some(tell) = watch.1.take() {
+                let _ = tell.try_send(());
+            }
+        }
+    }
+
+    /// Sends one `()` on `tell` (without blocking) once this instance is retired by a fault or
+    /// its exit, never when the host stops it; at once when it already was.
+    pub(crate) fn on_fault_retirement(&self, tell: Sender<()>) {
+        let mut watch = self.fault_watch.lock();
+        if watch.0 {
+            let _ = tell.try_send(());
+        } else {
+            watch.1 = Some(tell);
+        }
     }
 
     /// Called once the plugin was seen to exit: retires the instance, kills what is left of its
@@ -135,7 +162,7 @@ impl PluginProcess {
     /// shutdown). True when the status is collected (now or before).
     pub(crate) fn retire_and_reap_exited(&self) -> bool {
         if !self.retired.swap(true, Ordering::AcqRel) {
-            count(RetireReason::Exited);
+            self.retired_first(RetireReason::Exited);
         }
         self.kill_and_reap_exited()
     }

@@ -60,7 +60,7 @@ impl StderrRing {
     }
 
     /// Maps and appends raw stderr bytes, splitting on LF; lines that would be evicted anyway
-    /// are skipped unmapped (docs/DECISIONS.md 1.13).
+    /// are skipped unmapped (docs/DECISIONS.md D-PROV-7).
     pub fn push_bytes(&mut self, bytes: &[u8]) {
         let mut rest = match start_of_last_lines(bytes, STDERR_MAX_LINES) {
             Some(start) => {

@@ -2,7 +2,7 @@
 //!
 //! On Unix it is filled by `read(2)` straight into uninitialized memory, so a provider keeps
 //! resident only the pages its reads reached (`std::io::BufReader` would zero-fill 64 KiB);
-//! Windows keeps `BufReader` over `ChildStdout` (docs/DECISIONS.md 1.22).
+//! Windows keeps `BufReader` over `ChildStdout` (docs/DECISIONS.md D-PROV-11).
 
 #[cfg(unix)]
 use std::os::fd::OwnedFd;
@@ -41,10 +41,11 @@ pub(crate) fn stdout_lines(stdout: Stdout, capacity: usize) -> StdoutLines {
 #[cfg(unix)]
 mod unix {
     use std::io::{self, BufRead, ErrorKind, Read};
-    use std::os::fd::{AsRawFd, RawFd};
+    use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+    use std::sync::Arc;
 
     use super::Stdout;
-    use crate::syscall;
+    use crate::sys::unix::read_into;
 
     /// A `BufRead` over stdout whose buffer is never written but by `read(2)`.
     #[derive(Debug)]
@@ -54,9 +55,10 @@ mod unix {
         buffer: Vec<u8>,
         /// How many bytes of `buffer` were consumed.
         start: usize,
-        /// Another descriptor of the same pipe to read from instead of `stdout` (a blocking
-        /// one, while a request sleeps in its read: `super::super::kick`).
-        read_from: Option<RawFd>,
+        /// Another, blocking description of the same pipe, read instead of `stdout` while
+        /// `read_blocking` is set (while a request sleeps in its read: `super::super::direct`).
+        blocking: Option<Arc<OwnedFd>>,
+        read_blocking: bool,
     }
 
     impl StdoutBuffer {
@@ -66,17 +68,38 @@ mod unix {
                 // Only allocated: no page is touched before a read fills it.
                 buffer: Vec::with_capacity(capacity.max(1)),
                 start: 0,
-                read_from: None,
+                blocking: None,
+                read_blocking: false,
             }
         }
 
-        /// Reads from `fd` (another description of the same pipe) until set back to `None`.
+        /// stdout's descriptor.
         #[cfg_attr(
             not(all(target_os = "linux", not(webcodex_portable_wait))),
             allow(dead_code)
         )]
-        pub(crate) fn read_from(&mut self, fd: Option<RawFd>) {
-            self.read_from = fd;
+        pub(crate) fn stdout(&self) -> BorrowedFd<'_> {
+            self.stdout.as_fd()
+        }
+
+        /// Gives the buffer a second, blocking description of the same pipe, to read from
+        /// while [`StdoutBuffer::read_blocking`] says so.
+        #[cfg_attr(
+            not(all(target_os = "linux", not(webcodex_portable_wait))),
+            allow(dead_code)
+        )]
+        pub(crate) fn set_blocking(&mut self, blocking: Arc<OwnedFd>) {
+            self.blocking = Some(blocking);
+        }
+
+        /// Reads from the blocking description (if it was given one) until set back to false.
+        #[cfg_attr(
+            not(all(target_os = "linux", not(webcodex_portable_wait))),
+            allow(dead_code)
+        )]
+        #[inline]
+        pub(crate) fn read_blocking(&mut self, blocking: bool) {
+            self.read_blocking = blocking;
         }
 
         /// The bytes read and not yet consumed.
@@ -88,21 +111,20 @@ mod unix {
     impl BufRead for StdoutBuffer {
         fn fill_buf(&mut self) -> io::Result<&[u8]> {
             if self.start >= self.buffer.len() {
-                let fd = self.read_from.unwrap_or(self.stdout.as_raw_fd());
-                let capacity = self.buffer.capacity();
-                let n = loop {
-                    // SAFETY: `read(2)` writes at most `capacity` bytes into the vector's own
-                    // allocation; only the bytes it reports are then taken as its contents.
-                    match unsafe { syscall::read(fd, self.buffer.as_mut_ptr(), capacity) } {
-                        Ok(n) => break n,
+                self.start = 0;
+                let fd = match (&self.blocking, self.read_blocking) {
+                    (Some(blocking), true) => blocking.as_fd(),
+                    _ => self.stdout.as_fd(),
+                };
+                loop {
+                    // Fills the buffer's whole capacity, untouched before (no zero-fill).
+                    match read_into(fd, &mut self.buffer) {
+                        Ok(_) => break,
                         // A blocking read interrupted by a signal: read again.
                         Err(e) if e.kind() == ErrorKind::Interrupted => {}
                         Err(e) => return Err(e),
                     }
-                };
-                // SAFETY: the first `n` bytes (n ≤ capacity) were just written by `read(2)`.
-                unsafe { self.buffer.set_len(n) };
-                self.start = 0;
+                }
             }
             Ok(self.buffer())
         }
@@ -165,12 +187,7 @@ mod unix {
         #[test]
         fn a_non_blocking_pipe_without_bytes_would_block_and_keeps_nothing() {
             let (mut buffer, _writer) = pipe_buffer(64);
-            let fd = buffer.stdout.as_raw_fd();
-            // SAFETY: fcntl on a descriptor the test owns.
-            unsafe {
-                let flags = libc::fcntl(fd, libc::F_GETFL);
-                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-            }
+            crate::sys::unix::set_nonblocking(buffer.stdout()).unwrap();
             let err = buffer.fill_buf().unwrap_err();
             assert_eq!(err.kind(), ErrorKind::WouldBlock);
             assert!(buffer.buffer().is_empty());

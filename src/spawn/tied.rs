@@ -21,7 +21,6 @@ pub(crate) fn spawn_tied(command: Command) -> io::Result<Child> {
 #[cfg(target_os = "linux")]
 mod imp {
     use std::io;
-    use std::os::unix::process::CommandExt;
     use std::process::{Child, Command};
     use std::sync::OnceLock;
 
@@ -64,29 +63,7 @@ mod imp {
     }
 
     pub(super) fn spawn_tied(mut command: Command) -> io::Result<Child> {
-        // SAFETY: getpid has no preconditions.
-        let host = unsafe { libc::getpid() };
-        // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
-        // syscalls (prctl, getppid); it allocates nothing.
-        unsafe {
-            command.pre_exec(move || {
-                if libc::prctl(
-                    libc::PR_SET_PDEATHSIG,
-                    libc::SIGKILL as libc::c_ulong,
-                    0,
-                    0,
-                    0,
-                ) != 0
-                {
-                    return Err(io::Error::last_os_error());
-                }
-                if libc::getppid() != host {
-                    // The host died before prctl took effect: do not start at all.
-                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
-                }
-                Ok(())
-            });
-        }
+        crate::sys::linux::die_with_parent(&mut command);
         let unavailable = || io::Error::other("the spawner thread is gone");
         let spawner = spawner().ok_or_else(unavailable)?;
         let (reply, answer) = bounded(1);

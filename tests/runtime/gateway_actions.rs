@@ -236,7 +236,7 @@ fn a_binding_from_a_replaced_runner_is_plugin_replaced() {
 
 #[test]
 fn a_binding_reaches_its_instance_again_whatever_else_changes() {
-    // A binding keeps how to reach its host and instance (DECISIONS 1.36); whatever changes
+    // A binding keeps how to reach its host and instance (DECISIONS D-GW-3); whatever changes
     // around them, a call answers as looking them up would.
     let cfg = config(vec![provider("alpha", &["normal"])], &[]);
     let first = host(cfg.clone());

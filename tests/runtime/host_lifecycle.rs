@@ -732,3 +732,84 @@ fn shutdown_during_a_candidates_cmd_init_script_kills_the_script_at_once() {
     let pings: Vec<i32> = pings.into_iter().map(|pid| pid as i32).collect();
     common::assert_plugins_cleaned_up(&pings);
 }
+
+/// Waits (bounded by 30 s) until `done` holds, checking every 20 ms; `what` names the failure.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what} within 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `restart = "on-failure"`: a plugin that crashes (the fixture's `crash` tool exits) comes back
+/// as a new instance of the same provider, from the configuration it was committed with; calls
+/// to the old instance are stale, the new one answers, the restart is counted, and the crashed
+/// process is reaped (nothing left in its group).
+#[test]
+fn on_failure_restarts_a_crashed_plugin_as_a_new_instance() {
+    let dir = temp_dir("restart");
+    let pids = dir.join("pids");
+    let text = [
+        pids_toml(&pids),
+        provider_toml("alpha", "normal").replace(
+            "timeout_secs = 5",
+            "timeout_secs = 5\nrestart = \"on-failure\"",
+        ),
+    ]
+    .concat();
+    let host = start(&write_config(&dir, &text));
+    assert_eq!(host.restart_counts(), [("alpha".to_string(), 0)]);
+    let old = host.provider("alpha").unwrap();
+    let old_instance = old.instance();
+    // Read before the crash: the restart may record its process as soon as the crash is seen.
+    let first = common::recorded_plugin_pids(&pids);
+    assert_eq!(first.len(), 1);
+    let error = old.call("crash", &json!({})).unwrap_err();
+    assert_eq!(error.dispatch(), Dispatch::OutcomeUnknown, "{error:?}");
+    drop(old);
+    // runner.toml changes after the start: a restart does not read it (only a reload does).
+    write_config(&dir, &provider_toml("alpha", "bad-version"));
+    wait_until("a new instance of alpha", || {
+        host.provider("alpha")
+            .is_ok_and(|p| p.instance() != old_instance)
+    });
+    let new = host.provider("alpha").unwrap();
+    let answer = new.call("echo", &json!({"text": "back"})).unwrap();
+    assert_eq!(answer.texts(), ["back"]);
+    let args = json!({"text": "x"});
+    let stale = host
+        .call_instance(InstanceCall::new("alpha", old_instance, "echo", &args))
+        .unwrap_err();
+    assert_eq!(stale.code(), ErrorCode::StaleProvider);
+    assert_eq!(host.restart_counts(), [("alpha".to_string(), 1)]);
+    let recorded = common::recorded_plugin_pids(&pids);
+    assert_eq!(recorded.len(), 2, "one restart, one new process");
+    common::assert_plugins_cleaned_up(&first);
+    drop(new);
+    host.shutdown();
+    assert_recorded_plugins_cleaned_up(&pids);
+}
+
+/// The default, `restart = "never"`: a crashed plugin stays down (retired) and nothing starts
+/// it again; the first restart of `on-failure` would have come within its 1 s ceiling.
+#[test]
+fn never_leaves_a_crashed_plugin_down() {
+    let dir = temp_dir("never");
+    let pids = dir.join("pids");
+    let text = [pids_toml(&pids), provider_toml("alpha", "normal")].concat();
+    let host = start(&write_config(&dir, &text));
+    assert!(host.restart_counts().is_empty());
+    let old = host.provider("alpha").unwrap();
+    old.call("crash", &json!({})).unwrap_err();
+    assert!(old.is_retired());
+    // Three times the longest first backoff: a restart would have started by then.
+    std::thread::sleep(webcodex_plugin_host::host::RESTART_BACKOFF_BASE * 3);
+    assert_eq!(
+        host.provider("alpha").unwrap_err().code(),
+        ErrorCode::ProviderUnavailable
+    );
+    assert_eq!(common::recorded_plugin_pids(&pids).len(), 1);
+    drop(old);
+    assert_recorded_plugins_cleaned_up(&pids);
+}

@@ -1,4 +1,5 @@
-//! A request's deadline holds while no file descriptor is free (Linux; docs/DECISIONS.md 1.24).
+//! A request's deadline holds while no file descriptor is free (Linux; docs/DECISIONS.md
+//! D-PROV-10).
 //!
 //! On Linux the caller sleeps in a blocking read of the plugin's stdout, and the deadline wakes
 //! it with a kick: one byte written through a write end opened for that moment. With every

@@ -1,5 +1,7 @@
 //! `webcodex-plugin`: the command-line tool of webcodex-plugin-host.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 
 fn main() {

@@ -2,8 +2,8 @@
 //! request, never resent (no async runtime). ureq sets connections up (resolution, proxy, TCP,
 //! rustls: `dial`); the request and its answer are HTTP/1.1 written and read here
 //! (`exchange`), on a connection kept for the next request while that is provably safe
-//! (`pool`). See docs/PROTOCOL.md, client mode, and docs/DECISIONS.md section 6 (HTTP
-//! transport), 6.38 on the exchange.
+//! (`pool`). See docs/PROTOCOL.md, client mode, and docs/DECISIONS.md, D-CLIENT (D-CLIENT-2
+//! on the exchange).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,9 +17,11 @@ use ureq::Agent;
 use self::dial::{dial_failed, Conn, Dialer};
 use self::pool::Pool;
 use self::setup::{ca_certificates, client_proxy};
-pub(crate) use self::setup::{ca_der, link_proxy, LinkProxy};
+pub(crate) use self::setup::{ca_der, link_proxy};
+pub(crate) use self::tunnel::tunnel;
 
-use super::TOOLS_CALL_PATH;
+use crate::TOOLS_CALL_PATH;
+pub(crate) use base_url::BaseUrl;
 use webcodex_plugin_host::gateway::ToolOutput;
 use webcodex_plugin_host::trace::TRACEPARENT;
 use webcodex_plugin_host::transport::TOOL_NAME;
@@ -40,12 +42,14 @@ const MAX_KEPT_BODY_BUFFER: usize = 64 * 1024;
 /// that the client may still pick.
 pub(crate) const MAX_IDLE_AGE: Duration = Duration::from_secs(2);
 
+mod base_url;
 mod dial;
 mod exchange;
 mod framing;
 mod pool;
 mod resolve;
 mod setup;
+mod tunnel;
 
 /// Which proxy a client uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -219,42 +223,20 @@ impl HttpClient {
     /// A client of `url` (`http[s]://HOST[:PORT][/PREFIX]`; the request goes to
     /// `PREFIX/api/tools/call`) presenting `token`.
     pub fn new(url: &str, token: &str, options: ClientOptions) -> Result<HttpClient, SetupError> {
-        let url_error = |m: &str| SetupError::new(SetupPart::Url, m);
-        let (https, rest) = if let Some(rest) = url.strip_prefix("https://") {
-            (true, rest)
-        } else if let Some(rest) = url.strip_prefix("http://") {
-            (false, rest)
-        } else {
-            return Err(url_error(
-                "the server URL must start with http:// or https://",
-            ));
-        };
-        let (authority, prefix) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, ""),
-        };
-        if authority.is_empty() || authority.contains('@') {
-            return Err(url_error("the server URL needs a host (and no user info)"));
-        }
-        if prefix.contains(['?', '#']) || !prefix.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(url_error("the server URL path must be a plain path"));
-        }
+        let base = BaseUrl::parse(url, "server", false)?;
         if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(SetupError::new(
                 SetupPart::Token,
                 "the token must be one line of printable ASCII without spaces",
             ));
         }
-        let scheme = if https { "https" } else { "http" };
-        let full = format!(
-            "{scheme}://{authority}{}{TOOLS_CALL_PATH}",
-            prefix.trim_end_matches('/')
-        );
+        let https = base.tls;
+        let full = base.url(if https { "https" } else { "http" }, TOOLS_CALL_PATH);
         let uri: Uri = full
             .parse()
-            .map_err(|_| url_error("the server URL is not a valid URL"))?;
-        let host = uri.host().unwrap_or_default().to_string();
-        let authority = uri.authority().map(|a| a.to_string()).unwrap_or_default();
+            .map_err(|_| SetupError::new(SetupPart::Url, "the server URL is not a valid URL"))?;
+        let host = base.host;
+        let authority = base.authority;
         let roots = match &options.ca_pem {
             None => RootCerts::WebPki,
             Some(pem) => RootCerts::new_with_certs(

@@ -71,10 +71,12 @@
 //! (resolution, SOCKS or `CONNECT` proxy, TCP, rustls); the request and its answer are HTTP/1.1
 //! written and read by the client itself (answer heads parsed by `httparse`, bounded at 64 KiB,
 //! bodies at 1 MiB), on a connection kept for the next request only while that is provably safe
-//! (docs/DECISIONS.md 6.32, 6.38).
+//! (docs/DECISIONS.md D-CLIENT-1, D-CLIENT-2).
 //!
 //! [`MAX_IN_FLIGHT`]: webcodex_plugin_host::transport::MAX_IN_FLIGHT
 //! [`MAX_CONNECTIONS`]: listener::MAX_CONNECTIONS
+
+#![forbid(unsafe_code)]
 
 #[doc(hidden)]
 pub mod __private;
@@ -97,7 +99,7 @@ pub use client::{
 pub use listener::MAX_CONNECTIONS;
 /// The server's connection handling, for the admin listener of `webcodex-plugin-ops`.
 #[doc(hidden)]
-pub use listener::{Exchange, Handler, Listener};
+pub use listener::{Bounds, Exchange, Handler, Listener};
 pub use remote::remote_runner;
 pub use server::{HttpServer, HttpStopper, TokensSwap, RUNNER_TOKEN_NOT_ACCEPTED, UNAUTHORIZED};
 pub use tokens::{

@@ -1,9 +1,18 @@
 //! Accepting connections and serving each on a thread of its own, at most
 //! [`MAX_CONNECTIONS`] at once, every phase bounded by the deadlines of [`super::wire`].
+//!
+//! A listener's [`Bounds`] say how many connections it serves at once (in all and per peer
+//! address), how long a request head may take and whether connections are kept alive: the
+//! serving port's are [`Bounds::SERVING`], the admin listener's the much smaller
+//! [`Bounds::ADMIN`]. With the admin bounds a connection beyond them is not refused at once: it
+//! waits, without a thread, for its first bytes (`reserve`), and one whose first bytes are a
+//! `GET` of `/healthz` or `/readyz` is served in the one slot kept for it.
+
+mod reserve;
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -23,6 +32,55 @@ pub const MAX_CONNECTIONS: usize = 256;
 /// The pause after a failed `accept` (e.g. out of file descriptors) before the next one.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
+use reserve::Reserve;
+
+/// The bounds of one listener's connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// The most connections served at once (the reserved health slot aside).
+    pub max_connections: usize,
+    /// The most connections served at once for one peer address, if bounded.
+    pub per_peer: Option<usize>,
+    /// The time for a request's first byte, from the accept or the end of the last request.
+    pub idle: Duration,
+    /// The time for the whole request head, counted from the same instant.
+    pub head: Duration,
+    /// The time for the whole request, its answer included, counted from the same instant.
+    pub request: Duration,
+    /// Whether a connection may carry more than one request.
+    pub keep_alive: bool,
+    /// Whether a connection beyond the bounds whose first bytes are a health request (`GET
+    /// /healthz` or `GET /readyz`) is still served, in one slot kept for it.
+    pub health_reserve: bool,
+}
+
+impl Bounds {
+    /// The serving port's: [`MAX_CONNECTIONS`], [`KEEP_ALIVE_IDLE`] for a first byte,
+    /// [`REQUEST_DEADLINE`] for the head and the request, keep-alive.
+    pub const SERVING: Bounds = Bounds {
+        max_connections: MAX_CONNECTIONS,
+        per_peer: None,
+        idle: KEEP_ALIVE_IDLE,
+        head: REQUEST_DEADLINE,
+        request: REQUEST_DEADLINE,
+        keep_alive: true,
+        health_reserve: false,
+    };
+
+    /// The admin listener's: at most 32 connections, 4 per peer address, 1 s from the accept to
+    /// the end of the request head, the answer written within 2 s of the accept, one request a
+    /// connection, and the health slot.
+    pub const ADMIN: Bounds = Bounds {
+        max_connections: 32,
+        per_peer: Some(4),
+        idle: Duration::from_secs(1),
+        head: Duration::from_secs(1),
+        request: Duration::from_secs(2),
+        keep_alive: false,
+        health_reserve: true,
+    };
+}
+
 /// One request on a connection: its head, its body (read on demand) and its one response.
 pub struct Exchange<'c> {
     conn: &'c mut Conn,
@@ -36,6 +94,8 @@ pub struct Exchange<'c> {
     extra_headers: Vec<(&'static str, String)>,
     /// Whether the process's observer hears of this listener's answers.
     observed: bool,
+    /// Whether the connection may stay open for another request.
+    keep_alive: bool,
     /// Marks this connection as upgraded (a runner link, which its handler ends on a stop).
     on_upgrade: &'c dyn Fn(),
     /// The token this connection was last accepted with (kept from request to request).
@@ -135,7 +195,7 @@ impl Exchange<'_> {
         if let Some(observer) = self.observer() {
             observer.http_answered(self.head.path(), status);
         }
-        let keep_alive = self.head.keep_alive() && !stopping && body_done;
+        let keep_alive = self.keep_alive && self.head.keep_alive() && !stopping && body_done;
         let mut all = headers.to_vec();
         all.extend(self.extra_headers.iter().map(|(k, v)| (*k, v.as_str())));
         let send_body = self.head.method() != "HEAD";
@@ -175,6 +235,7 @@ pub struct Listener {
     /// The socket was passed by a service manager, which keeps it for the next start: stopping
     /// must not shut it down.
     shared: bool,
+    bounds: Bounds,
 }
 
 /// The open connections, each with a clone of its stream (to end it on stop) and whether it
@@ -184,6 +245,22 @@ struct Open {
     next: u64,
     streams: HashMap<u64, (TcpStream, bool)>,
     stopping: bool,
+    /// The connections of each peer address, when [`Bounds::per_peer`] bounds them.
+    peers: HashMap<IpAddr, usize>,
+    /// The connection in the reserved health slot, if any (not counted in the bounds).
+    reserved: Option<u64>,
+}
+
+impl Open {
+    /// True when a connection from `peer` is beyond `bounds`.
+    fn full(&self, bounds: &Bounds, peer: Option<IpAddr>) -> bool {
+        let served = self.streams.len() - usize::from(self.reserved.is_some());
+        let peer_full = match (bounds.per_peer, peer) {
+            (Some(max), Some(peer)) => self.peers.get(&peer).is_some_and(|n| *n >= max),
+            _ => false,
+        };
+        served >= bounds.max_connections || peer_full
+    }
 }
 
 impl Listener {
@@ -203,6 +280,7 @@ impl Listener {
             open: Mutex::default(),
             observed: true,
             shared: false,
+            bounds: Bounds::SERVING,
         })
     }
 
@@ -219,6 +297,12 @@ impl Listener {
     /// This listener's connections and answers are not reported to the process's observer.
     pub fn unobserved(mut self) -> Listener {
         self.observed = false;
+        self
+    }
+
+    /// Serves with `bounds` instead of [`Bounds::SERVING`].
+    pub fn bounded(mut self, bounds: Bounds) -> Listener {
+        self.bounds = bounds;
         self
     }
 
@@ -251,12 +335,9 @@ impl Listener {
     /// at once; elsewhere a connection to ourselves does it.
     fn wake_acceptor(&self) {
         #[cfg(target_os = "linux")]
-        if !self.shared {
-            use std::os::fd::AsRawFd;
-            // SAFETY: shutdown(2) on a socket this listener owns and keeps open.
-            if unsafe { libc::shutdown(self.socket.as_raw_fd(), libc::SHUT_RDWR) } == 0 {
-                return;
-            }
+        if !self.shared && rustix::net::shutdown(&self.socket, rustix::net::Shutdown::Both).is_ok()
+        {
+            return;
         }
         let mut addr = self.local_addr;
         if addr.ip().is_unspecified() {
@@ -272,9 +353,10 @@ impl Listener {
     /// its own, then waits for every connection to end.
     pub fn run(self: &Arc<Self>, handler: Arc<dyn Handler>) {
         let (alive, all_ended) = crossbeam_channel::bounded::<()>(0);
+        let reserve = self.start_reserve(&handler, &alive);
         while !self.stopping.load(Ordering::SeqCst) {
             match self.socket.accept() {
-                Ok((stream, _)) => self.admit(stream, &handler, &alive),
+                Ok((stream, peer)) => self.admit(stream, peer, &handler, &alive, reserve.as_ref()),
                 Err(e) => {
                     if self.stopping.load(Ordering::SeqCst) {
                         break;
@@ -284,17 +366,86 @@ impl Listener {
                 }
             }
         }
+        // The reserve's thread ends, closing the connections that wait in it.
+        drop(reserve);
         drop(alive);
         wait_all_ended(&all_ended);
     }
 
-    /// Starts serving `stream`, or answers 503 and closes it when [`MAX_CONNECTIONS`] are open.
-    fn admit(self: &Arc<Self>, stream: TcpStream, handler: &Arc<dyn Handler>, alive: &Sender<()>) {
+    /// The waiting room of connections beyond the bounds, when the bounds keep a health slot.
+    fn start_reserve(
+        self: &Arc<Self>,
+        handler: &Arc<dyn Handler>,
+        alive: &Sender<()>,
+    ) -> Option<Reserve> {
+        if !self.bounds.health_reserve {
+            return None;
+        }
+        Reserve::start(self.clone(), handler.clone(), alive.clone())
+            .map_err(|e| log::warn!("http: no reserved health slot on this listener: {e}"))
+            .ok()
+    }
+
+    /// True while the reserved health slot is free (and the listener serves).
+    fn reserved_free(&self) -> bool {
+        let open = self.open.lock();
+        !open.stopping && open.reserved.is_none()
+    }
+
+    /// A connection for `stream` in the reserved health slot; `None` while the slot is taken
+    /// or when the listener stops.
+    fn reserved_connection(
+        self: &Arc<Self>,
+        stream: &TcpStream,
+        accepted: Instant,
+        alive: &Sender<()>,
+    ) -> Option<Connection> {
+        let mut open = self.open.lock();
+        if open.stopping || open.reserved.is_some() {
+            return None;
+        }
+        let clone = stream.try_clone().ok()?;
+        open.next += 1;
+        let id = open.next;
+        open.streams.insert(id, (clone, false));
+        open.reserved = Some(id);
+        drop(open);
+        if let Some(observer) = self.observer() {
+            observer.connection_opened();
+        }
+        Some(Connection {
+            listener: self.clone(),
+            id,
+            peer: None,
+            accepted,
+            _alive: alive.clone(),
+        })
+    }
+
+    /// Starts serving `stream`; beyond the bounds, hands it to the reserve (when there is one)
+    /// or answers 503 and closes it.
+    fn admit(
+        self: &Arc<Self>,
+        stream: TcpStream,
+        peer: SocketAddr,
+        handler: &Arc<dyn Handler>,
+        alive: &Sender<()>,
+        reserve: Option<&Reserve>,
+    ) {
+        let accepted = Instant::now();
+        let peer = self.bounds.per_peer.map(|_| peer.ip().to_canonical());
         let id = {
             let mut open = self.open.lock();
-            if open.stopping || open.streams.len() >= MAX_CONNECTIONS {
+            if open.stopping {
                 drop(open);
                 return refuse(stream);
+            }
+            if open.full(&self.bounds, peer) {
+                drop(open);
+                return match reserve {
+                    Some(reserve) => reserve.offer(stream, accepted),
+                    None => refuse(stream),
+                };
             }
             let Ok(clone) = stream.try_clone() else {
                 drop(open);
@@ -303,6 +454,9 @@ impl Listener {
             open.next += 1;
             let id = open.next;
             open.streams.insert(id, (clone, false));
+            if let Some(peer) = peer {
+                *open.peers.entry(peer).or_default() += 1;
+            }
             id
         };
         if let Some(observer) = self.observer() {
@@ -311,8 +465,20 @@ impl Listener {
         let connection = Connection {
             listener: self.clone(),
             id,
+            peer,
+            accepted,
             _alive: alive.clone(),
         };
+        self.spawn_connection(connection, stream, handler);
+    }
+
+    /// Serves `stream` on a thread of its own as `connection` (refused when no thread starts).
+    fn spawn_connection(
+        &self,
+        connection: Connection,
+        stream: TcpStream,
+        handler: &Arc<dyn Handler>,
+    ) {
         let handler = handler.clone();
         // The stream comes back when no thread can be started.
         let slot = Arc::new(Mutex::new(Some(stream)));
@@ -385,12 +551,29 @@ fn refuse(stream: TcpStream) {
 struct Connection {
     listener: Arc<Listener>,
     id: u64,
+    /// The peer address it counts for, when the bounds count them.
+    peer: Option<IpAddr>,
+    /// When it was accepted: the first request's deadlines count from there.
+    accepted: Instant,
     _alive: Sender<()>,
 }
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        self.listener.open.lock().streams.remove(&self.id);
+        let mut open = self.listener.open.lock();
+        open.streams.remove(&self.id);
+        if open.reserved == Some(self.id) {
+            open.reserved = None;
+        }
+        if let Some(peer) = self.peer {
+            if let Some(n) = open.peers.get_mut(&peer) {
+                *n -= 1;
+                if *n == 0 {
+                    open.peers.remove(&peer);
+                }
+            }
+        }
+        drop(open);
         if let Some(observer) = self.listener.observer() {
             observer.connection_closed();
         }
@@ -402,10 +585,11 @@ impl Connection {
     /// close, or the server stops.
     fn serve(self, mut conn: Conn, handler: &dyn Handler) {
         let mut token_memo = TokenMemo::default();
+        let bounds = self.listener.bounds;
+        let mut ready = self.accepted;
         loop {
-            let ready = Instant::now();
-            let deadline = ready + REQUEST_DEADLINE;
-            let head = match conn.read_head(ready + KEEP_ALIVE_IDLE, deadline) {
+            let deadline = ready + bounds.request;
+            let head = match conn.read_head(ready + bounds.idle, ready + bounds.head) {
                 Ok(head) => head,
                 Err(error) => return answer_bad_head(conn, error, deadline),
             };
@@ -421,6 +605,7 @@ impl Connection {
                 stopping: &self.listener.stopping,
                 extra_headers: Vec::new(),
                 observed: self.listener.observed,
+                keep_alive: bounds.keep_alive,
                 on_upgrade: &|| self.listener.mark_upgraded(self.id),
                 token_memo: &mut token_memo,
             };
@@ -439,6 +624,7 @@ impl Connection {
             if unread && !conn.discard_body(framing, deadline) {
                 return conn.close(deadline);
             }
+            ready = Instant::now();
         }
     }
 }

@@ -5,6 +5,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use zeroize::Zeroize;
 
 use webcodex_plugin_host::gateway::{
     valid_id, Scope, Scopes, DEFAULT_RUNNER_IN_FLIGHT, LOCAL_RUNNER, MAX_RUNNER_IN_FLIGHT,
@@ -89,10 +91,9 @@ fn digest(token: &[u8]) -> [u8; 32] {
     Sha256::digest(token).into()
 }
 
-/// Equality of two digests in time independent of where they differ.
+/// Equality of two digests in time independent of where they differ (`subtle`).
 fn digests_equal(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    std::hint::black_box(diff) == 0
+    a.ct_eq(b).into()
 }
 
 impl Tokens {
@@ -311,10 +312,8 @@ struct Accepted {
 
 impl Drop for Accepted {
     fn drop(&mut self) {
-        for byte in self.token.iter_mut() {
-            // SAFETY: `byte` is a valid, aligned, exclusive reference into the box.
-            unsafe { std::ptr::write_volatile(byte, 0) };
-        }
+        // Volatile writes the compiler keeps (`zeroize`).
+        self.token.zeroize();
     }
 }
 
@@ -322,15 +321,7 @@ impl Drop for Accepted {
 /// differ (a length differs only when the tokens do; tokens of one file share no secret
 /// through their length).
 fn bytes_equal(known: &[u8], presented: &str) -> bool {
-    let presented = presented.as_bytes();
-    if known.len() != presented.len() {
-        return false;
-    }
-    let diff = known
-        .iter()
-        .zip(presented)
-        .fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    std::hint::black_box(diff) == 0
+    known.ct_eq(presented.as_bytes()).into()
 }
 
 /// The TOML parser's reason (`invalid basic string`, `expected newline, `#``, `duplicate key

@@ -674,7 +674,7 @@ impl Conn {
 }
 
 /// The time left before `deadline`; a timeout error when none is.
-/// The granularity of a connection's socket timeouts (DECISIONS 6.33).
+/// The granularity of a connection's socket timeouts (DECISIONS D-CLIENT-2).
 const TIMEOUT_STEP: Duration = Duration::from_millis(100);
 
 /// The socket timeout for a wait until `deadline`: the time left rounded up to a whole

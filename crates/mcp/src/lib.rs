@@ -12,6 +12,8 @@
 //! a transport feeds it one message at a time and acts on the [`Step`] it returns. `tools/call`
 //! runs the same `plugin_tool` executor as the JSON-lines gateway and the HTTP API.
 
+#![forbid(unsafe_code)]
+
 mod batch;
 pub mod headers;
 pub mod http;

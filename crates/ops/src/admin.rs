@@ -9,11 +9,14 @@
 //! | `GET /readyz` | 200 `{"status":"ready"}` when every configured provider is ready, else 503 `{"notReady":[plugin ids]}`; once the process is stopping ([`AdminStopper::draining`]) 503 `{"notReady":[every id],"stopping":true}` |
 //! | `GET /metrics` | 200, the Prometheus text exposition ([`Metrics`]) |
 //!
-//! Another path is 404, another method 405. The connections have the serving port's bounds
-//! (the same deadlines, at most [`MAX_CONNECTIONS`] at once) and are not counted in
-//! its metrics.
-//!
-//! [`MAX_CONNECTIONS`]: webcodex_plugin_http::MAX_CONNECTIONS
+//! Another path is 404, another method 405. The connections have bounds of their own, apart
+//! from the serving port's and much smaller, and are not counted in its metrics: at most
+//! [`ADMIN_MAX_CONNECTIONS`] at once and [`ADMIN_MAX_PER_PEER`] from one peer address, the
+//! request head within [`ADMIN_HEAD_TIME`] of the accept, the answer within 2 s, one request a
+//! connection (no keep-alive). A health probe is answered even when those are full: a
+//! connection beyond them waits, without a thread, for its first bytes, and one that starts
+//! with `GET /healthz` or `GET /readyz` is served in one slot kept for it; any other is answered
+//! 503 and closed. So no flood of idle connections makes a supervisor see a dead process.
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -24,7 +27,7 @@ use serde_json::json;
 
 use super::{readiness, Metrics, METRICS_CONTENT_TYPE};
 use webcodex_plugin_host::gateway::Gateway;
-use webcodex_plugin_http::{Exchange, Handler, Listener};
+use webcodex_plugin_http::{Bounds, Exchange, Handler, Listener};
 
 /// The liveness route.
 pub const HEALTHZ_PATH: &str = "/healthz";
@@ -32,6 +35,15 @@ pub const HEALTHZ_PATH: &str = "/healthz";
 pub const READYZ_PATH: &str = "/readyz";
 /// The metrics route.
 pub const METRICS_PATH: &str = "/metrics";
+/// The most admin connections served at once (a probe beyond them still gets the health slot).
+pub const ADMIN_MAX_CONNECTIONS: usize = Bounds::ADMIN.max_connections;
+/// The most admin connections from one peer address at once.
+pub const ADMIN_MAX_PER_PEER: usize = match Bounds::ADMIN.per_peer {
+    Some(max) => max,
+    None => usize::MAX,
+};
+/// The time from an admin connection's accept to the end of its request head.
+pub const ADMIN_HEAD_TIME: std::time::Duration = Bounds::ADMIN.head;
 
 /// The admin listener, bound and not yet serving.
 pub struct AdminServer {
@@ -90,7 +102,7 @@ impl AdminServer {
         metrics: Metrics,
     ) -> io::Result<AdminServer> {
         Ok(AdminServer {
-            listener: Arc::new(Listener::bind(addr)?.unobserved()),
+            listener: Arc::new(Listener::bind(addr)?.unobserved().bounded(Bounds::ADMIN)),
             routes: Arc::new(AdminRoutes {
                 gateway,
                 metrics,

@@ -11,6 +11,8 @@
 //! - [`AdminServer`]: the listener that serves them;
 //! - [`systemd`]: the service manager's readiness notification and socket activation.
 
+#![forbid(unsafe_code)]
+
 mod admin;
 mod links;
 mod metrics;
@@ -18,6 +20,9 @@ mod process;
 pub mod readiness;
 pub mod systemd;
 
-pub use admin::{AdminServer, AdminStopper, HEALTHZ_PATH, METRICS_PATH, READYZ_PATH};
+pub use admin::{
+    AdminServer, AdminStopper, ADMIN_HEAD_TIME, ADMIN_MAX_CONNECTIONS, ADMIN_MAX_PER_PEER,
+    HEALTHZ_PATH, METRICS_PATH, READYZ_PATH,
+};
 pub use links::DialOutIds;
 pub use metrics::{Metrics, METRICS_CONTENT_TYPE, METRIC_PREFIX};

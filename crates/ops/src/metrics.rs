@@ -248,6 +248,18 @@ impl Collector for Scraped {
                 ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
             }
         }
+        {
+            let mut family = encoder.encode_descriptor(
+                "restarts",
+                "Restarts started by the restart policy (restart = \"on-failure\"), by plugin: each a new process, admitted or not.",
+                None,
+                MetricType::Counter,
+            )?;
+            for (plugin, count) in readiness::restarts(&self.gateway) {
+                let labels = [("plugin", plugin.as_str())];
+                ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
+            }
+        }
         let remotes = self.gateway.remote_runners();
         {
             let mut family = encoder.encode_descriptor(

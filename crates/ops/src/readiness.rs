@@ -82,3 +82,17 @@ pub fn not_ready(gateway: &Gateway) -> Vec<String> {
     }
     ids
 }
+
+/// The restarts of each provider under `restart = "on-failure"` in this process, by plugin id
+/// (summed over the local runners that configure it), in id order.
+pub fn restarts(gateway: &Gateway) -> Vec<(String, u64)> {
+    let mut counts = std::collections::BTreeMap::<String, u64>::new();
+    for runner in gateway.runner_names() {
+        if let Some(host) = gateway.runner(&runner) {
+            for (plugin, n) in host.restart_counts() {
+                *counts.entry(plugin).or_default() += n;
+            }
+        }
+    }
+    counts.into_iter().collect()
+}

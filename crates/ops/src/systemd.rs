@@ -3,8 +3,13 @@
 //!   `READY=1` or `STOPPING=1` as one datagram to that socket (a path, or `@name` in the
 //!   abstract namespace); [`claim_notify_socket`] keeps it from the plugins' environment;
 //! - socket activation: with `LISTEN_PID` naming this process and `LISTEN_FDS` ≥ 1,
-//!   [`inherited_listener`] takes the listening socket at descriptor 3 (checked: a TCP stream
-//!   socket that listens) and removes the variables, so no plugin inherits them.
+//!   [`inherited_listener`] takes the listening socket at descriptor 3 (checked by `listenfd`:
+//!   a TCP stream socket; and that it listens) and removes the variables, so no plugin
+//!   inherits them.
+//!
+//! The notification is a datagram on std's `UnixDatagram`: the `sd-notify` crate reads
+//! `NOTIFY_SOCKET` at each call (so the variable would have to stay in the environment every
+//! plugin inherits) and takes an `@name` as a file path (docs/DECISIONS.md).
 //!
 //! Both are no-ops without their variables, and on systems other than Unix.
 
@@ -84,6 +89,9 @@ pub fn inherited_listener() -> Result<Option<std::net::TcpListener>, String> {
     if pid.trim().parse::<u32>().ok() != Some(std::process::id()) {
         return Ok(None);
     }
+    // A descriptor other than 3 is not systemd's protocol (`listenfd` would honour it).
+    std::env::remove_var("LISTEN_FDS_FIRST_FD");
+    let passed = Passed::from_env();
     for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] {
         std::env::remove_var(name);
     }
@@ -99,75 +107,60 @@ pub fn inherited_listener() -> Result<Option<std::net::TcpListener>, String> {
             "systemd passed {count} sockets; serve listens on the first (descriptor 3) only"
         );
     }
-    take_listener(LISTEN_FDS_START).map(Some)
+    passed.first_listener().map(Some)
 }
+
+/// The descriptors the environment says were passed, read once (by `listenfd` on Unix).
+#[cfg(unix)]
+struct Passed(listenfd::ListenFd);
 
 #[cfg(unix)]
-fn take_listener(fd: i32) -> Result<std::net::TcpListener, String> {
-    use std::os::fd::FromRawFd;
-    let int_option = |level: i32, name: i32| -> Option<i32> {
-        let mut value: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: getsockopt(2) writes at most `len` bytes into `value`.
-        let rc = unsafe {
-            libc::getsockopt(
-                fd,
-                level,
-                name,
-                (&mut value as *mut libc::c_int).cast(),
-                &mut len,
-            )
+impl Passed {
+    fn from_env() -> Passed {
+        Passed(listenfd::ListenFd::from_env())
+    }
+
+    /// Descriptor 3 as a listening TCP socket: `listenfd` checks that it is a TCP stream
+    /// socket, marks it close-on-exec (no plugin inherits it) and takes it; on Linux
+    /// `SO_ACCEPTCONN` (`rustix`) then says whether it listens.
+    fn first_listener(mut self) -> Result<std::net::TcpListener, String> {
+        let fd = LISTEN_FDS_START;
+        let listener = match self.0.take_tcp_listener(0) {
+            Ok(Some(listener)) => listener,
+            Ok(None) | Err(_) => {
+                return Err(format!(
+                    "descriptor {fd} (passed by the service manager) is not a TCP stream socket; \
+                     the socket unit must have ListenStream= with an IP address and port, e.g. \
+                     127.0.0.1:8787"
+                ))
+            }
         };
-        (rc == 0).then_some(value)
-    };
-    let Some(kind) = int_option(libc::SOL_SOCKET, libc::SO_TYPE) else {
-        return Err(format!(
-            "descriptor {fd} (passed by the service manager) is not a socket; the socket unit \
-             must have ListenStream= with an address"
-        ));
-    };
-    // SAFETY: an all-zero sockaddr_storage is valid; getsockname(2) fills at most `len` bytes.
-    let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    // SAFETY: as above.
-    let named = unsafe {
-        libc::getsockname(
-            fd,
-            (&mut addr as *mut libc::sockaddr_storage).cast(),
-            &mut len,
-        )
-    };
-    let family = i32::from(addr.ss_family);
-    let tcp = named == 0 && (family == libc::AF_INET || family == libc::AF_INET6);
-    if kind != libc::SOCK_STREAM || !tcp {
-        return Err(format!(
-            "descriptor {fd} (passed by the service manager) is not a TCP stream socket; the \
-             socket unit must have ListenStream= with an IP address and port, e.g. 127.0.0.1:8787"
-        ));
-    }
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    if int_option(libc::SOL_SOCKET, libc::SO_ACCEPTCONN) != Some(1) {
-        return Err(format!(
-            "descriptor {fd} (passed by the service manager) is a TCP socket that does not listen"
-        ));
-    }
-    // SAFETY: fcntl(2) on a descriptor this process owns; no plugin may inherit it.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFD);
-        if flags >= 0 {
-            libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if !rustix::net::sockopt::socket_acceptconn(&listener).unwrap_or(false) {
+            return Err(format!(
+                "descriptor {fd} (passed by the service manager) is a TCP socket that does not \
+                 listen"
+            ));
         }
+        Ok(listener)
     }
-    // SAFETY: the descriptor is an open listening TCP socket (checked above), handed to this
-    // process to own; nothing else in the process uses it.
-    Ok(unsafe { std::net::TcpListener::from_raw_fd(fd) })
 }
 
+/// Socket activation is a Unix protocol.
 #[cfg(not(unix))]
-fn take_listener(fd: i32) -> Result<std::net::TcpListener, String> {
-    Err(format!(
-        "socket activation (descriptor {fd}) needs a Unix system"
-    ))
+struct Passed;
+
+#[cfg(not(unix))]
+impl Passed {
+    fn from_env() -> Passed {
+        Passed
+    }
+
+    fn first_listener(self) -> Result<std::net::TcpListener, String> {
+        Err(format!(
+            "socket activation (descriptor {LISTEN_FDS_START}) needs a Unix system"
+        ))
+    }
 }
 
 #[cfg(all(test, unix))]

@@ -19,6 +19,8 @@
 //! stable code. [`example_plugin`] is the built-in plugin behind the `demo` and `bench`
 //! commands.
 
+#![forbid(unsafe_code)]
+
 mod example;
 mod plugin;
 mod response;

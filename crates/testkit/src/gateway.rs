@@ -37,6 +37,7 @@ pub fn provider(id: &str, args: &[&str]) -> ProviderConfig {
         cwd: None,
         profile: None,
         timeout: Duration::from_secs(5),
+        restart: Default::default(),
     }
 }
 

@@ -151,9 +151,12 @@ pub fn processes_naming_an_exited_parent() -> Vec<(u32, u32)> {
             let Some(created) = running_since(pid) else {
                 return false;
             };
-            created < host_started
-                && ppid != 0
-                && running_since(ppid).map_or(true, |parent_created| parent_created > created)
+            // A parent that is gone, or younger than its child (its pid was reused).
+            let orphaned = match running_since(ppid) {
+                Some(parent_created) => parent_created > created,
+                None => true,
+            };
+            created < host_started && ppid != 0 && orphaned
         })
         .collect()
 }

@@ -194,7 +194,7 @@ fn line_column_counts_from_one() {
 fn unknown_plugins_key_is_invalid() {
     assert_invalid(
         "[plugins]\ntimeout = 3\n",
-        "unknown key plugins.timeout (allowed: request_timeout_secs, providers)",
+        "unknown key plugins.timeout (allowed: request_timeout_secs, providers, restart, restart_max)",
     );
 }
 
@@ -202,7 +202,7 @@ fn unknown_plugins_key_is_invalid() {
 fn unknown_provider_key_is_invalid() {
     assert_invalid(
             "[[plugins.providers]]\nid = \"p\"\nname = \"P\"\ncomand = \"x\"\n",
-            "unknown key plugins.providers[0].comand (allowed: id, name, command, args, cwd, profile, timeout_secs)",
+            "unknown key plugins.providers[0].comand (allowed: id, name, command, args, cwd, profile, timeout_secs, restart, restart_max)",
         );
 }
 

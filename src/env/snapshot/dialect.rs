@@ -1,5 +1,5 @@
 //! The init_script's shell dialect, chosen from the profile's program name (docs/DECISIONS.md
-//! 11.9): the generated script (strict mode where the shell has one, the init script, the
+//! D-PLAT-3): the generated script (strict mode where the shell has one, the init script, the
 //! marker line, then the environment) and how it is handed to the program.
 
 use std::ffi::OsString;

@@ -17,6 +17,7 @@ fn provider(profile: Option<&str>) -> ProviderConfig {
         cwd: None,
         profile: profile.map(str::to_string),
         timeout: Duration::from_secs(30),
+        restart: Default::default(),
     }
 }
 
@@ -409,7 +410,7 @@ fn parse_env_output_reads_cmd_lines_after_a_crlf_marker() {
     assert_eq!(parse_env_output(b"\r\nMx\r\nA=1\r\n", "M", true), None);
 }
 
-/// A `cmd` profile (Windows): the batch-file dialect of docs/DECISIONS.md 11.9.
+/// A `cmd` profile (Windows): the batch-file dialect of docs/DECISIONS.md D-PLAT-3.
 #[cfg(windows)]
 fn cmd_profile(init_script: &str) -> ProfileConfig {
     ProfileConfig {

@@ -5,15 +5,15 @@
 //! through a write end opened for that moment only; a kicked request always fails and retires
 //! the connection, so the byte is never read as part of a later response. Who kicks, the exit
 //! grace ([`EXIT_GRACE`]) and the retry of a kick with no descriptor free ([`KICK_RETRY`]):
-//! docs/DECISIONS.md 1.24.
+//! docs/DECISIONS.md D-PROV-10.
 
-use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::provider::event::{Wake, EXIT_GRACE};
+use crate::sys::linux::{reopen_pipe, Reopen};
 
 const IDLE: u8 = 0;
 const SLEEPING: u8 = 1;
@@ -27,7 +27,9 @@ const KICK_RETRY: Duration = Duration::from_millis(10);
 /// The blocking description of stdout and the state of the caller that sleeps on it.
 #[derive(Debug)]
 pub(crate) struct Kicker {
-    blocking: OwnedFd,
+    /// The blocking description of stdout, shared with stdout's buffer, which reads it while
+    /// the caller sleeps; held here too, so the write end a kick opens is always this pipe's.
+    blocking: Arc<OwnedFd>,
     state: AtomicU8,
     /// The sleeping request's deadline, nanoseconds after `epoch`.
     deadline: AtomicU64,
@@ -44,10 +46,10 @@ pub(crate) struct Kicker {
 impl Kicker {
     /// Opens the blocking description of `stdout` (the read end of the plugin's stdout pipe);
     /// `None` when `/proc` cannot give one (requests then wait on the event channel).
-    pub(crate) fn open(stdout: RawFd) -> Option<Arc<Kicker>> {
-        let fd = open_proc_fd(stdout, libc::O_RDONLY)?;
+    pub(crate) fn open(stdout: BorrowedFd<'_>) -> Option<Arc<Kicker>> {
+        let fd = reopen_pipe(stdout, Reopen::BlockingRead)?;
         Some(Arc::new(Kicker {
-            blocking: fd,
+            blocking: Arc::new(fd),
             state: AtomicU8::new(IDLE),
             deadline: AtomicU64::new(NEVER),
             watch: AtomicU64::new(NEVER),
@@ -58,9 +60,9 @@ impl Kicker {
         }))
     }
 
-    /// The blocking descriptor the caller reads.
-    pub(crate) fn blocking_fd(&self) -> RawFd {
-        self.blocking.as_raw_fd()
+    /// The blocking description the caller reads (for stdout's buffer).
+    pub(crate) fn blocking(&self) -> Arc<OwnedFd> {
+        Arc::clone(&self.blocking)
     }
 
     /// The caller, just before its blocking read: it sleeps until `until`. The caller must
@@ -76,7 +78,7 @@ impl Kicker {
 
     /// The watchdog, before it sleeps: it looks next in `timeout_ms` (negative: never, unless
     /// woken).
-    pub(crate) fn set_watch(&self, timeout_ms: libc::c_int) {
+    pub(crate) fn set_watch(&self, timeout_ms: i32) {
         let at = match u64::try_from(timeout_ms) {
             Ok(ms) => self.nanos(Instant::now() + Duration::from_millis(ms)),
             Err(_) => NEVER,
@@ -188,13 +190,10 @@ impl Kicker {
         {
             return false;
         }
-        let Some(writer) =
-            open_proc_fd(self.blocking.as_raw_fd(), libc::O_WRONLY | libc::O_NONBLOCK)
-        else {
+        let Some(writer) = reopen_pipe(self.blocking.as_fd(), Reopen::NonBlockingWrite) else {
             return false;
         };
-        // SAFETY: a one-byte write from a valid buffer to a descriptor we own.
-        let _ = unsafe { libc::write(writer.as_raw_fd(), b"\n".as_ptr().cast(), 1) };
+        let _ = crate::sys::unix::write(writer.as_fd(), b"\n");
         true
     }
 }
@@ -210,27 +209,18 @@ impl Wake for Kicker {
     }
 }
 
-/// Opens `/proc/self/fd/{fd}` with `flags` (close-on-exec): for a pipe, a new open file
-/// description of the same pipe.
-fn open_proc_fd(fd: RawFd, flags: libc::c_int) -> Option<OwnedFd> {
-    let path = CString::new(format!("/proc/self/fd/{fd}")).ok()?;
-    // SAFETY: a NUL-terminated path and plain flags; returns a new descriptor or -1.
-    let opened = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC) };
-    // SAFETY: a descriptor just opened and owned by nobody else.
-    (opened >= 0).then(|| unsafe { OwnedFd::from_raw_fd(opened) })
-}
-
 #[cfg(test)]
 mod tests {
     use std::io::{Read, Write};
 
     use super::*;
+    use crate::sys::unix::Interest;
 
     #[test]
     fn a_kick_wakes_a_blocking_read_and_is_reported_once() {
         let (reader, mut writer) = os_pipe::pipe().unwrap();
         let reader = OwnedFd::from(reader);
-        let kicker = Kicker::open(reader.as_raw_fd()).expect("/proc/self/fd");
+        let kicker = Kicker::open(reader.as_fd()).expect("/proc/self/fd");
         kicker.sleep(Instant::now() + Duration::from_secs(60));
         let sleeping = kicker.clone();
         let read = std::thread::spawn(move || {
@@ -257,7 +247,7 @@ mod tests {
     fn the_watchdog_kicks_only_after_the_deadline() {
         let (reader, _writer) = os_pipe::pipe().unwrap();
         let reader = OwnedFd::from(reader);
-        let kicker = Kicker::open(reader.as_raw_fd()).expect("/proc/self/fd");
+        let kicker = Kicker::open(reader.as_fd()).expect("/proc/self/fd");
         assert_eq!(kicker.kick_if_due(), None, "nobody sleeps");
         kicker.sleep(Instant::now() + Duration::from_secs(60));
         let left = kicker.kick_if_due().expect("a sleeper with a deadline");
@@ -271,15 +261,10 @@ mod tests {
     fn a_kick_that_cannot_be_written_is_retried_by_the_watchdog() {
         let (reader, _writer) = os_pipe::pipe().unwrap();
         let reader = OwnedFd::from(reader);
-        let kicker = Kicker::open(reader.as_raw_fd()).expect("/proc/self/fd");
+        let kicker = Kicker::open(reader.as_fd()).expect("/proc/self/fd");
         let pending = || {
-            let mut fds = [libc::pollfd {
-                fd: kicker.blocking_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            }];
-            // SAFETY: one valid pollfd; a zero timeout.
-            unsafe { libc::poll(fds.as_mut_ptr(), 1, 0) == 1 }
+            let fd = kicker.blocking.as_fd();
+            crate::sys::unix::poll([fd], Interest::Readable, Some(Duration::ZERO))[0]
         };
         // An event's kick fails twice (no descriptor free): the watchdog retries it.
         kicker.failing_opens.store(2, Ordering::SeqCst);
@@ -300,7 +285,7 @@ mod tests {
         // The watchdog's own kick at the deadline fails: it asks to look again soon.
         let (reader, _writer) = os_pipe::pipe().unwrap();
         let reader = OwnedFd::from(reader);
-        let kicker = Kicker::open(reader.as_raw_fd()).expect("/proc/self/fd");
+        let kicker = Kicker::open(reader.as_fd()).expect("/proc/self/fd");
         kicker.failing_opens.store(1, Ordering::SeqCst);
         kicker.sleep(Instant::now());
         assert_eq!(kicker.kick_if_due(), Some(KICK_RETRY));
@@ -318,7 +303,7 @@ mod tests {
     fn a_caller_that_wakes_first_is_not_kicked() {
         let (reader, _writer) = os_pipe::pipe().unwrap();
         let reader = OwnedFd::from(reader);
-        let kicker = Kicker::open(reader.as_raw_fd()).expect("/proc/self/fd");
+        let kicker = Kicker::open(reader.as_fd()).expect("/proc/self/fd");
         kicker.sleep(Instant::now() + Duration::from_secs(60));
         assert!(kicker.wake_up());
         kicker.kick();

@@ -5,7 +5,7 @@
 //! reasons to stop waiting wake it with a kick ([`kick`]). A request that cannot take stdout
 //! over (no `/proc` to reopen it, a line the reader holds), or whose frame the
 //! writer thread finishes, waits on the event channel as the portable path does
-//! (docs/DECISIONS.md 1.21, 1.24, 1.26, 1.32).
+//! (docs/DECISIONS.md D-PROV-9, D-PROV-10, D-PROV-8).
 
 mod kick;
 mod port;
@@ -155,9 +155,9 @@ impl Session {
         let spare = &mut self.spare;
         let read = match self.channels.events.is_empty() {
             true => held.lines().map(|lines| {
-                lines.get_mut().read_from(Some(kicker.blocking_fd()));
+                lines.get_mut().read_blocking(true);
                 let read = lines.read_response_line_into(spare);
-                lines.get_mut().read_from(None);
+                lines.get_mut().read_blocking(false);
                 read
             }),
             // An event came first (the plugin's exit, a write failure, `stop()`).

@@ -4,21 +4,20 @@
 //! Between requests the reader thread sleeps in `epoll_wait` on stdout (while armed) and a wake
 //! descriptor; a request takes the mutex ([`StdoutPort::take`]), disarms stdout in the reader's
 //! set and lets go on [`Held`]'s drop. stdout is re-armed lazily, a [`REARM_AFTER`] period after
-//! the last request (docs/DECISIONS.md 1.21).
+//! the last request (docs/DECISIONS.md D-PROV-9).
 
-use std::io::{self, ErrorKind};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::time::Instant;
+use std::io;
+use std::os::fd::AsFd;
+use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
 
-use std::mem::ManuallyDrop;
-use std::sync::atomic::{fence, AtomicBool, Ordering};
-use std::sync::Arc;
-
 use super::kick::Kicker;
-use crate::provider::io::set_nonblocking;
 use crate::provider::stdout_buffer::{stdout_lines, Stdout, StdoutLines};
+use crate::sys::linux::{Epoll, EventFd};
+use crate::sys::unix::set_nonblocking;
 
 const STDOUT_TOKEN: u64 = 0;
 const WAKE_TOKEN: u64 = 1;
@@ -79,12 +78,10 @@ impl PortState {
 #[derive(Debug)]
 pub(crate) struct StdoutPort {
     state: Mutex<PortState>,
-    /// stdout's descriptor, open while the state's `lines` is `Some`.
-    stdout: RawFd,
     /// The reader thread's wait set: stdout (while armed) and `wake`.
-    epoll: OwnedFd,
+    epoll: Epoll,
     /// Wakes the reader thread (to look, or to end).
-    wake: WakeFd,
+    wake: EventFd,
     /// Wakes a caller that sleeps in a blocking read of stdout (`super::kick`); `None` where
     /// `/proc` could not reopen stdout (requests then take the event channel).
     kicker: Option<Arc<Kicker>>,
@@ -95,19 +92,17 @@ pub(crate) struct StdoutPort {
 impl StdoutPort {
     /// Makes `stdout` non-blocking and builds the reader's wait set, with stdout armed.
     pub(crate) fn new(stdout: Stdout, buffer: usize) -> io::Result<StdoutPort> {
-        let fd = stdout.as_raw_fd();
-        set_nonblocking(fd)?;
-        // SAFETY: epoll_create1 takes flags and returns a new descriptor or -1.
-        let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if epoll < 0 {
-            return Err(io::Error::last_os_error());
+        set_nonblocking(stdout.as_fd())?;
+        let epoll = Epoll::new()?;
+        let wake = EventFd::new()?;
+        epoll.add(stdout.as_fd(), STDOUT_TOKEN, true)?;
+        epoll.add(wake.as_fd(), WAKE_TOKEN, true)?;
+        let kicker = Kicker::open(stdout.as_fd());
+        let mut lines = stdout_lines(stdout, buffer);
+        if let Some(kicker) = &kicker {
+            lines.get_mut().set_blocking(kicker.blocking());
         }
-        // SAFETY: a descriptor just created and owned by nobody else.
-        let epoll = unsafe { OwnedFd::from_raw_fd(epoll) };
-        let wake = WakeFd::new()?;
-        let lines = stdout_lines(stdout, buffer);
-        let kicker = Kicker::open(fd);
-        let port = StdoutPort {
+        Ok(StdoutPort {
             state: Mutex::new(PortState {
                 lines: Some(lines),
                 armed: true,
@@ -116,20 +111,11 @@ impl StdoutPort {
                 requests: 0,
                 requests_seen: 0,
             }),
-            stdout: fd,
             epoll,
             wake,
             kicker,
             reader_waits: AtomicBool::new(false),
-        };
-        port.control(libc::EPOLL_CTL_ADD, fd, STDOUT_TOKEN, true)?;
-        port.control(
-            libc::EPOLL_CTL_ADD,
-            port.wake.0.as_raw_fd(),
-            WAKE_TOKEN,
-            true,
-        )?;
-        Ok(port)
+        })
     }
 
     /// The caller's take-over for one request (waiting while the reader reads what is
@@ -146,7 +132,7 @@ impl StdoutPort {
         if state.armed {
             // Disarmed, stdout stays in the set but wakes nobody (a hang-up still would:
             // the reader then waits for the mutex and reads the end after this request).
-            self.arm_stdout(false).ok()?;
+            self.arm_stdout(&state, false).ok()?;
             state.armed = false;
         }
         if state.reader_sleeps_armed && !state.armed {
@@ -158,9 +144,9 @@ impl StdoutPort {
         }
         state.requests = state.requests.wrapping_add(1);
         Some(Held {
-            port: self,
+            state,
             kicker,
-            state: ManuallyDrop::new(state),
+            release: Release(self),
         })
     }
 
@@ -168,7 +154,7 @@ impl StdoutPort {
     pub(crate) fn arm_for_reader(&self) {
         let mut state = self.state.lock();
         if state.lines.is_some() && !state.armed {
-            match self.arm_stdout(true) {
+            match self.arm_stdout(&state, true) {
                 Ok(()) => state.armed = true,
                 // The reader still looks every period.
                 Err(e) => log::warn!("arming the plugin's stdout for its reader failed: {e}"),
@@ -181,7 +167,7 @@ impl StdoutPort {
     /// `Watching`, or until a request sleeping in a blocking read is due to be kicked
     /// (which it then is). Drains the wake descriptor.
     pub(crate) fn reader_sleep(&self, sleep: ReaderSleep) {
-        const PERIOD: libc::c_int = REARM_AFTER.as_millis() as libc::c_int;
+        const PERIOD: i32 = REARM_AFTER.as_millis() as i32;
         let mut timeout = match sleep {
             // Until stdout is readable, or the running request ends (it raises the wake
             // descriptor as it lets go of stdout; one that sleeps in a blocking read with
@@ -200,24 +186,17 @@ impl StdoutPort {
                     break;
                 };
                 let millis = left.as_millis().saturating_add(1);
-                let due = libc::c_int::try_from(millis).unwrap_or(libc::c_int::MAX);
+                let due = i32::try_from(millis).unwrap_or(i32::MAX);
                 if timeout >= 0 && timeout <= due {
                     break;
                 }
                 timeout = due;
             }
         }
-        let mut ready = [libc::epoll_event { events: 0, u64: 0 }; 2];
-        let n = loop {
-            // SAFETY: a valid epoll descriptor and a buffer of two events; the timeout is
-            // infinite or one re-arm period, never a busy loop.
-            let n =
-                unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), ready.as_mut_ptr(), 2, timeout) };
-            if n >= 0 || io::Error::last_os_error().kind() != ErrorKind::Interrupted {
-                break n.max(0) as usize;
-            }
-        };
-        if ready[..n].iter().any(|event| event.u64 == WAKE_TOKEN) {
+        // No bound, one re-arm period, or until a sleeping request is due: never a busy loop.
+        let timeout = u64::try_from(timeout).ok().map(Duration::from_millis);
+        let ready: [Option<u64>; 2] = self.epoll.wait(timeout);
+        if ready.contains(&Some(WAKE_TOKEN)) {
             self.wake.drain();
         }
         if let Some(kicker) = &self.kicker {
@@ -275,7 +254,7 @@ impl StdoutPort {
     /// stdout; or watches for another period.
     pub(crate) fn next_sleep(&self, state: &mut PortState, last: ReaderSleep) -> ReaderSleep {
         let quiet = last == ReaderSleep::Watching && state.requests == state.requests_seen;
-        if !state.armed && quiet && self.arm_stdout(true).is_ok() {
+        if !state.armed && quiet && self.arm_stdout(state, true).is_ok() {
             state.armed = true;
         }
         state.requests_seen = state.requests;
@@ -288,29 +267,34 @@ impl StdoutPort {
     }
 
     /// Arms stdout in the reader's wait set, or disarms it (it stays in the set, waking nobody).
-    fn arm_stdout(&self, armed: bool) -> io::Result<()> {
-        self.control(libc::EPOLL_CTL_MOD, self.stdout, STDOUT_TOKEN, armed)
-    }
-
-    /// Adds `fd` to the reader's wait set or changes its entry, readable when `armed`.
-    fn control(&self, op: libc::c_int, fd: RawFd, token: u64, armed: bool) -> io::Result<()> {
-        let events = if armed { libc::EPOLLIN as u32 } else { 0 };
-        let mut event = libc::epoll_event { events, u64: token };
-        // SAFETY: a valid epoll descriptor, a descriptor open while `lines` is Some, and a
-        // valid event.
-        if unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), op, fd, &mut event) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+    /// Fails once reading has ended (stdout is closed).
+    fn arm_stdout(&self, state: &PortState, armed: bool) -> io::Result<()> {
+        let Some(lines) = &state.lines else {
+            return Err(io::ErrorKind::NotConnected.into());
+        };
+        self.epoll
+            .modify(lines.get_ref().stdout(), STDOUT_TOKEN, armed)
     }
 }
 
 /// Stdout taken over by the caller for one request; handed back on drop.
 pub(crate) struct Held<'a> {
-    port: &'a StdoutPort,
+    /// Let go of first (a struct's fields drop in the order declared), before `release` wakes
+    /// the reader: it must find stdout free.
+    state: MutexGuard<'a, PortState>,
     kicker: &'a Kicker,
-    /// Let go of in `drop`, before the reader is woken (it must find stdout free).
-    state: ManuallyDrop<MutexGuard<'a, PortState>>,
+    release: Release<'a>,
+}
+
+/// The last of [`Held`] to drop: wakes a reader that waits for the request to end.
+struct Release<'a>(&'a StdoutPort);
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        if self.0.reader_waits.swap(false, Ordering::SeqCst) {
+            self.0.wake.raise();
+        }
+    }
 }
 
 impl<'a> Held<'a> {
@@ -320,7 +304,7 @@ impl<'a> Held<'a> {
     #[inline]
     pub(crate) fn sleep_in_read(&self, until: Instant) -> &'a Kicker {
         if self.kicker.sleep(until) {
-            self.port.wake.raise();
+            self.release.0.wake.raise();
         }
         self.kicker
     }
@@ -335,46 +319,6 @@ impl<'a> Held<'a> {
     /// wakes the reader thread, which ends.
     pub(crate) fn end(&mut self) {
         self.state.end();
-        self.port.wake.raise();
-    }
-}
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        // SAFETY: the guard is dropped exactly once, here, and not used afterwards.
-        unsafe { ManuallyDrop::drop(&mut self.state) };
-        if self.port.reader_waits.swap(false, Ordering::SeqCst) {
-            self.port.wake.raise();
-        }
-    }
-}
-
-/// An eventfd that one side makes readable and the other drains.
-#[derive(Debug)]
-struct WakeFd(OwnedFd);
-
-impl WakeFd {
-    fn new() -> io::Result<WakeFd> {
-        // SAFETY: eventfd takes an initial value and flags, returns a new descriptor or -1.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: just created, owned by nobody else.
-        Ok(WakeFd(unsafe { OwnedFd::from_raw_fd(fd) }))
-    }
-
-    /// Makes the descriptor readable (non-blocking; a saturated counter is readable already).
-    fn raise(&self) {
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: a non-blocking write of a valid buffer to a descriptor we own.
-        let _ = unsafe { libc::write(self.0.as_raw_fd(), one.as_ptr().cast(), one.len()) };
-    }
-
-    /// Resets the counter (one read of an eventfd).
-    fn drain(&self) {
-        let mut sink = [0u8; 8];
-        // SAFETY: a non-blocking read into a valid buffer from a descriptor we own.
-        let _ = unsafe { libc::read(self.0.as_raw_fd(), sink.as_mut_ptr().cast(), sink.len()) };
+        self.release.0.wake.raise();
     }
 }

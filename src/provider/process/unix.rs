@@ -10,11 +10,14 @@ use parking_lot::Mutex;
 use shared_child::SharedChild;
 
 use super::PluginProcess;
-use crate::spawn::{spawn_tied, wait_exit_noreap};
+use crate::spawn::spawn_tied;
+use crate::sys::unix::{group_has_members, kill_group, pid_of, wait_exit_noreap, Pid};
 
 /// The plugin's process group (its id is the leader's pid).
 #[derive(Debug)]
 pub(super) struct Tree {
+    /// The group's id: the leader's pid.
+    group: Pid,
     /// True once the leader was reaped. Group kills and the reap both hold this lock, so no
     /// signal is ever sent to the group id after the leader was reaped (it may be reused then).
     reaped: Mutex<bool>,
@@ -23,17 +26,19 @@ pub(super) struct Tree {
 /// Spawns `command` as the leader of a new process group, tied to the host's lifetime.
 pub(super) fn spawn(mut command: Command) -> io::Result<(SharedChild, Tree)> {
     command.process_group(0);
-    let child = SharedChild::new(spawn_tied(command)?)?;
+    let child = spawn_tied(command)?;
     let tree = Tree {
+        group: pid_of(&child),
         reaped: Mutex::new(false),
     };
+    let child = SharedChild::new(child)?;
     Ok((child, tree))
 }
 
 impl PluginProcess {
     /// The process group id: the leader's pid.
-    fn pgid(&self) -> libc::pid_t {
-        self.child.id() as libc::pid_t
+    pub(crate) fn pgid(&self) -> Pid {
+        self.tree.group
     }
 
     /// SIGKILL to the process group, then to the leader through `SharedChild`; both are no-ops
@@ -41,11 +46,9 @@ impl PluginProcess {
     pub(super) fn kill_tree(&self) {
         let reaped = self.tree.reaped.lock();
         if !*reaped {
-            // SAFETY: plain syscall; the leader is not reaped (checked under the lock), so the
-            // group id cannot have been reused.
-            unsafe {
-                libc::kill(-self.pgid(), libc::SIGKILL);
-            }
+            // The leader is not reaped (checked under the lock), so the group id cannot have
+            // been reused. A group already empty is no failure.
+            let _ = kill_group(self.pgid());
         }
         drop(reaped);
         let _ = self.child.kill();
@@ -58,10 +61,8 @@ impl PluginProcess {
         if *reaped {
             return true;
         }
-        // SAFETY: the leader is not reaped yet (it is a zombie at most), so the group id is ours.
-        unsafe {
-            libc::kill(-self.pgid(), libc::SIGKILL);
-        }
+        // The leader is not reaped yet (it is a zombie at most), so the group id is ours.
+        let _ = kill_group(self.pgid());
         match self.child.try_wait() {
             Ok(Some(status)) => {
                 *reaped = true;
@@ -104,9 +105,7 @@ impl PluginProcess {
         }
         let mut pause = Duration::from_millis(1);
         loop {
-            // SAFETY: signal 0 sends nothing; it only checks whether the group has members.
-            let alive = unsafe { libc::kill(-self.pgid(), 0) } == 0;
-            if !alive {
+            if !group_has_members(self.pgid()) {
                 return;
             }
             let now = Instant::now();

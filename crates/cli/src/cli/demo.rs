@@ -35,6 +35,7 @@ pub(super) fn example_runner() -> Result<RunnerConfig, String> {
                 cwd: None,
                 profile: None,
                 timeout: DEFAULT_REQUEST_TIMEOUT,
+                restart: Default::default(),
             }],
         },
         ..RunnerConfig::default()

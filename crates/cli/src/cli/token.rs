@@ -63,11 +63,10 @@ fn new(args: &NewToken) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let mut random = [0u8; TOKEN_BYTES + 4];
-    if let Err(e) = getrandom::getrandom(&mut random) {
-        eprintln!("error: the system's random source failed: {e}");
+    let Some(random) = webcodex_plugin_host::random_bytes::<{ TOKEN_BYTES + 4 }>() else {
+        eprintln!("error: the system's random source failed");
         return EXIT_FAILURE;
-    }
+    };
     let (secret, suffix) = random.split_at(TOKEN_BYTES);
     let name = match &args.name {
         Some(name) => match checked_name(name) {
@@ -221,18 +220,8 @@ fn runner_entry(name: &str, token: &str, runner: &str) -> String {
 /// URL-safe base64 without padding (RFC 4648 §5): printable ASCII without spaces, as a bearer
 /// token must be.
 fn base64url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
-        for i in 0..=chunk.len() {
-            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-        }
-    }
-    out
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
 #[cfg(test)]

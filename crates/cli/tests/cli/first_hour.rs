@@ -384,6 +384,7 @@ fn the_rust_scaffold_finds_its_binary_under_cargo_target_dir() {
 }
 
 /// [`path_without_the_binary`], keeping the directory of the `cargo` that runs this test.
+#[cfg(unix)]
 fn path_without_the_binary_but_cargo() -> std::ffi::OsString {
     let mut dirs: Vec<std::path::PathBuf> =
         std::env::split_paths(&path_without_the_binary()).collect();

@@ -22,9 +22,11 @@ const NPM_LIMIT: Duration = Duration::from_secs(600);
 /// A hang guard for one CLI run.
 const CLI_LIMIT: Duration = Duration::from_secs(60);
 
+/// The CLI with `args`, run from the repository's root (the examples' configs name their
+/// plugins relative to it).
 fn cli(args: &[&str]) -> Run {
     let mut command = common::cli_command(BIN);
-    command.args(args);
+    command.args(args).current_dir(common::REPO_ROOT);
     run_to_end(command, CLI_LIMIT)
 }
 
@@ -160,9 +162,14 @@ runPlugin(definePlugin({ tools: [echo, boom] }));"#,
     assert_eq!(failure["error"]["code"], "plugin_eof", "{failure}");
 }
 
+/// The Node example's runner.toml, its plugin started in the repository's root (the config
+/// names the script relative to it).
 fn node_example_host() -> Host {
     let path = Path::new(common::REPO_ROOT).join("examples/node/runner.toml");
-    Host::start(ConfigSource::File(path), HostOptions::default()).unwrap()
+    let mut config = webcodex_plugin_host::env::load_runner_config(&path, 8).unwrap();
+    let root = Path::new(common::REPO_ROOT).canonicalize().unwrap();
+    config.plugins.providers[0].cwd = Some(root);
+    Host::start(ConfigSource::Fixed(config), HostOptions::default()).unwrap()
 }
 
 #[test]

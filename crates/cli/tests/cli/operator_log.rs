@@ -364,6 +364,7 @@ fn sigkill(pid: i32) {
     );
 }
 
+#[cfg(unix)]
 const KILLED: &str = "the plugin was killed by signal 9 (SIGKILL)";
 
 #[cfg(unix)]

@@ -1,4 +1,4 @@
-//! The client's own HTTP/1.1 exchange (docs/DECISIONS.md 6.38) against a scripted runner
+//! The client's own HTTP/1.1 exchange (docs/DECISIONS.md D-CLIENT-2) against a scripted runner
 //! (`exchange_support`): answers that are chunked, that close the connection (saying so, or by
 //! their framing), that come after interim answers (`100`, `102`, `103`), and answers that are
 //! not taken: garbage, a head over 64 KiB, a body over 1 MiB, a `101` nobody asked for. Through the `--server-url` client and through

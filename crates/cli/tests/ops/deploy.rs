@@ -299,10 +299,27 @@ fn kubernetes_manifests_probe_the_admin_port_and_their_files_run_with_the_real_c
             .unwrap()
     };
     let flag_port = |flag: &str| -> u64 {
-        let addr: std::net::SocketAddr = flag_value(&args, flag).unwrap().parse().unwrap();
+        let value = flag_value(&args, flag).unwrap();
+        // The admin listener's host is the pod's IP, expanded by Kubernetes.
+        let addr = value.replace("$(POD_IP)", "10.0.0.1");
+        let addr: std::net::SocketAddr = addr.parse().unwrap_or_else(|e| panic!("{value}: {e}"));
         u64::from(addr.port())
     };
     assert_eq!(port("admin"), flag_port("--admin-listen"));
+    // The admin listener binds the pod's IP (for the kubelet's probes and Prometheus), never
+    // every address; POD_IP comes from the downward API.
+    let admin = flag_value(&args, "--admin-listen").unwrap();
+    assert!(admin.starts_with("$(POD_IP):"), "{admin}");
+    let pod_ip = container["env"]
+        .as_array()
+        .expect("env")
+        .iter()
+        .find(|e| e["name"] == "POD_IP")
+        .expect("a POD_IP variable");
+    assert_eq!(
+        pod_ip["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP",
+        "{pod_ip}"
+    );
     assert_eq!(port("http"), flag_port("--listen"));
     for (probe, path) in [
         ("startupProbe", "/healthz"),
@@ -387,7 +404,9 @@ fn kubernetes_manifests_probe_the_admin_port_and_their_files_run_with_the_real_c
         .map(|a| match a.as_str() {
             a if Some(a) == flag_value(&args, "--config") => s(&config).to_string(),
             a if a == tokens_path => s(&tokens).to_string(),
-            a if a.starts_with("0.0.0.0:") => "127.0.0.1:0".to_string(),
+            a if a.starts_with("0.0.0.0:") || a.starts_with("$(POD_IP):") => {
+                "127.0.0.1:0".to_string()
+            }
             a => a.to_string(),
         })
         .collect();
@@ -419,4 +438,63 @@ fn kubernetes_manifests_probe_the_admin_port_and_their_files_run_with_the_real_c
     );
     let (status, stderr) = serve.stop();
     assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// The NetworkPolicy selects the Deployment's pods and admits the admin port only from the
+/// pods it names (Prometheus), while plugin_tool stays reachable; the ports it names are the
+/// container's.
+#[test]
+fn the_network_policy_admits_only_prometheus_to_the_admin_port() {
+    let deployment = one_manifest("kubernetes/deployment.yaml", "Deployment");
+    let policy = one_manifest("kubernetes/networkpolicy.yaml", "NetworkPolicy");
+    let labels = &deployment["spec"]["template"]["metadata"]["labels"];
+    assert_eq!(&policy["spec"]["podSelector"]["matchLabels"], labels);
+    assert_eq!(policy["spec"]["policyTypes"], json!(["Ingress"]));
+    let container_ports: Vec<&Value> = deployment["spec"]["template"]["spec"]["containers"][0]
+        ["ports"]
+        .as_array()
+        .expect("container ports")
+        .iter()
+        .map(|p| &p["name"])
+        .collect();
+    let rules = policy["spec"]["ingress"].as_array().expect("ingress rules");
+    let rules_for = |port: &str| -> Vec<&Value> {
+        rules
+            .iter()
+            .filter(|rule| {
+                rule["ports"]
+                    .as_array()
+                    .is_some_and(|ports| ports.iter().any(|p| p["port"] == port))
+            })
+            .collect()
+    };
+    for rule in rules {
+        for port in rule["ports"]
+            .as_array()
+            .expect("every rule names its ports")
+        {
+            assert!(
+                container_ports.contains(&&port["port"]),
+                "{port} is not a port of the container ({container_ports:?})"
+            );
+        }
+    }
+    // plugin_tool: open (bearer tokens guard it).
+    assert_eq!(rules_for("http").len(), 1, "{policy}");
+    // The admin port: every rule that names it has sources, each a pod selector (within a
+    // namespace), never an open rule or an address block.
+    let admin = rules_for("admin");
+    assert_eq!(admin.len(), 1, "{policy}");
+    let from = admin[0]["from"]
+        .as_array()
+        .expect("the admin rule names sources");
+    assert!(!from.is_empty());
+    for source in from {
+        assert!(source["podSelector"]["matchLabels"].is_object(), "{source}");
+        assert!(source.get("ipBlock").is_none(), "{source}");
+    }
+    assert_eq!(
+        from[0]["podSelector"]["matchLabels"]["app.kubernetes.io/name"],
+        "prometheus"
+    );
 }

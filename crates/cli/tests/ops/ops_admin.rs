@@ -658,3 +658,274 @@ fn query_value(web: SocketAddr, query: &str) -> Option<f64> {
         .to_string();
     value.parse().ok()
 }
+
+/// The threads of process `pid`.
+#[cfg(target_os = "linux")]
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|tasks| tasks.count())
+        .unwrap_or(0)
+}
+
+/// The admin listener's own bounds, one at a time and without a flood: a fifth connection from
+/// a peer that holds four is refused (503) unless it is a health probe, which is answered; an
+/// answer closes the connection (no keep-alive); a connection that sends nothing is closed
+/// quietly once its head time is over. Retried (at most three times) when the four idle
+/// connections were closed before the fifth was answered (a machine stalled for a second).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_admin_listener_bounds_each_peer_and_keeps_no_connection_alive() {
+    use std::net::Ipv4Addr;
+    let dir = TempDir::new("ops", "bounds");
+    let (serve, _) = serve_with_admin(&dir, false);
+    let peer = Ipv4Addr::new(127, 0, 0, 9);
+    let mut checked = false;
+    for _ in 0..3 {
+        let held: Vec<TcpStream> = (0..webcodex_plugin_ops::ADMIN_MAX_PER_PEER)
+            .map(|_| ops_support::connect_from(peer, serve.admin).expect("connect"))
+            .collect();
+        let ask = |path: &str| {
+            let mut stream = ops_support::connect_from(peer, serve.admin).expect("connect");
+            stream.set_read_timeout(Some(LIMIT)).unwrap();
+            let raw = format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n");
+            stream.write_all(raw.as_bytes()).unwrap();
+            let mut bytes = Vec::new();
+            // No keep-alive: the server closes after its answer, though the request did not ask.
+            stream.read_to_end(&mut bytes).expect("the server closes");
+            common::http::parse_response(&bytes)
+        };
+        let metrics = ask("/metrics");
+        let health = ask("/healthz");
+        let ready = ask("/readyz");
+        if !held.iter().all(ops_support::idle_and_open) {
+            continue;
+        }
+        assert_eq!(metrics.status, 503, "{}", metrics.text());
+        assert_eq!(health.status, 200, "{}", health.text());
+        assert_eq!(ready.status, 200, "{}", ready.text());
+        assert!(health.header("connection").eq_ignore_ascii_case("close"));
+        checked = true;
+        // The four were kept by the per-peer bound, not closed: each ends quietly at its head
+        // time (a generous bound here; the time itself is 1 s).
+        for mut stream in held {
+            stream.set_read_timeout(Some(LIMIT)).unwrap();
+            let started = Instant::now();
+            let mut bytes = Vec::new();
+            let _ = stream.read_to_end(&mut bytes);
+            assert!(bytes.is_empty(), "an idle connection got {bytes:?}");
+            assert!(started.elapsed() < Duration::from_secs(10));
+        }
+        break;
+    }
+    assert!(checked, "the four idle connections never lasted a second");
+    // Another peer is not bound by the first one's connections.
+    assert_eq!(ops_support::get(serve.admin, "/metrics").0, 200);
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// Health is always answered: 64 peers hold 5 idle connections each (320, replaced as the
+/// server closes them) and this test's own address holds 4 more, while 35 `/healthz` and 35
+/// `/readyz` probes from this test are all answered 200. The listener serves at most 32
+/// connections at once meanwhile (its threads stay bounded), the serving port is untouched, and
+/// after the flood the process stops cleanly with no child left behind.
+#[cfg(target_os = "linux")]
+#[test]
+fn health_and_readiness_are_answered_under_a_flood_of_idle_connections() {
+    use std::net::Ipv4Addr;
+    use std::sync::atomic::Ordering;
+    let dir = TempDir::new("ops", "flood");
+    let (serve, pids) = serve_with_admin(&dir, false);
+    serve.call_echo(1);
+    let threads_before = threads_of(serve.pid());
+    let peers: Vec<Ipv4Addr> = (2..66).map(|n| Ipv4Addr::new(127, 0, 0, n)).collect();
+    let flood = ops_support::Flood::start(serve.admin, peers, 5);
+    let own = ops_support::Flood::start(serve.admin, vec![Ipv4Addr::LOCALHOST], 4);
+    let deadline = Instant::now() + LIMIT;
+    while flood.holding.load(Ordering::SeqCst) < 256 || own.holding.load(Ordering::SeqCst) < 4 {
+        assert!(
+            Instant::now() < deadline,
+            "the flood never held 256 connections"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut most_threads = 0;
+    for round in 0..35 {
+        for path in ["/healthz", "/readyz"] {
+            let (status, body) = serve.admin_get(path);
+            assert_eq!(status, 200, "probe {round} of {path}: {body}");
+        }
+        most_threads = most_threads.max(threads_of(serve.pid()));
+        // Pacing, not a synchronisation: the probes span about three seconds, so they meet the
+        // flood's replacements of the connections the server closed after their head time.
+        std::thread::sleep(Duration::from_millis(80));
+    }
+    let opened = flood.opened.load(Ordering::SeqCst);
+    // Served connections are at most 32 threads, plus the waiting room's thread and the health
+    // slot's.
+    let bound = threads_before + webcodex_plugin_ops::ADMIN_MAX_CONNECTIONS + 2;
+    assert!(
+        most_threads <= bound,
+        "{most_threads} threads under the flood (at most {bound})"
+    );
+    // The serving port works during the flood.
+    serve.call_echo(1);
+    flood.stop();
+    own.stop();
+    assert!(opened >= 320, "the flood opened {opened} connections");
+    // Once the server has seen the flood's connections close, the bounds are free again and a
+    // scrape (not a health request) is served.
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let (status, metrics) = serve.admin_get("/metrics");
+        if status == 200 {
+            assert!(
+                metrics.contains("webcodex_plugin_provider_status"),
+                "{metrics}"
+            );
+            break;
+        }
+        assert_eq!(status, 503, "{metrics}");
+        assert!(
+            Instant::now() < deadline,
+            "the bounds never freed after the flood"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let plugins = common::recorded_plugin_pids(&pids);
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    common::assert_plugins_cleaned_up(&plugins);
+}
+
+/// The restart policy tests' plugin (Python): records its pid, crashes at start while a `crash`
+/// file is beside its pid file, hangs while a `hang` file is.
+fn restart_plugin() -> String {
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/support/restart_plugin.py"
+    )
+    .to_string()
+}
+
+/// `restart = "on-failure"` under `serve`: the plugin killed with SIGKILL comes back as a new
+/// instance. While it is down (its first restart crashes at start too, as long as a `crash`
+/// file says so) `/readyz` is red and names it; once a restart is admitted it is green again.
+/// A binding of the old instance fails with `plugin_replaced`, a new describe and call work,
+/// `webcodex_plugin_restarts_total` counts every restart started (one per process started
+/// again), each restart is logged, and every plugin process is reaped (no zombie, nothing
+/// left once serve stops).
+#[test]
+fn a_killed_plugin_under_on_failure_comes_back_and_readyz_follows() {
+    let dir = TempDir::new("ops", "restart");
+    let pids = dir.path("pids");
+    let config = dir.write(
+        "runner.toml",
+        &format!(
+            "[shell]\nenv = {{ RESTART_PIDS = {pids:?} }}\n[plugins]\nrestart = \"on-failure\"\n\
+             [[plugins.providers]]\nid = \"py\"\nname = \"Restarting\"\ncommand = \"python3\"\n\
+             args = [{script:?}]\ntimeout_secs = 10\n",
+            pids = s(&pids),
+            script = restart_plugin()
+        ),
+    );
+    let tokens = common::serve::write_tokens_file(&dir);
+    let mut cmd = common::cli_command(BIN);
+    cmd.args([
+        "serve",
+        "--config",
+        s(&config),
+        "--listen",
+        "127.0.0.1:0",
+        "--tokens",
+        s(&tokens),
+        "--admin-listen",
+        "127.0.0.1:0",
+    ])
+    .env("RUST_LOG", "info");
+    let serve = AdminServe::start(cmd);
+    assert_eq!(serve.admin_get("/readyz").0, 200);
+    let describe = serde_json::json!({"action": "describe", "runner": "local", "plugin": "py", "tool": "echo"});
+    let (status, described) = serve.tool(describe.clone());
+    assert_eq!(status, 200, "{described}");
+    let old_binding = described["output"]["binding"].clone();
+    let call = |binding: &Value| {
+        serve.tool(
+            serde_json::json!({"action": "call", "binding": binding, "arguments": {"text": "hi"}}),
+        )
+    };
+    assert_eq!(call(&old_binding).0, 200);
+
+    let first = common::recorded_plugin_pids(&pids);
+    assert_eq!(first.len(), 1);
+    dir.write("crash", "");
+    // SAFETY: kill(2) on the plugin's pid, a live grandchild of this test.
+    assert_eq!(unsafe { libc::kill(first[0], libc::SIGKILL) }, 0);
+    assert!(
+        common::wait_gone(first[0]),
+        "the host did not reap its plugin"
+    );
+    // A restart started, and crashed at start: the provider is still down, and readyz says so.
+    let deadline = Instant::now() + LIMIT;
+    while common::recorded_plugin_pids(&pids).len() < 2 {
+        assert!(Instant::now() < deadline, "no restart within {LIMIT:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (status, body) = serve.admin_get("/readyz");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(not_ready(&body), ["py"]);
+    let (status, refused) = call(&old_binding);
+    assert_ne!(status, 200, "{refused}");
+
+    std::fs::remove_file(dir.path("crash")).unwrap();
+    let deadline = Instant::now() + LIMIT;
+    while serve.admin_get("/readyz").0 != 200 {
+        assert!(Instant::now() < deadline, "readyz never turned green again");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (status, replaced) = call(&old_binding);
+    assert_ne!(status, 200, "{replaced}");
+    assert_eq!(
+        replaced["output"]["error"]["code"], "plugin_replaced",
+        "{replaced}"
+    );
+    let (status, described) = serve.tool(describe);
+    assert_eq!(status, 200, "{described}");
+    let (status, called) = call(&described["output"]["binding"]);
+    assert_eq!(status, 200, "{called}");
+
+    let started = common::recorded_plugin_pids(&pids);
+    assert!(started.len() >= 3, "{started:?}");
+    let (_, metrics) = serve.admin_get("/metrics");
+    assert_eq!(
+        sample(&metrics, r#"webcodex_plugin_restarts_total{plugin="py"}"#),
+        Some((started.len() - 1) as f64),
+        "{metrics}"
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            r#"webcodex_plugin_provider_status{runner="local",plugin="py",status="ready"}"#
+        ),
+        Some(1.0)
+    );
+    // Every process but the live one is gone and reaped.
+    let live = *started.last().unwrap();
+    common::assert_plugins_cleaned_up(&started[..started.len() - 1]);
+    assert!(common::zombie_children_of(serve.pid() as i32).is_empty());
+    let (status, stderr) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    common::assert_plugins_cleaned_up(&[live]);
+    assert!(
+        stderr.contains(r#"plugin provider "py" is down"#),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(r#"restart 1 of at most 5 in a row"#),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(r#"plugin provider "py" restarted: a new instance"#),
+        "{stderr}"
+    );
+}

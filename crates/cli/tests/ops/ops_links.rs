@@ -293,8 +293,9 @@ fn name_and_labels(line: &str) -> (String, BTreeSet<String>) {
 }
 
 /// The exposition of a front with every kind of runner (its own `--config` with a slow
-/// provider, a `--runners` runner that is down, a runner that dials out) after a success, a
-/// busy rejection and a timeout; the processes are stopped (exit 0) before it returns.
+/// provider under `restart = "on-failure"`, a `--runners` runner that is down, a runner that
+/// dials out) after a success, a busy rejection and a timeout; the processes are stopped (exit
+/// 0) before it returns.
 fn exposition_of_every_kind() -> String {
     let dir = TempDir::new("ops", "families");
     let fixture = serde_json::to_string(s(&common::fixture_path())).unwrap();
@@ -304,7 +305,7 @@ fn exposition_of_every_kind() -> String {
             "[plugins]\nrequest_timeout_secs = 20\n\n[[plugins.providers]]\nid = \"fx\"\n\
              name = \"Fixture\"\ncommand = {fixture}\nargs = [\"normal\"]\n\n\
              [[plugins.providers]]\nid = \"slow\"\nname = \"Slow\"\ncommand = {fixture}\n\
-             args = [\"normal\"]\ntimeout_secs = 1\n"
+             args = [\"normal\"]\ntimeout_secs = 1\nrestart = \"on-failure\"\n"
         ),
     );
     let down = TcpListener::bind("127.0.0.1:0")

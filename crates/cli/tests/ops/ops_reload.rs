@@ -8,6 +8,7 @@ use crate::tempdir;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -424,4 +425,189 @@ fn a_keep_alive_connection_is_authenticated_against_the_tokens_in_place() {
     drop(conn);
     let (status, lines) = serve.stop();
     assert_eq!(status.code(), Some(0), "{lines:#?}");
+}
+
+/// runner.toml with one provider `py`, the restart policy tests' Python plugin (its pid file is
+/// `pids` in `dir`), under `restart = "on-failure"` with `restart_max` and admission budget
+/// `timeout_secs`.
+fn restart_config(dir: &TempDir, restart_max: u32, timeout_secs: u32) -> PathBuf {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/support/restart_plugin.py"
+    );
+    dir.write(
+        "runner.toml",
+        &format!(
+            "[shell]\nenv = {{ RESTART_PIDS = {pids:?} }}\n[plugins]\nrestart = \"on-failure\"\n\
+             restart_max = {restart_max}\n[[plugins.providers]]\nid = \"py\"\nname = \"Py\"\n\
+             command = \"python3\"\nargs = [{script:?}]\ntimeout_secs = {timeout_secs}\n",
+            pids = s(&dir.path("pids")),
+        ),
+    )
+}
+
+/// The delay of a `restart N of at most M in a row in X s` log line, in seconds.
+fn restart_delay(line: &str) -> Option<f64> {
+    let rest = line.split(" in a row in ").nth(1)?;
+    rest.split(" s").next()?.trim().parse().ok()
+}
+
+/// SIGKILL of the plugin `py` recorded last in `dir`'s pid file; its pid.
+fn kill_plugin(dir: &TempDir) -> i32 {
+    let pid = *common::recorded_plugin_pids(&dir.path("pids"))
+        .last()
+        .expect("a recorded plugin");
+    // SAFETY: kill(2) on the plugin's pid, a live grandchild of this test.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    assert!(common::wait_gone(pid), "the host did not reap its plugin");
+    pid
+}
+
+/// A plugin that always fails at start under `restart = "on-failure"` and `restart_max = 2`:
+/// started once, restarted twice, then it stays down and the log says so; every process it
+/// ran is reaped.
+#[test]
+fn a_plugin_that_always_crashes_at_start_stays_down_after_restart_max() {
+    let dir = TempDir::new("ops", "restart-max");
+    dir.write("crash", "");
+    let config = restart_config(&dir, 2, 10);
+    let tokens = common::serve::write_tokens_file(&dir);
+    let mut serve = LoggedServe::start(serve_command(&config, &tokens, None));
+    let line = serve.wait_for_line("`stays down`", |l| l.contains("stays down"));
+    assert!(
+        line.contains(
+            r#"plugin provider "py" stays down: 2 restarts in a row failed (restart_max = 2)"#
+        ),
+        "{line}"
+    );
+    assert!(line.contains("fix the plugin and reload"), "{line}");
+    let restarts = serve
+        .seen()
+        .iter()
+        .filter(|l| l.contains("in a row in "))
+        .count();
+    assert_eq!(restarts, 2, "{:#?}", serve.seen());
+    // Once at start and twice more: no restart is pending after the line.
+    let started = common::recorded_plugin_pids(&dir.path("pids"));
+    assert_eq!(started.len(), 3, "{started:?}");
+    common::assert_plugins_cleaned_up(&started);
+    let (status, listed) = serve.tool_with(TOKEN, "", json!({"action": "list", "runner": "local"}));
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(
+        listed["output"]["plugins"][0]["status"], "failed",
+        "{listed}"
+    );
+    assert_eq!(common::recorded_plugin_pids(&dir.path("pids")).len(), 3);
+    let (status, lines) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{lines:#?}");
+}
+
+/// A reload (SIGHUP) while a restart waits out its backoff cancels it: the reload's own
+/// instance serves, the cancelled restart never starts a process, and the restarts are decided
+/// afresh (the next crash is restart 1 again).
+#[test]
+fn a_reload_during_a_pending_restart_cancels_it() {
+    let dir = TempDir::new("ops", "restart-pending");
+    let config = restart_config(&dir, 10, 10);
+    let tokens = common::serve::write_tokens_file(&dir);
+    let mut serve = LoggedServe::start(serve_command(&config, &tokens, None));
+    assert_eq!(plugins(&serve), ["py"]);
+    // Restarts crash at start, so their backoff grows: wait for one of at least 3 s.
+    dir.write("crash", "");
+    kill_plugin(&dir);
+    let line = serve.wait_for_line("a restart pending for 3 s or more", |l| {
+        restart_delay(l).is_some_and(|delay| delay >= 3.0)
+    });
+    let pending_until = Instant::now() + Duration::from_secs_f64(restart_delay(&line).unwrap());
+    std::fs::remove_file(dir.path("crash")).unwrap();
+    assert!(hang_up(serve.pid()));
+    serve.wait_for_line("`runner.toml reloaded`", |l| {
+        l.contains("runner.toml reloaded")
+    });
+    assert!(
+        serve
+            .seen()
+            .iter()
+            .any(|l| l
+                .contains(r#"plugin provider "py": its pending restart is cancelled by a reload"#)),
+        "{:#?}",
+        serve.seen()
+    );
+    let started = common::recorded_plugin_pids(&dir.path("pids")).len();
+    let (status, listed) = serve.tool_with(TOKEN, "", json!({"action": "list", "runner": "local"}));
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(
+        listed["output"]["plugins"][0]["status"], "ready",
+        "{listed}"
+    );
+    // The cancelled restart's time comes and goes: no process is started for it.
+    let now = Instant::now();
+    std::thread::sleep(pending_until.saturating_duration_since(now) + Duration::from_secs(1));
+    assert_eq!(
+        common::recorded_plugin_pids(&dir.path("pids")).len(),
+        started
+    );
+    // Decided afresh: the reload's instance, killed, is restart 1 of a new row.
+    kill_plugin(&dir);
+    let line = serve.wait_for_line("a restart after the reload", |l| restart_delay(l).is_some());
+    assert!(line.contains("restart 1 of at most 10 in a row"), "{line}");
+    serve.wait_for_line("`restarted`", |l| {
+        l.contains(r#""py" restarted: a new instance"#)
+    });
+    let pids = common::recorded_plugin_pids(&dir.path("pids"));
+    let (status, lines) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{lines:#?}");
+    common::assert_plugins_cleaned_up(&pids);
+}
+
+/// A reload (SIGHUP) while a restart's candidate is being admitted (it never answers) kills
+/// that candidate at once, and the reload's own instance serves; the restart never commits.
+#[test]
+fn a_reload_kills_a_restart_being_admitted() {
+    let dir = TempDir::new("ops", "restart-admitting");
+    // A long admission budget: only the reload can end the hanging candidate in this test.
+    let config = restart_config(&dir, 5, 60);
+    let tokens = common::serve::write_tokens_file(&dir);
+    let mut serve = LoggedServe::start(serve_command(&config, &tokens, None));
+    assert_eq!(plugins(&serve), ["py"]);
+    dir.write("hang", "");
+    kill_plugin(&dir);
+    let deadline = Instant::now() + ops_support::LIMIT;
+    let candidate = loop {
+        let pids = common::recorded_plugin_pids(&dir.path("pids"));
+        if pids.len() == 2 {
+            break pids[1];
+        }
+        assert!(Instant::now() < deadline, "no restart started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::fs::remove_file(dir.path("hang")).unwrap();
+    let reload_sent = Instant::now();
+    assert!(hang_up(serve.pid()));
+    serve.wait_for_line("`runner.toml reloaded`", |l| {
+        l.contains("runner.toml reloaded")
+    });
+    assert!(
+        common::wait_gone(candidate),
+        "the restart's candidate lives on"
+    );
+    // Far below the 60 s admission budget: the reload killed it.
+    assert!(reload_sent.elapsed() < Duration::from_secs(20));
+    let (status, listed) = serve.tool_with(TOKEN, "", json!({"action": "list", "runner": "local"}));
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(
+        listed["output"]["plugins"][0]["status"], "ready",
+        "{listed}"
+    );
+    let pids = common::recorded_plugin_pids(&dir.path("pids"));
+    assert_eq!(pids.len(), 3, "start, restart (killed), reload");
+    let (status, lines) = serve.stop();
+    assert_eq!(status.code(), Some(0), "{lines:#?}");
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("restarted: a new instance")),
+        "{lines:#?}"
+    );
+    common::assert_plugins_cleaned_up(&pids);
 }

@@ -2254,6 +2254,7 @@ fn the_cli_reaches_every_runner_of_a_front_whose_runners_all_dial_in() {
 
 /// Starts `connect` as runner `id` of `front` with the token of `token_of`, logging at the
 /// default level (no RUST_LOG) to the file `log`.
+#[cfg(unix)]
 fn connect_logging_to(
     front: SocketAddr,
     config: &Path,

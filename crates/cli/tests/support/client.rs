@@ -58,10 +58,8 @@ impl TestPki {
             CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".into()]).unwrap();
         let leaf_key = KeyPair::generate().unwrap();
         let leaf_cert = leaf.signed_by(&leaf_key, &ca_cert, &ca_key).unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let server = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
+        // The process's default crypto provider (ring, the one the crate features name).
+        let server = rustls::ServerConfig::builder()
             .with_no_client_auth()
             .with_single_cert(
                 vec![leaf_cert.der().clone()],

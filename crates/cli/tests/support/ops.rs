@@ -348,3 +348,97 @@ pub fn hang_up(pid: u32) -> bool {
     // SAFETY: kill(2) on the pid of a child the caller spawned and has not reaped.
     unsafe { libc::kill(pid as libc::pid_t, libc::SIGHUP) == 0 }
 }
+
+/// A TCP connection to `to` from the loopback address `from` (any of 127.0.0.0/8 on Linux), so
+/// that one test can be many peers.
+#[cfg(target_os = "linux")]
+pub fn connect_from(from: std::net::Ipv4Addr, to: SocketAddr) -> std::io::Result<TcpStream> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    socket.bind(&SocketAddr::new(from.into(), 0).into())?;
+    socket.connect_timeout(&to.into(), Duration::from_secs(2))?;
+    Ok(socket.into())
+}
+
+/// True while `stream` is open and nothing arrived on it (the server neither answered nor
+/// closed it).
+pub fn idle_and_open(stream: &TcpStream) -> bool {
+    if stream.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let mut byte = [0u8; 1];
+    let open =
+        matches!(stream.peek(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+    let _ = stream.set_nonblocking(false);
+    open
+}
+
+/// Idle connections held open against a server from many loopback peers: each peer keeps
+/// `per_peer` connections that never send a byte, and a connection the server closes (or
+/// answers) is replaced, so the flood lasts until [`Flood::stop`].
+#[cfg(target_os = "linux")]
+pub struct Flood {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Connections opened so far (replacements included).
+    pub opened: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Connections held open at the end of the last round.
+    pub holding: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    driver: Option<JoinHandle<()>>,
+}
+
+#[cfg(target_os = "linux")]
+impl Flood {
+    /// Starts the flood on `to` from `peers` with `per_peer` connections each.
+    pub fn start(to: SocketAddr, peers: Vec<std::net::Ipv4Addr>, per_peer: usize) -> Flood {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let stop = Arc::new(AtomicBool::new(false));
+        let opened = Arc::new(AtomicUsize::new(0));
+        let holding = Arc::new(AtomicUsize::new(0));
+        let (stop_flag, opened_count, holding_count) =
+            (stop.clone(), opened.clone(), holding.clone());
+        let driver = std::thread::spawn(move || {
+            let mut held: Vec<(std::net::Ipv4Addr, Option<TcpStream>)> = peers
+                .iter()
+                .flat_map(|peer| std::iter::repeat(*peer).take(per_peer))
+                .map(|peer| (peer, None))
+                .collect();
+            while !stop_flag.load(Ordering::SeqCst) {
+                for (peer, stream) in held.iter_mut() {
+                    if stream.as_ref().is_some_and(idle_and_open) {
+                        continue;
+                    }
+                    *stream = connect_from(*peer, to).ok();
+                    if stream.is_some() {
+                        opened_count.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                let open = held.iter().filter(|(_, s)| s.is_some()).count();
+                holding_count.store(open, Ordering::SeqCst);
+                // Load, not a synchronisation: the next round replaces what the server closed.
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        Flood {
+            stop,
+            opened,
+            holding,
+            driver: Some(driver),
+        }
+    }
+
+    /// Ends the flood and closes its connections.
+    pub fn stop(mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(driver) = self.driver.take() {
+            driver.join().expect("the flood's driver");
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Flood {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}

@@ -112,7 +112,7 @@ impl Dialer {
 }
 
 /// A budget of `limit` for `reason`.
-fn timeout(limit: Duration, reason: Timeout) -> NextTimeout {
+pub(super) fn timeout(limit: Duration, reason: Timeout) -> NextTimeout {
     NextTimeout {
         after: Budget::Exact(limit),
         reason,

@@ -21,8 +21,8 @@ use crate::MAX_BODY_BYTES;
 
 /// The granularity of the socket timeouts: each wait's time left is rounded up to a whole
 /// multiple, so the requests of a kept connection (each with deadlines of its own) find the
-/// socket's timeout already set (docs/DECISIONS.md 6.33). A wait can end up to this much after
-/// its deadline; the deadline itself is checked before every wait.
+/// socket's timeout already set (docs/DECISIONS.md D-CLIENT-2). A wait can end up to this much
+/// after its deadline; the deadline itself is checked before every wait.
 const TIMEOUT_STEP: Duration = Duration::from_millis(100);
 
 /// Hands `parts` (the request's head and body, in order) to the connection: one write when

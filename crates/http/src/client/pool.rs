@@ -1,7 +1,7 @@
 //! The idle connections of a client, under the rule that keeps "not sent" provable
-//! (docs/DECISIONS.md 6.32, 6.38): a connection goes back only when its answer was read to the
-//! end and the server did not say it would close it; it is handed out again only while it has
-//! been idle less than [`MAX_IDLE_AGE`], and only after a probe that does not block found it
+//! (docs/DECISIONS.md D-CLIENT-1, D-CLIENT-2): a connection goes back only when its answer was read
+//! to the end and the server did not say it would close it; it is handed out again only while it
+//! has been idle less than [`MAX_IDLE_AGE`], and only after a probe that does not block found it
 //! open with nothing unread. A connection the probe refuses is dropped before anything is
 //! written on it, so the request that asked for it is still unsent.
 

@@ -33,7 +33,7 @@ pub(crate) fn link_proxy(
     choice: &ProxyChoice,
     https: bool,
     host: &str,
-) -> Result<Option<LinkProxy>, SetupError> {
+) -> Result<Option<Proxy>, SetupError> {
     let Some(proxy) = client_proxy(choice, https, host)? else {
         return Ok(None);
     };
@@ -44,26 +44,7 @@ pub(crate) fn link_proxy(
              http://HOST:PORT or --no-system-proxy",
         ));
     }
-    let credentials = proxy.username().map(|u| {
-        (
-            u.to_string(),
-            proxy.password().unwrap_or_default().to_string(),
-        )
-    });
-    Ok(Some(LinkProxy {
-        host: proxy.host().to_string(),
-        port: proxy.port(),
-        credentials,
-    }))
-}
-
-/// The HTTP proxy a runner link tunnels through.
-#[derive(Debug, Clone)]
-pub(crate) struct LinkProxy {
-    pub(crate) host: String,
-    pub(crate) port: u16,
-    /// User and password for `Proxy-Authorization: Basic`.
-    pub(crate) credentials: Option<(String, String)>,
+    Ok(Some(proxy))
 }
 
 /// The DER bytes of every certificate of a PEM text (a link's `--ca-cert`).

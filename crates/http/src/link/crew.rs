@@ -1,27 +1,28 @@
 //! The request threads of a `connect` runner's link: they read the front's requests, run each
 //! on the local gateway and write its reply, at most [`MAX_IN_FLIGHT`] at once, until the link
 //! ends (a frame the link does not allow, the end of the stream, or no frame for
-//! [`DEAD_AFTER`]).
+//! [`DEAD_AFTER`]). One crew on every platform: leader/follower.
 //!
-//! No thread wakes another on a request's way in: the thread that reads a request runs it.
-//! How the reading goes on meanwhile is each platform's (chosen at compile time, as the
-//! provider's response path is):
-//! - Linux (`epoll`): every idle request thread waits in one epoll instance where the link's
-//!   socket is registered one-shot, so bytes that arrive wake exactly one of them (the one
-//!   that went to wait last); it reads what arrived, re-arms the socket and runs what it read.
-//!   A thread that takes a request while no other thread waits starts one first, so a second
-//!   request is read while the first runs. Requests that arrive together go to the other
-//!   threads through a queue and an `eventfd` in the same epoll instance.
-//! - elsewhere, and under the test-only `webcodex_portable_wait` cfg (`leader`): leader/follower.
-//!   One thread at a time reads the link; the one that reads a request passes the reading to
-//!   a thread that waits for it (a new one when none waits) and runs the request.
+//! One request thread at a time reads the link (the leader): it waits for bytes on the link's
+//! socket without its lock ([`LinkSocket::next`]: one `poll(2)` on Unix, a `peek` with a read
+//! timeout elsewhere) until the dead-link bound, so an idle link costs no wake-up besides the
+//! front's pings. A leader that reads a request passes the reading to a thread that waits for
+//! it (a new thread when none waits) and runs the request itself, so no hand-off stands
+//! between a request's arrival and its run; once it answered, it waits up to [`WORKER_IDLE`]
+//! to lead again, then ends. A link has at most [`MAX_THREADS`] request threads: at that count
+//! a leader waits for one of them (one holds no request and is on its way back) to take the
+//! reading, or for one to end so that it may start one.
 //!
-//! Either way every request is answered exactly once: by the thread that runs it, or at once
-//! with a `not_started` failure (unreadable, over the bound, no thread could start).
+//! Every request is answered exactly once: by the thread that runs it, or at once with a
+//! `not_started` failure (unreadable, over the bound, no thread could start).
+//!
+//! [`MAX_IN_FLIGHT`]: webcodex_plugin_host::transport::MAX_IN_FLIGHT
 
 use std::io::{Read, Write};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, select, Receiver, Sender};
 
 use tungstenite::protocol::frame::coding::CloseCode;
 
@@ -30,14 +31,7 @@ use super::wire::{self, LinkRequest};
 use webcodex_plugin_host::error::{Dispatch, ErrorCode};
 use webcodex_plugin_host::gateway::{Caller, Gateway};
 use webcodex_plugin_host::trace::TraceContext;
-use webcodex_plugin_host::transport::{Dispatcher, Slot};
-
-#[cfg(all(target_os = "linux", not(webcodex_portable_wait)))]
-#[path = "crew/epoll.rs"]
-mod imp;
-#[cfg(any(not(target_os = "linux"), webcodex_portable_wait))]
-#[path = "crew/leader.rs"]
-mod imp;
+use webcodex_plugin_host::transport::{Dispatcher, Slot, WORKER_STACK};
 
 /// A runner link with no frame from the front for this long is dead (the front pings every
 /// 15 s).
@@ -79,7 +73,158 @@ pub(super) fn serve<S>(gateway: &Arc<Gateway>, socket: &Arc<LinkSocket<S>>) -> S
 where
     S: Read + Write + Send + 'static,
 {
-    imp::serve(Dispatcher::new(gateway.clone()), socket)
+    let (pass, take) = bounded::<Lead>(0);
+    let (ended_tx, ended) = bounded::<String>(1);
+    // Dropped when this returns: the threads that wait to lead end at once.
+    let (_gone_tx, gone) = bounded::<()>(0);
+    let crew = Arc::new(Crew {
+        dispatcher: Dispatcher::new(gateway.clone()),
+        socket: socket.clone(),
+        pass,
+        take,
+        ended: ended_tx,
+        gone,
+        threads: ThreadCount::default(),
+        thread_ended: bounded(1),
+    });
+    let first = Lead {
+        last_frame: Instant::now(),
+    };
+    let started = pass_lead(&crew, first);
+    drop(crew);
+    await_end(started, socket, &ended)
+}
+
+/// The reading of a link, passed from thread to thread: when the front's last frame came (a
+/// link with none for [`DEAD_AFTER`] is dead). Exactly one thread holds it at a time.
+#[derive(Clone, Copy)]
+struct Lead {
+    last_frame: Instant,
+}
+
+/// How a thread's turn as the link's reader ended.
+enum Led {
+    /// It read a request, passed the reading on and ran the request.
+    Passed,
+    /// The link ended (why, for the log); the reading goes to no one.
+    Ended(String),
+}
+
+/// The threads of one link: the dispatcher they run requests on (its bound of 64 at once),
+/// the link they read and answer, and the hand-off of the reading.
+struct Crew<S: Read + Write> {
+    dispatcher: Dispatcher,
+    socket: Arc<LinkSocket<S>>,
+    /// Passes the reading to a thread waiting in `take` (zero capacity: only to one that
+    /// waits).
+    pass: Sender<Lead>,
+    take: Receiver<Lead>,
+    /// Why the link ended, from the leader that saw it to `serve`'s thread.
+    ended: Sender<String>,
+    /// Disconnected once `serve` returned.
+    gone: Receiver<()>,
+    threads: ThreadCount,
+    /// A thread ended (one unit, however many): a leader waiting at [`MAX_THREADS`] looks
+    /// at the count again.
+    thread_ended: (Sender<()>, Receiver<()>),
+}
+
+/// Reads the link as its leader until it reads a request it can run (it passes the reading on
+/// and runs it: [`Led::Passed`]) or the link ends ([`Led::Ended`]). Requests that cannot run
+/// (unreadable, over the bound of 64, no thread to pass the reading to) are answered at once
+/// and the reading goes on.
+fn lead_link<S>(crew: &Arc<Crew<S>>, mut lead: Lead) -> Led
+where
+    S: Read + Write + Send + 'static,
+{
+    let socket = &crew.socket;
+    loop {
+        let next = socket.next(lead.last_frame + DEAD_AFTER);
+        if matches!(next, Next::Text(_) | Next::Heartbeat) {
+            lead.last_frame = Instant::now();
+        }
+        match take(&crew.dispatcher, socket, next) {
+            Taken::Request(request, slot) => {
+                if pass_lead(crew, lead) {
+                    answer(&crew.dispatcher, socket, request, slot);
+                    return Led::Passed;
+                }
+                drop(slot);
+                refuse_no_thread(socket, request.id);
+            }
+            Taken::Nothing => {}
+            Taken::End(why) => return Led::Ended(why),
+        }
+    }
+}
+
+/// Passes the reading of the link to a thread waiting for it, else to a new thread (at
+/// [`MAX_THREADS`]: to the first thread that comes back to wait, or a new one once a thread
+/// ended); false when no thread could start (the caller keeps the reading).
+fn pass_lead<S>(crew: &Arc<Crew<S>>, lead: Lead) -> bool
+where
+    S: Read + Write + Send + 'static,
+{
+    if crew.pass.try_send(lead).is_ok() {
+        return true;
+    }
+    loop {
+        if crew.threads.reserve() {
+            return start_follower(crew, lead);
+        }
+        // A thread that ends after the count was read leaves its unit for this wait.
+        select! {
+            send(crew.pass, lead) -> sent => return sent.is_ok(),
+            recv(crew.thread_ended.1) -> _ => {}
+        }
+    }
+}
+
+/// Starts a thread (already counted in `threads`) that leads with `lead`; false when none
+/// could start.
+fn start_follower<S>(crew: &Arc<Crew<S>>, lead: Lead) -> bool
+where
+    S: Read + Write + Send + 'static,
+{
+    let follower = crew.clone();
+    let spawned = std::thread::Builder::new()
+        .name("wc-link-req".into())
+        .stack_size(WORKER_STACK)
+        .spawn(move || {
+            follow(&follower, lead);
+            follower.threads.release();
+            let _ = follower.thread_ended.0.try_send(());
+        });
+    match spawned {
+        Ok(_) => true,
+        Err(e) => {
+            crew.threads.release();
+            log::warn!("connect: no thread for a request: {e}");
+            false
+        }
+    }
+}
+
+/// A request thread of the link: leads with `lead`, then, after each request it ran, waits up
+/// to [`WORKER_IDLE`] to lead again; ends when the wait runs out or the link ended.
+fn follow<S>(crew: &Arc<Crew<S>>, mut lead: Lead)
+where
+    S: Read + Write + Send + 'static,
+{
+    loop {
+        if let Led::Ended(why) = lead_link(crew, lead) {
+            let _ = crew.ended.try_send(why);
+            return;
+        }
+        crossbeam_channel::select! {
+            recv(crew.take) -> next => match next {
+                Ok(next) => lead = next,
+                Err(_) => return,
+            },
+            recv(crew.gone) -> _ => return,
+            default(WORKER_IDLE) => return,
+        }
+    }
 }
 
 /// Waits for why the link ended, once the crew's first thread `started` (none could start: the

@@ -8,14 +8,12 @@
 //! - `socket`: one WebSocket shared by its reader and its writers (no polling: the reader
 //!   waits in one `poll(2)`, a `peek` off Unix; writers take a lock per message; a writer may
 //!   claim the reading, the front's caller that reads its own answer).
-//! - `front` (feature `http-server`): the links `serve` accepted, each a `RunnerLink` of a
-//!   `RemoteRunner`, so every relayed answer is validated and rebuilt and each runner has its
-//!   own in-flight cap.
-//! - `runner` (feature `http-client`): `connect`'s side: dial (directly or through an HTTP
-//!   proxy, `ws://` or `wss://`), hello, reconnect with backoff.
-//! - `crew` (feature `http-client`): the runner's request threads, which serve the front's
-//!   requests with the local gateway (the thread that reads a request runs it; on Linux the
-//!   idle ones wait in one epoll instance, elsewhere leader/follower).
+//! - `front`: the links `serve` accepted, each a `RunnerLink` of a `RemoteRunner`, so every
+//!   relayed answer is validated and rebuilt and each runner has its own in-flight cap.
+//! - `runner`: `connect`'s side: dial (directly or through an HTTP proxy's `CONNECT`, ureq's
+//!   own; `ws://` or `wss://`), hello, reconnect with backoff.
+//! - `crew`: the runner's request threads, which serve the front's requests with the local
+//!   gateway (leader/follower on every platform: the thread that reads a request runs it).
 
 mod crew;
 pub(crate) mod front;

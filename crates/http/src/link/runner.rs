@@ -18,11 +18,13 @@ use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 use tungstenite::client::ClientRequestBuilder;
 use tungstenite::handshake::HandshakeError;
 use tungstenite::protocol::frame::coding::CloseCode;
+use ureq::Proxy;
 
 use super::socket::{config, LinkSocket, Next, SharedTcp};
 use super::wire;
 use super::{LINK_LOG_TARGET, RUNNERS_CONNECT_PATH};
-use crate::client::{ca_der, link_proxy, LinkProxy, ProxyChoice, SetupError, SetupPart};
+use crate::client::BaseUrl;
+use crate::client::{ca_der, link_proxy, tunnel, ProxyChoice, SetupError, SetupPart};
 use webcodex_plugin_host::gateway::Gateway;
 
 /// How long the front has to welcome the runner.
@@ -122,11 +124,7 @@ impl Backoff {
             .saturating_mul(1u32 << exp)
             .min(Self::CAP)
             .as_millis() as u64;
-        let mut bytes = [0u8; 8];
-        let random = match getrandom::getrandom(&mut bytes) {
-            Ok(()) => u64::from_le_bytes(bytes),
-            Err(_) => bound / 2,
-        };
+        let random = webcodex_plugin_host::random_bytes().map_or(bound / 2, u64::from_le_bytes);
         Duration::from_millis(random % (bound + 1))
     }
 
@@ -191,7 +189,7 @@ pub struct Dialer {
     front: Front,
     token: String,
     tls: Option<Arc<ClientConfig>>,
-    proxy: Option<LinkProxy>,
+    proxy: Option<Proxy>,
     name: Option<String>,
     instance: String,
     connect_timeout: Duration,
@@ -428,132 +426,40 @@ impl Dialer {
 
     /// The TCP connection to the front, or to the proxy with a `CONNECT` tunnel through it.
     fn dial(&self) -> io::Result<TcpStream> {
-        let (host, port) = match &self.proxy {
-            Some(proxy) => (proxy.host.as_str(), proxy.port),
-            None => (self.front.host.as_str(), self.front.port),
-        };
+        let front = &self.front;
+        if let Some(proxy) = &self.proxy {
+            return tunnel(
+                proxy,
+                &front.host,
+                front.port,
+                front.tls,
+                self.connect_timeout,
+            );
+        }
         let mut last = io::Error::new(io::ErrorKind::NotFound, "the host has no address");
-        let mut stream = None;
-        for addr in (host.trim_start_matches('[').trim_end_matches(']'), port).to_socket_addrs()? {
+        let host = front.host.trim_start_matches('[').trim_end_matches(']');
+        for addr in (host, front.port).to_socket_addrs()? {
             match TcpStream::connect_timeout(&addr, self.connect_timeout) {
-                Ok(s) => {
-                    stream = Some(s);
-                    break;
+                Ok(stream) => {
+                    let _ = stream.set_nodelay(true);
+                    return Ok(stream);
                 }
                 Err(e) => last = e,
             }
         }
-        let mut stream = stream.ok_or(last)?;
-        let _ = stream.set_nodelay(true);
-        if let Some(proxy) = &self.proxy {
-            stream.set_read_timeout(Some(self.connect_timeout))?;
-            stream.set_write_timeout(Some(self.connect_timeout))?;
-            tunnel(&mut stream, &self.front, proxy.credentials.as_ref())?;
-        }
-        Ok(stream)
+        Err(last)
     }
 }
 
-/// Asks the proxy on `stream` for a tunnel to the front.
-fn tunnel(
-    stream: &mut TcpStream,
-    front: &Front,
-    credentials: Option<&(String, String)>,
-) -> io::Result<()> {
-    let authority = format!("{}:{}", front.host, front.port);
-    let mut request = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n");
-    if let Some((user, password)) = credentials {
-        let basic = base64(format!("{user}:{password}").as_bytes());
-        request.push_str(&format!("Proxy-Authorization: Basic {basic}\r\n"));
-    }
-    request.push_str("\r\n");
-    stream.write_all(request.as_bytes())?;
-    // Byte by byte up to the blank line: nothing of the tunnel is read ahead.
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        if head.len() > 8 * 1024 {
-            return Err(io::Error::other("the proxy's answer head is too large"));
-        }
-        if stream.read(&mut byte)? == 0 {
-            return Err(io::Error::other("the proxy closed the connection"));
-        }
-        head.push(byte[0]);
-    }
-    let status_line = head.split(|b| *b == b'\n').next().unwrap_or_default();
-    let status = String::from_utf8_lossy(status_line);
-    let code = status.split_whitespace().nth(1).unwrap_or_default();
-    if code != "200" {
-        return Err(io::Error::other(format!(
-            "the proxy refused the tunnel ({})",
-            if code.is_empty() { "no status" } else { code }
-        )));
-    }
-    Ok(())
-}
-
-/// Standard base64 with padding (for `Proxy-Authorization: Basic`).
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// The link URL of a front's base URL.
+/// The front's address and link URL from its base URL.
 fn parse_front(url: &str) -> Result<Front, SetupError> {
-    let url_error = |m: &str| SetupError::new(SetupPart::Url, m);
-    let (tls, rest) = match url.split_once("://") {
-        Some(("https" | "wss", rest)) => (true, rest),
-        Some(("http" | "ws", rest)) => (false, rest),
-        _ => {
-            return Err(url_error(
-                "the front URL must start with http://, https://, ws:// or wss://",
-            ))
-        }
-    };
-    let (authority, prefix) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    if authority.is_empty() || authority.contains('@') {
-        return Err(url_error("the front URL needs a host (and no user info)"));
-    }
-    if prefix.contains(['?', '#']) || !prefix.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(url_error("the front URL path must be a plain path"));
-    }
-    let default_port = if tls { 443 } else { 80 };
-    let (host, port) = match authority.rsplit_once(':') {
-        Some((host, port)) if !port.contains(']') => (
-            host,
-            port.parse::<u16>()
-                .map_err(|_| url_error("the front URL's port is not a number"))?,
-        ),
-        _ => (authority, default_port),
-    };
-    let scheme = if tls { "wss" } else { "ws" };
+    let base = BaseUrl::parse(url, "front", true)?;
+    let url = base.url(if base.tls { "wss" } else { "ws" }, RUNNERS_CONNECT_PATH);
     Ok(Front {
-        tls,
-        host: host.to_string(),
-        port,
-        url: format!(
-            "{scheme}://{authority}{}{RUNNERS_CONNECT_PATH}",
-            prefix.trim_end_matches('/')
-        ),
+        tls: base.tls,
+        host: base.host,
+        port: base.port,
+        url,
     })
 }
 
@@ -574,11 +480,11 @@ fn tls_config(ca_pem: Option<&[u8]>) -> Result<ClientConfig, SetupError> {
             }
         }
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map(|b| b.with_root_certificates(roots).with_no_client_auth())
-        .map_err(|e| SetupError::new(SetupPart::CaFile, format!("TLS setup failed: {e}")))
+    // The process's default crypto provider, as rustls asks of a library: the one the crate
+    // features name (ring, in this workspace) unless the application installed another.
+    Ok(ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth())
 }
 
 #[cfg(test)]
@@ -620,12 +526,5 @@ mod tests {
         }
         backoff.reset();
         assert!(backoff.next_delay() <= Backoff::BASE);
-    }
-
-    #[test]
-    fn basic_credentials() {
-        assert_eq!(base64(b"user:pass"), "dXNlcjpwYXNz");
-        assert_eq!(base64(b"ab"), "YWI=");
-        assert_eq!(base64(b"a"), "YQ==");
     }
 }

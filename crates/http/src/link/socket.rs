@@ -207,18 +207,11 @@ impl Read for SharedTcp {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         #[cfg(unix)]
         if self.1.load(Ordering::Relaxed) {
-            use std::os::fd::AsRawFd;
-            // SAFETY: a valid descriptor owned by the shared stream, and a buffer of `buf.len()`
-            // writable bytes.
-            let n = unsafe {
-                libc::recv(
-                    self.0.as_raw_fd(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    libc::MSG_DONTWAIT,
-                )
+            use rustix::net::{recv, RecvFlags};
+            return match recv(&*self.0, buf, RecvFlags::DONTWAIT) {
+                Ok((n, _)) => Ok(n),
+                Err(e) => Err(e.into()),
             };
-            return usize::try_from(n).map_err(|_| io::Error::last_os_error());
         }
         (&*self.0).read(buf)
     }
@@ -277,13 +270,6 @@ impl<S: Read + Write> LinkSocket<S> {
             claimed: AtomicBool::new(false),
             peer_close: Mutex::new(None),
         })
-    }
-
-    /// The descriptor of the TCP socket below the WebSocket (to wait on it elsewhere).
-    #[cfg(all(target_os = "linux", not(webcodex_portable_wait)))]
-    pub(crate) fn raw_fd(&self) -> std::os::fd::RawFd {
-        use std::os::fd::AsRawFd;
-        self.tcp.0.as_raw_fd()
     }
 
     /// Writes one text message. An error leaves the link ended.
@@ -390,22 +376,6 @@ impl<S: Read + Write> LinkSocket<S> {
         }
     }
 
-    /// The next message if one is complete already, reading only what has arrived: `None`
-    /// when nothing complete is there (the socket would block). For readers that wait for
-    /// bytes elsewhere (a `connect` runner's request threads, in one epoll instance).
-    #[cfg(all(target_os = "linux", not(webcodex_portable_wait)))]
-    pub(crate) fn next_ready(&self) -> Option<Next> {
-        let mut peer_closed = false;
-        loop {
-            match self.read_once(false, &mut peer_closed) {
-                Step::Message(next) => return Some(next),
-                Step::Again => continue,
-                Step::WouldBlock if peer_closed => return Some(self.peer_closed()),
-                Step::WouldBlock | Step::Claimed => return None,
-            }
-        }
-    }
-
     fn read_next(&self, until: Instant, yield_to_claim: bool) -> Option<Next> {
         // The peer's close frame came: the end that follows is its close, even when the reply
         // to it cannot be written any more (the peer already went).
@@ -493,22 +463,14 @@ impl<S: Read + Write> LinkSocket<S> {
 /// stream): true when it is, false when the wait ran out. Unix: one `poll(2)`.
 #[cfg(unix)]
 fn wait_readable(tcp: &TcpStream, wait: Duration) -> io::Result<bool> {
-    use std::os::fd::AsRawFd;
-    let millis = wait
-        .as_nanos()
-        .div_ceil(1_000_000)
-        .clamp(1, i32::MAX as u128) as i32;
-    let mut fd = libc::pollfd {
-        fd: tcp.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd for the call.
-    match unsafe { libc::poll(&mut fd, 1, millis) } {
-        n if n < 0 => Err(io::Error::last_os_error()),
-        0 => Ok(false),
-        _ => Ok(true),
-    }
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let wait = wait.clamp(
+        Duration::from_millis(1),
+        Duration::from_secs(u32::MAX.into()),
+    );
+    let timeout = Timespec::try_from(wait).map_err(io::Error::other)?;
+    let mut fds = [PollFd::new(tcp, PollFlags::IN)];
+    Ok(poll(&mut fds, Some(&timeout))? > 0)
 }
 
 /// Waits up to `wait` (at least 1 ms) for `tcp` to be readable: a `peek` with a read timeout.

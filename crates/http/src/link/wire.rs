@@ -179,18 +179,12 @@ pub fn valid_instance(instance: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// A fresh instance id from the system's randomness; `None` without it.
+/// A fresh instance id from the system's randomness (16 bytes, URL-safe base64 without
+/// padding); `None` without it.
 pub fn new_instance() -> Option<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::getrandom(&mut bytes).ok()?;
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut bits: u128 = u128::from_be_bytes(bytes);
-    let mut out = String::with_capacity(INSTANCE_CHARS);
-    for _ in 0..INSTANCE_CHARS {
-        out.push(ALPHABET[(bits & 63) as usize] as char);
-        bits >>= 6;
-    }
-    Some(out)
+    use base64::Engine;
+    let bytes: [u8; 16] = webcodex_plugin_host::random_bytes()?;
+    Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
 }
 
 /// The front's answer to a good hello.

@@ -23,8 +23,7 @@ fn context_switches_of_other_threads() -> (u64, u64) {
 /// Context switches of every thread of this process except the calling one.
 #[cfg(target_os = "linux")]
 fn context_switches_of_other_threads() -> (u64, u64) {
-    // SAFETY: gettid has no preconditions.
-    let me = unsafe { libc::gettid() }.to_string();
+    let me = rustix::thread::gettid().as_raw_nonzero().to_string();
     let mut totals = (0, 0);
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return totals;

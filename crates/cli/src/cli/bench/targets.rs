@@ -509,6 +509,7 @@ pub(super) fn provider_of(source: &Source) -> Result<(RunnerConfig, ProviderConf
                     cwd: None,
                     profile: None,
                     timeout: DEFAULT_REQUEST_TIMEOUT,
+                    restart: Default::default(),
                 }],
             },
             ..RunnerConfig::default()
