@@ -4,7 +4,7 @@
 //! | piece | what it does | its oracle in the tests |
 //! |---|---|---|
 //! | [`line`] | a line's end and whether it is ASCII (SSE2 on x86-64), its text | `memchr`, `str::from_utf8` |
-//! | [`bytes`] | the run of a string JSON writes as it is, eight bytes a step | a byte-by-byte look |
+//! | [`bytes`] | the run of a string JSON writes as it is and whether a whole text is one, eight bytes a step | a byte-by-byte look |
 //! | [`cursor`] | the byte steps of the scan below | (through the scan) |
 //! | [`write`] | a `Value`'s compact JSON, a request id's digits | `serde_json::to_writer`, `Display` |
 //! | [`reply`] | a call's answer line: its result text, by comparison | `decode_response` + `validate_raw` |
@@ -27,6 +27,7 @@ mod reply;
 mod result;
 pub(crate) mod write;
 
+pub(crate) use bytes::is_plain;
 pub(crate) use line::{find_line, find_newline, utf8};
 pub use reply::usual_result;
 pub(crate) use result::{scan_result, CanonicalResult, ScannedResult};
