@@ -25,6 +25,7 @@ pub(crate) use base_url::BaseUrl;
 use webcodex_plugin_host::gateway::ToolOutput;
 use webcodex_plugin_host::trace::TRACEPARENT;
 use webcodex_plugin_host::transport::TOOL_NAME;
+use webcodex_plugin_mcp::http::MCP_PATH;
 
 /// Default time to resolve the host and set the connection up (TCP, proxy CONNECT, TLS).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -219,10 +220,39 @@ impl std::fmt::Display for SetupError {
 
 impl std::error::Error for SetupError {}
 
+/// Which of `serve`'s endpoints a client posts to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    /// `PREFIX/api/tools/call`: a `plugin_tool` request, a `{success, output}` answer.
+    ToolsCall,
+    /// `PREFIX/mcp`: a JSON-RPC message of the Model Context Protocol (stateless, no session).
+    Mcp,
+}
+
+/// The MCP revision a client of `/mcp` names in `MCP-Protocol-Version`.
+const MCP_PROTOCOL_VERSION: &str = "2025-06-18";
+
 impl HttpClient {
     /// A client of `url` (`http[s]://HOST[:PORT][/PREFIX]`; the request goes to
     /// `PREFIX/api/tools/call`) presenting `token`.
     pub fn new(url: &str, token: &str, options: ClientOptions) -> Result<HttpClient, SetupError> {
+        HttpClient::to_endpoint(url, token, options, Endpoint::ToolsCall)
+    }
+
+    /// A client of `url`'s MCP endpoint (`PREFIX/mcp`, protocol revision 2025-06-18, no
+    /// session) presenting `token`: its requests are JSON-RPC messages sent as they are by
+    /// [`HttpClient::post_json`]; the connections, proxy, TLS and token handling are those of
+    /// [`HttpClient::new`].
+    pub fn mcp(url: &str, token: &str, options: ClientOptions) -> Result<HttpClient, SetupError> {
+        HttpClient::to_endpoint(url, token, options, Endpoint::Mcp)
+    }
+
+    fn to_endpoint(
+        url: &str,
+        token: &str,
+        options: ClientOptions,
+        endpoint: Endpoint,
+    ) -> Result<HttpClient, SetupError> {
         let base = BaseUrl::parse(url, "server", false)?;
         if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(SetupError::new(
@@ -231,7 +261,11 @@ impl HttpClient {
             ));
         }
         let https = base.tls;
-        let full = base.url(if https { "https" } else { "http" }, TOOLS_CALL_PATH);
+        let path = match endpoint {
+            Endpoint::ToolsCall => TOOLS_CALL_PATH,
+            Endpoint::Mcp => MCP_PATH,
+        };
+        let full = base.url(if https { "https" } else { "http" }, path);
         let uri: Uri = full
             .parse()
             .map_err(|_| SetupError::new(SetupPart::Url, "the server URL is not a valid URL"))?;
@@ -256,7 +290,7 @@ impl HttpClient {
                     .build(),
             )
             .build();
-        let head = request_head(&uri, https, token);
+        let head = request_head(&uri, https, token, endpoint);
         let target = if uses_proxy {
             format!("{authority} (through the proxy)")
         } else {
@@ -379,9 +413,38 @@ impl HttpClient {
         }
     }
 
-    /// One POST of the `plugin_tool` request of `params`, never resent: `take` gets the
-    /// answer's status, runner instance header and body (where they lie in the connection's
-    /// buffer, when they can).
+    /// One POST of `body` as it is (a client made by [`HttpClient::mcp`] sends JSON-RPC
+    /// messages this way), never resent: the answer's status and body, whatever they are, read
+    /// and framed as every answer ([`HttpClient::exchange`]'s errors but its status and body
+    /// checks; the token is not searched for).
+    pub fn post_json(&self, body: &[u8]) -> Result<(u16, Vec<u8>), ClientError> {
+        self.post_body(
+            |buffer| buffer.extend_from_slice(body),
+            |status, _, answer| (status, answer.to_vec()),
+        )
+    }
+
+    /// One POST of the `plugin_tool` request of `params`: see [`HttpClient::post_body`].
+    fn post<R>(
+        &self,
+        params: &Value,
+        take: impl FnOnce(u16, Option<&str>, &[u8]) -> R,
+    ) -> Result<R, ClientError> {
+        // Written from the borrowed params (`TOOL_NAME` needs no escaping). Writing a `Value`
+        // into a `Vec` cannot fail.
+        let write = |body: &mut Vec<u8>| {
+            body.extend_from_slice(br#"{"tool":""#);
+            body.extend_from_slice(TOOL_NAME.as_bytes());
+            body.extend_from_slice(br#"","params":"#);
+            let _ = serde_json::to_writer(&mut *body, params);
+            body.push(b'}');
+        };
+        self.post_body(write, take)
+    }
+
+    /// One POST of the body `write` puts in the connection's buffer, never resent: `take` gets
+    /// the answer's status, runner instance header and body (where they lie in the
+    /// connection's buffer, when they can).
     ///
     /// The connection is a kept one that passed the pool's probe, or a new one; until the
     /// request is handed to it, nothing was sent (a failure to set one up is
@@ -389,9 +452,9 @@ impl HttpClient {
     /// [`ClientError::Lost`] or [`ClientError::BadResponse`]: the request may have reached the
     /// server. The connection goes back to the pool only when the answer was read to its end
     /// and may be followed by another request.
-    fn post<R>(
+    fn post_body<R>(
         &self,
-        params: &Value,
+        write: impl FnOnce(&mut Vec<u8>),
         take: impl FnOnce(u16, Option<&str>, &[u8]) -> R,
     ) -> Result<R, ClientError> {
         let shared = &*self.shared;
@@ -402,15 +465,9 @@ impl HttpClient {
                 .dial()
                 .map_err(|e| self.redacted(dial_failed(e, &self.target)))?,
         };
-        // Written from the borrowed params (`TOOL_NAME` needs no escaping). Writing a `Value`
-        // into a `Vec` cannot fail.
         let body = &mut conn.body;
         body.clear();
-        body.extend_from_slice(br#"{"tool":""#);
-        body.extend_from_slice(TOOL_NAME.as_bytes());
-        body.extend_from_slice(br#"","params":"#);
-        let _ = serde_json::to_writer(&mut *body, params);
-        body.push(b'}');
+        write(body);
         let mut fields = HeadFields::new();
         // A front hop: the request's trace id goes on, under a new parent id.
         if let Some(trace) = webcodex_plugin_host::trace::current() {
@@ -489,8 +546,9 @@ impl HeadFields {
 
 /// The fixed part of every request's head to the server of `uri` (`https`: its scheme)
 /// presenting `token` (printable ASCII, checked): the request line, `Host` (the port only when
-/// it is not the scheme's default), `User-Agent`, `Authorization`, `Content-Type` and `Accept`.
-fn request_head(uri: &Uri, https: bool, token: &str) -> Vec<u8> {
+/// it is not the scheme's default), `User-Agent`, `Authorization`, `Content-Type` and `Accept`
+/// (for `/mcp`, both JSON and an event stream, and `MCP-Protocol-Version`, as MCP asks).
+fn request_head(uri: &Uri, https: bool, token: &str, endpoint: Endpoint) -> Vec<u8> {
     let host = uri.host().unwrap_or_default();
     let default_port = if https { 443 } else { 80 };
     let host = match uri.port_u16() {
@@ -499,10 +557,16 @@ fn request_head(uri: &Uri, https: bool, token: &str) -> Vec<u8> {
     };
     format!(
         "POST {} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: webcodex-plugin/{}\r\n\
-         Authorization: Bearer {token}\r\nContent-Type: application/json\r\n\
-         Accept: application/json\r\n",
+         Authorization: Bearer {token}\r\nContent-Type: application/json\r\n{}",
         uri.path(),
         env!("CARGO_PKG_VERSION"),
+        match endpoint {
+            Endpoint::ToolsCall => "Accept: application/json\r\n".to_string(),
+            Endpoint::Mcp => format!(
+                "Accept: application/json, text/event-stream\r\n\
+                 MCP-Protocol-Version: {MCP_PROTOCOL_VERSION}\r\n"
+            ),
+        },
     )
     .into_bytes()
 }
