@@ -2,8 +2,6 @@
 
 use serde_json::Value;
 
-use super::fast::is_plain;
-
 /// Deepest nesting allowed (the root is depth 0).
 pub const MAX_DEPTH: usize = 16;
 /// Most values (every node) in one bounded value.
@@ -292,6 +290,56 @@ pub(super) fn escaped_len(s: &str) -> usize {
     s.len() + 2 + extra
 }
 
+/// True when every byte is printable ASCII (`0x20..=0x7e`) other than `"` and `\`: such text
+/// is written as is between quotes and holds no control character. Eight bytes per step, the
+/// last step overlapping the one before; shorter text is read as one word of overlapping
+/// pieces (a byte looked at twice changes nothing), so a short key or value costs one step.
+#[inline(always)]
+pub(crate) fn is_plain(bytes: &[u8]) -> bool {
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"));
+    let half = |at: usize| {
+        u64::from(u32::from_le_bytes(
+            bytes[at..at + 4].try_into().expect("four bytes"),
+        ))
+    };
+    let len = bytes.len();
+    match len {
+        0 => true,
+        1..=3 => {
+            // Bytes 0, len / 2 and len - 1 cover them all; the rest is padded with `a`.
+            let x = u64::from(bytes[0])
+                | u64::from(bytes[len / 2]) << 8
+                | u64::from(bytes[len - 1]) << 16
+                | u64::from_le_bytes(*b"\0\0\0aaaaa");
+            is_plain_word(x.to_le_bytes())
+        }
+        4..=7 => is_plain_word((half(0) | half(len - 4) << 32).to_le_bytes()),
+        _ => {
+            let mut words = bytes.chunks_exact(8);
+            let plain = words.all(|w| is_plain_word(w.try_into().expect("eight bytes")));
+            plain && (len % 8 == 0 || is_plain_word(word(len - 8).to_le_bytes()))
+        }
+    }
+}
+
+/// [`is_plain`] for one word of eight bytes.
+fn is_plain_word(word: [u8; 8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    /// Flags (at least) one byte when some byte of `x` is zero, none otherwise.
+    fn any_zero(x: u64) -> u64 {
+        x.wrapping_sub(ONES) & !x & HIGHS
+    }
+    let x = u64::from_ne_bytes(word);
+    // Below 0x20: `x - 0x20…20` borrows through a high bit that `x` does not have (exact for
+    // "any byte below n" with n ≤ 0x80).
+    let control = x.wrapping_sub(ONES * 0x20) & !x & HIGHS;
+    let special = any_zero(x ^ (ONES * u64::from(b'"')))
+        | any_zero(x ^ (ONES * u64::from(b'\\')))
+        | any_zero(x ^ (ONES * 0x7f));
+    (control | special | (x & HIGHS)) == 0
+}
+
 /// Length of a number as serde_json writes it (integers by their digits; floats formatted).
 pub(super) fn number_len(n: &serde_json::Number) -> usize {
     fn digits(mut v: u64) -> usize {
@@ -331,6 +379,26 @@ mod tests {
         let mut map = Map::new();
         map.insert(key.to_owned(), json!(1));
         Value::Object(map)
+    }
+
+    #[test]
+    fn is_plain_agrees_with_a_byte_by_byte_look() {
+        // Every kind of byte at every place of text of every length up to three words.
+        const BYTES: [u8; 10] = [b'a', b' ', b'~', 0x7f, 0x80, 0xc3, b'"', b'\\', 0x00, 0x1f];
+        for len in 0..=24 {
+            for at in 0..len.max(1) {
+                for &b in &BYTES {
+                    let mut bytes = vec![b'x'; len];
+                    if len > 0 {
+                        bytes[at] = b;
+                    }
+                    let expected = bytes
+                        .iter()
+                        .all(|&c| (0x20..=0x7e).contains(&c) && c != b'"' && c != b'\\');
+                    assert_eq!(is_plain(&bytes), expected, "{bytes:?}");
+                }
+            }
+        }
     }
 
     #[test]

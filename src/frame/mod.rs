@@ -25,7 +25,7 @@ mod text;
 #[cfg(test)]
 pub(crate) use bounds::check_json_bounds_measured;
 pub use bounds::{check_json_bounds, check_json_bounds_sized, JsonBoundsError, MAX_DEPTH};
-pub(crate) use bounds::{BoundsVerdict, Measured, Tally};
+pub(crate) use bounds::{is_plain, BoundsVerdict, Measured, Tally};
 pub(crate) use bounds::{MAX_CONTENT_ITEMS, MAX_RESULT_BYTES, MAX_TEXT_BYTES};
 pub use bounds::{MAX_KEY_BYTES, MAX_NODES, MAX_STRING_BYTES};
 pub(crate) use encode::tools_call_head;
@@ -34,7 +34,6 @@ pub(crate) use envelope::validate_raw_bounded;
 pub use envelope::{
     decode_response, validate_raw, Envelope, EnvelopeFault, RawEnvelope, ResponseLine,
 };
-pub(crate) use fast::is_plain;
 pub use fast::usual_result;
 pub(crate) use fast::{scan_result, CanonicalResult, ScannedResult};
 pub use lines::{read_line, Line};

@@ -336,10 +336,8 @@ impl BusyCpus {
                     // The lowest priority for this thread only (Linux's setpriority takes a
                     // thread id).
                     #[cfg(target_os = "linux")]
-                    let _ = rustix::process::setpriority_process(
-                        Some(rustix::thread::gettid()),
-                        19,
-                    );
+                    let _ =
+                        rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
                     let mut x = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
@@ -414,7 +412,10 @@ pub fn cli_command(binary: &str) -> Command {
 /// when the signal was sent.
 #[cfg(unix)]
 pub fn request_stop(pid: u32) -> bool {
-    let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
         return false;
     };
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).is_ok()

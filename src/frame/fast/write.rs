@@ -8,8 +8,8 @@
 
 use serde_json::{Number, Value};
 
-use super::bytes::is_plain;
 use super::bytes::string_run;
+use crate::frame::bounds::is_plain;
 
 /// Appends the compact JSON text of `value` (keys in the map's order, as serde_json writes).
 /// `plain`: every key and string in it is known to be printable ASCII without `"` or `\`
