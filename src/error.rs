@@ -215,6 +215,14 @@ error_codes! {
     GatewaySaturated => "gateway_saturated",
     /// Too many requests in flight to one remote runner (its own cap): nothing was sent.
     RunnerSaturated => "plugin_runner_saturated",
+    /// The root of a project-bound binding changed since the describe (moved, replaced,
+    /// re-created): the call was not dispatched.
+    ProjectChanged => "plugin_project_changed",
+    /// The project does not exist or cannot be read (at describe), or its root is gone (at a
+    /// call of a project-bound binding); also a runner that cannot bind tools to projects.
+    ProjectUnavailable => "plugin_project_unavailable",
+    /// The project and the runner differ: the plugin does not work in that project root.
+    ProjectMismatch => "plugin_project_mismatch",
     /// A transport request line is not a valid request.
     InvalidRequest => "invalid_request",
     /// The gateway itself failed (no randomness for a binding, a panicked request handler).

@@ -1,13 +1,16 @@
 //! `plugin_tool` parameters.
 //!
 //! The input is the `params` JSON. A parsed action is the one its `action` field names; a
-//! rejection is always `invalid_arguments` / `not_started`, with a short message free of
-//! control characters.
+//! describe's `project` is an absolute path of some platform within its bound, a call's
+//! `project_target` a target id; a rejection is always `invalid_arguments` / `not_started`, with
+//! a short message free of control characters.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use webcodex_plugin_host::__private::Action;
+use webcodex_plugin_host::gateway::MAX_PROJECT_BYTES;
+use webcodex_plugin_host::host::valid_project_target;
 use webcodex_plugin_host::{Dispatch, ErrorCode};
 
 fuzz_target!(|data: &[u8]| {
@@ -24,8 +27,31 @@ fuzz_target!(|data: &[u8]| {
             if let Some(id) = action.recording_session_id() {
                 assert!(!id.is_empty() && !id.chars().any(char::is_control));
             }
-            if let Action::Call { arguments, .. } = &action {
+            if let Action::Call {
+                arguments,
+                project_target,
+                ..
+            } = &action
+            {
                 assert!(arguments.is_object(), "call arguments are an object");
+                if let Some(target) = project_target {
+                    assert!(valid_project_target(target), "a target id: {target:?}");
+                }
+            }
+            if let Action::Describe {
+                project: Some(project),
+                ..
+            } = &action
+            {
+                assert!(!project.is_empty() && project.len() <= MAX_PROJECT_BYTES);
+                assert!(!project.chars().any(char::is_control), "clean: {project:?}");
+                let bytes = project.as_bytes();
+                assert!(
+                    bytes[0] == b'/'
+                        || bytes.starts_with(b"\\\\")
+                        || (bytes.len() > 2 && bytes[1] == b':'),
+                    "absolute somewhere: {project:?}"
+                );
             }
         }
         Err(error) => {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::host::RunnerId;
+use crate::host::{ProjectTarget, RunnerId};
 use crate::provider::InstanceId;
 
 /// How many bindings the store keeps (docs/PROTOCOL.md §3, bounds).
@@ -181,6 +181,9 @@ pub struct BindingTarget {
     pub tool: String,
     /// The tool's schema observation at describe time.
     pub observation: String,
+    /// The project the binding is bound to (a describe with `project`): a call re-resolves it
+    /// before anything reaches the plugin. `None`: a binding as any other.
+    pub project: Option<ProjectTarget>,
 }
 
 /// The newest bindings, oldest evicted first (FIFO, not LRU: a call does not refresh one).

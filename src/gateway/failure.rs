@@ -9,13 +9,14 @@
 //! | `do_not_retry` | every `outcome_unknown` failure | the effect may have happened: never repeat the call blindly |
 //! | `retry` | `plugin_provider_busy`, `plugin_timeout` (not started), `gateway_saturated`, `plugin_runner_saturated`, `plugin_check_busy`, `plugin_reload_busy`, `plugin_runner_unavailable`, `plugin_gateway_timeout` (not started: a read-only action) | the same request may be sent again later |
 //! | `describe_again` | `describe_required`, `plugin_schema_changed` | describe the tool again and call with the new binding |
-//! | `list_and_describe` | `plugin_replaced`, `stale_plugin_provider` | list the runner, then describe the tool again |
+//! | `list_and_describe` | `plugin_replaced`, `stale_plugin_provider`, `plugin_project_changed` | list the runner, then describe the tool again |
 //! | `reload` | `plugin_provider_unavailable`, and any not-started failure that retired the provider | reload the runner (`plugin:manage`) |
 //! | `fix_arguments` | `invalid_arguments`, `plugin_arguments_schema_invalid` | correct the parameters or tool arguments |
 //! | `fix_request` | `invalid_request` | send a well-formed transport request |
 //! | `list` | `plugin_runner_not_found`, `plugin_not_configured`, `plugin_tool_unavailable` | list to see what exists |
 //!
-//! Every other failure (for example `insufficient_scope`, configuration errors, or a completed
+//! Every other failure (for example `insufficient_scope`, `plugin_project_mismatch`,
+//! `plugin_project_unavailable`, configuration errors, or a completed
 //! call whose answer was an error) carries no `recovery`: nothing the caller can do by itself.
 
 use crate::error::{Dispatch, Error, ErrorCode};
@@ -75,7 +76,9 @@ impl Recovery {
                 Some(Recovery::Retry)
             }
             ErrorCode::DescribeRequired | ErrorCode::SchemaChanged => Some(Recovery::DescribeAgain),
-            ErrorCode::Replaced | ErrorCode::StaleProvider => Some(Recovery::ListAndDescribe),
+            ErrorCode::Replaced | ErrorCode::StaleProvider | ErrorCode::ProjectChanged => {
+                Some(Recovery::ListAndDescribe)
+            }
             ErrorCode::ProviderUnavailable => Some(Recovery::Reload),
             ErrorCode::InvalidArguments | ErrorCode::ArgumentsSchemaInvalid => {
                 Some(Recovery::FixArguments)
@@ -128,6 +131,7 @@ mod tests {
             (ErrorCode::SchemaChanged, "describe_again"),
             (ErrorCode::Replaced, "list_and_describe"),
             (ErrorCode::StaleProvider, "list_and_describe"),
+            (ErrorCode::ProjectChanged, "list_and_describe"),
             (ErrorCode::ProviderUnavailable, "reload"),
             (ErrorCode::InvalidArguments, "fix_arguments"),
             (ErrorCode::ArgumentsSchemaInvalid, "fix_arguments"),
@@ -141,6 +145,8 @@ mod tests {
         }
         assert_eq!(recovery(ErrorCode::InsufficientScope, N), None);
         assert_eq!(recovery(ErrorCode::ConfigInvalid, N), None);
+        assert_eq!(recovery(ErrorCode::ProjectMismatch, N), None);
+        assert_eq!(recovery(ErrorCode::ProjectUnavailable, N), None);
         assert_eq!(recovery(ErrorCode::RpcError, Dispatch::Completed), None);
         assert_eq!(
             recovery(ErrorCode::ResultInvalid, Dispatch::Completed),

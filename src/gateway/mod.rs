@@ -34,6 +34,7 @@ mod failure;
 mod outcome;
 mod output;
 pub(crate) mod params;
+mod project;
 mod recording;
 mod relay;
 mod remote;
@@ -45,13 +46,13 @@ pub use binding::{Binding, BindingStore, BindingTarget, BINDING_CAPACITY, BINDIN
 pub use breaker::{BREAKER_STATES, FAILURE_THRESHOLD, OPEN_FOR};
 pub use failure::Recovery;
 pub use outcome::{
-    CatalogOutcome, CheckOutcome, Described, Outcome, ProviderDetail, ProviderList, ProviderStatus,
-    ProviderSummary, Received, ReloadFailure, ReloadOutcome, RunnerSummary, ToolFailure,
-    ToolSummary,
+    CatalogOutcome, CheckOutcome, Described, DescribedProject, Outcome, ProviderDetail,
+    ProviderList, ProviderStatus, ProviderSummary, Received, ReloadFailure, ReloadOutcome,
+    RunnerSummary, ToolFailure, ToolSummary,
 };
 pub use output::failure_output;
 pub use output::{ToolOutput, MAX_DETAIL_BYTES};
-pub use params::{ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
+pub use params::{ActionKind, MAX_PROJECT_BYTES, MAX_RECORDING_SESSION_ID_BYTES};
 pub use recording::{RecordingEvent, RecordingHook};
 pub use relay::MAX_RELAYED_MESSAGE_BYTES;
 pub use remote::{

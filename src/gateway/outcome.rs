@@ -112,18 +112,46 @@ pub struct Described {
     pub tool: Tool,
     /// The opaque binding a `call` goes through.
     pub binding: String,
+    /// The project the binding is bound to, as the caller named it (`project`), and its
+    /// opaque target id (`projectTarget`); `None` for a binding without a project.
+    pub project: Option<DescribedProject>,
+}
+
+/// The project of a project-bound `describe`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DescribedProject {
+    /// The project as the caller named it.
+    pub project: String,
+    /// The project target id (`wc_proot_…`): a call through a front carries it to the runner.
+    pub target: String,
+}
+
+impl DescribedProject {
+    /// A project and its target id.
+    pub fn new(project: impl Into<String>, target: impl Into<String>) -> DescribedProject {
+        DescribedProject {
+            project: project.into(),
+            target: target.into(),
+        }
+    }
 }
 
 impl PartialEq for Described {
     fn eq(&self, other: &Described) -> bool {
-        (&self.runner, &self.plugin, &self.plugin_name, &self.binding)
-            == (
-                &other.runner,
-                &other.plugin,
-                &other.plugin_name,
-                &other.binding,
-            )
-            && self.tool.definition() == other.tool.definition()
+        (
+            &self.runner,
+            &self.plugin,
+            &self.plugin_name,
+            &self.binding,
+            &self.project,
+        ) == (
+            &other.runner,
+            &other.plugin,
+            &other.plugin_name,
+            &other.binding,
+            &other.project,
+        ) && self.tool.definition() == other.tool.definition()
     }
 }
 
@@ -298,13 +326,20 @@ impl Outcome {
                 map.insert("tools".into(), tool_list(&detail.tools).into());
                 Value::Object(map)
             }
-            Outcome::Described(d) => json!({
-                "runner": d.runner,
-                "plugin": d.plugin,
-                "pluginName": d.plugin_name,
-                "tool": d.tool.definition(),
-                "binding": d.binding,
-            }),
+            Outcome::Described(d) => {
+                let mut out = json!({
+                    "runner": d.runner,
+                    "plugin": d.plugin,
+                    "pluginName": d.plugin_name,
+                    "tool": d.tool.definition(),
+                    "binding": d.binding,
+                });
+                if let Some(project) = &d.project {
+                    out["project"] = project.project.as_str().into();
+                    out["projectTarget"] = project.target.as_str().into();
+                }
+                out
+            }
             Outcome::Called(result) => result.to_json(),
             Outcome::Checked(check) => check_json(check),
             Outcome::Reloaded(reload) => {
@@ -367,10 +402,15 @@ impl serde::Serialize for ProviderList {
 impl serde::Serialize for Described {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(5))?;
+        let fields = if self.project.is_some() { 7 } else { 5 };
+        let mut map = serializer.serialize_map(Some(fields))?;
         map.serialize_entry("binding", &self.binding)?;
         map.serialize_entry("plugin", &self.plugin)?;
         map.serialize_entry("pluginName", &self.plugin_name)?;
+        if let Some(project) = &self.project {
+            map.serialize_entry("project", &project.project)?;
+            map.serialize_entry("projectTarget", &project.target)?;
+        }
         map.serialize_entry("runner", &self.runner)?;
         map.serialize_entry("tool", self.tool.definition_json())?;
         map.end()
@@ -488,8 +528,22 @@ mod tests {
             plugin_name: "Echo \"1\"".into(),
             tool: catalog.tools()[0].clone(),
             binding: "b-1".into(),
+            project: None,
         }));
         let written = serde_json::to_string(&outcome).unwrap();
         assert_eq!(written, outcome.to_json().to_string(), "byte for byte");
+        if let Outcome::Described(mut described) = outcome {
+            described.project = Some(DescribedProject::new(
+                "/work/app \"1\"",
+                "wc_proot_00112233445566778899aabbccddeeff",
+            ));
+            let bound = Outcome::Described(described);
+            let written = serde_json::to_string(&bound).unwrap();
+            assert_eq!(written, bound.to_json().to_string(), "byte for byte");
+            assert!(
+                written.contains(r#""project":"/work/app \"1\"""#),
+                "{written}"
+            );
+        }
     }
 }

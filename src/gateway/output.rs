@@ -8,9 +8,9 @@ use serde_json::Value;
 
 use super::failure::Recovery;
 use super::outcome::{
-    CatalogOutcome, CheckOutcome, Described, Outcome, ProviderDetail, ProviderList, ProviderStatus,
-    ProviderSummary, Received, ReloadFailure, ReloadOutcome, RunnerSummary, ToolFailure,
-    ToolSummary,
+    CatalogOutcome, CheckOutcome, Described, DescribedProject, Outcome, ProviderDetail,
+    ProviderList, ProviderStatus, ProviderSummary, Received, ReloadFailure, ReloadOutcome,
+    RunnerSummary, ToolFailure, ToolSummary,
 };
 use crate::catalog::{Tool, ToolResult};
 use crate::error::{Dispatch, Error, ErrorCode};
@@ -234,13 +234,20 @@ pub(crate) fn tool_summary(name: &str, title: Option<&str>) -> ToolSummary {
 }
 
 /// `describe`.
-pub(crate) fn describe(runner: &str, provider: &Provider, tool: Tool, binding: String) -> Outcome {
+pub(crate) fn describe(
+    runner: &str,
+    provider: &Provider,
+    tool: Tool,
+    binding: String,
+    project: Option<DescribedProject>,
+) -> Outcome {
     Outcome::Described(Box::new(Described {
         runner: runner.to_string(),
         plugin: provider.id().to_string(),
         plugin_name: provider.name().to_string(),
         tool,
         binding,
+        project,
     }))
 }
 

@@ -12,10 +12,12 @@ use crate::error::{Error, ErrorCode};
 
 /// Longest `recording_session_id`, in bytes.
 pub const MAX_RECORDING_SESSION_ID_BYTES: usize = 256;
+/// Longest `project` of a `describe`, in bytes.
+pub const MAX_PROJECT_BYTES: usize = 4096;
 /// Longest field name echoed back in an `invalid_arguments` message.
 const MAX_ECHOED_FIELD_BYTES: usize = 64;
 /// The most fields an action accepts besides `action`.
-const MAX_FIELDS: usize = 3;
+const MAX_FIELDS: usize = 4;
 
 /// The six actions of `plugin_tool`, without their parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -71,8 +73,13 @@ impl ActionKind {
     pub fn fields(self) -> &'static [&'static str] {
         match self {
             ActionKind::List => &["runner", "plugin"],
-            ActionKind::Describe => &["runner", "plugin", "tool"],
-            ActionKind::Call => &["binding", "arguments", "recording_session_id"],
+            ActionKind::Describe => &["runner", "plugin", "tool", "project"],
+            ActionKind::Call => &[
+                "binding",
+                "arguments",
+                "recording_session_id",
+                "project_target",
+            ],
             ActionKind::Check => &["runner", "plugin", "recording_session_id"],
             ActionKind::Reload => &["runner", "recording_session_id"],
             ActionKind::Catalog => &["runner", "project"],
@@ -93,6 +100,8 @@ impl ActionKind {
             ("recording_session_id", Call | Check) => 2,
             ("recording_session_id", Reload) => 1,
             ("project", Catalog) => 1,
+            ("project", Describe) => 3,
+            ("project_target", Call) => 3,
             _ => return None,
         })
     }
@@ -129,6 +138,8 @@ pub enum Action {
         plugin: String,
         /// The tool name.
         tool: String,
+        /// The project the binding is bound to (an absolute path), when given.
+        project: Option<String>,
     },
     /// `call` the tool a binding points at.
     Call {
@@ -139,6 +150,9 @@ pub enum Action {
         arguments: Value,
         /// Passed to the recording hook when present.
         recording_session_id: Option<String>,
+        /// The project target the binding must be bound to, when given (a front sends the
+        /// one its runner described).
+        project_target: Option<String>,
     },
     /// `check` one provider.
     Check {
@@ -215,12 +229,14 @@ pub(crate) enum ActionRef<'a> {
         runner: &'a str,
         plugin: &'a str,
         tool: &'a str,
+        project: Option<&'a str>,
     },
     Call {
         binding: &'a str,
         /// Always a JSON object.
         arguments: &'a Value,
         recording_session_id: Option<&'a str>,
+        project_target: Option<&'a str>,
     },
     Check {
         runner: &'a str,
@@ -308,11 +324,17 @@ impl<'a> ActionRef<'a> {
                 runner: fields.string(0)?,
                 plugin: fields.string(1)?,
                 tool: fields.string(2)?,
+                project: fields.project(3)?,
             },
             ActionKind::Call => ActionRef::Call {
                 binding: fields.string(0)?,
                 arguments: fields.object(1)?,
                 recording_session_id: fields.session_id(2)?,
+                // Most calls name no target: only one that does leaves the hot path.
+                project_target: match fields.values[3] {
+                    None => None,
+                    Some(_) => fields.project_target(3)?,
+                },
             },
             ActionKind::Check => ActionRef::Check {
                 runner: fields.string(0)?,
@@ -342,19 +364,23 @@ impl<'a> ActionRef<'a> {
                 runner,
                 plugin,
                 tool,
+                project,
             } => Action::Describe {
                 runner: runner.to_string(),
                 plugin: plugin.to_string(),
                 tool: tool.to_string(),
+                project: owned(project),
             },
             ActionRef::Call {
                 binding,
                 arguments,
                 recording_session_id,
+                project_target,
             } => Action::Call {
                 binding: binding.to_string(),
                 arguments: arguments.clone(),
                 recording_session_id: owned(recording_session_id),
+                project_target: owned(project_target),
             },
             ActionRef::Check {
                 runner,
@@ -467,6 +493,43 @@ impl<'a> Fields<'a> {
         Ok(id)
     }
 
+    /// The `project` of a `describe` at `slot`: an absolute path (of any platform: the runner
+    /// that serves it decides what it names), 1..=[`MAX_PROJECT_BYTES`] bytes without control
+    /// characters.
+    #[cold]
+    fn project(&self, slot: usize) -> Result<Option<&'a str>, Error> {
+        debug_assert_eq!(self.name(slot), "project");
+        let project = self.optional_string(slot)?;
+        if let Some(project) = project {
+            if project.len() > MAX_PROJECT_BYTES
+                || project.chars().any(char::is_control)
+                || !absolute_on_some_platform(project)
+            {
+                return Err(invalid(format!(
+                    "field `project` must be an absolute path (at most {MAX_PROJECT_BYTES} \
+                     bytes, no control characters) for action `{}`",
+                    self.kind.as_str()
+                )));
+            }
+        }
+        Ok(project)
+    }
+
+    /// The `project_target` of a `call` at `slot`: a project target id.
+    #[cold]
+    fn project_target(&self, slot: usize) -> Result<Option<&'a str>, Error> {
+        debug_assert_eq!(self.name(slot), "project_target");
+        let target = self.optional_string(slot)?;
+        if target.is_some_and(|t| !crate::host::valid_project_target(t)) {
+            return Err(invalid(format!(
+                "field `project_target` must be the projectTarget a describe returned \
+                 (wc_proot_ and 32 hex digits) for action `{}`",
+                self.kind.as_str()
+            )));
+        }
+        Ok(target)
+    }
+
     #[cold]
     fn missing(&self, slot: usize) -> Error {
         invalid(format!(
@@ -483,6 +546,17 @@ impl<'a> Fields<'a> {
             self.name(slot),
             self.kind.as_str()
         ))
+    }
+}
+
+/// True for a path that is absolute on Unix (`/…`) or on Windows (`C:\…`, `C:/…`, `\\server\…`):
+/// the parser cannot know the runner's platform, so it refuses only what is relative on all.
+fn absolute_on_some_platform(path: &str) -> bool {
+    let bytes = path.as_bytes();
+    match bytes {
+        [b'/', ..] | [b'\\', b'\\', ..] => true,
+        [drive, b':', b'\\' | b'/', ..] => drive.is_ascii_alphabetic(),
+        _ => false,
     }
 }
 

@@ -1,8 +1,10 @@
 //! Caller scopes: what a caller of `plugin_tool` may do.
 //!
 //! `plugin:inspect` covers list, describe and catalog; `plugin:invoke` covers call;
-//! `plugin:manage` covers check and reload. No scope implies another (manage does not imply
-//! invoke). A binding is not a bearer token: every call re-checks the caller's scopes.
+//! `plugin:manage` covers check and reload. A project-bound tool needs one more: `project:read`
+//! to describe a tool with a `project`, `project:write` to call a binding bound to one. No scope
+//! implies another (manage does not imply invoke, write does not imply read). A binding is not
+//! a bearer token: every call re-checks the caller's scopes.
 
 use std::fmt;
 
@@ -16,11 +18,21 @@ pub enum Scope {
     Invoke,
     /// `plugin:manage`: check, reload.
     Manage,
+    /// `project:read`: describe a tool bound to a project (with `plugin:inspect`).
+    ProjectRead,
+    /// `project:write`: call a project-bound binding (with `plugin:invoke`).
+    ProjectWrite,
 }
 
 impl Scope {
     /// Every scope, in wire order.
-    pub const ALL: [Scope; 3] = [Scope::Inspect, Scope::Invoke, Scope::Manage];
+    pub const ALL: [Scope; 5] = [
+        Scope::Inspect,
+        Scope::Invoke,
+        Scope::Manage,
+        Scope::ProjectRead,
+        Scope::ProjectWrite,
+    ];
 
     /// The wire name, e.g. `plugin:inspect`.
     pub fn as_str(self) -> &'static str {
@@ -28,6 +40,8 @@ impl Scope {
             Scope::Inspect => "plugin:inspect",
             Scope::Invoke => "plugin:invoke",
             Scope::Manage => "plugin:manage",
+            Scope::ProjectRead => "project:read",
+            Scope::ProjectWrite => "project:write",
         }
     }
 
@@ -41,6 +55,8 @@ impl Scope {
             Scope::Inspect => 1,
             Scope::Invoke => 2,
             Scope::Manage => 4,
+            Scope::ProjectRead => 8,
+            Scope::ProjectWrite => 16,
         }
     }
 }
@@ -61,9 +77,9 @@ impl Scopes {
         Scopes(0)
     }
 
-    /// All three scopes (the default of the stdio gateway; docs/PROTOCOL.md §8.2, scopes).
+    /// Every scope (the default of the stdio gateway; docs/PROTOCOL.md §8.2, scopes).
     pub const fn all() -> Scopes {
-        Scopes(7)
+        Scopes(31)
     }
 
     /// This set plus `scope`.
@@ -117,7 +133,7 @@ impl fmt::Display for Scopes {
     }
 }
 
-/// A scope list that names something other than the three scopes.
+/// A scope list that names something other than the known scopes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScopeParseError {
     item: String,
@@ -126,13 +142,9 @@ pub struct ScopeParseError {
 impl fmt::Display for ScopeParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.item.is_empty() {
-            f.write_str("empty scope in the list; use plugin:inspect, plugin:invoke, plugin:manage")
+            write!(f, "empty scope in the list; use {}", Scopes::all())
         } else {
-            write!(
-                f,
-                "unknown scope `{}`; use plugin:inspect, plugin:invoke, plugin:manage",
-                self.item
-            )
+            write!(f, "unknown scope `{}`; use {}", self.item, Scopes::all())
         }
     }
 }
@@ -151,7 +163,7 @@ impl Caller {
         Caller { scopes }
     }
 
-    /// A caller holding all three scopes (the stdio gateway's default).
+    /// A caller holding every scope (the stdio gateway's default).
     pub fn trusted() -> Caller {
         Caller::new(Scopes::all())
     }
@@ -208,12 +220,26 @@ mod tests {
     }
 
     #[test]
+    fn project_scopes_parse_and_imply_nothing() {
+        let s = Scopes::parse("project:read, project:write").unwrap();
+        assert!(s.contains(Scope::ProjectRead) && s.contains(Scope::ProjectWrite));
+        assert!(!s.contains(Scope::Inspect) && !s.contains(Scope::Invoke));
+        let read = Scopes::parse("project:read").unwrap();
+        assert!(!read.contains(Scope::ProjectWrite));
+        let e = Scopes::parse("project:admin").unwrap_err().to_string();
+        assert!(
+            e.contains("project:read") && e.contains("project:write"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn all_holds_every_scope_and_displays_in_order() {
         let all = Scopes::all();
         assert!(Scope::ALL.iter().all(|s| all.contains(*s)));
         assert_eq!(
             all.to_string(),
-            "plugin:inspect,plugin:invoke,plugin:manage"
+            "plugin:inspect,plugin:invoke,plugin:manage,project:read,project:write"
         );
         assert_eq!(Scope::ALL.into_iter().collect::<Scopes>(), all);
     }

@@ -7,22 +7,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::RwLock;
-use serde_json::json;
 use serde_json::Value;
 
 use super::binding::{BindingStore, BindingTarget};
-use super::outcome::Outcome;
+use super::outcome::{DescribedProject, Outcome};
 use super::output::{self, Failure, ToolOutput};
-use super::params::ActionKind;
 use super::params::ActionRef;
+use super::project;
 use super::recording::{RecordingEvent, RecordingHook};
-use super::relay::{self, Expect};
-use super::remote::{CallAnswer, RemoteRunner, RemoteSlots, REMOTE_RUNNER};
+use super::remote::{RemoteRunner, RemoteSlots};
 use super::runners::LOCAL_RUNNER;
-use super::scope::Caller;
-use crate::catalog::{
-    validate_tool_result, validate_tool_result_text, ResultFault, Schema, Tool, ToolResult,
-};
+use super::scope::{Caller, Scope};
+use crate::catalog::Tool;
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::host::{BoundInstance, Host, InstanceCall, DEFAULT_PROJECT_CATALOG_BYTES};
 use crate::provider::StderrLine;
@@ -100,6 +96,18 @@ struct RemoteBinding {
     /// The tool as the remote described it, admitted like a local one: a call result is
     /// checked against its output schema.
     tool: Tool,
+    /// The project target the runner bound its binding to (`projectTarget`), when described
+    /// with a `project`: every call carries it to the runner.
+    project_target: Option<String>,
+}
+
+/// A call's parameters besides its binding.
+#[derive(Clone, Copy)]
+struct BoundCall<'a> {
+    caller: &'a Caller,
+    arguments: &'a Value,
+    recording_session_id: Option<&'a str>,
+    project_target: Option<&'a str>,
 }
 
 impl Bound {
@@ -127,6 +135,7 @@ fn note_target(action: ActionRef<'_>) {
             runner,
             plugin,
             tool,
+            ..
         } => trace::note_target(Some(runner), Some(plugin), Some(tool)),
         ActionRef::Check { runner, plugin, .. } => {
             trace::note_target(Some(runner), Some(plugin), None)
@@ -335,7 +344,7 @@ impl Gateway {
         let mut target = None;
         let scope = action.kind().scope();
         let result = if caller.has(scope) {
-            self.act(action, &mut target, local.as_deref_mut())
+            self.act(action, caller, &mut target, local.as_deref_mut())
         } else {
             Err(Failure::Error(Error::not_started(
                 ErrorCode::InsufficientScope,
@@ -365,6 +374,7 @@ impl Gateway {
     fn act(
         &self,
         action: ActionRef<'_>,
+        caller: &Caller,
         target: &mut Option<Arc<Bound>>,
         local: Option<&mut Local>,
     ) -> Result<Outcome, Failure> {
@@ -372,9 +382,27 @@ impl Gateway {
             binding,
             arguments,
             recording_session_id,
+            project_target,
         } = action
         {
-            return self.call(binding, arguments, recording_session_id, target);
+            return self.call(
+                binding,
+                arguments,
+                recording_session_id,
+                (caller, project_target),
+                target,
+            );
+        }
+        if let ActionRef::Describe {
+            project: Some(_), ..
+        } = action
+        {
+            if !caller.has(Scope::ProjectRead) {
+                return Err(Failure::Error(project::insufficient(
+                    "action `describe` with a `project` needs scope project:read (besides \
+                     plugin:inspect)",
+                )));
+            }
         }
         let runner = match action {
             ActionRef::List { runner: None, .. } => return Ok(output::runners(self.listing())),
@@ -429,9 +457,12 @@ impl Gateway {
                 let entry = set.entry(plugin).ok_or_else(crate::host::not_configured)?;
                 Ok(output::provider_detail(entry))
             }
-            ActionRef::Describe { plugin, tool, .. } => {
-                self.describe((host, generation), runner, plugin, tool)
-            }
+            ActionRef::Describe {
+                plugin,
+                tool,
+                project,
+                ..
+            } => self.describe((host, generation), runner, (plugin, tool), project),
             ActionRef::Check { plugin, .. } => {
                 let report = host.check(plugin)?;
                 let output = output::check(runner, &report);
@@ -458,10 +489,14 @@ impl Gateway {
         &self,
         (host, generation): (&Arc<Host>, u64),
         runner: &str,
-        plugin: &str,
-        tool: &str,
+        (plugin, tool): (&str, &str),
+        project: Option<&str>,
     ) -> Result<Outcome, Error> {
-        let (provider, tool, instance) = host.tool_bound(plugin, tool)?;
+        let (provider, tool, instance, bound) = host.tool_bound(plugin, tool, project)?;
+        let described = match (project, &bound) {
+            (Some(project), Some(bound)) => Some(DescribedProject::new(project, bound.id())),
+            _ => None,
+        };
         let target = BindingTarget {
             runner: runner.to_string(),
             runner_id: host.runner_id(),
@@ -469,6 +504,7 @@ impl Gateway {
             instance: provider.instance(),
             tool: tool.name().to_string(),
             observation: tool.observation().to_string(),
+            project: bound,
         };
         let host = Arc::downgrade(host);
         let reach = Reach {
@@ -477,7 +513,9 @@ impl Gateway {
             instance,
         };
         let binding = self.mint(Bound::Local(target, reach))?;
-        Ok(output::describe(runner, &provider, tool, binding))
+        Ok(output::describe(
+            runner, &provider, tool, binding, described,
+        ))
     }
 
     /// Stores `bound` under a fresh binding; its wire form.
@@ -494,12 +532,15 @@ impl Gateway {
     }
 
     /// Calls exactly the instance a binding recorded; never re-resolves to a same-named tool.
+    /// A project-bound binding first needs `project:write` and a project root that did not
+    /// change (`project`).
     #[inline(always)]
     fn call(
         &self,
         binding: &str,
         arguments: &Value,
         recording_session_id: Option<&str>,
+        (caller, project_target): (&Caller, Option<&str>),
         seen: &mut Option<Arc<Bound>>,
     ) -> Result<Outcome, Failure> {
         let bound = self.bindings.resolve(binding).ok_or_else(|| {
@@ -514,9 +555,18 @@ impl Gateway {
         let (target, reach) = match &*bound {
             Bound::Local(target, reach) => (target, reach),
             Bound::Remote(target) => {
-                return self.call_remote(target, arguments, recording_session_id)
+                let call = BoundCall {
+                    caller,
+                    arguments,
+                    recording_session_id,
+                    project_target,
+                };
+                return self.call_remote(target, call);
             }
         };
+        if target.project.is_some() || project_target.is_some() {
+            project::check_local(caller, target.project.as_ref(), project_target)?;
+        }
         // The host the binding reached, held before the runners' count is compared: it is the
         // one registered under its runner name while no runner changed.
         let host = match reach.host.upgrade() {
@@ -592,145 +642,6 @@ impl Gateway {
     }
 }
 
-/// The remote half of the gateway: forwarding to another machine's `serve`.
-impl Gateway {
-    /// Every action but `call` and the runner list, forwarded to a remote runner with `runner`
-    /// rewritten to the remote's own runner; its answer comes back with this gateway's runner id
-    /// (and, for `describe`, this gateway's binding).
-    fn act_remote(
-        &self,
-        remote: &Arc<RemoteRunner>,
-        runner: &str,
-        action: ActionRef<'_>,
-    ) -> Result<Outcome, Failure> {
-        let kind = action.kind();
-        let mut params = json!({"action": kind.as_str(), "runner": REMOTE_RUNNER});
-        match action {
-            ActionRef::List { plugin, .. } => {
-                if let Some(plugin) = plugin {
-                    params["plugin"] = plugin.into();
-                }
-            }
-            ActionRef::Describe { plugin, tool, .. } => {
-                params["plugin"] = plugin.into();
-                params["tool"] = tool.into();
-            }
-            ActionRef::Check { plugin, .. } => params["plugin"] = plugin.into(),
-            ActionRef::Reload { .. } => {}
-            ActionRef::Catalog { project, .. } => params["project"] = project.into(),
-            ActionRef::Call { .. } => unreachable!("calls are routed by their binding"),
-        }
-        if let Some(session_id) = action.recording_session_id() {
-            params["recording_session_id"] = session_id.into();
-        }
-        let answer = remote.forward(&self.remote_slots, kind, &params)?;
-        let (success, json) = answer.output.into_parts();
-        if !success {
-            return match relay::failure(&json) {
-                Some(failure) => Err(Failure::Remote(failure)),
-                None => Err(remote.unusable_answer(kind).into()),
-            };
-        }
-        let expect = match action {
-            ActionRef::List { plugin: None, .. } => Expect::Providers,
-            ActionRef::List {
-                plugin: Some(plugin),
-                ..
-            } => Expect::ProviderDetail { plugin },
-            ActionRef::Describe { plugin, tool, .. } => {
-                let Some(mut described) = relay::describe(&json, plugin, tool, runner) else {
-                    return Err(remote.unusable_answer(kind).into());
-                };
-                let front = self.mint(Bound::Remote(Box::new(RemoteBinding {
-                    runner: remote.clone(),
-                    binding: std::mem::take(&mut described.binding),
-                    instance: answer.instance,
-                    plugin: plugin.to_string(),
-                    tool: described.tool.clone(),
-                })))?;
-                described.binding = front;
-                return Ok(Outcome::Described(Box::new(described)));
-            }
-            ActionRef::Check { plugin, .. } => Expect::Check { plugin },
-            ActionRef::Reload { .. } => Expect::Reload,
-            ActionRef::Catalog { .. } => Expect::Catalog,
-            ActionRef::Call { .. } => unreachable!("calls are routed by their binding"),
-        };
-        relay::success(expect, &json, runner).ok_or_else(|| remote.unusable_answer(kind).into())
-    }
-
-    /// A call through a front binding: forwarded once with the remote's binding. A remote that
-    /// no longer knows its binding and names another instance restarted: `plugin_replaced`.
-    fn call_remote(
-        &self,
-        target: &RemoteBinding,
-        arguments: &Value,
-        recording_session_id: Option<&str>,
-    ) -> Result<Outcome, Failure> {
-        let registered = matches!(
-            self.runners.read().get(target.runner.id()),
-            Some(Runner::Remote(r)) if Arc::ptr_eq(r, &target.runner)
-        );
-        if !registered {
-            return Err(replaced().into());
-        }
-        let mut params =
-            json!({"action": "call", "binding": target.binding, "arguments": arguments});
-        if let Some(session_id) = recording_session_id {
-            params["recording_session_id"] = session_id.into();
-        }
-        let answer = match target.runner.forward_call(&self.remote_slots, &params)? {
-            CallAnswer::Result(text) => {
-                return relayed_result(target, validate_tool_result_text(&text, schema(target)));
-            }
-            CallAnswer::Output(answer) => answer,
-        };
-        let (success, json) = answer.output.into_parts();
-        if success {
-            return relayed_result(target, validate_tool_result(json, schema(target)));
-        }
-        let Some(failure) = relay::failure(&json) else {
-            return Err(target.runner.unusable_answer(ActionKind::Call).into());
-        };
-        let restarted = target.instance.is_some() && answer.instance != target.instance;
-        if restarted && failure.code == ErrorCode::DescribeRequired {
-            return Err(replaced().into());
-        }
-        Err(Failure::Remote(failure))
-    }
-}
-
-/// The output schema of a remote binding's tool.
-fn schema(target: &RemoteBinding) -> Option<&Schema> {
-    target.tool.output_schema()
-}
-
-/// A remote call's result, checked as a local provider's result is (the contract, then the
-/// output schema): the outcome, or the completed failure of a result that breaks either.
-fn relayed_result(
-    target: &RemoteBinding,
-    checked: Result<ToolResult, ResultFault>,
-) -> Result<Outcome, Failure> {
-    checked.map(Outcome::Called).map_err(|fault| {
-        log::warn!(
-            "runner `{}` answered a call of `{}` with a result that breaks the contract ({})",
-            target.runner.id(),
-            target.tool.name(),
-            fault.code()
-        );
-        Error::new(
-            fault.code(),
-            Dispatch::Completed,
-            format!(
-                "runner `{}` answered the call with a tool result that breaks the tool result \
-                 contract or the tool's output schema; it was refused",
-                target.runner.id()
-            ),
-        )
-        .into()
-    })
-}
-
 /// A fresh random instance id: 32 hex digits.
 fn instance_id() -> String {
     let mut bytes: [u8; 16] = crate::random_bytes().unwrap_or_default();
@@ -753,6 +664,8 @@ fn replaced() -> Error {
         "the provider or runner was replaced since the tool was described; list and describe again",
     )
 }
+
+mod forward;
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,7 @@
 mod call;
 mod project;
 mod restart;
+mod root;
 mod set;
 
 use std::ffi::OsString;
@@ -24,7 +25,10 @@ use serde_json::Value;
 
 pub(crate) use call::BoundInstance;
 pub use call::InstanceCall;
-pub use project::{ProjectCatalog, ProjectTool, DEFAULT_PROJECT_CATALOG_BYTES};
+pub use project::{
+    valid_project_target, ProjectCatalog, ProjectTarget, ProjectTool,
+    DEFAULT_PROJECT_CATALOG_BYTES, PROJECT_TARGET_PREFIX,
+};
 pub use restart::{RESTART_BACKOFF_BASE, RESTART_BACKOFF_CAP, RESTART_RESET_AFTER};
 pub use set::{ProviderEntry, ProviderSet, ProviderState};
 
@@ -248,12 +252,16 @@ impl Host {
         Ok((provider, found))
     }
 
-    /// [`Host::tool`], and what a binding keeps to call them again ([`Host::call_bound`]).
+    /// [`Host::tool`], and what a binding keeps to call them again ([`Host::call_bound`]);
+    /// with a `project`, also the project target the binding is bound to (the checks of
+    /// `plugin_project_unavailable` and `plugin_project_mismatch`), from the same committed
+    /// set as the instance.
     pub(crate) fn tool_bound(
         &self,
         plugin: &str,
         tool: &str,
-    ) -> Result<(Arc<Provider>, Tool, BoundInstance), Error> {
+        project: Option<&str>,
+    ) -> Result<(Arc<Provider>, Tool, BoundInstance, Option<ProjectTarget>), Error> {
         let (set, generation) = {
             let committed = self.committed.read();
             (committed.clone(), self.generation.load(Ordering::SeqCst))
@@ -266,12 +274,16 @@ impl Host {
             )
         })?;
         let found = found.clone();
+        let target = match (project, set.entry(plugin)) {
+            (Some(project), Some(entry)) => Some(project::bind(entry, project)?),
+            _ => None,
+        };
         let bound = BoundInstance {
             generation,
             provider: Arc::downgrade(&provider),
             tool: place,
         };
-        Ok((provider, found, bound))
+        Ok((provider, found, bound, target))
     }
 
     /// [`Host::call_instance`] of the instance and tool a binding kept, with the provider's
@@ -341,7 +353,8 @@ impl Host {
         let mut ring: Option<Arc<Mutex<StderrRing>>> = None;
         let result = prepare(&config, cfg, &self.options, &cancel, &mut |r| {
             ring = Some(r)
-        });
+        })
+        .map(|started| started.provider);
         self.end_candidates();
         let report = match result {
             Ok(candidate) => {
@@ -574,12 +587,18 @@ fn read_config(source: &ConfigSource, options: &HostOptions) -> Result<RunnerCon
     }
 }
 
+/// A provider just admitted, and the directory it was started in (see `root`).
+pub(crate) struct Started {
+    pub(crate) provider: Provider,
+    pub(crate) root: Option<Arc<root::Pin>>,
+}
+
 /// Prepares every provider of `config` in parallel, one thread each; results in config order.
 fn prepare_all(
     config: &RunnerConfig,
     options: &HostOptions,
     cancel: &AdmissionCancel,
-) -> Vec<Result<Provider, Error>> {
+) -> Vec<Result<Started, Error>> {
     std::thread::scope(|scope| {
         let handles: Vec<_> = config
             .plugins
@@ -617,7 +636,7 @@ fn prepare_logged(
     cfg: &ProviderConfig,
     options: &HostOptions,
     cancel: &AdmissionCancel,
-) -> Result<Provider, Error> {
+) -> Result<Started, Error> {
     let mut ring: Option<Arc<Mutex<StderrRing>>> = None;
     let result = prepare(config, cfg, options, cancel, &mut |r| ring = Some(r));
     if let Err(error) = &result {
@@ -629,14 +648,16 @@ fn prepare_logged(
     result
 }
 
-/// environment → executable → spawn → initialize → tools/list → validate → freeze.
+/// environment → executable → spawn → initialize → tools/list → validate → freeze. The `cwd`
+/// is pinned just before the spawn: a directory put in its place later is not the one the
+/// plugin works in.
 fn prepare(
     config: &RunnerConfig,
     cfg: &ProviderConfig,
     options: &HostOptions,
     cancel: &AdmissionCancel,
     observe: &mut dyn FnMut(Arc<Mutex<StderrRing>>),
-) -> Result<Provider, Error> {
+) -> Result<Started, Error> {
     let base = match &options.base_env {
         Some(vars) => vars.clone(),
         None => std::env::vars_os().collect(),
@@ -655,7 +676,12 @@ fn prepare(
         },
         timeout: cfg.timeout,
     };
-    Provider::start_cancellable(spec, observe, cancel)
+    let root = cfg
+        .cwd
+        .as_deref()
+        .and_then(|cwd| root::Pin::open(cwd).ok())
+        .map(Arc::new);
+    Provider::start_cancellable(spec, observe, cancel).map(|provider| Started { provider, root })
 }
 
 /// Logs a failed admission of provider `id` at `level` with the tail of its stderr `lines`

@@ -1,11 +1,16 @@
-//! The project catalog: the tools whose provider works in a given project root.
+//! Projects: the project catalog (the tools whose provider works in a given project root) and
+//! project-bound bindings (a described tool that may only be called while its project root is
+//! the directory its plugin was started in).
 
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::ProviderSet;
+use super::root::{Id, Pin};
+use super::{ProviderEntry, ProviderSet};
 use crate::error::{Error, ErrorCode};
 
 /// Default bound of the serialized project-catalog entries.
@@ -131,4 +136,190 @@ fn cut(text: &str, max: usize) -> String {
         end -= 1;
     }
     text[..end].to_string()
+}
+
+/// The prefix of a project target id.
+pub const PROJECT_TARGET_PREFIX: &str = "wc_proot_";
+
+/// What a project-bound binding records of its project: the project as the caller named it,
+/// its canonical root, and the directory the provider was started in (pinned, see `root`),
+/// which was that root at describe time. Its [`ProjectTarget::id`] is opaque.
+#[derive(Debug, Clone)]
+pub struct ProjectTarget(Arc<Target>);
+
+#[derive(Debug)]
+struct Target {
+    /// The project as the caller gave it (an absolute path).
+    given: PathBuf,
+    /// Its canonical form at describe time.
+    canonical: PathBuf,
+    /// True when `given` had no symbolic link or `..` to resolve: a call then looks at it
+    /// with one `lstat` and canonicalizes nothing.
+    canonical_given: bool,
+    /// The provider's working directory, pinned when it started.
+    pin: Arc<Pin>,
+    /// `wc_proot_` + 32 hex digits: a keyed digest of the canonical root and its identity.
+    id: String,
+}
+
+impl PartialEq for ProjectTarget {
+    fn eq(&self, other: &ProjectTarget) -> bool {
+        self.0.id == other.0.id && self.0.given == other.0.given
+    }
+}
+
+impl Eq for ProjectTarget {}
+
+impl ProjectTarget {
+    /// The project as the caller named it.
+    pub fn project(&self) -> &Path {
+        &self.0.given
+    }
+
+    /// The opaque target id (`wc_proot_` + 32 hex digits): the same for two descriptions of one
+    /// unchanged root by one runner process, different once the root changed. It encodes
+    /// nothing a caller could read back.
+    pub fn id(&self) -> &str {
+        &self.0.id
+    }
+
+    /// Re-resolves the project before a call: `Ok` when its path still leads to the directory
+    /// the provider was started in. One `lstat` of the root when the project was named by its
+    /// canonical path, else a canonicalization and one `lstat`.
+    ///
+    /// - the path leads to another directory, or to the same one under another canonical path,
+    ///   or nothing is there any more but the directory still exists elsewhere (it was moved)
+    ///   → `plugin_project_changed`;
+    /// - the directory was removed, or the path cannot be read → `plugin_project_unavailable`.
+    ///
+    /// Both `not_started`: nothing is sent to the plugin.
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        let target = &*self.0;
+        let found = if target.canonical_given {
+            Pin::id_at(&target.canonical, false)
+        } else {
+            match target.given.canonicalize() {
+                Ok(now) if now == target.canonical => Pin::id_at(&now, false),
+                Ok(_) => return Err(changed()),
+                Err(e) => Err(e),
+            }
+        };
+        match found {
+            Ok(id) if id == target.pin.id() => Ok(()),
+            Ok(_) => Err(changed()),
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Err(unreadable()),
+            Err(_) if target.pin.still_linked() => Err(changed()),
+            Err(_) => Err(unavailable(
+                "the project root no longer exists; nothing was sent",
+            )),
+        }
+    }
+}
+
+/// Binds a describe of a tool of `entry` to `project`: the project must be an absolute path of
+/// this runner that exists, the provider's configured `cwd` must canonicalize to the same root
+/// (the project catalog's rule), and the provider must have been started in the directory
+/// that root is now. Failures are `plugin_project_unavailable` (no such root, or it cannot be
+/// read) and `plugin_project_mismatch` (the plugin works elsewhere), both `not_started`.
+///
+/// Cold: a describe with a project is rare next to calls, and this stays out of the gateway's
+/// request handler, into which the call path is inlined.
+#[cold]
+pub(super) fn bind(entry: &ProviderEntry, project: &str) -> Result<ProjectTarget, Error> {
+    let given = Path::new(project);
+    if !given.is_absolute() {
+        return Err(unavailable(
+            "the project is not an absolute path on this runner",
+        ));
+    }
+    let canonical = given.canonicalize().map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => unavailable("the project root does not exist"),
+        _ => unreadable(),
+    })?;
+    if !std::fs::metadata(&canonical).is_ok_and(|m| m.is_dir()) {
+        return Err(unavailable("the project root is not a directory"));
+    }
+    let works_there = entry
+        .cwd
+        .as_ref()
+        .and_then(|cwd| cwd.canonicalize().ok())
+        .is_some_and(|cwd| cwd == canonical);
+    if !works_there {
+        return Err(mismatch(
+            "the plugin does not work in that project root; the catalog action lists the \
+             tools of a project",
+        ));
+    }
+    let pin = entry.root.clone().ok_or_else(unreadable)?;
+    match Pin::id_at(&canonical, true) {
+        Ok(id) if id == pin.id() => {}
+        Ok(_) => {
+            return Err(mismatch(
+                "the plugin was started in a directory that is no longer the project root (it \
+                 was moved or replaced since); reload the runner to start it in the project, \
+                 then describe again",
+            ))
+        }
+        Err(_) => return Err(unreadable()),
+    }
+    let id = target_id(&canonical, pin.id());
+    Ok(ProjectTarget(Arc::new(Target {
+        canonical_given: given == canonical,
+        given: given.to_path_buf(),
+        canonical,
+        pin,
+        id,
+    })))
+}
+
+/// `wc_proot_` + the first 16 bytes, in hex, of SHA-256 over a key drawn once per process, the
+/// canonical root and its identity: opaque (a caller cannot confirm a guess of the path), the
+/// same for one unchanged root, another for another directory.
+fn target_id(canonical: &Path, id: Id) -> String {
+    static KEY: OnceLock<[u8; 32]> = OnceLock::new();
+    let key = KEY.get_or_init(|| {
+        crate::random_bytes().unwrap_or_else(|| {
+            // No system randomness: the time and an address, still different per process.
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            Sha256::digest(format!("{nanos}:{:p}", &KEY).as_bytes()).into()
+        })
+    });
+    let mut digest = Sha256::new();
+    digest.update(b"webcodex-plugin-project-target-v1\0");
+    digest.update(key);
+    digest.update(canonical.as_os_str().as_encoded_bytes());
+    digest.update(b"\0");
+    digest.update(id.0.to_le_bytes());
+    digest.update(id.1.to_le_bytes());
+    let digest = digest.finalize();
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{PROJECT_TARGET_PREFIX}{hex}")
+}
+
+/// True for text of a project target id's form.
+pub fn valid_project_target(text: &str) -> bool {
+    text.strip_prefix(PROJECT_TARGET_PREFIX).is_some_and(|hex| {
+        hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
+}
+
+fn changed() -> Error {
+    Error::not_started(
+        ErrorCode::ProjectChanged,
+        "the project root changed; the call was not dispatched (list and describe again)",
+    )
+}
+
+fn unavailable(message: &str) -> Error {
+    Error::not_started(ErrorCode::ProjectUnavailable, message)
+}
+
+fn unreadable() -> Error {
+    unavailable("the project root cannot be read on this runner")
+}
+
+fn mismatch(message: &str) -> Error {
+    Error::not_started(ErrorCode::ProjectMismatch, message)
 }

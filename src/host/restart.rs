@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Mutex, RwLock};
 
-use super::{ProviderEntry, ProviderSet, ProviderState};
+use super::{ProviderEntry, ProviderSet, ProviderState, Started};
 use crate::env::{Restart, RestartPolicy, RunnerConfig};
 use crate::provider::{AdmissionCancel, InstanceId, Provider};
 
@@ -293,7 +293,7 @@ impl Shared {
     /// Commits `provider` as the new instance of `plugin` when the restart is still wanted: the
     /// epoch it started in, no reload, no shutdown. False when it is not: the candidate is then
     /// dropped (its process tree killed), outside the locks.
-    fn commit(&self, plugin: &str, provider: Provider, epoch: u64) -> bool {
+    fn commit(&self, plugin: &str, started: Started, epoch: u64) -> bool {
         let mut committed = self.committed.write();
         let mut state = self.state.lock();
         let wanted = state.epoch == epoch
@@ -303,12 +303,13 @@ impl Shared {
         let at = committed.entries().iter().position(|e| e.id == plugin);
         let (Some(at), Some(track), true) = (at, state.tracks.get_mut(plugin), wanted) else {
             drop((state, committed));
-            drop(provider);
+            drop(started);
             return false;
         };
-        let provider = Arc::new(provider);
+        let provider = Arc::new(started.provider);
         let mut entries: Vec<ProviderEntry> = committed.entries().to_vec();
         entries[at].state = ProviderState::Ready(provider.clone());
+        entries[at].root = started.root;
         self.generation.fetch_add(1, Ordering::SeqCst);
         let old = std::mem::replace(&mut *committed, Arc::new(ProviderSet::new(entries)));
         drop(committed);
@@ -491,8 +492,8 @@ fn restart(
     let prepared = super::prepare_logged(config, cfg, &shared.options, cancel);
     let failed = match prepared {
         // Committed, or no longer wanted (a reload or shutdown came).
-        Ok(provider) => {
-            shared.commit(plugin, provider, epoch);
+        Ok(started) => {
+            shared.commit(plugin, started, epoch);
             false
         }
         Err(_) => true,

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::root::Pin;
+use super::Started;
 use crate::env::{ProviderConfig, RunnerConfig};
 use crate::error::{Error, ErrorCode};
 use crate::provider::{InstanceId, Provider};
@@ -28,18 +30,26 @@ pub struct ProviderEntry {
     pub cwd: Option<PathBuf>,
     /// Ready or failed.
     pub state: ProviderState,
+    /// The directory the ready instance was started in (its configured `cwd`), held open for
+    /// project-bound bindings; `None` without a `cwd`, or when it could not be opened.
+    pub(crate) root: Option<Arc<Pin>>,
 }
 
 impl ProviderEntry {
-    pub(crate) fn new(cfg: &ProviderConfig, result: Result<Provider, Error>) -> ProviderEntry {
+    pub(crate) fn new(cfg: &ProviderConfig, result: Result<Started, Error>) -> ProviderEntry {
+        let (state, root) = match result {
+            Ok(started) => (
+                ProviderState::Ready(Arc::new(started.provider)),
+                started.root,
+            ),
+            Err(error) => (ProviderState::Failed(error), None),
+        };
         ProviderEntry {
             id: cfg.id.clone(),
             name: cfg.name.clone(),
             cwd: cfg.cwd.clone(),
-            state: match result {
-                Ok(provider) => ProviderState::Ready(Arc::new(provider)),
-                Err(error) => ProviderState::Failed(error),
-            },
+            state,
+            root,
         }
     }
 
@@ -76,7 +86,7 @@ impl ProviderSet {
     /// The set of `config`'s providers with their preparation results, in config order.
     pub(crate) fn from_results(
         config: &RunnerConfig,
-        results: Vec<Result<Provider, Error>>,
+        results: Vec<Result<Started, Error>>,
     ) -> ProviderSet {
         let entries = config
             .plugins

@@ -15,7 +15,10 @@
 //!   through `/proc/self/fd`.
 //! - [`windows`]: Job Objects (a plugin's process tree, killed on close), the suspended
 //!   child's resumption, and waits on process handles, through `windows-sys`: one `unsafe`
-//!   block per function, each with its SAFETY comment.
+//!   block per function, each with its SAFETY comment; a directory's identity (volume serial
+//!   number, file index, link count) through its handle, for project-bound tools, by
+//!   winapi-util's safe wrappers (no `unsafe`). On Unix that identity needs no door: std's
+//!   `MetadataExt` (`dev`, `ino`, `nlink`) has it.
 
 #[cfg(target_os = "linux")]
 pub(crate) mod linux;

@@ -1,8 +1,9 @@
-//! Windows system calls: Job Objects and waits on process handles, through `windows-sys`.
+//! Windows system calls: Job Objects and waits on process handles, through `windows-sys`; a
+//! directory's identity through its handle, by winapi-util.
 //!
-//! One `unsafe` block per function, each with its SAFETY comment. Handles are held as
-//! [`OwnedHandle`] (closed on drop, `Send` and `Sync`) and lent as [`BorrowedHandle`], so no
-//! handle is used after it was closed.
+//! One `unsafe` block per function that calls windows-sys, each with its SAFETY comment.
+//! Handles are held as [`OwnedHandle`] (closed on drop, `Send` and `Sync`) and lent as
+//! [`BorrowedHandle`], so no handle is used after it was closed.
 
 use std::io;
 use std::os::windows::io::{AsRawHandle, BorrowedHandle, FromRawHandle, OwnedHandle};
@@ -136,4 +137,35 @@ pub(crate) fn wait_for_exit(handle: BorrowedHandle<'_>, timeout: Option<Duration
     };
     // SAFETY: the handle is valid for the call (borrowed from its owner).
     unsafe { WaitForSingleObject(handle.as_raw_handle() as HANDLE, millis) == WAIT_OBJECT_0 }
+}
+
+/// An open handle to a directory, kept to hold its identity (a project root pinned while its
+/// plugin runs): through winapi-util's safe wrappers, so no `unsafe` here.
+#[derive(Debug)]
+pub(crate) struct DirHandle(winapi_util::Handle);
+
+/// A file's identity: (volume serial number, file index).
+pub(crate) type FileId = (u64, u64);
+
+/// Opens `path` (a reparse point at its last component is followed; directories open too) and
+/// returns its handle, its identity and whether it is a directory. Fails when nothing is
+/// there or it cannot be opened.
+pub(crate) fn open_dir(path: &std::path::Path) -> io::Result<(DirHandle, FileId, bool)> {
+    let dir = winapi_util::Handle::from_path_any(path)?;
+    let info = winapi_util::file::information(&dir)?;
+    let is_dir = dir.as_file().metadata()?.is_dir();
+    let id = (info.volume_serial_number(), info.file_index());
+    Ok((DirHandle(dir), id, is_dir))
+}
+
+/// The identity of what `path` leads to now (Windows has no `stat` by path that gives the
+/// file index: this opens the path and asks its handle).
+pub(crate) fn file_id_at(path: &std::path::Path) -> io::Result<FileId> {
+    let info = winapi_util::file::information(winapi_util::Handle::from_path_any(path)?)?;
+    Ok((info.volume_serial_number(), info.file_index()))
+}
+
+/// How many names the directory behind `dir` still has (0 once it was removed).
+pub(crate) fn link_count(dir: &DirHandle) -> io::Result<u64> {
+    winapi_util::file::information(&dir.0).map(|info| info.number_of_links())
 }

@@ -7,6 +7,7 @@ use webcodex_plugin_testkit::gateway as gateway_support;
 use webcodex_plugin_testkit::tempdir;
 
 mod gateway_actions;
+mod gateway_project;
 mod gateway_stdio;
 mod host_lifecycle;
 mod provider_kick_fds;

@@ -8,7 +8,9 @@
 
 use serde_json::{json, Map, Value};
 
-use webcodex_plugin_host::gateway::{ActionKind, MAX_RECORDING_SESSION_ID_BYTES};
+use webcodex_plugin_host::gateway::{
+    ActionKind, MAX_PROJECT_BYTES, MAX_RECORDING_SESSION_ID_BYTES,
+};
 use webcodex_plugin_host::transport::TOOL_NAME;
 
 /// The tool's display title.
@@ -22,6 +24,8 @@ Step 2: {\"action\":\"describe\",\"runner\":R,\"plugin\":P,\"tool\":T} returns t
 definition (its inputSchema) and a fresh \"binding\". \
 Step 3: {\"action\":\"call\",\"binding\":B,\"arguments\":{...}} runs exactly that tool with \
 arguments that match its inputSchema. \
+To work on a project, add \"project\":ROOT (the absolute path of the project root) to describe: \
+the binding is then bound to that root, and a call runs only while the root is unchanged. \
 A failure returns {\"error\":{\"code\",\"message\"},\"dispatch\",\"recovery\"}: follow \
 \"recovery\" (for example describe again), and never repeat a call whose dispatch is \
 \"outcome_unknown\". \"check\" and \"reload\" are for administrators.";
@@ -46,7 +50,16 @@ const FIELDS: &[(&str, &str)] = &[
         "recording_session_id",
         "Optional session id passed to the host's recording hook; for call, check, reload.",
     ),
-    ("project", "An absolute project root; for catalog."),
+    (
+        "project",
+        "An absolute project root: for catalog; optional for describe, which then binds the tool to \
+         that project (its calls run only while the root is unchanged).",
+    ),
+    (
+        "project_target",
+        "Optional for call: the projectTarget a describe with a project returned; the call is \
+         refused unless its binding is bound to that target.",
+    ),
 ];
 
 /// The ToolSpec of `plugin_tool` (`name`, `title`, `description`, `inputSchema`, `annotations`).
@@ -67,6 +80,8 @@ pub fn tool_spec() -> Value {
             "recording_session_id" => {
                 json!({"type": "string", "maxLength": MAX_RECORDING_SESSION_ID_BYTES})
             }
+            "project" => json!({"type": "string", "maxLength": MAX_PROJECT_BYTES}),
+            "project_target" => json!({"type": "string", "minLength": 41, "maxLength": 41}),
             _ => json!({"type": "string"}),
         };
         field["description"] = (*description).into();
@@ -109,6 +124,10 @@ pub fn human() -> String {
         ));
     }
     out.push_str(
+        "  (describe with a project also needs scope project:read; a call of a binding bound \
+         to a project, project:write)\n",
+    );
+    out.push_str(
         "\nannotations: readOnlyHint false, destructiveHint true, idempotentHint false, \
          openWorldHint true\n",
     );
@@ -141,6 +160,14 @@ mod tests {
             properties["action"]["enum"],
             json!(["list", "describe", "call", "check", "reload", "catalog"])
         );
+        // describe's optional project and call's optional project target.
+        assert_eq!(properties["project"]["type"], "string");
+        assert!(properties["project"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("describe"));
+        assert_eq!(properties["project_target"]["maxLength"], 41);
+        assert_eq!(spec["inputSchema"]["required"], json!(["action"]));
     }
 
     #[test]

@@ -63,6 +63,7 @@ struct Live {
     durations: Family<Pair, Histogram>,
     busy: Family<Single, Counter>,
     timeouts: Family<Pair, Counter>,
+    project: Family<Pair, Counter>,
     http: Family<HttpLabels, Counter>,
     open_connections: Gauge,
     /// The dial-out runners' ids and links accepted (read by the scrape).
@@ -78,6 +79,7 @@ impl Metrics {
             durations: Family::new_with_constructor(|| Histogram::new(DURATION_BUCKETS)),
             busy: Family::default(),
             timeouts: Family::default(),
+            project: Family::default(),
             http: Family::default(),
             open_connections: Gauge::default(),
             links: Arc::default(),
@@ -103,6 +105,11 @@ impl Metrics {
             "timeouts",
             "Requests that ran out of time (a plugin or a remote runner), by code and dispatch state",
             live.timeouts.clone(),
+        );
+        registry.register(
+            "project_refusals",
+            "Describes and calls refused because of their project root (changed, unavailable, mismatch), by action and code; nothing reached a plugin",
+            live.project.clone(),
         );
         registry.register(
             "http_requests",
@@ -169,6 +176,14 @@ impl Observer for Feed {
                 let dispatch = finished.dispatch.map_or("unknown", |d| d.as_str());
                 let labels = [("code", code.as_str()), ("dispatch", dispatch)];
                 self.0.timeouts.get_or_create(&labels).inc();
+            }
+            Some(
+                code @ (ErrorCode::ProjectChanged
+                | ErrorCode::ProjectUnavailable
+                | ErrorCode::ProjectMismatch),
+            ) => {
+                let labels = [("action", action), ("code", code.as_str())];
+                self.0.project.get_or_create(&labels).inc();
             }
             _ => {}
         }
@@ -350,6 +365,34 @@ mod tests {
         );
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             assert!(line.starts_with("webcodex_plugin_"), "{line}");
+        }
+    }
+
+    #[test]
+    fn project_refusals_are_counted_by_action_and_code() {
+        use std::time::Duration;
+        use webcodex_plugin_host::error::Error;
+        use webcodex_plugin_host::gateway::ToolOutput;
+
+        let metrics = Metrics::new(Arc::new(Gateway::new([])));
+        let feed = metrics.observer();
+        for (action, code) in [
+            ("call", ErrorCode::ProjectChanged),
+            ("call", ErrorCode::ProjectChanged),
+            ("describe", ErrorCode::ProjectMismatch),
+            ("call", ErrorCode::ProjectUnavailable),
+        ] {
+            let output = ToolOutput::failure(&Error::not_started(code, "refused"));
+            let params = serde_json::json!({ "action": action });
+            feed.request_finished(&Finished::of(&params, &output, Duration::ZERO));
+        }
+        let text = metrics.encode();
+        for line in [
+            r#"webcodex_plugin_project_refusals_total{action="call",code="plugin_project_changed"} 2"#,
+            r#"webcodex_plugin_project_refusals_total{action="describe",code="plugin_project_mismatch"} 1"#,
+            r#"webcodex_plugin_project_refusals_total{action="call",code="plugin_project_unavailable"} 1"#,
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
         }
     }
 }

@@ -27,7 +27,8 @@ pub fn write_tokens_file(dir: &Path) -> PathBuf {
     let path = dir.join("tokens.toml");
     let text = format!(
         "[[tokens]]\nname = \"all\"\ntoken = \"{TOKEN_ALL}\"\n\
-         scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n\n\
+         scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\", \"project:read\", \
+         \"project:write\"]\n\n\
          [[tokens]]\nname = \"viewer\"\ntoken = \"{TOKEN_VIEWER}\"\nscopes = [\"plugin:inspect\"]\n\n\
          [[tokens]]\nname = \"caller\"\ntoken = \"{TOKEN_CALLER}\"\n\
          scopes = [\"plugin:inspect\", \"plugin:invoke\"]\n"
@@ -46,7 +47,8 @@ pub fn runner_token(id: &str) -> String {
 pub fn write_front_tokens(dir: &Path, user: &str, runners: &[&str]) -> PathBuf {
     let mut text = format!(
         "[[tokens]]\nname = \"user\"\ntoken = \"{user}\"\n\
-         scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\"]\n\n"
+         scopes = [\"plugin:inspect\", \"plugin:invoke\", \"plugin:manage\", \"project:read\", \
+         \"project:write\"]\n\n"
     );
     for id in runners {
         text.push_str(&format!(

@@ -2,6 +2,8 @@ use serde_json::json;
 
 use super::*;
 
+const TARGET: &str = "wc_proot_00112233445566778899aabbccddeeff";
+
 fn parse(v: Value) -> Result<Action, Error> {
     Action::parse(&v)
 }
@@ -48,7 +50,8 @@ fn describe_needs_runner_plugin_and_tool() {
         Action::Describe {
             runner: "local".into(),
             plugin: "p".into(),
-            tool: "t".into()
+            tool: "t".into(),
+            project: None,
         }
     );
     for missing in ["runner", "plugin", "tool"] {
@@ -69,7 +72,8 @@ fn call_takes_binding_arguments_and_session() {
         Action::Call {
             binding: "b".into(),
             arguments: json!({"a":1}),
-            recording_session_id: Some("s1".into())
+            recording_session_id: Some("s1".into()),
+            project_target: None,
         }
     );
 }
@@ -147,6 +151,7 @@ fn every_field_not_allowed_for_an_action_is_named() {
         "arguments",
         "recording_session_id",
         "project",
+        "project_target",
     ];
     for kind in ActionKind::ALL {
         for field in all {
@@ -231,6 +236,7 @@ fn borrowed_parse_borrows_and_agrees_with_the_owned_one() {
         binding,
         arguments,
         recording_session_id,
+        ..
     } = action
     else {
         panic!("not a call: {action:?}");
@@ -255,6 +261,8 @@ fn borrowed_parse_borrows_and_agrees_with_the_owned_one() {
         json!({"action":"reload","runner":"r"}),
         json!({"action":"reload","runner":"r","recording_session_id":"s"}),
         json!({"action":"catalog","runner":"r","project":"/p"}),
+        json!({"action":"describe","runner":"r","plugin":"p","tool":"t","project":"/p"}),
+        json!({"action":"call","binding":"b","arguments":{},"project_target":TARGET}),
     ];
     for params in samples {
         let borrowed = ActionRef::parse(&params).unwrap();
@@ -361,6 +369,7 @@ fn the_single_pass_agrees_with_looking_action_up_first() {
         "arguments",
         "recording_session_id",
         "project",
+        "project_target",
         "",
         "aa",
         "zz",
@@ -377,7 +386,15 @@ fn the_single_pass_agrees_with_looking_action_up_first() {
         json!("nope"),
         json!(1),
     ];
-    let values = [json!("s"), json!({}), json!(1), json!(null), json!("id")];
+    let values = [
+        json!("s"),
+        json!({}),
+        json!(1),
+        json!(null),
+        json!("id"),
+        json!("/abs"),
+        json!(TARGET),
+    ];
     let mut seed = 11u64;
     let mut next = |n: usize| {
         seed = seed
@@ -406,14 +423,16 @@ fn the_single_pass_agrees_with_looking_action_up_first() {
 }
 
 /// The plain serde reading of `plugin_tool` parameters: a tagged enum with the fields of each
-/// action, unknown fields denied, then the two rules a type does not say (`plugin` needs
-/// `runner`; a session id is 1..=256 bytes without control characters). The oracle of the
-/// one-pass parse: the same parameters accepted, read as the same action.
+/// action, unknown fields denied, then the rules a type does not say (`plugin` needs `runner`;
+/// a session id is 1..=256 bytes without control characters; a `project` is an absolute path of
+/// some platform, at most `MAX_PROJECT_BYTES` without control characters; a `project_target` is
+/// of its form). The oracle of the one-pass parse: the same parameters accepted, read as the
+/// same action.
 mod serde_oracle {
     use serde::{Deserialize, Deserializer};
     use serde_json::{Map, Value};
 
-    use super::super::{Action, MAX_RECORDING_SESSION_ID_BYTES};
+    use super::super::{Action, MAX_PROJECT_BYTES, MAX_RECORDING_SESSION_ID_BYTES};
 
     /// A present field must be a string (`null` is no absent field).
     fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -433,12 +452,16 @@ mod serde_oracle {
             runner: String,
             plugin: String,
             tool: String,
+            #[serde(default, deserialize_with = "present")]
+            project: Option<String>,
         },
         Call {
             binding: String,
             arguments: Map<String, Value>,
             #[serde(default, deserialize_with = "present")]
             recording_session_id: Option<String>,
+            #[serde(default, deserialize_with = "present")]
+            project_target: Option<String>,
         },
         Check {
             runner: String,
@@ -464,7 +487,25 @@ mod serde_oracle {
         })
     }
 
-    /// What serde and the two rules make of `params`; `None` for a rejection.
+    fn project_ok(project: &Option<String>) -> bool {
+        project.as_deref().is_none_or(|p| {
+            let b = p.as_bytes();
+            let drive = b.len() >= 3
+                && b[0].is_ascii_alphabetic()
+                && b[1] == b':'
+                && (b[2] == b'/' || b[2] == b'\\');
+            let absolute = b.first() == Some(&b'/') || b.starts_with(b"\\\\") || drive;
+            absolute && p.len() <= MAX_PROJECT_BYTES && !p.chars().any(char::is_control)
+        })
+    }
+
+    fn target_ok(target: &Option<String>) -> bool {
+        target
+            .as_deref()
+            .is_none_or(crate::host::valid_project_target)
+    }
+
+    /// What serde and the rules make of `params`; `None` for a rejection.
     pub(super) fn parse(params: &Value) -> Option<Action> {
         Some(match Params::deserialize(params).ok()? {
             Params::List { runner, plugin } if plugin.is_none() || runner.is_some() => {
@@ -475,19 +516,23 @@ mod serde_oracle {
                 runner,
                 plugin,
                 tool,
+                project,
             } => Action::Describe {
                 runner,
                 plugin,
                 tool,
+                project: Some(project).filter(project_ok)?,
             },
             Params::Call {
                 binding,
                 arguments,
                 recording_session_id,
+                project_target,
             } => Action::Call {
                 binding,
                 arguments: Value::Object(arguments),
                 recording_session_id: Some(recording_session_id).filter(session_ok)?,
+                project_target: Some(project_target).filter(target_ok)?,
             },
             Params::Check {
                 runner,
@@ -522,6 +567,14 @@ fn params_strategy() -> impl proptest::strategy::Strategy<Value = Value> {
             1 => Just(json!("a\u{7}b")),
             1 => Just(Value::from("s".repeat(MAX_RECORDING_SESSION_ID_BYTES + 1))),
             1 => Just(Value::from("s".repeat(MAX_RECORDING_SESSION_ID_BYTES))),
+            // Paths of each platform's absolute forms and relative ones, project targets.
+            2 => prop::sample::select(vec![
+                "/srv/a", "/", "C:\\w", "d:/w", "\\\\s\\x", "C:", "c:x", "1:/x", "./x", "\\x",
+            ])
+            .prop_map(Value::from),
+            1 => Just(Value::from(format!("/{}", "p".repeat(MAX_PROJECT_BYTES)))),
+            1 => Just(Value::from(format!("/{}", "p".repeat(MAX_PROJECT_BYTES - 1)))),
+            2 => Just(json!(TARGET)),
             3 => Just(json!({"a": 1})),
             1 => Just(json!([])),
             1 => Just(json!(null)),
@@ -539,7 +592,7 @@ fn params_strategy() -> impl proptest::strategy::Strategy<Value = Value> {
     (
         kind,
         action,
-        prop::collection::vec((prop::bool::weighted(0.8), value()), 3),
+        prop::collection::vec((prop::bool::weighted(0.8), value()), 4),
         prop::option::weighted(0.15, (other, value())),
     )
         .prop_map(|(kind, action, fields, extra)| {
@@ -580,4 +633,75 @@ proptest::proptest! {
             ),
         }
     }
+}
+
+#[test]
+fn describe_takes_an_optional_absolute_project() {
+    for project in [
+        "/srv/app",
+        "/",
+        "C:\\work\\app",
+        "d:/work",
+        "\\\\server\\share\\app",
+    ] {
+        let v = json!({"action":"describe","runner":"r","plugin":"p","tool":"t","project":project});
+        assert_eq!(
+            parse(v).unwrap(),
+            Action::Describe {
+                runner: "r".into(),
+                plugin: "p".into(),
+                tool: "t".into(),
+                project: Some(project.into()),
+            },
+            "{project}"
+        );
+    }
+    let long = format!("/{}", "a".repeat(MAX_PROJECT_BYTES));
+    for bad in [
+        json!(""),
+        json!("relative/dir"),
+        json!("./x"),
+        json!("C:relative"),
+        json!("1:/x"),
+        json!("/a\nb"),
+        json!("/a\u{0}b"),
+        json!(long),
+    ] {
+        let v = json!({"action":"describe","runner":"r","plugin":"p","tool":"t","project":bad});
+        let m = invalid_message(v);
+        assert!(m.contains("`project`") && m.contains("absolute"), "{m}");
+    }
+    let m = invalid_message(
+        json!({"action":"describe","runner":"r","plugin":"p","tool":"t",
+        "project":["/x"]}),
+    );
+    assert!(m.contains("`project` must be a string"), "{m}");
+}
+
+#[test]
+fn call_takes_an_optional_project_target_of_its_form() {
+    let v = json!({"action":"call","binding":"b","arguments":{},"project_target":TARGET});
+    let Action::Call { project_target, .. } = parse(v).unwrap() else {
+        panic!("not a call");
+    };
+    assert_eq!(project_target.as_deref(), Some(TARGET));
+    for bad in [
+        json!("wc_proot_"),
+        json!("wc_proot_00112233445566778899AABBCCDDEEFF"),
+        json!("wc_pbind_00112233445566778899aabbccddeeff"),
+        json!(format!("{TARGET}0")),
+        json!(1),
+    ] {
+        let v = json!({"action":"call","binding":"b","arguments":{},"project_target":bad});
+        let m = invalid_message(v);
+        assert!(m.contains("`project_target`"), "{m}");
+    }
+    // Only a call takes it; only describe and catalog take a project.
+    let m = invalid_message(
+        json!({"action":"describe","runner":"r","plugin":"p","tool":"t",
+        "project_target":TARGET}),
+    );
+    assert!(m.contains("not allowed"), "{m}");
+    let m = invalid_message(json!({"action":"call","binding":"b","arguments":{},"project":"/x"}));
+    assert!(m.contains("not allowed"), "{m}");
 }

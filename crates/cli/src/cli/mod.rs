@@ -53,8 +53,11 @@ enum Command {
         /// A runners file: remote `serve` runners to route to, beside or instead of --config.
         #[arg(long, value_name = "FILE")]
         runners: Option<PathBuf>,
-        /// Scopes of the stdio caller (default: all three).
-        #[arg(long, default_value = "plugin:inspect,plugin:invoke,plugin:manage")]
+        /// Scopes of the stdio caller (default: every scope).
+        #[arg(
+            long,
+            default_value = "plugin:inspect,plugin:invoke,plugin:manage,project:read,project:write"
+        )]
         scopes: String,
         #[command(flatten)]
         log: logging::LogArgs,
@@ -72,8 +75,11 @@ enum Command {
         /// A runners file: remote `serve` runners to route to, beside or instead of --config.
         #[arg(long, value_name = "FILE")]
         runners: Option<PathBuf>,
-        /// Scopes of the stdio caller (default: all three).
-        #[arg(long, default_value = "plugin:inspect,plugin:invoke,plugin:manage")]
+        /// Scopes of the stdio caller (default: every scope).
+        #[arg(
+            long,
+            default_value = "plugin:inspect,plugin:invoke,plugin:manage,project:read,project:write"
+        )]
         scopes: String,
         #[command(flatten)]
         log: logging::LogArgs,
@@ -140,6 +146,10 @@ enum Command {
         /// The tool name.
         #[arg(long)]
         tool: String,
+        /// Bind the tool to this project root (an absolute path on the runner): its calls then
+        /// run only while the root is the directory the plugin was started in.
+        #[arg(long, value_name = "DIR")]
+        project: Option<String>,
         /// Print the canonical output object.
         #[arg(long)]
         json: bool,
@@ -158,6 +168,10 @@ enum Command {
         /// of --plugin and --tool (a binding names its runner: no --runner).
         #[arg(long, value_name = "BINDING", conflicts_with_all = ["plugin", "tool", "runner"])]
         binding: Option<String>,
+        /// Describe the tool bound to this project root (an absolute path on the runner) before
+        /// the call (a binding of `--binding` carries its project already).
+        #[arg(long, value_name = "DIR", conflicts_with = "binding")]
+        project: Option<String>,
         /// The arguments, a JSON object.
         #[arg(long, default_value = "{}")]
         arguments: String,
@@ -284,19 +298,27 @@ pub fn run() -> i32 {
             source,
             plugin,
             tool,
+            project,
             json,
-        } => with(source, |s, r| oneshot::describe(s, r, &plugin, &tool, json)),
+        } => with(source, |s, r| {
+            oneshot::describe(s, r, (&plugin, &tool), project.as_deref(), json)
+        }),
         Command::Call {
             source,
             plugin,
             tool,
             binding,
+            project,
             arguments,
             json,
         } => with(source, |s, r| {
             let callee = match (&binding, &plugin, &tool) {
                 (Some(binding), _, _) => oneshot::Callee::Binding(binding),
-                (None, Some(plugin), Some(tool)) => oneshot::Callee::Tool { plugin, tool },
+                (None, Some(plugin), Some(tool)) => oneshot::Callee::Tool {
+                    plugin,
+                    tool,
+                    project: project.as_deref(),
+                },
                 // clap requires --plugin and --tool without --binding.
                 _ => return EXIT_USAGE,
             };

@@ -105,28 +105,44 @@ pub(super) fn list(source: Resolved, runner: &Runner, plugin: Option<&str>, json
     code
 }
 
+/// The `describe` params of `plugin`'s `tool` on `runner`, bound to `project` when given.
+fn describe_params(runner: &Runner, plugin: &str, tool: &str, project: Option<&str>) -> Value {
+    let mut params =
+        json!({"action": "describe", "runner": runner.id(), "plugin": plugin, "tool": tool});
+    if let Some(project) = project {
+        params["project"] = project.into();
+    }
+    params
+}
+
 pub(super) fn describe(
     source: Resolved,
     runner: &Runner,
-    plugin: &str,
-    tool: &str,
+    (plugin, tool): (&str, &str),
+    project: Option<&str>,
     json: bool,
 ) -> i32 {
     let in_process = matches!(source, Resolved::Config(_));
-    let params =
-        json!({"action": "describe", "runner": runner.id(), "plugin": plugin, "tool": tool});
+    let params = describe_params(runner, plugin, tool, project);
     let answer = match session(source, Startup::Provider(plugin), |t| send(t, params)) {
         Ok(answer) => answer,
         Err(code) => return code,
     };
     let code = finish(&answer.output, ActionKind::Describe, json);
-    let binding = match answer.output.typed(ActionKind::Describe).as_deref() {
-        Some(Outcome::Described(d)) => d.binding.clone(),
+    let (binding, bound) = match answer.output.typed(ActionKind::Describe).as_deref() {
+        Some(Outcome::Described(d)) => (d.binding.clone(), d.project.clone()),
         _ => {
             print_detail(&answer, json);
             return code;
         }
     };
+    if let (false, Some(bound)) = (json, bound) {
+        let _ = writeln!(
+            std::io::stdout().lock(),
+            "project: {} (bound: its calls run only while this root is unchanged)",
+            human::clean(&bound.project, false)
+        );
+    }
     if !json {
         let note = if in_process {
             " (it lived in this command's host, which has ended: `call --config F --plugin P \
@@ -146,7 +162,11 @@ pub(super) fn describe(
 /// What `call` calls: a tool described first in the same process, or a binding a `describe`
 /// returned earlier.
 pub(super) enum Callee<'a> {
-    Tool { plugin: &'a str, tool: &'a str },
+    Tool {
+        plugin: &'a str,
+        tool: &'a str,
+        project: Option<&'a str>,
+    },
     Binding(&'a str),
 }
 
@@ -161,12 +181,15 @@ pub(super) fn call(
         Ok(arguments) => arguments,
         Err(code) => return code,
     };
-    let (plugin, tool) = match callee {
-        Callee::Tool { plugin, tool } => (plugin, tool),
+    let (plugin, tool, project) = match callee {
+        Callee::Tool {
+            plugin,
+            tool,
+            project,
+        } => (plugin, tool, project),
         Callee::Binding(binding) => return call_binding(source, binding, &arguments, json),
     };
-    let params =
-        json!({"action": "describe", "runner": runner.id(), "plugin": plugin, "tool": tool});
+    let params = describe_params(runner, plugin, tool, project);
     let answer = session(source, Startup::Provider(plugin), |target| {
         let described = send(target, params)?;
         let binding = match described.output.typed(ActionKind::Describe).as_deref() {

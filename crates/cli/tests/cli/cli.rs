@@ -1226,6 +1226,85 @@ fn gateway_with_only_the_inspect_scope_refuses_calls() {
     }
 }
 
+/// The stdio gateway binds a describe to its `project` with its default scopes (which hold
+/// `project:read` and `project:write`), calls while the root is unchanged, and refuses the call
+/// once the root was moved away, before the plugin reads it; with `--scopes` lacking
+/// `project:read`, the describe is `insufficient_scope` naming it. Unix only: Windows refuses
+/// to move a directory a plugin works in.
+#[cfg(unix)]
+#[test]
+fn the_stdio_gateway_binds_to_a_project_and_refuses_a_moved_root() {
+    let dir = TempDir::new("cli", "gateway-project");
+    let (pids, log) = (dir.join("pids"), dir.join("stdin.log"));
+    let root = dir.subdir("project");
+    let config = runner_toml(&dir, &[provider("fx", "Fixture", "normal", Some(&root))]);
+    let describe = json!({"action": "describe", "runner": "local", "plugin": "fx",
+                          "tool": "add", "project": path_str(&root)});
+    let env = [("FIXTURE_LOG", log.as_os_str())];
+    let calls = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches("tools/call")
+            .count()
+    };
+
+    let mut gw = GatewayProcess::start(&config, None, &pids, &env);
+    gw.request(json!(1), describe.clone());
+    let described = success_output(&gw.response(&json!(1))).clone();
+    assert_eq!(described["project"], json!(path_str(&root)), "{described}");
+    assert!(
+        described["projectTarget"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("wc_proot_") && t.len() == 41),
+        "{described}"
+    );
+    let binding = described["binding"].as_str().expect("binding").to_string();
+    let call = json!({"action": "call", "binding": binding, "arguments": {"a": 2, "b": 5}});
+    gw.request(json!(2), call.clone());
+    assert_eq!(
+        success_output(&gw.response(&json!(2)))["structuredContent"]["sum"],
+        7
+    );
+    std::fs::rename(&root, dir.join("moved")).unwrap();
+    gw.request(json!(3), call);
+    let refused = gw.response(&json!(3));
+    assert_eq!(refused["success"], false, "{refused}");
+    assert_eq!(
+        assert_failure_shape(&refused["output"], "not_started"),
+        "plugin_project_changed"
+    );
+    assert_eq!(refused["output"]["recovery"], "list_and_describe");
+    let base = root.parent().expect("the test's directory");
+    assert!(!refused.to_string().contains(path_str(base)), "{refused}");
+    let (code, _, stderr) = gw.finish();
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert_eq!(calls(), 1, "the refused call reached the plugin");
+
+    std::fs::rename(dir.join("moved"), &root).unwrap();
+    let mut gw = GatewayProcess::start(&config, Some("plugin:inspect,plugin:invoke"), &pids, &env);
+    gw.request(json!(1), describe);
+    let refused = gw.response(&json!(1));
+    assert_eq!(
+        assert_failure_shape(&refused["output"], "not_started"),
+        "insufficient_scope"
+    );
+    assert!(
+        refused["output"]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("project:read")),
+        "{refused}"
+    );
+    let (code, _, stderr) = gw.finish();
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert_eq!(calls(), 1);
+    let recorded = recorded_pids(&pids);
+    assert_eq!(recorded.len(), 2, "one plugin per gateway: {recorded:?}");
+    for (kind, pid) in recorded {
+        assert!(common::wait_gone(pid), "{kind} process {pid} still runs");
+    }
+    common::assert_no_zombie_children_of_self();
+}
+
 // ---------------------------------------------------------------------------------------------
 // output hygiene
 

@@ -141,7 +141,13 @@ fn whoami_answers_the_scopes_of_a_valid_token_only() {
     for (token, scopes) in [
         (
             ALL,
-            json!(["plugin:inspect", "plugin:invoke", "plugin:manage"]),
+            json!([
+                "plugin:inspect",
+                "plugin:invoke",
+                "plugin:manage",
+                "project:read",
+                "project:write"
+            ]),
         ),
         (VIEWER, json!(["plugin:inspect"])),
         (CALLER, json!(["plugin:inspect", "plugin:invoke"])),

@@ -21,5 +21,6 @@ mod client_transport;
 mod cors;
 mod gateway_canary;
 mod inspector;
+mod project_bound;
 mod serve;
 mod serve_stall;

@@ -7,6 +7,7 @@ use webcodex_plugin_testkit::gateway as gateway_support;
 mod mcp_support;
 
 mod mcp_http;
+mod mcp_project;
 mod mcp_protocol;
 mod mcp_rmcp;
 mod mcp_stdio;

@@ -361,6 +361,15 @@ fn exposition_of_every_kind() -> String {
         "{timed_out}"
     );
 
+    // A project refusal: `fx` works in no project root.
+    let (status, refused) = front.tool(json!({"action": "describe", "runner": "local",
+        "plugin": "fx", "tool": "echo", "project": s(&dir)}));
+    assert_eq!(
+        (status, &refused["output"]["error"]["code"]),
+        (400, &json!("plugin_project_mismatch")),
+        "{refused}"
+    );
+
     let (_, metrics) = front.admin_get("/metrics");
     if std::env::var_os("OPS_PRINT_EXPOSITION").is_some() {
         println!("{metrics}");

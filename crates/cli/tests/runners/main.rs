@@ -13,3 +13,4 @@ mod runners_front;
 mod runners_hardening;
 mod runners_hop;
 mod runners_link;
+mod runners_project;

@@ -5,7 +5,9 @@
 //! - runner → front, first: `{"hello":{"protocol","instance","name"?}}` ([`Hello`]);
 //! - front → runner: `{"welcome":{"runner":ID}}` ([`welcome`]);
 //! - front → runner: `{"id":u64,"operation":OP,"params":{plugin_tool params},
-//!   "traceparent"?:W3C}` ([`LinkRequest`]);
+//!   "traceparent"?:W3C}` ([`LinkRequest`]); a project-bound `describe` carries its `project`
+//!   and a project-bound `call` its `project_target` inside the params, where a runner's strict
+//!   parameter parsing refuses what it does not know;
 //! - runner → front: `{"id":u64,"dispatch_state":D,"payload"?:{"kind","output"},
 //!   "error"?:{"code","message","recovery"?}}` ([`LinkReply`]), exactly one of payload and
 //!   error, a payload only with `completed`.
@@ -540,6 +542,22 @@ mod tests {
         let wrong = json!({"id": 3, "operation": "reload", "params": {"action": "call"}});
         assert_eq!(parse_request(&wrong.to_string()).unwrap_err().0, Some(3));
         assert_eq!(parse_request("[]").unwrap_err().0, None);
+    }
+
+    #[test]
+    fn a_project_and_a_project_target_travel_inside_the_params() {
+        let describe = json!({"action": "describe", "runner": "local", "plugin": "p",
+                              "tool": "t", "project": "/srv/app"});
+        let call = json!({"action": "call", "binding": "wc_pbind_x", "arguments": {},
+                          "project_target": "wc_proot_00112233445566778899aabbccddeeff"});
+        for (params, operation) in [
+            (describe, Operation::ToolsList),
+            (call, Operation::ToolsCall),
+        ] {
+            assert_eq!(Operation::of_params(&params), Some(operation));
+            let request = parse_request(&encode_request(3, operation, &params, None)).unwrap();
+            assert_eq!(request.params, params, "nothing of the params is dropped");
+        }
     }
 
     #[test]
