@@ -63,7 +63,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 // `unsafe` lives only in `sys` (every system call) and in the hand-tuned byte code of
 // `frame::fast`, which allows it by name; every other module is refused it.
 #![deny(unsafe_code)]
@@ -88,9 +88,8 @@ pub mod transport;
 pub use error::{Dispatch, Error, ErrorCode, Phase, Result};
 /// The longest protocol line in either direction (1 MiB), without its newline.
 pub use frame::MAX_LINE_BYTES;
-/// Bounded line reading (an oversized line is skipped, never buffered whole) and the protocol's
-/// version string: what a plugin written in Rust reads its requests with.
-pub use frame::{read_line, Line, PROTOCOL_VERSION};
+/// The protocol's version string.
+pub use frame::PROTOCOL_VERSION;
 pub use gateway::{Caller, Gateway, ToolOutput};
 pub use host::{ConfigSource, Host, HostOptions};
 /// One plugin process without a host: what `webcodex-plugin bench --command` measures.

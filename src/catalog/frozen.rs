@@ -173,7 +173,7 @@ pub(crate) fn rejected_tools_list(result: &Value, diagnostic: Diagnostic) -> Err
 }
 
 fn diagnostic(code: DiagnosticCode, tool: Option<&str>, field: Option<&'static str>) -> Diagnostic {
-    debug_assert!(field.map_or(true, |f| DIAGNOSTIC_FIELDS.contains(&f)));
+    debug_assert!(field.is_none_or(|f| DIAGNOSTIC_FIELDS.contains(&f)));
     Diagnostic {
         code,
         tool: tool.map(str::to_owned),

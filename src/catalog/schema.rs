@@ -316,7 +316,7 @@ fn length_rule(
         match map.get(key) {
             None => Ok(None),
             Some(v) => match v.as_u64() {
-                Some(n) if cap.map_or(true, |cap| n <= cap) => Ok(Some(n)),
+                Some(n) if cap.is_none_or(|cap| n <= cap) => Ok(Some(n)),
                 _ => Err(SchemaFault::Invalid),
             },
         }

@@ -4,9 +4,7 @@ use serde_json::Value;
 
 use super::bounds::Measured;
 use super::fast::{write, Digits};
-
-/// The protocol version string exchanged in initialize.
-pub const PROTOCOL_VERSION: &str = "webcodex-plugin-v1";
+use super::PROTOCOL_VERSION;
 
 /// Encodes requests with ids starting at 1 and increasing by 1 per sent request.
 ///

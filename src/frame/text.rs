@@ -1,16 +1,18 @@
 //! The bytes and text of one protocol line, and why a line could not be read.
 //!
-//! Below both line readers ([`LineReader`](super::LineReader), [`read_line`](super::read_line))
-//! and the envelope decoder: they find a line's end, buffer it under the one bound and turn its
-//! bytes into text here, and report the same [`ReadFault`]s.
+//! Below the line reader ([`LineReader`](super::LineReader)) and the envelope decoder: they find
+//! a line's end, buffer it under the one bound and turn its bytes into text here, and report the
+//! same [`ReadFault`]s. The bound and the buffer's capped growth are the plugin SDK's, shared
+//! with its reader that skips a bad line and reads on ([`read_line`](super::read_line)).
 
 use std::io;
 
 use super::{fast, MAX_LINE_BYTES};
 use crate::error::ErrorCode;
 
-/// The most bytes of one line that are ever buffered: the limit plus room for a trailing `\r`.
-pub(super) const MAX_BUFFERED: usize = MAX_LINE_BYTES + 1;
+/// The most bytes of one line that are ever buffered (the limit plus room for a trailing `\r`),
+/// and the growth of a line buffer that never passes it.
+pub(super) use webcodex_plugin_sdk::framing::{push_capped, MAX_BUFFERED};
 
 /// The UTF-8 byte order mark, which the protocol forbids.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -72,16 +74,4 @@ pub(super) fn line_text_of(raw: &[u8], ascii: bool) -> Result<&str, ReadFault> {
         return Err(ReadFault::Malformed);
     }
     fast::utf8(line, ascii).ok_or(ReadFault::Malformed)
-}
-
-/// Appends `bytes` to `line`, growing its capacity geometrically but never past
-/// `MAX_BUFFERED`. The caller guarantees the result fits.
-pub(super) fn push_capped(line: &mut Vec<u8>, bytes: &[u8]) {
-    let needed = line.len() + bytes.len();
-    debug_assert!(needed <= MAX_BUFFERED);
-    if needed > line.capacity() {
-        let target = needed.max(line.capacity() * 2).min(MAX_BUFFERED);
-        line.reserve_exact(target - line.len());
-    }
-    line.extend_from_slice(bytes);
 }

@@ -1,5 +1,18 @@
 //! `webcodex-plugin`: the command-line tool of webcodex-plugin-host.
+//!
+//! One binary for everything around the runtime crate: try it (`demo`), write a plugin (`init`
+//! in Python, TypeScript or Rust), inspect and call plugins (`check`, `list`, `describe`,
+//! `call`, `reload`, in-process from a runner.toml or against a server with `--server-url`),
+//! serve them (`gateway` on stdio, `mcp`, `serve` over HTTP with the admin listener, `connect`
+//! to dial out to a front), and measure them (`bench`). Each command is a thin layer over the
+//! crates of the workspace: the runtime (`webcodex-plugin-host`), `webcodex-plugin-sdk` (the
+//! built-in example plugin), `-mcp`, `-http` and `-ops`.
+//!
+//! Exit codes: 0 ok; 1 a tool failure; 2 a usage error, an invalid configuration, a check not
+//! ready or a reload with failures. Caveats: the binary is the product, not a library: its
+//! modules are private and its output formats are documented in the README, not here.
 
+#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod cli;

@@ -98,9 +98,7 @@ fn is_loopback_host(host: &str) -> bool {
         Some(at) if !host[at..].contains(']') => (&host[..at], Some(&host[at + 1..])),
         _ => (host, None),
     };
-    let port_ok = port.map_or(true, |p| {
-        !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())
-    });
+    let port_ok = port.is_none_or(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
     port_ok
         && ["localhost", "127.0.0.1", "[::1]"]
             .iter()

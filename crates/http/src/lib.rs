@@ -76,6 +76,7 @@
 //! [`MAX_IN_FLIGHT`]: webcodex_plugin_host::transport::MAX_IN_FLIGHT
 //! [`MAX_CONNECTIONS`]: listener::MAX_CONNECTIONS
 
+#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 #[doc(hidden)]

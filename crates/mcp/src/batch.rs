@@ -124,7 +124,7 @@ pub(crate) fn run(
                             let trace = call.trace().or(parent);
                             let output = dispatcher.execute_traced(&caller, call.params(), trace);
                             let reply = call.respond(output);
-                            ticket.map_or(true, Ticket::finish).then_some(reply.message)
+                            ticket.is_none_or(Ticket::finish).then_some(reply.message)
                         });
                     match worker {
                         Ok(worker) => Answer::Running(worker),

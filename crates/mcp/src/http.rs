@@ -73,7 +73,7 @@ pub fn answer(
     let batches = routing
         .protocol_version
         .as_deref()
-        .map_or(true, version::serves_batches);
+        .is_none_or(version::serves_batches);
     if !batches {
         let message = "batches are served only under protocol version 2025-03-26; send one \
                        JSON-RPC message per body";

@@ -10,8 +10,15 @@
 //!
 //! The protocol logic ([`McpSession`], [`headers`], [`result`], [`PendingCalls`]) does no I/O:
 //! a transport feeds it one message at a time and acts on the [`Step`] it returns. `tools/call`
-//! runs the same `plugin_tool` executor as the JSON-lines gateway and the HTTP API.
+//! runs the same `plugin_tool` executor as the JSON-lines gateway and the HTTP API. Two
+//! transports sit on it: stdio ([`serve_stdio`]) and the `POST /mcp` binding ([`http`]), which the
+//! HTTP crate's server mounts.
+//!
+//! Caveats: only tools are served (no resources, prompts or sampling), and the server never
+//! sends a request of its own. Cancelling a call (`notifications/cancelled`) drops its response;
+//! it never interrupts the call, whose outcome stays what the plugin made it.
 
+#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod batch;

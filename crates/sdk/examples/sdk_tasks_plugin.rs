@@ -1,4 +1,4 @@
-//! A webcodex-plugin-v1 plugin written on this crate's `sdk` module: a small in-memory task
+//! A webcodex-plugin-v1 plugin written on this crate, the plugin SDK: a small in-memory task
 //! list with three tools, one of them destructive.
 //!
 //! Build and register it (from the repository root):

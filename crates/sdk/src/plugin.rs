@@ -12,7 +12,7 @@ use super::response::{
     METHOD_NOT_FOUND,
 };
 use super::tool::{ToolError, ToolReply, ToolSpec};
-use webcodex_plugin_host::{read_line, Line, MAX_LINE_BYTES, PROTOCOL_VERSION};
+use super::wire::{read_line, Line, MAX_LINE_BYTES, PROTOCOL_VERSION};
 
 type Handler = Box<dyn Fn(&Map<String, Value>) -> Result<ToolReply, ToolError> + Send + Sync>;
 
@@ -139,7 +139,7 @@ impl Plugin {
     /// Serves requests read from `input`, writing responses to `output`, until `input` ends.
     ///
     /// Reads one JSON value per line (a trailing `\r` is tolerated). A line that is not a JSON
-    /// object is ignored; a line longer than [`MAX_LINE_BYTES`](webcodex_plugin_host::MAX_LINE_BYTES) is skipped up to its newline;
+    /// object is ignored; a line longer than [`MAX_LINE_BYTES`] is skipped up to its newline;
     /// a message without `id` is a notification and gets no reply. Every response is one
     /// line, written with a single `write_all` and flushed. Returns `Ok(())` at end of input
     /// and the first read or write error otherwise.
@@ -149,10 +149,7 @@ impl Plugin {
         loop {
             match read_line(&mut input, &mut line)? {
                 Line::Eof => return Ok(()),
-                Line::TooLarge => {
-                    log::debug!("skipped an input line longer than {MAX_LINE_BYTES} bytes");
-                    continue;
-                }
+                Line::TooLarge => continue,
                 Line::Complete => {}
             }
             out.clear();
@@ -169,15 +166,10 @@ impl Plugin {
     fn answer(&self, line: &[u8], out: &mut Vec<u8>) -> bool {
         // Only objects are requests; this also keeps serde from reading an array as a struct.
         if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-            log::debug!("ignored an input line that is not a JSON object");
             return false;
         }
-        let request: Request = match serde_json::from_slice(line) {
-            Ok(request) => request,
-            Err(_) => {
-                log::debug!("ignored an input line that is not a valid request");
-                return false;
-            }
+        let Ok(request) = serde_json::from_slice::<Request>(line) else {
+            return false;
         };
         let Some(id) = request.id else {
             return false;

@@ -5,7 +5,6 @@ use std::io::{self, BufReader, Cursor, Write};
 use serde_json::{json, Map, Value};
 
 use super::*;
-use webcodex_plugin_host::MAX_LINE_BYTES;
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"webcodex-plugin-v1"}}"#;
 
@@ -148,18 +147,6 @@ fn example_plugin_lists_echo_add_upper_with_titles_and_descriptions() {
     }
     assert_eq!(tools[0]["inputSchema"]["required"], json!(["text"]));
     assert_eq!(tools[0]["inputSchema"]["additionalProperties"], false);
-}
-
-#[test]
-fn example_schemas_use_only_profile_v1_keywords() {
-    // The host's own admission (docs/PROTOCOL.md §4, Schema Profile) must accept every schema of
-    // the example plugin.
-    for spec in example_plugin().specs() {
-        webcodex_plugin_host::catalog::Schema::admit(&spec.input_schema)
-            .expect("inputSchema is admitted");
-        let output = spec.output_schema.as_ref().expect("output schema");
-        webcodex_plugin_host::catalog::Schema::admit(output).expect("outputSchema is admitted");
-    }
 }
 
 #[test]
@@ -441,4 +428,26 @@ fn tool_output_helpers_build_text_and_structured() {
     assert_eq!(output.text, ["a", "b"]);
     assert_eq!(output.structured, Some(json!({"k": 1})));
     assert_eq!(ToolError::from("m").message(), "m");
+}
+
+#[test]
+fn source_files_are_every_source_file_of_the_crate() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut on_disk: Vec<String> = std::fs::read_dir(&src)
+        .expect("src/ is readable")
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .map(|path| {
+            let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+            format!("src/{name}")
+        })
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = source::FILES.iter().map(|(p, _)| p.to_string()).collect();
+    listed.sort();
+    assert_eq!(listed, on_disk, "source::FILES lists every file under src/");
+    for (path, text) in source::FILES {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), *text, "{path}");
+    }
 }

@@ -546,3 +546,14 @@ fn compile_rejects_schema_depth_over_16() {
 
 // Matching instances against admitted schemas.
 mod matching;
+
+#[test]
+fn example_schemas_use_only_profile_v1_keywords() {
+    // The host's own admission (docs/PROTOCOL.md §4, Schema Profile) must accept every schema of
+    // the plugin SDK's example plugin (the one behind `demo` and `bench`).
+    for spec in webcodex_plugin_sdk::example_plugin().specs() {
+        Schema::admit(&spec.input_schema).expect("inputSchema is admitted");
+        let output = spec.output_schema.as_ref().expect("output schema");
+        Schema::admit(output).expect("outputSchema is admitted");
+    }
+}

@@ -68,7 +68,7 @@ pub(crate) fn find_line(bytes: &[u8]) -> Option<(usize, bool)> {
 /// The index of the first `\n` in `bytes` (the `memchr` crate: vector compares of 16 or 32
 /// bytes a step, chosen for the CPU at run time; already in the tree through serde_json).
 #[inline]
-pub(crate) fn find_newline(bytes: &[u8]) -> Option<usize> {
+fn find_newline(bytes: &[u8]) -> Option<usize> {
     memchr::memchr(b'\n', bytes)
 }
 

@@ -31,7 +31,7 @@ mod reply;
 mod result;
 pub(crate) mod write;
 
-pub(crate) use line::{find_line, find_newline, utf8};
+pub(crate) use line::{find_line, utf8};
 pub use reply::usual_result;
 pub(crate) use result::{scan_result, CanonicalResult, ScannedResult};
 pub(crate) use write::Digits;

@@ -237,6 +237,7 @@ fn bench_rounds_make_warmup_then_rounds_times_n_calls_and_report_each_round() {
 }
 
 #[test]
+#[cfg_attr(windows, ignore = "needs python3 (Wine has none; docs/PLATFORMS.md)")]
 fn bench_two_targets_take_turns_round_by_round_and_compare_to_the_first() {
     let dir = TempDir::new("cli-bench", "two");
     let script = dir.write("named.py", bench_support::NAMED_PLUGIN);
@@ -426,6 +427,10 @@ fn bench_rate_sweep_finds_the_highest_rate_under_the_p99_bound_and_plots_it() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
+)]
 fn bench_measures_each_path_http_mcp_a_front_a_gateway_and_in_process_in_one_run() {
     let dir = TempDir::new("cli-bench", "paths");
     let runner_toml = bench_support::fixture_runner(&dir);

@@ -324,8 +324,10 @@ fn check_without_plugin_in_client_mode_checks_every_listed_provider() {
 /// The Rust scaffold builds where Cargo's target directory is and its block finds the binary
 /// there: `init` and the printed commands run with `CARGO_TARGET_DIR` set (relative, so
 /// relative to the plugin directory, as Cargo reads it when the build step `cd`s there).
-/// Cargo builds offline (`CARGO_NET_OFFLINE`): the scaffold's one dependency, `serde_json`, is
-/// in the local registry, since this crate depends on it too.
+/// Cargo builds offline (`CARGO_NET_OFFLINE`): the scaffold's dependencies are `serde_json` and
+/// the copy of the plugin SDK that `init` wrote beside it (a path crate on serde, serde_json and
+/// memchr), all in the local registry since this workspace depends on them too. The
+/// scaffold's own tests pass as well.
 #[test]
 #[cfg(unix)]
 fn the_rust_scaffold_finds_its_binary_under_cargo_target_dir() {
@@ -377,6 +379,13 @@ fn the_rust_scaffold_finds_its_binary_under_cargo_target_dir() {
         }
     }
     assert!(binary.is_file(), "cargo built {}", binary.display());
+    // The scaffold's README says `cargo test`; in release mode it reuses the build above.
+    let mut test = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    test.args(["test", "--release"]).current_dir(&canonical);
+    with_env(&mut test);
+    let run = common::run_to_end(test, Duration::from_secs(600));
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("2 passed"), "{}", run.stdout);
     assert!(
         !canonical.join("target").exists(),
         "nothing built under target/"

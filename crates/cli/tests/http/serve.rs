@@ -345,7 +345,7 @@ fn the_in_flight_bound_answers_503_gateway_saturated() {
     drop(held);
     let deadline = Instant::now() + LIMIT;
     while exchange_within(server.addr, probe.as_bytes(), Duration::from_secs(1))
-        .map_or(true, |(status, _)| status != 200)
+        .is_none_or(|(status, _)| status != 200)
     {
         assert!(Instant::now() < deadline, "the slots were never released");
         std::thread::sleep(Duration::from_millis(20));

@@ -1667,6 +1667,10 @@ fn assert_front_plugins_gone(dir: &TempDir) {
 /// refused with 1008 (the reason does not repeat it), the runner is never listed, and the
 /// front's log never shows the token; a name without it is welcomed.
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
+)]
 fn a_hello_whose_name_holds_the_link_token_is_refused_and_never_listed() {
     let dir = TempDir::new("link", "hello-name");
     let front = start_front(&front_tokens(&dir, &["edge-1"]));
@@ -1952,6 +1956,10 @@ fn sigterm_lets_relayed_and_local_calls_in_flight_complete() {
 /// `not_started`) when the write bound (10 s) ends the link, not after a second one; those
 /// whose frame went out end as lost answers (`outcome_unknown`).
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs a loopback socket whose buffers fill when the peer stops reading; under Wine the write never blocks (docs/PLATFORMS.md)"
+)]
 fn callers_queued_behind_a_blocked_write_are_not_started_within_the_write_bound() {
     let dir = TempDir::new("link", "blocked");
     let front = start_front(&front_tokens(&dir, &["edge-1"]));
@@ -2001,6 +2009,10 @@ fn callers_queued_behind_a_blocked_write_are_not_started_within_the_write_bound(
 /// request at once to a runner capped at 2 is `plugin_runner_saturated`, nothing sent), and a
 /// value out of 1..=64 stops `serve` at start with a message naming the key.
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops serve with a console control event, which Wine cannot deliver (GenerateConsoleCtrlEvent fails with error 12; docs/PLATFORMS.md)"
+)]
 fn a_runner_tokens_max_in_flight_caps_its_runner_and_is_validated() {
     let dir = TempDir::new("link", "token-cap");
     let tokens = dir.write(

@@ -400,7 +400,7 @@ impl Flood {
         let driver = std::thread::spawn(move || {
             let mut held: Vec<(std::net::Ipv4Addr, Option<TcpStream>)> = peers
                 .iter()
-                .flat_map(|peer| std::iter::repeat(*peer).take(per_peer))
+                .flat_map(|peer| std::iter::repeat_n(*peer, per_peer))
                 .map(|peer| (peer, None))
                 .collect();
             while !stop_flag.load(Ordering::SeqCst) {

@@ -78,7 +78,7 @@ impl Dialer {
     /// resolved here unless a proxy resolves it (SOCKS5h, an HTTP proxy).
     pub(super) fn dial(&self) -> Result<Conn, ureq::Error> {
         let proxy = self.config.proxy();
-        let direct = proxy.map_or(true, |p| p.is_no_proxy(&self.uri));
+        let direct = proxy.is_none_or(|p| p.is_no_proxy(&self.uri));
         let addrs = if direct || proxy.is_some_and(|p| p.resolve_target()) {
             let budget = timeout(self.connect_timeout, Timeout::Resolve);
             self.resolver.resolve(&self.uri, &self.config, budget)?

@@ -468,10 +468,6 @@ impl LinkRegistry {
                 return socket.close(CloseCode::Policy, &e.0);
             }
         };
-        if let Err(e) = socket.send_text(wire::welcome(runner)) {
-            log::info!("runner link `{runner}`: the welcome could not be written: {e}");
-            return socket.shutdown();
-        }
         let Some(connection) = self.attach(runner, token, hello, socket, peer) else {
             return;
         };
@@ -485,10 +481,15 @@ impl LinkRegistry {
         self.detach(runner, &connection);
     }
 
-    /// Makes `socket` (from `peer`) the current link of `runner`; closes the link it replaces,
-    /// saying so in the log and in the close frame the replaced runner reads. `None`, with the
-    /// link closed, when `token` no longer authenticates as `runner` (the tokens were replaced
-    /// during the hello) or the front is stopping.
+    /// Welcomes `runner` on `socket` (from `peer`) and makes it the runner's current link;
+    /// closes the link it replaces, saying so in the log and in the close frame the replaced
+    /// runner reads. `None`, with the link closed, when `token` no longer authenticates as
+    /// `runner` (the tokens were replaced during the hello), the front is stopping, or the
+    /// welcome could not be written.
+    ///
+    /// The welcome is written under the registry's lock, before the link can carry a request:
+    /// a runner that has read its welcome is listed, and reads no request before it. A fresh
+    /// connection's send buffer is empty, so the small frame does not wait on the peer.
     fn attach(
         &self,
         runner: &str,
@@ -509,6 +510,12 @@ impl LinkRegistry {
             socket.close(CloseCode::Policy, evict::REVOKED);
             return None;
         };
+        if let Err(e) = socket.send_text(wire::welcome(runner)) {
+            drop(runners);
+            log::info!("runner link `{runner}`: the welcome could not be written: {e}");
+            socket.shutdown();
+            return None;
+        }
         let connection = Arc::new(Connection {
             runner: runner.to_string(),
             serial: self.serial.fetch_add(1, Ordering::SeqCst),

@@ -443,21 +443,32 @@ impl<S: Read + Write> LinkSocket<S> {
     /// `None` when bytes came (or the end of the stream: the next read reports it), else what
     /// ended the wait.
     fn wait(&self, until: Instant) -> Option<Next> {
-        if self.is_closed() {
-            return Some(Next::Ended("the link is closed".into()));
-        }
-        let wait = until.saturating_duration_since(Instant::now());
-        if wait.is_zero() {
-            return Some(Next::Quiet);
-        }
-        match wait_readable(&self.tcp.0, wait) {
-            Ok(true) => None,
-            Ok(false) => Some(Next::Quiet),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => None,
-            Err(e) => Some(Next::Ended(e.to_string())),
+        loop {
+            if self.is_closed() {
+                return Some(Next::Ended("the link is closed".into()));
+            }
+            let wait = until.saturating_duration_since(Instant::now());
+            if wait.is_zero() {
+                return Some(Next::Quiet);
+            }
+            match wait_readable(&self.tcp.0, wait.min(CLOSED_RECHECK)) {
+                Ok(true) => return None,
+                Ok(false) => continue,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => return None,
+                Err(e) => return Some(Next::Ended(e.to_string())),
+            }
         }
     }
 }
+
+/// How long one wait for bytes lasts before the closed flag is looked at again. On Unix a
+/// shutdown from another thread wakes `poll(2)` at once, so one wait lasts until its
+/// deadline (an idle link never wakes). Elsewhere a blocked `peek` is not woken by it (seen
+/// under Wine), so a closed link is noticed within a second.
+#[cfg(unix)]
+const CLOSED_RECHECK: Duration = Duration::MAX;
+#[cfg(not(unix))]
+const CLOSED_RECHECK: Duration = Duration::from_secs(1);
 
 /// Waits up to `wait` (at least 1 ms) for `tcp` to be readable (bytes, or the end of the
 /// stream): true when it is, false when the wait ran out. Unix: one `poll(2)`.

@@ -244,7 +244,7 @@ pub(super) fn modes(sorted: &[u64]) -> Option<((f64, f64), (f64, f64))> {
             let left: f64 = counts[..=valley].iter().sum();
             let right = n as f64 - left;
             let enough = left >= 0.1 * n as f64 && right >= 0.1 * n as f64;
-            if smooth[valley] < 0.5 * smaller && enough && best.map_or(true, |m| smaller > m.0) {
+            if smooth[valley] < 0.5 * smaller && enough && best.is_none_or(|m| smaller > m.0) {
                 best = Some((smaller, a, b, valley));
             }
         }

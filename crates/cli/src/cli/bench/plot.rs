@@ -35,7 +35,7 @@ pub(super) fn distribution_points(histogram: &Histogram<u64>) -> Vec<(f64, f64)>
             (1.0 / (1.0 - q)).log10().min(MAX_NINES)
         };
         let us = (v.value_iterated_to() as f64 / 1e3).max(1e-3);
-        if points.last().map_or(true, |p| nines > p.0) {
+        if points.last().is_none_or(|p| nines > p.0) {
             points.push((nines, us));
         } else if let Some(last) = points.last_mut() {
             last.1 = last.1.max(us);

@@ -4,8 +4,9 @@
 //! directory and returns a ready-to-paste `[[plugins.providers]]` block for runner.toml.
 //! Every generated plugin speaks `webcodex-plugin-v1` with no package from outside the project
 //! (the TypeScript one carries its SDK as `src/sdk.ts`; its only npm packages are the pinned
-//! build tools), prints only protocol lines to stdout and declares its schemas in Schema
-//! Profile v1.
+//! build tools; the Rust one carries the plugin SDK crate, `webcodex-plugin-sdk`, as a local path
+//! crate, so it needs crates.io only for serde, serde_json and memchr), prints only protocol
+//! lines to stdout and declares its schemas in Schema Profile v1.
 //!
 //! - Local only: the templates are embedded in this binary; nothing is downloaded or installed.
 //! - A target that exists and is not an empty directory is refused before anything is written.
@@ -48,7 +49,7 @@ pub enum Lang {
     TypeScript,
     /// Python 3, standard library only: `plugin.py`.
     Python,
-    /// Rust with `serde_json`: `Cargo.toml`, `src/main.rs`.
+    /// Rust on the plugin SDK: `Cargo.toml`, `src/main.rs`, the SDK in `webcodex-plugin-sdk/`.
     Rust,
 }
 
@@ -176,7 +177,15 @@ const RUST: &[Template] = &[
         path: ".gitignore",
         text: include_str!("templates/rust/gitignore.tmpl"),
     },
+    Template {
+        path: "webcodex-plugin-sdk/Cargo.toml",
+        text: include_str!("templates/rust/sdk.Cargo.toml.tmpl"),
+    },
 ];
+
+/// Where the Rust scaffold's copy of the plugin SDK goes: a local path crate that its
+/// `Cargo.toml` depends on. Its sources are written as the SDK crate holds them (not rendered).
+const RUST_SDK_DIR: &str = "webcodex-plugin-sdk";
 
 fn templates(lang: Lang) -> &'static [Template] {
     match lang {
@@ -196,10 +205,32 @@ fn package_name(id: &str, lang: Lang) -> String {
     }
 }
 
-/// Fills `{{id}}` and `{{package}}`. Both values match `[a-z0-9_.-]+`, so they need no
-/// escaping in JSON, TOML, Python, TypeScript, Rust or Markdown.
+/// Fills `{{id}}`, `{{package}}` and `{{sdk_version}}` (the plugin SDK's version). The first two
+/// match `[a-z0-9_.-]+` and the version is a semver string, so they need no escaping in JSON,
+/// TOML, Python, TypeScript, Rust or Markdown.
 fn render(text: &str, id: &str, package: &str) -> String {
-    text.replace("{{id}}", id).replace("{{package}}", package)
+    text.replace("{{id}}", id)
+        .replace("{{package}}", package)
+        .replace("{{sdk_version}}", webcodex_plugin_sdk::source::VERSION)
+}
+
+/// The files a scaffold holds besides its templates, written verbatim: the Rust scaffold's copy
+/// of the plugin SDK's sources.
+fn verbatim_files(lang: Lang) -> Vec<(String, &'static str)> {
+    match lang {
+        Lang::Rust => webcodex_plugin_sdk::source::FILES
+            .iter()
+            .map(|(path, text)| (format!("{RUST_SDK_DIR}/{path}"), *text))
+            .collect(),
+        Lang::TypeScript | Lang::Python => Vec::new(),
+    }
+}
+
+/// `relative` (`/`-separated) under `dir`.
+fn under(dir: &Path, relative: &str) -> PathBuf {
+    relative
+        .split('/')
+        .fold(dir.to_path_buf(), |path, part| path.join(part))
 }
 
 /// Creates a `lang` echo plugin in `dir` and returns the files written and the provider block.
@@ -256,11 +287,11 @@ pub fn create(dir: &Path, id: Option<&str>, lang: Lang) -> Result<Scaffold, Scaf
         cwd: cwd_text,
     })?;
     for template in templates(lang) {
-        let path = template
-            .path
-            .split('/')
-            .fold(cwd.clone(), |path, part| path.join(part));
+        let path = under(&cwd, template.path);
         written.write(&path, &render(template.text, &id, &package))?;
+    }
+    for (relative, text) in verbatim_files(lang) {
+        written.write(&under(&cwd, &relative), text)?;
     }
     written.done = true;
     Ok(Scaffold {
@@ -338,11 +369,14 @@ struct Written {
 impl Written {
     /// Writes a new file (never overwriting one), creating its missing parent directories.
     fn write(&mut self, path: &Path, text: &str) -> Result<(), ScaffoldError> {
-        if let Some(parent) = path.parent() {
-            if !parent.exists() {
-                fs::create_dir(parent).map_err(|e| ScaffoldError::io(parent, e))?;
-                self.dirs.push(parent.to_path_buf());
-            }
+        let missing: Vec<&Path> = path
+            .ancestors()
+            .skip(1)
+            .take_while(|dir| !dir.as_os_str().is_empty() && !dir.exists())
+            .collect();
+        for dir in missing.into_iter().rev() {
+            fs::create_dir(dir).map_err(|e| ScaffoldError::io(dir, e))?;
+            self.dirs.push(dir.to_path_buf());
         }
         let mut file = fs::OpenOptions::new()
             .write(true)
@@ -417,6 +451,71 @@ mod tests {
             json["devDependencies"]["@types/node"],
             TS_TYPES_NODE_VERSION
         );
+    }
+
+    /// The copy of the plugin SDK that the Rust scaffold writes declares the SDK crate's name,
+    /// version, rust-version and dependencies, at the workspace's version requirements, with no feature the
+    /// workspace does not build them with.
+    #[test]
+    fn the_rust_scaffolds_sdk_manifest_matches_the_sdk_crate() {
+        let read = |path: &str| -> toml::Table {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../..")
+                .join(path);
+            toml::from_str(&fs::read_to_string(&path).expect("manifest readable")).unwrap()
+        };
+        let sdk = read("crates/sdk/Cargo.toml");
+        let workspace = read("Cargo.toml");
+        let template = RUST
+            .iter()
+            .find(|t| t.path == format!("{RUST_SDK_DIR}/Cargo.toml"))
+            .expect("the SDK manifest template");
+        let copy: toml::Table = toml::from_str(&render(template.text, "x", "x")).unwrap();
+        assert_eq!(copy["package"]["name"], sdk["package"]["name"]);
+        assert_eq!(
+            copy["package"]["rust-version"],
+            sdk["package"]["rust-version"]
+        );
+        assert_eq!(
+            copy["package"]["version"].as_str(),
+            Some(webcodex_plugin_sdk::source::VERSION)
+        );
+        let wanted = sdk["dependencies"].as_table().unwrap();
+        let written = copy["dependencies"].as_table().unwrap();
+        assert_eq!(
+            written.keys().collect::<std::collections::BTreeSet<_>>(),
+            wanted.keys().collect::<std::collections::BTreeSet<_>>()
+        );
+        let version = |dep: &toml::Value| match dep {
+            toml::Value::String(v) => v.clone(),
+            other => other["version"].as_str().unwrap().to_owned(),
+        };
+        let features = |dep: &toml::Value| -> Vec<String> {
+            dep.get("features")
+                .and_then(toml::Value::as_array)
+                .map(|f| f.iter().map(|x| x.as_str().unwrap().to_owned()).collect())
+                .unwrap_or_default()
+        };
+        for (name, dep) in written {
+            let pinned = &workspace["workspace"]["dependencies"][name];
+            assert_eq!(version(dep), version(pinned), "{name}");
+            let allowed = features(pinned);
+            assert!(
+                features(dep).iter().all(|f| allowed.contains(f)),
+                "{name}: {dep}"
+            );
+        }
+        // Every SDK source file is written, under the directory the manifest names.
+        let scaffold: toml::Table = toml::from_str(&render(RUST[0].text, "x", "x")).unwrap();
+        assert_eq!(
+            scaffold["dependencies"]["webcodex-plugin-sdk"]["path"].as_str(),
+            Some(RUST_SDK_DIR)
+        );
+        let files = verbatim_files(Lang::Rust);
+        assert!(files
+            .iter()
+            .any(|(p, _)| p == "webcodex-plugin-sdk/src/lib.rs"));
+        assert_eq!(files.len(), webcodex_plugin_sdk::source::FILES.len());
     }
 
     #[test]

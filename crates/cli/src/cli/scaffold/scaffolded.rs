@@ -96,7 +96,12 @@ fn accepts_an_existing_empty_directory() {
     let _cleanup = Cleanup(root.clone());
     std::fs::create_dir_all(&root).unwrap();
     let scaffold = create(&root, Some("empty-ok"), Lang::Rust).unwrap();
-    assert_eq!(scaffold.files.len(), 4);
+    // Cargo.toml, src/main.rs, README.md, .gitignore, and the plugin SDK's copy: its manifest
+    // and its sources.
+    assert_eq!(
+        scaffold.files.len(),
+        5 + webcodex_plugin_sdk::source::FILES.len()
+    );
 }
 
 #[test]
@@ -190,8 +195,21 @@ fn rust_provider_runs_the_release_binary_by_absolute_path() {
     let manifest: toml::Table = toml::from_str(&manifest).unwrap();
     assert_eq!(manifest["package"]["name"].as_str(), Some("plugin-1-fast"));
     let deps = manifest["dependencies"].as_table().unwrap();
-    assert_eq!(deps.keys().collect::<Vec<_>>(), ["serde_json"]);
+    assert_eq!(
+        deps.keys().collect::<Vec<_>>(),
+        ["serde_json", "webcodex-plugin-sdk"]
+    );
     assert_eq!(deps["serde_json"].as_str(), Some("1"));
+    // The plugin SDK is a local path crate beside the plugin, written as the SDK crate holds it.
+    assert_eq!(
+        deps["webcodex-plugin-sdk"]["path"].as_str(),
+        Some("webcodex-plugin-sdk")
+    );
+    for (path, text) in webcodex_plugin_sdk::source::FILES {
+        let copy = std::fs::read_to_string(canonical.join("webcodex-plugin-sdk").join(path));
+        assert_eq!(copy.unwrap(), *text, "{path}");
+    }
+    assert!(canonical.join("webcodex-plugin-sdk/Cargo.toml").is_file());
     assert!(canonical.join("src/main.rs").is_file());
 }
 

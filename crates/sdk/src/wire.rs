@@ -1,15 +1,21 @@
-//! Bounded line reading that survives a bad line: a line that is too long is skipped, not fatal.
+//! The protocol's line framing, for both ends: its version string, the bound on one line, and
+//! bounded line reading that survives a bad line.
 //!
-//! Unlike [`LineReader`](super::LineReader), where every fault ends the connection, a reader that
-//! serves requests (the plugin SDK, the stdio transport) keeps going after a bad line: it
-//! discards the oversized line up to its newline and reads on. At most `MAX_LINE_BYTES + 1`
-//! bytes (room for a trailing `\r`) are ever buffered.
+//! A reader that serves requests (a plugin's [`Plugin::serve`](crate::Plugin::serve), the host's
+//! stdio transport) keeps going after a bad line: [`read_line`] discards an oversized line up to
+//! its newline and reads on. At most `MAX_LINE_BYTES + 1` bytes (room for a trailing `\r`) are
+//! ever buffered, and the buffer's capacity never grows past that.
 
 use std::io::{self, BufRead};
 
-use super::fast::find_newline;
-use super::text::{push_capped, MAX_BUFFERED};
-use super::MAX_LINE_BYTES;
+/// The protocol version string exchanged in `initialize`.
+pub const PROTOCOL_VERSION: &str = "webcodex-plugin-v1";
+
+/// The longest protocol line in either direction (1 MiB), without its newline.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// The most bytes of one line that are ever buffered: the limit plus room for a trailing `\r`.
+pub const MAX_BUFFERED: usize = MAX_LINE_BYTES + 1;
 
 /// What [`read_line`] found.
 #[derive(Debug, PartialEq, Eq)]
@@ -26,6 +32,20 @@ pub enum Line {
 ///
 /// A last line without a newline is still returned as [`Line::Complete`]. `Interrupted` reads are
 /// retried; any other read error is returned.
+///
+/// ```
+/// use std::io::Cursor;
+/// use webcodex_plugin_sdk::{read_line, Line};
+///
+/// let mut input = Cursor::new("first\r\nsecond");
+/// let mut line = Vec::new();
+/// assert_eq!(read_line(&mut input, &mut line)?, Line::Complete);
+/// assert_eq!(line, b"first");
+/// assert_eq!(read_line(&mut input, &mut line)?, Line::Complete);
+/// assert_eq!(line, b"second");
+/// assert_eq!(read_line(&mut input, &mut line)?, Line::Eof);
+/// Ok::<(), std::io::Error>(())
+/// ```
 pub fn read_line<R: BufRead>(input: &mut R, line: &mut Vec<u8>) -> io::Result<Line> {
     line.clear();
     let mut too_long = false;
@@ -44,7 +64,7 @@ pub fn read_line<R: BufRead>(input: &mut R, line: &mut Vec<u8>) -> io::Result<Li
             });
         }
         started = true;
-        let (chunk, used, done) = match find_newline(buf) {
+        let (chunk, used, done) = match memchr::memchr(b'\n', buf) {
             Some(pos) => (&buf[..pos], pos + 1, true),
             None => (buf, buf.len(), false),
         };
@@ -65,6 +85,19 @@ pub fn read_line<R: BufRead>(input: &mut R, line: &mut Vec<u8>) -> io::Result<Li
             });
         }
     }
+}
+
+/// Appends `bytes` to `line`, growing its capacity geometrically but never past
+/// `MAX_BUFFERED`. The caller guarantees the result fits.
+#[inline]
+pub fn push_capped(line: &mut Vec<u8>, bytes: &[u8]) {
+    let needed = line.len() + bytes.len();
+    debug_assert!(needed <= MAX_BUFFERED);
+    if needed > line.capacity() {
+        let target = needed.max(line.capacity() * 2).min(MAX_BUFFERED);
+        line.reserve_exact(target - line.len());
+    }
+    line.extend_from_slice(bytes);
 }
 
 /// Strips one trailing `\r` and applies the exact limit.
