@@ -64,23 +64,19 @@
 //! ```
 
 #![deny(missing_docs)]
-// `unsafe` lives only in `sys` (every system call) and in the hand-tuned byte code that allows
-// it by name (`frame::text`, `catalog::result`); every other module is refused it.
+// `unsafe` lives only in `sys` (every system call) and in the hand-tuned byte code of
+// `frame::fast`, which allows it by name; every other module is refused it.
 #![deny(unsafe_code)]
 
+#[doc(hidden)]
+pub mod __private;
 pub mod catalog;
 mod diagnostic;
 pub mod env;
 pub mod error;
-#[cfg(any(feature = "internals", feature = "fuzzing"))]
-pub mod frame;
-#[cfg(not(any(feature = "internals", feature = "fuzzing")))]
 pub(crate) mod frame;
 pub mod gateway;
 pub mod host;
-#[cfg(feature = "internals")]
-pub mod provider;
-#[cfg(not(feature = "internals"))]
 pub(crate) mod provider;
 mod random;
 mod spawn;

@@ -1,8 +1,12 @@
-//! The line reader and the response envelope.
+//! The line reader, the response envelope and the fast read of a call's answer line.
 //!
-//! Reads the input as a plugin's stdout twice — whole (`read_value` + `validate_response`) and
-//! through a tiny buffer that splits lines across reads (`read_response` + `validate_raw`) — and
-//! requires both paths to see the same lines, the same faults and the same envelope verdicts.
+//! Reads the input as a plugin's stdout twice — whole, each line parsed as a `Value` and checked
+//! by the envelope rules written out below (the oracle), and through a tiny buffer that splits
+//! lines across reads, each line read and decoded as the host does (`read_response_line_into`,
+//! `ResponseLine::decode`, `validate_raw`) — and requires both paths to see the same lines, the
+//! same faults and the same envelope verdicts. Where the fast path of a call's answer
+//! (`usual_result`) finds a result text that is one JSON value, the oracle must read the line as
+//! exactly that result.
 //!
 //! Control byte: bit 6 = first expected id; `0xe0..=0xe3` = prefix the stream with spaces so
 //! that its first line ends near the 1 MiB line bound; the other bits choose the read chunk
@@ -12,8 +16,9 @@
 use std::io::{BufReader, Cursor};
 
 use libfuzzer_sys::fuzz_target;
-use webcodex_plugin_host::frame::{
-    validate_raw, validate_response, Envelope, LineReader, MAX_LINE_BYTES,
+use serde_json::{Map, Value};
+use webcodex_plugin_host::__private::frame::{
+    usual_result, validate_raw, Envelope, EnvelopeFault, LineReader, ReadFault, MAX_LINE_BYTES,
 };
 
 /// Most responses read from one input.
@@ -41,16 +46,29 @@ fuzz_target!(|data: &[u8]| {
 
     let mut whole = LineReader::new(Cursor::new(&stream[..]));
     let mut split = LineReader::new(BufReader::with_capacity(chunk, &stream[..]));
+    let mut buffer = String::new();
     for n in 0..MAX_LINES {
         let expected = first_id + n;
-        match (whole.read_value(), split.read_response()) {
-            (Ok(value), Ok(raw)) => {
+        let read = split
+            .read_response_line_into(&mut buffer)
+            .and_then(|line| Ok((line.decode()?, line.into_buffer())));
+        match (whole.read_line_with(parse_value), read) {
+            (Ok(value), Ok((raw, text))) => {
                 let by_value = validate_response(value, expected);
                 let by_type = validate_raw(raw, expected);
                 assert_eq!(by_value, by_type, "the two envelope paths disagree");
                 if let Ok(Envelope::Error { message, .. }) = &by_value {
                     assert!((1..=512).contains(&message.len()), "error message bound");
                 }
+                let fast = usual_result(&text, expected).map(serde_json::from_str::<Value>);
+                if let Some(Ok(result)) = fast {
+                    assert_eq!(
+                        by_value,
+                        Ok(Envelope::Result(result)),
+                        "the fast read of the answer line disagrees"
+                    );
+                }
+                buffer = text;
             }
             (Err(a), Err(b)) => {
                 assert_eq!(a.code(), b.code(), "the two read paths fault differently");
@@ -64,3 +82,49 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+/// A line's text parsed as exactly one JSON value.
+fn parse_value(text: &str) -> Result<Value, ReadFault> {
+    serde_json::from_str(text).map_err(|_| ReadFault::Malformed)
+}
+
+/// The envelope rules (docs/PROTOCOL.md §2.6) on a parsed `Value`, in their order: an object
+/// with `"jsonrpc":"2.0"` and no `method`; an `id` that is a non-negative integer, equal to
+/// `expected_id`; exactly one of `result`/`error`, where `error` has an integer `code` and a
+/// `message` of 1..=512 bytes.
+fn validate_response(message: Value, expected_id: u64) -> Result<Envelope, EnvelopeFault> {
+    let Value::Object(mut map) = message else {
+        return Err(EnvelopeFault::Protocol);
+    };
+    if map.get("jsonrpc").and_then(Value::as_str) != Some("2.0") || map.contains_key("method") {
+        return Err(EnvelopeFault::Protocol);
+    }
+    let id = match map.get("id") {
+        Some(Value::Number(n)) => n.as_u64().ok_or(EnvelopeFault::IdInvalid)?,
+        _ => return Err(EnvelopeFault::IdInvalid),
+    };
+    if id < expected_id {
+        return Err(EnvelopeFault::DuplicateId);
+    }
+    if id > expected_id {
+        return Err(EnvelopeFault::UnknownId);
+    }
+    match (map.remove("result"), map.remove("error")) {
+        (Some(result), None) => Ok(Envelope::Result(result)),
+        (None, Some(Value::Object(error))) => rpc_error(error),
+        _ => Err(EnvelopeFault::Protocol),
+    }
+}
+
+fn rpc_error(mut error: Map<String, Value>) -> Result<Envelope, EnvelopeFault> {
+    let code = match error.get("code") {
+        Some(Value::Number(n)) => n.as_i64().ok_or(EnvelopeFault::Protocol)?,
+        _ => return Err(EnvelopeFault::Protocol),
+    };
+    match error.remove("message") {
+        Some(Value::String(message)) if (1..=512).contains(&message.len()) => {
+            Ok(Envelope::Error { code, message })
+        }
+        _ => Err(EnvelopeFault::Protocol),
+    }
+}

@@ -12,7 +12,7 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use webcodex_plugin_host::env::parse_runner_config;
 use webcodex_plugin_host::gateway::{Caller, Gateway};
-use webcodex_plugin_http::fuzz_answer_body;
+use webcodex_plugin_http::__private::fuzz_answer_body;
 use webcodex_plugin_host::transport::Dispatcher;
 use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 

@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use webcodex_plugin_http::{fuzz_read_requests, BodyError};
+use webcodex_plugin_http::__private::{fuzz_read_requests, BodyError};
 
 /// Small, so that bodies over the limit (413, dropped or not) are reached too.
 const MAX_BODY: usize = 256;

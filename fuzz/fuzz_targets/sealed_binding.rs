@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use webcodex_plugin_http::cluster::keys::fuzz_sealed_binding;
+use webcodex_plugin_http::__private::fuzz_sealed_binding;
 
 fuzz_target!(|data: &[u8]| {
     fuzz_sealed_binding(data);

@@ -1,6 +1,6 @@
-//! A call's result read from its text (`catalog::validate_tool_result_text`: one scan when it
-//! is sure, the `Value` path otherwise), as fronts read a remote runner's result, against the
-//! `Value` path alone (decode, then `validate_tool_result`).
+//! A call's result read from its text (`validate_tool_result_text`: the one scan of the fast
+//! path when it is sure, the `Value` path otherwise), as the call path and fronts read a
+//! result, against its oracle, the `Value` path alone (decode, then `validate_tool_result`).
 //!
 //! The input is the result's text. Both paths give the same verdict, and an accepted result
 //! the same canonical text, with no output schema and with one (`{"text": string}` required).
@@ -8,7 +8,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
-use webcodex_plugin_host::catalog::{validate_tool_result, validate_tool_result_text, Schema};
+use webcodex_plugin_host::__private::validate_tool_result_text;
+use webcodex_plugin_host::catalog::{validate_tool_result, Schema};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -8,10 +8,8 @@
 //! §3.2, JSON bounds per value): each inputSchema, outputSchema and annotations object, and each
 //! call result.
 
-mod canonical;
 mod frozen;
-#[allow(unsafe_code)] // hand-tuned byte code (the fast-path door)
-mod result;
+pub(crate) mod result;
 mod schema;
 mod tool;
 
@@ -19,13 +17,7 @@ pub use crate::diagnostic::{Diagnostic, DiagnosticCode, DIAGNOSTIC_FIELDS};
 pub(crate) use frozen::valid_tool_name;
 pub(crate) use frozen::{admit_initialize, rejected_tools_list};
 pub use frozen::{admit_tools_list, FrozenCatalog, MAX_TOOLS};
-#[cfg(not(feature = "fuzzing"))]
 pub(crate) use result::validate_tool_result_text;
-/// A result received as JSON text, checked as [`validate_tool_result`] checks its value (the
-/// `tool_result_text` fuzz target compares the two).
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub use result::validate_tool_result_text;
 pub(crate) use result::CallReply;
 pub use result::{validate_tool_result, ResultFault, ToolResult};
 pub use schema::{Schema, SchemaFault, SchemaMismatch};

@@ -16,12 +16,12 @@ use std::sync::OnceLock;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::canonical::{
-    scan, Canonical, MAX_CONTENT_ITEMS, MAX_RESULT_BYTES, MAX_TEXT_BYTES, STRUCTURED_KEY,
-};
 use super::{Schema, SchemaMismatch};
 use crate::error::{Dispatch, Error, ErrorCode};
-use crate::frame::{check_json_bounds_sized, BoundsVerdict, Envelope, PlainJson, ResponseLine};
+use crate::frame::{
+    check_json_bounds_sized, scan_result, BoundsVerdict, CanonicalResult, Envelope, ResponseLine,
+    ScannedResult, MAX_CONTENT_ITEMS, MAX_RESULT_BYTES, MAX_TEXT_BYTES,
+};
 
 /// A validated tools/call result, held in its canonical JSON form: `content`,
 /// `structuredContent` when the plugin sent it, and `isError` always (false when omitted),
@@ -30,10 +30,7 @@ use crate::frame::{check_json_bounds_sized, BoundsVerdict, Envelope, PlainJson, 
 #[derive(Debug, Clone)]
 pub struct ToolResult {
     /// The canonical JSON text.
-    json: Box<RawValue>,
-    /// The offset of `,"structuredContent":` in `json`, or of its closing brace.
-    /// (At most [`MAX_RESULT_BYTES`]: a `u32`, so a result travels in fewer bytes.)
-    insert_at: u32,
+    json: CanonicalResult,
     /// The `isError` member.
     is_error: bool,
     /// The parsed object, made on first use (boxed: most results are never parsed).
@@ -41,15 +38,10 @@ pub struct ToolResult {
 }
 
 impl ToolResult {
-    /// A result whose canonical text is `canonical`.
-    fn from_canonical(canonical: Canonical, is_error: bool) -> ToolResult {
-        // SAFETY: canonical texts are written by serde_json or by `Shape::canonical_text` from
-        // a text that the fast path and `scan` both read as one valid JSON value; either way
-        // one JSON value with no whitespace around it (debug builds check this).
-        let json = unsafe { RawValue::from_string_unchecked(canonical.text) };
+    /// A result whose canonical text is `json`.
+    fn new(json: CanonicalResult, is_error: bool) -> ToolResult {
         ToolResult {
             json,
-            insert_at: u32::try_from(canonical.insert_at).expect("a result within its bound"),
             is_error,
             parsed: OnceLock::new(),
         }
@@ -58,24 +50,9 @@ impl ToolResult {
     /// A result whose canonical object is `map` (already validated).
     fn from_map(map: Map<String, Value>) -> ToolResult {
         let is_error = map.get("isError") == Some(&Value::Bool(true));
-        let mut text = String::with_capacity(128);
-        let push = |text: &mut String, value: &Value| {
-            text.push_str(&serde_json::to_string(value).unwrap_or_else(|_| "null".into()))
-        };
-        text.push_str("{\"content\":");
-        push(&mut text, map.get("content").unwrap_or(&Value::Null));
-        text.push_str(if is_error {
-            ",\"isError\":true"
-        } else {
-            ",\"isError\":false"
-        });
-        let insert_at = text.len();
-        if let Some(structured) = map.get("structuredContent") {
-            text.push_str(",\"structuredContent\":");
-            push(&mut text, structured);
-        }
-        text.push('}');
-        let result = ToolResult::from_canonical(Canonical { text, insert_at }, is_error);
+        let content = map.get("content").unwrap_or(&Value::Null);
+        let json = CanonicalResult::write(content, is_error, map.get("structuredContent"));
+        let result = ToolResult::new(json, is_error);
         // The map is what parsing the text gives back.
         let _ = result.parsed.set(Box::new(map));
         result
@@ -83,7 +60,7 @@ impl ToolResult {
 
     fn map(&self) -> &Map<String, Value> {
         self.parsed
-            .get_or_init(|| serde_json::from_str(self.json.get()).unwrap_or_default())
+            .get_or_init(|| serde_json::from_str(self.json.as_raw().get()).unwrap_or_default())
     }
 
     /// The text of each content item, in order.
@@ -127,35 +104,25 @@ impl ToolResult {
 
     /// The canonical JSON text (written out as it is).
     pub fn as_raw(&self) -> &RawValue {
-        &self.json
+        self.json.as_raw()
     }
 
     /// The canonical JSON text, by value.
     pub fn into_raw(self) -> Box<RawValue> {
-        self.json
+        self.json.into_raw()
     }
 
     /// The canonical JSON text with `"key":"value"` added where it sorts: `key` must sort
     /// after `isError` and before `structuredContent`, and neither may need an escape.
     pub fn into_raw_with(self, key: &str, value: &str) -> Box<RawValue> {
-        debug_assert!(key > "isError" && key < "structuredContent");
-        let plain = |s: &str| !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
-        if !plain(key) || !plain(value) {
-            return self.json;
-        }
-        let json = self.json.get();
-        let (head, tail) = json.split_at(self.insert_at as usize);
-        let text = format!("{head},\"{key}\":\"{value}\"{tail}");
-        // SAFETY: a valid object with one more string member of plain text, which keeps it one
-        // JSON value with no whitespace around it.
-        unsafe { RawValue::from_string_unchecked(text) }
+        self.json.into_raw_with(key, value)
     }
 }
 
 /// Two results are equal when their canonical texts are.
 impl PartialEq for ToolResult {
     fn eq(&self, other: &ToolResult) -> bool {
-        self.json.get() == other.json.get()
+        self.as_raw().get() == other.as_raw().get()
     }
 }
 
@@ -291,21 +258,6 @@ pub(crate) fn validate_tool_result_bounded(
     Ok(ToolResult::from_map(map))
 }
 
-/// [`validate_tool_result`] on a result read on the fast path, with its JSON bounds verdict
-/// (`None`: only a walk can tell): the same verdicts, and the canonical text found by one scan
-/// of the plugin's text instead of building and writing a `Value`. A result the scan is not
-/// sure of is decided on the `Value` path.
-fn validate_plain_tool_result(
-    plain: PlainJson,
-    bounds: Option<BoundsVerdict>,
-    output_schema: Option<&Schema>,
-) -> Result<ToolResult, ResultRefusal> {
-    match scan_tool_result(plain.text()) {
-        Some(scanned) => scanned.check(output_schema),
-        None => validate_tool_result_bounded(plain.to_value(), bounds, output_schema),
-    }
-}
-
 /// [`validate_tool_result`] of a result received as JSON text (a remote runner's answer): one
 /// scan when it is sure, else the text decoded and validated as a `Value`. Text that is not
 /// one JSON value is [`ResultFault::Invalid`].
@@ -313,8 +265,8 @@ pub fn validate_tool_result_text(
     text: &str,
     output_schema: Option<&Schema>,
 ) -> Result<ToolResult, ResultFault> {
-    match scan_tool_result(text) {
-        Some(scanned) => scanned.check(output_schema).map_err(|r| r.fault),
+    match scan_result(text) {
+        Some(scanned) => check_scanned(scanned, output_schema).map_err(|r| r.fault),
         None => {
             let value = serde_json::from_str(text).map_err(|_| ResultFault::Invalid)?;
             validate_tool_result(value, output_schema)
@@ -334,7 +286,7 @@ pub(crate) enum CallReply {
 
 impl CallReply {
     /// The answer to the tools/call `id` in `line`: read in one scan when the line has one of
-    /// the usual forms and the scan is sure of its result (see [`scan_tool_result`]), else
+    /// the usual forms and the scan is sure of its result (see [`scan_result`]), else
     /// what `decode` makes of the line (its envelope and result bounds, or its fault). A
     /// scanned result is one valid JSON value within the bounds, so the line is valid JSON
     /// with a valid envelope, as decoding it would have found.
@@ -343,7 +295,7 @@ impl CallReply {
         id: u64,
         decode: impl FnOnce() -> Result<(Envelope, Option<BoundsVerdict>), E>,
     ) -> Result<CallReply, E> {
-        let scanned = line.usual_result(id).and_then(scan_tool_result);
+        let scanned = line.usual_result(id).and_then(scan_result);
         match scanned {
             Some(scanned) => Ok(CallReply::Scanned(scanned)),
             None => decode().map(|(envelope, bounds)| CallReply::Line(envelope, bounds)),
@@ -352,16 +304,13 @@ impl CallReply {
 
     /// The result, validated against the contract and the tool's output schema; the plugin's
     /// JSON-RPC error as a completed `plugin_rpc_error`.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn check(
         self,
         output_schema: Option<&Schema>,
     ) -> Result<Result<ToolResult, ResultRefusal>, Error> {
         Ok(match self {
-            CallReply::Scanned(scanned) => scanned.check(output_schema),
-            CallReply::Line(Envelope::PlainResult(plain), bounds) => {
-                validate_plain_tool_result(plain, bounds, output_schema)
-            }
+            CallReply::Scanned(scanned) => check_scanned(scanned, output_schema),
             CallReply::Line(other, bounds) => {
                 validate_tool_result_bounded(other.into_result()?, bounds, output_schema)
             }
@@ -369,53 +318,26 @@ impl CallReply {
     }
 }
 
-/// A result read from its text by one scan, in its canonical form: valid JSON within the
-/// bounds and of the result's shape; only the output schema is left to check.
-pub(crate) struct ScannedResult {
-    canonical: Canonical,
-    is_error: bool,
-    structured: bool,
-}
-
-/// Reads a tools/call `result` from its text, or `None` when the scan is not sure of it (the
-/// text is then to be decoded and validated on the `Value` path, which decides it): with
-/// [`ScannedResult::check`], the same verdict as decoding the text and validating the value.
-fn scan_tool_result(text: &str) -> Option<ScannedResult> {
-    let shape = scan(text)?;
-    let canonical = match shape.insert_at_in_place(text.len()) {
-        Some(insert_at) => Canonical {
-            text: text.to_owned(),
-            insert_at,
-        },
-        None => shape.write_canonical(),
-    };
-    Some(ScannedResult {
-        canonical,
-        is_error: shape.is_error == Some(true),
-        structured: shape.structured.is_some(),
-    })
-}
-
-impl ScannedResult {
-    /// The result, once `structuredContent` is checked against the tool's output schema (as
-    /// [`validate_tool_result`] does).
-    #[inline(always)]
-    pub(crate) fn check(self, output_schema: Option<&Schema>) -> Result<ToolResult, ResultRefusal> {
-        if let Some(schema) = output_schema {
-            let text = &self.canonical.text;
-            match self.structured {
-                false if !self.is_error => return Err(ResultFault::OutputSchemaViolation.into()),
-                false => {}
-                true => {
-                    let start = self.canonical.insert_at + STRUCTURED_KEY.len();
-                    let value: Value = serde_json::from_str(&text[start..text.len() - 1])
-                        .map_err(|_| ResultFault::OutputSchemaViolation)?;
-                    schema.check(&value).map_err(ResultRefusal::mismatch)?;
-                }
+/// A scanned result, once `structuredContent` is checked against the tool's output schema
+/// (as [`validate_tool_result`] does).
+#[inline]
+fn check_scanned(
+    scanned: ScannedResult,
+    output_schema: Option<&Schema>,
+) -> Result<ToolResult, ResultRefusal> {
+    if let Some(schema) = output_schema {
+        match scanned.structured() {
+            None if !scanned.is_error() => return Err(ResultFault::OutputSchemaViolation.into()),
+            None => {}
+            Some(text) => {
+                let value: Value =
+                    serde_json::from_str(text).map_err(|_| ResultFault::OutputSchemaViolation)?;
+                schema.check(&value).map_err(ResultRefusal::mismatch)?;
             }
         }
-        Ok(ToolResult::from_canonical(self.canonical, self.is_error))
     }
+    let is_error = scanned.is_error();
+    Ok(ToolResult::new(scanned.into_canonical(), is_error))
 }
 
 /// Exactly `{"type":"text","text":…}` with text ≤ 512 KiB.

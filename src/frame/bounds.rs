@@ -10,6 +10,12 @@ pub const MAX_NODES: usize = 4096;
 pub const MAX_STRING_BYTES: usize = 512 * 1024;
 /// Longest object key, in bytes; keys may not contain control characters.
 pub const MAX_KEY_BYTES: usize = 1024;
+/// Most content items in one tools/call result.
+pub(crate) const MAX_CONTENT_ITEMS: usize = 32;
+/// Longest text of one content item, in bytes.
+pub(crate) const MAX_TEXT_BYTES: usize = 512 * 1024;
+/// Largest serialized tools/call result, in bytes.
+pub(crate) const MAX_RESULT_BYTES: usize = 512 * 1024;
 
 /// Which JSON bound a value broke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -334,40 +340,6 @@ fn is_plain_word(word: [u8; 8]) -> bool {
     (control | special | (x & HIGHS)) == 0
 }
 
-/// The run of string bytes at the start of `bytes` that is written as it is: its length (up to
-/// the first `"`, `\` or byte below 0x20, or the end), and whether all of it is printable ASCII
-/// (`0x20..=0x7e`, so no control character either). Eight bytes per step.
-#[inline]
-pub(crate) fn string_run(bytes: &[u8]) -> (usize, bool) {
-    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
-    // Each flags exactly the lowest byte it looks for (bytes above it may be flagged wrongly).
-    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
-    let below_space = |x: u64| x.wrapping_sub(ONES * 0x20) & !x & HIGHS;
-    let not_ascii = |x: u64| (x & HIGHS) | zero(x ^ (ONES * 0x7f));
-    let (mut at, mut wide) = (0, 0);
-    while let Some(word) = bytes.get(at..at + 8) {
-        let x = u64::from_le_bytes(word.try_into().expect("eight bytes"));
-        let stop = below_space(x) | zero(x ^ (ONES * u64::from(b'"'))) | zero(x ^ (ONES * 0x5c));
-        if stop != 0 {
-            let n = stop.trailing_zeros() as usize / 8;
-            let before = (1u64 << (8 * n)).wrapping_sub(1);
-            wide |= not_ascii(x) & before;
-            return (at + n, wide == 0);
-        }
-        wide |= not_ascii(x);
-        at += 8;
-    }
-    while let Some(&b) = bytes.get(at) {
-        if b == b'"' || b == b'\\' || b < 0x20 {
-            break;
-        }
-        wide |= u64::from(b >= 0x7f);
-        at += 1;
-    }
-    (at, wide == 0)
-}
-
 /// Length of a number as serde_json writes it (integers by their digits; floats formatted).
 pub(super) fn number_len(n: &serde_json::Number) -> usize {
     fn digits(mut v: u64) -> usize {
@@ -392,28 +364,6 @@ mod tests {
     use serde_json::{json, Map};
 
     use super::*;
-
-    #[test]
-    fn string_run_stops_where_a_byte_by_byte_scan_does() {
-        // Every stop byte and every kind of other byte, at every offset of a word and beyond.
-        const BYTES: [u8; 12] = [
-            b'a', b' ', b'~', 0x7f, 0x80, 0xc3, b'"', b'\\', 0x00, 0x1f, b'\n', 0x20,
-        ];
-        let mut seed = 7u64;
-        for _ in 0..20_000 {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-            let len = (seed >> 40) as usize % 20;
-            let bytes: Vec<u8> = (0..len)
-                .map(|i| BYTES[((seed >> (i % 8 * 4)) as usize + i) % BYTES.len()])
-                .collect();
-            let stop = bytes
-                .iter()
-                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-                .unwrap_or(bytes.len());
-            let ascii = bytes[..stop].iter().all(|b| (0x20..=0x7e).contains(b));
-            assert_eq!(string_run(&bytes), (stop, ascii), "{bytes:?}");
-        }
-    }
 
     /// `levels` arrays nested in each other around `null`: the `null` sits at depth `levels`.
     fn nested_arrays(levels: usize) -> Value {

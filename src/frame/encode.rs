@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::bounds::Measured;
-use super::write::{self, push_u64};
+use super::fast::{write, Digits};
 use super::PROTOCOL_VERSION;
 
 /// Encodes requests with ids starting at 1 and increasing by 1 per sent request.
@@ -38,7 +38,7 @@ impl RequestEncoder {
     }
 
     /// The id the next encoded request will carry (and the id its response must carry).
-    #[cfg(any(test, feature = "internals"))]
+    #[cfg(test)]
     pub fn next_id(&self) -> u64 {
         self.next_id
     }
@@ -64,7 +64,6 @@ impl RequestEncoder {
     ///
     /// Name and arguments are written as serde_json writes them (`write`, without serde's
     /// generic machinery on the common path).
-    #[cfg(any(test, feature = "internals", feature = "fuzzing"))]
     pub fn tools_call(&mut self, name: &str, arguments: &Value, out: &mut Vec<u8>) -> u64 {
         self.tools_call_measured(&tools_call_head(name), arguments, None, out)
     }
@@ -127,55 +126,6 @@ pub(crate) fn tools_call_head(name: &str) -> Vec<u8> {
 
 /// Every frame's start, up to its id.
 const FRAME_START: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
-
-/// The decimal digits of a number, left-aligned.
-#[derive(Debug, Clone, Copy)]
-struct Digits {
-    text: [u8; 20],
-    len: usize,
-}
-
-impl Digits {
-    fn of(n: u64) -> Digits {
-        let mut text = Vec::with_capacity(20);
-        push_u64(&mut text, n);
-        let mut digits = Digits {
-            text: [b'0'; 20],
-            len: text.len(),
-        };
-        digits.text[..text.len()].copy_from_slice(&text);
-        digits
-    }
-
-    /// Appends the digits (a copy of constant size, then cut to the digits).
-    #[inline]
-    fn push_to(&self, out: &mut Vec<u8>) {
-        let at = out.len();
-        out.extend_from_slice(&self.text);
-        out.truncate(at + self.len);
-    }
-
-    /// The digits of the number one larger (u64::MAX wraps to 0, as the id does not: it is
-    /// never reached).
-    #[inline]
-    fn increment(&mut self) {
-        let mut i = self.len;
-        while i > 0 {
-            i -= 1;
-            if self.text[i] != b'9' {
-                self.text[i] += 1;
-                return;
-            }
-            self.text[i] = b'0';
-        }
-        // All nines: one digit more.
-        if self.len < self.text.len() {
-            self.text[0] = b'1';
-            self.text[self.len] = b'0';
-            self.len += 1;
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -264,32 +214,6 @@ mod tests {
         enc.unsend_last();
         assert_eq!(enc.next_id(), 2);
         assert_eq!(enc.tools_list(&mut out), 2);
-    }
-
-    #[test]
-    fn ids_are_written_like_display() {
-        let samples = [
-            0,
-            1,
-            9,
-            10,
-            99,
-            100,
-            12_345,
-            999_999_999,
-            1_000_000_000,
-            u64::from(u32::MAX),
-            u64::MAX / 10,
-            u64::MAX - 1,
-            u64::MAX,
-        ];
-        let powers = (0..20).map(|e| 10u64.pow(e));
-        let below = (1..20).map(|e| 10u64.pow(e) - 1);
-        for n in samples.into_iter().chain(powers).chain(below) {
-            let mut out = b"x".to_vec();
-            push_u64(&mut out, n);
-            assert_eq!(text(&out), format!("x{n}"));
-        }
     }
 
     #[test]

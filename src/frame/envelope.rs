@@ -1,13 +1,11 @@
 //! Response-envelope validation (docs/PROTOCOL.md §2.6, the response envelope).
 //!
-//! Two paths apply the same rules. [`validate_response`] checks an already parsed
-//! [`Value`]. The typed path — [`decode_response`] (or [`LineReader::read_response`]) then
-//! [`validate_raw`] — parses a response line straight into a [`RawEnvelope`] that holds only
-//! what the rules look at: no map, key or `"2.0"` string is allocated for the envelope, and
-//! everything but the id comparison is already decided when the line is decoded, so it can run
-//! on the reader thread while the coordinator only compares ids.
-//!
-//! [`LineReader::read_response`]: super::LineReader::read_response
+//! [`decode_response`] (or [`ResponseLine::decode`]) then [`validate_raw`] parse a response
+//! line straight into a [`RawEnvelope`] that holds only what the rules look at: no map, key or
+//! `"2.0"` string is allocated for the envelope, and everything but the id comparison is
+//! already decided when the line is decoded. The tests hold it to a check of the rules on the
+//! line's parsed `Value` (`tests::validate_response`); a call's usual answer line is read
+//! without it (`fast::usual_result`), held to it the same way.
 
 use std::fmt;
 
@@ -16,26 +14,18 @@ use serde_json::{Map, Value};
 
 use super::bounded::BoundedSeed;
 use super::bounds::{BoundsVerdict, Tally};
-use super::plain::{plain_result, PlainJson};
-#[cfg(any(test, feature = "internals", feature = "fuzzing"))]
-use super::text::line_text;
-use super::text::ReadFault;
+use super::text::{line_text, ReadFault};
 use crate::error::{Dispatch, Error, ErrorCode};
 
 /// Longest JSON-RPC error message, in bytes.
 const MAX_ERROR_MESSAGE_BYTES: usize = 512;
 
 /// A well-formed response: a result, or a well-formed JSON-RPC error.
-///
-/// A result read on the fast path is a [`Envelope::PlainResult`], any other a
-/// [`Envelope::Result`]; two envelopes are equal when they carry the same JSON.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Envelope {
     /// The `result` member.
     Result(Value),
-    /// The `result` member as the plugin wrote it, checked on the fast path and not parsed.
-    PlainResult(PlainJson),
     /// A well-formed `error` member (`data` is dropped).
     Error {
         /// The integer error code.
@@ -51,7 +41,6 @@ impl Envelope {
     pub(crate) fn into_result(self) -> Result<Value, Error> {
         match self {
             Envelope::Result(value) => Ok(value),
-            Envelope::PlainResult(plain) => Ok(plain.to_value()),
             Envelope::Error { code, message } => {
                 let clean: String = message
                     .chars()
@@ -64,27 +53,6 @@ impl Envelope {
                     message,
                 ))
             }
-        }
-    }
-}
-
-impl PartialEq for Envelope {
-    fn eq(&self, other: &Envelope) -> bool {
-        use Envelope::{Error, PlainResult, Result};
-        match (self, other) {
-            (Result(a), Result(b)) => a == b,
-            (PlainResult(a), PlainResult(b)) => a == b,
-            (Result(value), PlainResult(plain)) | (PlainResult(plain), Result(value)) => {
-                plain.to_value() == *value
-            }
-            (
-                Error { code, message },
-                Error {
-                    code: c,
-                    message: m,
-                },
-            ) => code == c && message == m,
-            _ => false,
         }
     }
 }
@@ -116,45 +84,6 @@ impl EnvelopeFault {
     }
 }
 
-/// Validates the envelope of a response to the request with id `expected_id`.
-///
-/// Checks, in order: an object with `"jsonrpc":"2.0"` and no `method` (else
-/// [`EnvelopeFault::Protocol`]); an `id` that is a non-negative integer (else
-/// [`EnvelopeFault::IdInvalid`]) equal to `expected_id` (below: [`EnvelopeFault::DuplicateId`],
-/// above: [`EnvelopeFault::UnknownId`]); exactly one of `result`/`error`, where `error` is an
-/// object with an integer `code` and a `message` of 1..=512 bytes (else
-/// [`EnvelopeFault::Protocol`]). Other envelope keys, and extra keys inside `error`, are ignored.
-/// The result is moved out of `message`, not cloned.
-///
-/// A test oracle for the typed path (`internals` feature): the host itself decodes with
-/// [`decode_response`] and [`validate_raw`].
-#[cfg(any(test, feature = "internals"))]
-#[doc(hidden)]
-pub fn validate_response(message: Value, expected_id: u64) -> Result<Envelope, EnvelopeFault> {
-    let Value::Object(mut map) = message else {
-        return Err(EnvelopeFault::Protocol);
-    };
-    if map.get("jsonrpc").and_then(Value::as_str) != Some("2.0") || map.contains_key("method") {
-        return Err(EnvelopeFault::Protocol);
-    }
-    // `as_u64` is None for negatives and for floats, even integral ones like `1.0`.
-    let id = match map.get("id") {
-        Some(Value::Number(n)) => n.as_u64().ok_or(EnvelopeFault::IdInvalid)?,
-        _ => return Err(EnvelopeFault::IdInvalid),
-    };
-    if id < expected_id {
-        return Err(EnvelopeFault::DuplicateId);
-    }
-    if id > expected_id {
-        return Err(EnvelopeFault::UnknownId);
-    }
-    match (map.remove("result"), map.remove("error")) {
-        (Some(result), None) => Ok(Envelope::Result(result)),
-        (None, Some(Value::Object(error))) => rpc_error(error),
-        _ => Err(EnvelopeFault::Protocol),
-    }
-}
-
 /// Checks the shape of an `error` member and takes its message.
 fn rpc_error(mut error: Map<String, Value>) -> Result<Envelope, EnvelopeFault> {
     let code = match error.get("code") {
@@ -172,10 +101,9 @@ fn rpc_error(mut error: Map<String, Value>) -> Result<Envelope, EnvelopeFault> {
 /// A response line decoded for [`validate_raw`]: the verdict of every envelope rule except the
 /// id comparison, and the result or error it carries.
 ///
-/// Built by [`decode_response`] or [`LineReader::read_response`](super::LineReader::read_response)
-/// from any valid JSON line — a line that is JSON but no envelope (an array, a string, an
+/// Built by [`decode_response`] or [`ResponseLine::decode`] from any valid JSON line — a line that is JSON but no envelope (an array, a string, an
 /// object without `jsonrpc` …) decodes fine and is rejected by [`validate_raw`], exactly as the
-/// `Value`-based test oracle `validate_response` rejects its `Value`.
+/// `Value`-based check of the tests rejects its `Value`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawEnvelope(Decoded);
 
@@ -195,37 +123,23 @@ enum Decoded {
 
 /// Decodes one response line (without its `\n`) into a [`RawEnvelope`].
 ///
-/// The line faults are those of [`LineReader::read_response`](super::LineReader::read_response): one
-/// trailing `\r` is stripped; longer than `MAX_LINE_BYTES` is [`ReadFault::TooLarge`]; empty, a
+/// The line faults are those of
+/// [`LineReader::read_response_line`](super::LineReader::read_response_line): one trailing `\r` is stripped; longer than `MAX_LINE_BYTES` is [`ReadFault::TooLarge`]; empty, a
 /// BOM, invalid UTF-8 or anything but exactly one JSON value is [`ReadFault::Malformed`]. The
 /// JSON accepted is exactly what parses as a `serde_json::Value` (same syntax, number range,
 /// string escapes and nesting limit), also inside members that are ignored. Members are read
 /// like a `Value` object does: a duplicate key keeps its last value, and `"result": null` is
 /// a present result.
-#[cfg(any(test, feature = "internals", feature = "fuzzing"))]
 pub fn decode_response(line: &[u8]) -> Result<RawEnvelope, ReadFault> {
     line_text(line).and_then(decode_response_text)
 }
 
 /// [`decode_response`] on text that already passed the line checks.
 pub(super) fn decode_response_text(text: &str) -> Result<RawEnvelope, ReadFault> {
-    match plain_result(text) {
-        Some(plain) => Ok(RawEnvelope(Decoded::Response {
-            id: plain.id,
-            body: Ok(Envelope::PlainResult(PlainJson::new(&text[plain.result]))),
-            result_bounds: plain.bounds,
-        })),
-        None => decode_with_serde(text),
-    }
-}
-
-/// [`decode_response_text`] without the fast path: any line.
-fn decode_with_serde(text: &str) -> Result<RawEnvelope, ReadFault> {
     serde_json::from_str(text).map_err(|_| ReadFault::Malformed)
 }
 
-/// The text of one response line that passed every line check of
-/// [`LineReader::read_response`](super::LineReader::read_response) (length, not empty, no BOM,
+/// The text of one response line that passed every line check (length, not empty, no BOM,
 /// UTF-8), not yet parsed: [`ResponseLine::decode`] parses it. Made by
 /// [`LineReader::read_response_line`](super::LineReader::read_response_line).
 #[derive(Debug)]
@@ -236,8 +150,7 @@ impl ResponseLine {
         ResponseLine(text)
     }
 
-    /// Parses the line into a [`RawEnvelope`], exactly as
-    /// [`LineReader::read_response`](super::LineReader::read_response) would have: anything but
+    /// Parses the line into a [`RawEnvelope`], exactly as [`decode_response`] does: anything but
     /// exactly one JSON value is [`ReadFault::Malformed`].
     pub fn decode(&self) -> Result<RawEnvelope, ReadFault> {
         decode_response_text(&self.0)
@@ -250,11 +163,11 @@ impl ResponseLine {
     ///
     /// [`decode`]: ResponseLine::decode
     pub(crate) fn usual_result(&self, id: u64) -> Option<&str> {
-        super::plain::usual_result_for(&self.0, id)
+        super::fast::usual_result(&self.0, id)
     }
 
     /// The line's text.
-    #[cfg(any(test, feature = "internals"))]
+    #[cfg(test)]
     pub fn text(&self) -> &str {
         &self.0
     }
@@ -268,8 +181,7 @@ impl ResponseLine {
 /// Finishes the envelope checks on a decoded line: the faults found while decoding, then the id
 /// comparison with `expected_id` (below: [`EnvelopeFault::DuplicateId`], above:
 /// [`EnvelopeFault::UnknownId`]), then the result/error checks — the same faults in the same
-/// order as the `Value`-based test oracle `validate_response` on the line's `Value`.
-#[cfg(any(test, feature = "internals", feature = "fuzzing"))]
+/// order as the `Value`-based check of the tests on the line's `Value`.
 pub fn validate_raw(raw: RawEnvelope, expected_id: u64) -> Result<Envelope, EnvelopeFault> {
     validate_raw_bounded(raw, expected_id).map(|(envelope, _)| envelope)
 }

@@ -8,11 +8,10 @@
 use std::io::{self, BufRead};
 
 use super::envelope::ResponseLine;
-#[cfg(any(test, feature = "internals"))]
-use super::envelope::{decode_response_text, RawEnvelope};
 #[cfg(test)]
-use super::text::find_newline;
-use super::text::{find_line, line_text, line_text_of, push_capped, ReadFault, MAX_BUFFERED};
+use super::envelope::{decode_response_text, RawEnvelope};
+use super::fast::find_line;
+use super::text::{line_text, line_text_of, push_capped, ReadFault, MAX_BUFFERED};
 
 /// Reads newline-terminated JSON values with a hard cap on line length.
 ///
@@ -66,10 +65,9 @@ impl<R: BufRead> LineReader<R> {
     /// end of stream (even in the middle of a line) and [`ReadFault::Io`] for a read error other
     /// than `Interrupted`, which is retried.
     ///
-    /// A test oracle (`internals` feature): the host reads responses with
-    /// [`read_response`](Self::read_response).
-    #[cfg(any(test, feature = "internals"))]
-    #[doc(hidden)]
+    /// The tests' oracle: the host reads responses with
+    /// [`read_response_line_into`](Self::read_response_line_into), then decodes them.
+    #[cfg(test)]
     pub fn read_value(&mut self) -> Result<serde_json::Value, ReadFault> {
         self.read_line_with(parse_json)
     }
@@ -81,23 +79,22 @@ impl<R: BufRead> LineReader<R> {
     /// one JSON value, [`ReadFault::Eof`] at end of stream (even in the middle of a line) and
     /// [`ReadFault::Io`] for a read error other than `Interrupted`, which is retried. A valid
     /// JSON line that is no well-formed envelope is not a read fault but a [`RawEnvelope`] that
-    /// [`validate_raw`](super::validate_raw) rejects.
-    #[cfg(any(test, feature = "internals"))]
+    /// [`validate_raw`](super::validate_raw) rejects. (The tests': the host reads the line,
+    /// then decodes it.)
+    #[cfg(test)]
     pub fn read_response(&mut self) -> Result<RawEnvelope, ReadFault> {
         self.read_line_with(decode_response_text)
     }
 
-    /// Reads the next line into `buffer` (cleared first) with every line check of
-    /// [`read_response`](Self::read_response) but the JSON parse, which
-    /// [`ResponseLine::decode`] does later, possibly on another thread: the thread that decodes
-    /// then allocates the decoded value and, usually, frees it too. `buffer` is the text buffer
-    /// of an earlier line handed back ([`ResponseLine::into_buffer`]), or a new one.
-    #[cfg(any(
-        test,
-        feature = "internals",
-        webcodex_portable_wait,
-        not(target_os = "linux")
-    ))]
+    /// Reads the next line into `buffer` (cleared first) with every line check of a response:
+    /// fails with [`ReadFault::TooLarge`] as soon as the line is known to exceed
+    /// [`MAX_LINE_BYTES`](super::MAX_LINE_BYTES) (the rest of it is not consumed),
+    /// [`ReadFault::Malformed`] for an empty line, a BOM or invalid UTF-8, [`ReadFault::Eof`] at
+    /// end of stream (even in the middle of a line) and [`ReadFault::Io`] for a read error other
+    /// than `Interrupted`, which is retried. The JSON parse is left to [`ResponseLine::decode`],
+    /// possibly on another thread: the thread that decodes then allocates the decoded value and,
+    /// usually, frees it too. `buffer` is the text buffer of an earlier line handed back
+    /// ([`ResponseLine::into_buffer`]), or a new one.
     pub fn read_response_line(&mut self, buffer: String) -> Result<ResponseLine, ReadFault> {
         let mut buffer = buffer;
         self.read_response_line_into(&mut buffer)
@@ -119,13 +116,13 @@ impl<R: BufRead> LineReader<R> {
     }
 
     /// Reads the next line and hands its text to `decode`, with every fault of
-    /// [`read_response`](Self::read_response) except the JSON parse itself.
+    /// [`read_response_line`](Self::read_response_line).
     ///
     /// `decode` sees the line without its `\n` and without one trailing `\r`: valid UTF-8, not
     /// empty, no BOM, at most [`MAX_LINE_BYTES`](super::MAX_LINE_BYTES) long. It is called only when a whole line was
     /// read, and in the common case straight from the underlying buffer (no copy). Whatever it
     /// returns is returned; it should fail with [`ReadFault::Malformed`] for text that is not
-    /// exactly one JSON value, like [`read_response`](Self::read_response) does.
+    /// exactly one JSON value, like [`ResponseLine::decode`] does.
     ///
     /// On a non-blocking source a `WouldBlock` read is returned as [`ReadFault::Io`] (see
     /// [`ReadFault::is_would_block`]) and is not terminal: the bytes of a line read so far are
@@ -178,7 +175,7 @@ impl<R: BufRead> LineReader<R> {
 }
 
 /// Parses the text of one line as exactly one JSON value.
-#[cfg(any(test, feature = "internals"))]
+#[cfg(test)]
 fn parse_json(text: &str) -> Result<serde_json::Value, ReadFault> {
     // `from_str` rejects trailing non-whitespace, so a second value on the line is malformed.
     serde_json::from_str(text).map_err(|_| ReadFault::Malformed)
@@ -472,73 +469,6 @@ mod tests {
         assert_eq!(ReadFault::Eof.code(), ErrorCode::Eof);
         assert_eq!(ReadFault::TooLarge.code(), ErrorCode::MessageTooLarge);
         assert_eq!(ReadFault::Malformed.code(), ErrorCode::MalformedJson);
-    }
-
-    #[test]
-    fn find_newline_matches_a_byte_search() {
-        // Bytes next to `\n` in value and in bit pattern, which a word-wise search could confuse.
-        let fillers = [b'a', 0x00, 0x09, 0x0b, 0x4a, 0x8a, 0xff, 0x01, 0x80, 0x0e];
-        for len in 0..40 {
-            for &filler in &fillers {
-                let plain = vec![filler; len];
-                assert_eq!(find_newline(&plain), None);
-                for first in 0..len {
-                    let mut bytes = plain.clone();
-                    bytes[first] = b'\n';
-                    assert_eq!(find_newline(&bytes), Some(first));
-                    // A second newline after the first never shadows it.
-                    for second in first..len {
-                        let mut two = bytes.clone();
-                        two[second] = b'\n';
-                        assert_eq!(find_newline(&two), Some(first));
-                    }
-                }
-            }
-        }
-        // Every byte value in front of a newline, at every offset within a word.
-        for offset in 0..16 {
-            for b in 0..=255u8 {
-                let mut bytes = vec![b; offset];
-                bytes.push(b'\n');
-                bytes.push(b);
-                let expected = bytes.iter().position(|&c| c == b'\n');
-                assert_eq!(
-                    find_newline(&bytes),
-                    expected,
-                    "byte {b:#x}, offset {offset}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn find_newline_matches_a_byte_search_on_pseudo_random_bytes() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        for _ in 0..2000 {
-            let len = (next() % 200) as usize;
-            // Newlines are rare in some buffers and common in others.
-            let rarity = 1 + next() % 300;
-            let bytes: Vec<u8> = (0..len)
-                .map(|_| {
-                    let r = next();
-                    if r % rarity == 0 {
-                        b'\n'
-                    } else {
-                        (r >> 8) as u8
-                    }
-                })
-                .collect();
-            for start in 0..bytes.len().min(9) {
-                let tail = &bytes[start..];
-                assert_eq!(find_newline(tail), tail.iter().position(|&b| b == b'\n'));
-            }
-        }
     }
 
     #[test]

@@ -33,7 +33,7 @@ mod breaker;
 mod failure;
 mod outcome;
 mod output;
-mod params;
+pub(crate) mod params;
 mod project;
 mod recording;
 mod relay;
@@ -53,9 +53,6 @@ pub use outcome::{
 };
 pub use output::failure_output;
 pub use output::{ToolOutput, MAX_DETAIL_BYTES};
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub use params::Action;
 pub use params::{ActionKind, MAX_PROJECT_BYTES, MAX_RECORDING_SESSION_ID_BYTES};
 pub use recording::{RecordingEvent, RecordingHook};
 pub use relay::MAX_RELAYED_MESSAGE_BYTES;

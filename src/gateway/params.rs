@@ -119,8 +119,8 @@ impl ActionKind {
     }
 }
 
-/// Parsed `plugin_tool` parameters, owned: the oracle the tests compare [`ActionRef`] with.
-#[cfg(any(test, feature = "fuzzing"))]
+/// Parsed `plugin_tool` parameters, owned (what the tests and the `gateway_params` fuzz target
+/// read; the gateway acts on the borrowed `ActionRef`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// `list`: no runner → the runners; a runner → its providers; runner + plugin → its tools.
@@ -179,7 +179,6 @@ pub enum Action {
     },
 }
 
-#[cfg(any(test, feature = "fuzzing"))]
 impl Action {
     /// Parses `plugin_tool` parameters strictly; every failure is `invalid_arguments`.
     pub fn parse(params: &Value) -> Result<Action, Error> {
@@ -256,6 +255,7 @@ pub(crate) enum ActionRef<'a> {
 
 impl<'a> ActionRef<'a> {
     /// Parses `plugin_tool` parameters strictly, exactly like [`Action::parse`].
+    #[inline]
     pub(crate) fn parse(params: &'a Value) -> Result<ActionRef<'a>, Error> {
         let map = params
             .as_object()
@@ -353,7 +353,6 @@ impl<'a> ActionRef<'a> {
     }
 
     /// The owned [`Action`].
-    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn into_action(self) -> Action {
         let owned = |s: Option<&str>| s.map(str::to_string);
         match self {

@@ -45,19 +45,15 @@ use serde_json::Value;
 
 pub use crate::spawn::AdmissionCancel;
 use crate::spawn::Cancellable;
-#[cfg(feature = "internals")]
 pub use io::FORCE_EXIT_WAITER_ENV;
 pub use process::retirement_counts;
 pub use process::LaunchSpec;
 pub(crate) use stderr_ring::stderr_tail;
 pub use stderr_ring::{StderrLine, StderrRing};
-#[cfg(feature = "internals")]
 pub use stderr_ring::{
     FAULT_LOG_STDERR_LINES, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
 };
 
-#[cfg(feature = "internals")]
-pub use crate::catalog::MAX_ARGUMENTS_BYTES;
 use crate::catalog::{
     admit_initialize, admit_tools_list, rejected_tools_list, CallReply, FrozenCatalog, Tool,
     ToolResult,
@@ -76,7 +72,6 @@ pub const TERMINATION_BOUND: Duration = Duration::from_secs(1);
 
 /// The response path this build was compiled with (for tests and measurements): `direct` or
 /// `portable`.
-#[cfg(any(test, feature = "internals"))]
 pub fn response_wait_mode() -> &'static str {
     imp::NAME
 }

@@ -17,7 +17,6 @@ use super::stdout_buffer::{stdout_lines, Stdout, STDOUT_BUFFER};
 use crate::frame::{RequestEncoder, ResponseLine};
 
 /// The name [`crate::provider::response_wait_mode`] reports for this path.
-#[cfg(any(test, feature = "internals"))]
 pub(crate) const NAME: &str = "portable";
 
 /// The response path of one provider: nothing to share, the reader thread owns stdout.

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::json;
-use webcodex_plugin_host::provider::Provider;
+use webcodex_plugin_host::Provider;
 
 use common::{assert_plugins_cleaned_up, zombie_children_of_self, Fixture, GENEROUS};
 

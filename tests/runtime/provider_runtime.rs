@@ -11,12 +11,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use webcodex_plugin_host::__private::provider::{
+    STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
+};
 use webcodex_plugin_host::catalog::DiagnosticCode;
 use webcodex_plugin_host::env::EnvSnapshot;
-use webcodex_plugin_host::provider::{
-    Provider, StderrLine, STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
-};
 use webcodex_plugin_host::{Dispatch, ErrorCode, Phase};
+use webcodex_plugin_host::{Provider, StderrLine};
 
 use common::{assert_error, assert_reaped, assert_retired, wait_gone, Fixture, GENEROUS};
 
@@ -340,7 +341,7 @@ fn exit_watch_takes_the_waiter_thread_exactly_when_forced() {
         .into_iter()
         .map(|(name, _)| name)
         .collect();
-    let forced = std::env::var_os(webcodex_plugin_host::provider::FORCE_EXIT_WAITER_ENV)
+    let forced = std::env::var_os(webcodex_plugin_host::__private::provider::FORCE_EXIT_WAITER_ENV)
         .is_some_and(|v| v == "1");
     assert_eq!(
         names.iter().any(|n| n == "wc-wait-watch"),

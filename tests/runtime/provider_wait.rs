@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use common::{assert_error, assert_retired, wait_gone, BusyCpus, Fixture, GENEROUS};
 use serde_json::json;
-use webcodex_plugin_host::provider::{response_wait_mode, Provider};
+use webcodex_plugin_host::__private::provider::response_wait_mode;
+use webcodex_plugin_host::Provider;
 use webcodex_plugin_host::{Dispatch, ErrorCode};
 
 const NORMAL: Duration = Duration::from_secs(30);

@@ -30,8 +30,8 @@ use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Map, Value};
+use webcodex_plugin_host::__private::frame::check_json_bounds;
 use webcodex_plugin_host::catalog::Schema;
-use webcodex_plugin_host::frame::check_json_bounds;
 
 /// Schemas per default run; each brings [`INSTANCES`] instances.
 const DEFAULT_CASES: u32 = 2000;

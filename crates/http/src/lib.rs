@@ -79,13 +79,13 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+#[doc(hidden)]
+pub mod __private;
 mod answer_head;
 mod bodies;
 mod client;
 pub mod cluster;
 pub mod cors;
-#[cfg(feature = "fuzzing")]
-mod fuzz_wire;
 pub mod inspector;
 pub mod link;
 mod listener;
@@ -98,24 +98,15 @@ pub use client::{
     ClientError, ClientOptions, HttpClient, ProxyChoice, Received, SetupError, SetupPart,
     CONNECT_TIMEOUT, FAILURE_STATUSES, READ_TIMEOUT,
 };
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub use fuzz_wire::{fuzz_read_requests, FuzzRequest};
 pub use listener::MAX_CONNECTIONS;
 /// The server's connection handling, for the admin listener of `webcodex-plugin-ops`.
 #[doc(hidden)]
 pub use listener::{Bounds, Exchange, Handler, Listener};
 pub use remote::remote_runner;
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub use server::fuzz_answer_body;
 pub use server::{HttpServer, HttpStopper, TokensSwap, RUNNER_TOKEN_NOT_ACCEPTED, UNAUTHORIZED};
 pub use tokens::{
     readable_by_everyone, Tokens, TokensError, MAX_TOKEN_NAME_BYTES, MIN_TOKEN_BYTES,
 };
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub use wire::BodyError;
 pub use wire::{KEEP_ALIVE_IDLE, MAX_HEADERS, MAX_HEAD_BYTES, REQUEST_DEADLINE, WRITE_DEADLINE};
 
 /// The one route of the HTTP transport.

@@ -462,7 +462,11 @@ fn serve_inspector(shared: &Routes, request: &mut Exchange<'_>, page: InspectorR
 }
 
 /// The status and body answering a read `POST /api/tools/call` body.
-fn answer_body(dispatcher: &Dispatcher, caller: &Caller, body: &[u8]) -> (u16, TypedResponseBody) {
+pub(crate) fn answer_body(
+    dispatcher: &Dispatcher,
+    caller: &Caller,
+    body: &[u8],
+) -> (u16, TypedResponseBody) {
     let request = match parse_request(body, Framing::Body) {
         Ok(request) => request,
         Err(rejection) => {
@@ -475,15 +479,6 @@ fn answer_body(dispatcher: &Dispatcher, caller: &Caller, body: &[u8]) -> (u16, T
         status_for(&output),
         TypedResponseBody::new(request.id, output),
     )
-}
-
-/// [`answer_body`] for the fuzz targets in `fuzz/` (not public API).
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub fn fuzz_answer_body(dispatcher: &Dispatcher, caller: &Caller, body: &[u8]) -> (u16, Value) {
-    let (status, response) = answer_body(dispatcher, caller, body);
-    let response = webcodex_plugin_host::transport::response_body(response.id, response.output);
-    (status, response.to_value())
 }
 
 /// The HTTP status of a gateway output, from its typed code.

@@ -3,6 +3,9 @@
 //! ([`serve`]), temporary directories ([`tempdir`]) and gateways over the fixture ([`gateway`]).
 //! Not published: a dev-dependency of the workspace's crates only.
 #![allow(missing_docs)]
+// `unsafe` only in the Windows helper (console groups, process snapshots: windows-sys); the Unix
+// side's system calls go through rustix.
+#![deny(unsafe_code)]
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -14,8 +17,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 use webcodex_plugin_host::env::EnvSnapshot;
-use webcodex_plugin_host::provider::{LaunchSpec, Provider, ProviderSpec};
 use webcodex_plugin_host::{Dispatch, Error, ErrorCode};
+use webcodex_plugin_host::{LaunchSpec, Provider, ProviderSpec};
 
 pub mod gateway;
 pub mod http;
@@ -24,6 +27,7 @@ pub mod serve;
 pub use procs::*;
 pub mod tempdir;
 #[cfg(windows)]
+#[allow(unsafe_code)]
 pub mod windows;
 
 /// The workspace's root directory (the repository): where README.md, docs/, examples/ and
@@ -329,12 +333,11 @@ impl BusyCpus {
             .map(|_| {
                 let stop = stop.clone();
                 std::thread::spawn(move || {
-                    // SAFETY: plain syscalls on this thread's own id.
+                    // The lowest priority for this thread only (Linux's setpriority takes a
+                    // thread id).
                     #[cfg(target_os = "linux")]
-                    unsafe {
-                        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-                        libc::setpriority(libc::PRIO_PROCESS, tid, 19);
-                    }
+                    let _ =
+                        rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
                     let mut x = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
@@ -409,8 +412,13 @@ pub fn cli_command(binary: &str) -> Command {
 /// when the signal was sent.
 #[cfg(unix)]
 pub fn request_stop(pid: u32) -> bool {
-    // SAFETY: kill(2) on the pid of a child the caller spawned and has not reaped.
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) == 0 }
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).is_ok()
 }
 
 /// Windows: Ctrl-Break to the console process group of `pid` (a child started by

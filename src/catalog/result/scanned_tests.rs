@@ -3,10 +3,9 @@
 use serde_json::{json, Value};
 
 use super::{
-    scan_tool_result, validate_plain_tool_result, validate_tool_result,
-    validate_tool_result_bounded,
+    check_scanned, scan_result, validate_tool_result, validate_tool_result_bounded,
+    validate_tool_result_text,
 };
-use crate::catalog::canonical::scan;
 use crate::catalog::Schema;
 use crate::frame::{decode_response, usual_result, validate_raw_bounded, Envelope};
 
@@ -177,22 +176,20 @@ fn the_fused_read_of_a_line_agrees_with_decoding_it() {
         let decoded = decode_response(line.as_bytes())
             .ok()
             .and_then(|raw| validate_raw_bounded(raw, 3).ok());
-        let Some((line_id, result)) = usual_result(&line) else {
+        let Some(result) = usual_result(&line, 3) else {
             continue;
         };
-        let Some(scanned) = scan_tool_result(result) else {
+        let Some(scanned) = scan_result(result) else {
             broken += usize::from(decoded.is_none());
             continue;
         };
         fused += 1;
-        assert_eq!(line_id, 3);
         let (envelope, bounds) = decoded.unwrap_or_else(|| panic!("fused read of {line}"));
         let by_decoding = match envelope {
-            Envelope::PlainResult(plain) => validate_plain_tool_result(plain, bounds, schema),
             Envelope::Result(value) => validate_tool_result_bounded(value, bounds, schema),
             Envelope::Error { .. } => panic!("an error envelope {line}"),
         };
-        assert_eq!(scanned.check(schema), by_decoding, "{line}");
+        assert_eq!(check_scanned(scanned, schema), by_decoding, "{line}");
     }
     assert!(fused > 1000, "{fused} lines read fused");
     assert!(broken > 200, "{broken} broken lines left to decoding");
@@ -211,19 +208,17 @@ fn agrees_with_the_value_path_on_generated_results() {
     let (mut plain, mut scanned, mut rewritten, mut valid) = (0, 0, 0, 0);
     for round in 0..6000 {
         let text = gen.result();
-        let line = format!(r#"{{"jsonrpc":"2.0","id":3,"result":{text}}}"#);
-        let raw = decode_response(line.as_bytes()).expect("generated lines are JSON");
-        let Ok((Envelope::PlainResult(result), bounds)) = validate_raw_bounded(raw, 3) else {
+        let Ok(value) = serde_json::from_str::<Value>(&text) else {
             continue;
         };
         plain += 1;
         let schema = (round % 3 == 0).then_some(&schema);
-        if let Some(shape) = scan(result.text()) {
+        if let Some(result) = scan_result(&text) {
             scanned += 1;
-            rewritten += usize::from(shape.insert_at_in_place(text.len()).is_none());
+            let canonical = result.into_canonical();
+            rewritten += usize::from(canonical.as_raw().get() != text);
         }
-        let value = result.to_value();
-        let fast = validate_plain_tool_result(result, bounds, schema).map_err(|r| r.fault);
+        let fast = validate_tool_result_text(&text, schema);
         let slow = validate_tool_result(value, schema);
         assert_eq!(fast, slow, "{text}");
         let Ok(fast) = fast else { continue };
@@ -246,10 +241,7 @@ fn agrees_with_the_value_path_on_generated_results() {
     }
     // Every way is taken: the scan reads results as they are and rewrites others, and
     // leaves the rest to the `Value` path.
-    assert!(
-        plain > 3000,
-        "{plain} results on the fast path of the frame"
-    );
+    assert!(plain > 3000, "{plain} results that are JSON");
     assert!(
         scanned > 1000 && scanned + 500 < plain,
         "{scanned} of {plain} scanned"
@@ -261,16 +253,94 @@ fn agrees_with_the_value_path_on_generated_results() {
     assert!(valid > 1000, "{valid} valid");
 }
 
-#[test]
-fn reads_a_canonical_result_in_place() {
-    let text = r#"{"content":[{"text":"hi","type":"text"}],"isError":false,"structuredContent":{"a":[1,{"b":null}]}}"#;
-    let shape = scan(text).expect("scanned");
-    assert_eq!(
-        shape.insert_at_in_place(text.len()),
-        text.find(",\"structuredContent\"")
-    );
-    let python = r#"{"content": [{"type": "text", "text": "hi"}], "structuredContent": {"a": [1, {"b": null}]}, "isError": false}"#;
-    let shape = scan(python).expect("scanned");
-    assert_eq!(shape.insert_at_in_place(python.len()), None);
-    assert_eq!(shape.write_canonical().text, text);
+/// A result `Value` near the contract: text items (now and then another type, an extra key, a
+/// number for a text), `isError` of any type or none, `structuredContent` an object of any
+/// values (now and then no object), an extra member now and then.
+fn result_value() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    // Mostly plain text, now and then something that needs an escape.
+    let text = || prop_oneof![6 => "[a-z é€]{0,12}", 1 => "[a-z\"\\\\\n]{0,6}"];
+    let item = prop_oneof![
+        40 => text().prop_map(|t| json!({"type": "text", "text": t})),
+        1 => text().prop_map(|t| json!({"type": "image", "text": t})),
+        1 => text().prop_map(|t| json!({"type": "text", "text": t, "x": 1})),
+        1 => Just(json!({"type": "text", "text": 5})),
+    ];
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<u32>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        (-1e6f64..1e6).prop_map(Value::from),
+        text().prop_map(Value::from),
+    ];
+    let any_value = leaf.prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z]{1,3}", inner, 0..3)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    });
+    let structured = prop_oneof![
+        16 => prop::collection::btree_map("[a-z]{1,4}", any_value, 0..4)
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
+        1 => Just(json!([])),
+    ];
+    let is_error =
+        prop_oneof![4 => Just(json!(true)), 4 => Just(json!(false)), 1 => Just(json!(1))];
+    // A few items, now and then around the bound of 32.
+    let content = prop_oneof![
+        8 => prop::collection::vec(item.clone(), 0..4),
+        1 => prop::collection::vec(item, 31..34),
+    ];
+    (
+        prop::option::weighted(0.95, content),
+        prop::option::of(is_error),
+        prop::option::of(structured),
+        prop::bool::weighted(0.05),
+    )
+        .prop_map(|(content, is_error, structured, extra)| {
+            let mut map = serde_json::Map::new();
+            if let Some(content) = content {
+                map.insert("content".into(), Value::Array(content));
+            }
+            if let Some(flag) = is_error {
+                map.insert("isError".into(), flag);
+            }
+            if let Some(structured) = structured {
+                map.insert("structuredContent".into(), structured);
+            }
+            if extra {
+                map.insert("extra".into(), json!(1));
+            }
+            Value::Object(map)
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+
+    /// The one scan (through `validate_tool_result_text`) and its oracle, the `Value` path, give
+    /// the same verdict and the same canonical bytes, on the text as serde_json writes it
+    /// (canonical) and pretty-printed, with and without an output schema.
+    #[test]
+    fn the_scan_agrees_with_the_value_path_on_generated_results(
+        result in result_value(),
+        pretty in proptest::prelude::any::<bool>(),
+        with_schema in proptest::prelude::any::<bool>(),
+    ) {
+        let text = match pretty {
+            true => serde_json::to_string_pretty(&result).unwrap(),
+            false => serde_json::to_string(&result).unwrap(),
+        };
+        let schema = schema();
+        let schema = with_schema.then_some(&schema);
+        let fast = validate_tool_result_text(&text, schema);
+        let oracle = validate_tool_result(result, schema);
+        match (&fast, &oracle) {
+            (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a.as_raw().get(), b.as_raw().get()),
+            (Err(a), Err(b)) => proptest::prop_assert_eq!(a, b),
+            _ => proptest::prop_assert!(false, "{}: {:?} against {:?}", text, fast, oracle),
+        }
+    }
 }

@@ -181,7 +181,7 @@ impl Walk {
     }
 
     /// An item or member value: [`Walk::value`], with a scalar's steps done here.
-    #[inline(always)]
+    #[inline]
     fn child<'s>(
         &mut self,
         value: &Value,
@@ -201,7 +201,7 @@ impl Walk {
 
     /// `node` when `value` itself matches it (its schema then applies below it); else the
     /// mismatch is noted.
-    #[inline(always)]
+    #[inline]
     fn matched<'s>(
         &mut self,
         node: &'s Node,

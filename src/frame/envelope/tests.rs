@@ -2,6 +2,46 @@ use serde_json::json;
 
 use super::*;
 
+/// Validates the envelope of a response to the request with id `expected_id`.
+///
+/// Checks, in order: an object with `"jsonrpc":"2.0"` and no `method` (else
+/// [`EnvelopeFault::Protocol`]); an `id` that is a non-negative integer (else
+/// [`EnvelopeFault::IdInvalid`]) equal to `expected_id` (below: [`EnvelopeFault::DuplicateId`],
+/// above: [`EnvelopeFault::UnknownId`]); exactly one of `result`/`error`, where `error` is an
+/// object with an integer `code` and a `message` of 1..=512 bytes (else
+/// [`EnvelopeFault::Protocol`]). Other envelope keys, and extra keys inside `error`, are ignored.
+/// The result is moved out of `message`, not cloned.
+///
+/// The oracle of the typed path, which the host decodes with: [`decode_response`] and
+/// [`validate_raw`].
+pub(crate) fn validate_response(
+    message: Value,
+    expected_id: u64,
+) -> Result<Envelope, EnvelopeFault> {
+    let Value::Object(mut map) = message else {
+        return Err(EnvelopeFault::Protocol);
+    };
+    if map.get("jsonrpc").and_then(Value::as_str) != Some("2.0") || map.contains_key("method") {
+        return Err(EnvelopeFault::Protocol);
+    }
+    // `as_u64` is None for negatives and for floats, even integral ones like `1.0`.
+    let id = match map.get("id") {
+        Some(Value::Number(n)) => n.as_u64().ok_or(EnvelopeFault::IdInvalid)?,
+        _ => return Err(EnvelopeFault::IdInvalid),
+    };
+    if id < expected_id {
+        return Err(EnvelopeFault::DuplicateId);
+    }
+    if id > expected_id {
+        return Err(EnvelopeFault::UnknownId);
+    }
+    match (map.remove("result"), map.remove("error")) {
+        (Some(result), None) => Ok(Envelope::Result(result)),
+        (None, Some(Value::Object(error))) => rpc_error(error),
+        _ => Err(EnvelopeFault::Protocol),
+    }
+}
+
 /// Validates `v` with the `Value` path, and checks that the typed path gives the same
 /// verdict for its serialized line.
 fn check(v: Value) -> Result<Envelope, EnvelopeFault> {
@@ -524,10 +564,7 @@ fn typed_path_keeps_the_line_faults() {
     long.resize(crate::frame::MAX_LINE_BYTES - 2, b'a');
     long.extend_from_slice(b"\"}");
     assert_eq!(long.len(), crate::frame::MAX_LINE_BYTES);
-    assert!(matches!(
-        typed_path(&long, 5),
-        Ok(Ok(Envelope::Result(_) | Envelope::PlainResult(_)))
-    ));
+    assert!(matches!(typed_path(&long, 5), Ok(Ok(Envelope::Result(_)))));
     long.insert(1, b' ');
     assert!(matches!(decode_response(&long), Err(ReadFault::TooLarge)));
     assert_eq!(typed_path(&long, 5), Err(ErrorCode::MessageTooLarge));

@@ -422,6 +422,219 @@ fn the_single_pass_agrees_with_looking_action_up_first() {
     }
 }
 
+/// The plain serde reading of `plugin_tool` parameters: a tagged enum with the fields of each
+/// action, unknown fields denied, then the rules a type does not say (`plugin` needs `runner`;
+/// a session id is 1..=256 bytes without control characters; a `project` is an absolute path of
+/// some platform, at most `MAX_PROJECT_BYTES` without control characters; a `project_target` is
+/// of its form). The oracle of the one-pass parse: the same parameters accepted, read as the
+/// same action.
+mod serde_oracle {
+    use serde::{Deserialize, Deserializer};
+    use serde_json::{Map, Value};
+
+    use super::super::{Action, MAX_PROJECT_BYTES, MAX_RECORDING_SESSION_ID_BYTES};
+
+    /// A present field must be a string (`null` is no absent field).
+    fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        String::deserialize(d).map(Some)
+    }
+
+    #[derive(Deserialize)]
+    #[serde(tag = "action", rename_all = "lowercase", deny_unknown_fields)]
+    enum Params {
+        List {
+            #[serde(default, deserialize_with = "present")]
+            runner: Option<String>,
+            #[serde(default, deserialize_with = "present")]
+            plugin: Option<String>,
+        },
+        Describe {
+            runner: String,
+            plugin: String,
+            tool: String,
+            #[serde(default, deserialize_with = "present")]
+            project: Option<String>,
+        },
+        Call {
+            binding: String,
+            arguments: Map<String, Value>,
+            #[serde(default, deserialize_with = "present")]
+            recording_session_id: Option<String>,
+            #[serde(default, deserialize_with = "present")]
+            project_target: Option<String>,
+        },
+        Check {
+            runner: String,
+            plugin: String,
+            #[serde(default, deserialize_with = "present")]
+            recording_session_id: Option<String>,
+        },
+        Reload {
+            runner: String,
+            #[serde(default, deserialize_with = "present")]
+            recording_session_id: Option<String>,
+        },
+        Catalog {
+            runner: String,
+            project: String,
+        },
+    }
+
+    fn session_ok(id: &Option<String>) -> bool {
+        id.as_deref().is_none_or(|id| {
+            (1..=MAX_RECORDING_SESSION_ID_BYTES).contains(&id.len())
+                && !id.chars().any(char::is_control)
+        })
+    }
+
+    fn project_ok(project: &Option<String>) -> bool {
+        project.as_deref().is_none_or(|p| {
+            let b = p.as_bytes();
+            let drive = b.len() >= 3
+                && b[0].is_ascii_alphabetic()
+                && b[1] == b':'
+                && (b[2] == b'/' || b[2] == b'\\');
+            let absolute = b.first() == Some(&b'/') || b.starts_with(b"\\\\") || drive;
+            absolute && p.len() <= MAX_PROJECT_BYTES && !p.chars().any(char::is_control)
+        })
+    }
+
+    fn target_ok(target: &Option<String>) -> bool {
+        target
+            .as_deref()
+            .is_none_or(crate::host::valid_project_target)
+    }
+
+    /// What serde and the rules make of `params`; `None` for a rejection.
+    pub(super) fn parse(params: &Value) -> Option<Action> {
+        Some(match Params::deserialize(params).ok()? {
+            Params::List { runner, plugin } if plugin.is_none() || runner.is_some() => {
+                Action::List { runner, plugin }
+            }
+            Params::List { .. } => return None,
+            Params::Describe {
+                runner,
+                plugin,
+                tool,
+                project,
+            } => Action::Describe {
+                runner,
+                plugin,
+                tool,
+                project: Some(project).filter(project_ok)?,
+            },
+            Params::Call {
+                binding,
+                arguments,
+                recording_session_id,
+                project_target,
+            } => Action::Call {
+                binding,
+                arguments: Value::Object(arguments),
+                recording_session_id: Some(recording_session_id).filter(session_ok)?,
+                project_target: Some(project_target).filter(target_ok)?,
+            },
+            Params::Check {
+                runner,
+                plugin,
+                recording_session_id,
+            } => Action::Check {
+                runner,
+                plugin,
+                recording_session_id: Some(recording_session_id).filter(session_ok)?,
+            },
+            Params::Reload {
+                runner,
+                recording_session_id,
+            } => Action::Reload {
+                runner,
+                recording_session_id: Some(recording_session_id).filter(session_ok)?,
+            },
+            Params::Catalog { runner, project } => Action::Catalog { runner, project },
+        })
+    }
+}
+
+/// Parameters near the contract: an action (one of the six, now and then another or none),
+/// most of its fields and now and then another one, values of every JSON type (strings empty,
+/// long, with control characters).
+fn params_strategy() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let value = || {
+        prop_oneof![
+            12 => "[a-z]{1,6}".prop_map(Value::from),
+            1 => Just(json!("")),
+            1 => Just(json!("a\u{7}b")),
+            1 => Just(Value::from("s".repeat(MAX_RECORDING_SESSION_ID_BYTES + 1))),
+            1 => Just(Value::from("s".repeat(MAX_RECORDING_SESSION_ID_BYTES))),
+            // Paths of each platform's absolute forms and relative ones, project targets.
+            2 => prop::sample::select(vec![
+                "/srv/a", "/", "C:\\w", "d:/w", "\\\\s\\x", "C:", "c:x", "1:/x", "./x", "\\x",
+            ])
+            .prop_map(Value::from),
+            1 => Just(Value::from(format!("/{}", "p".repeat(MAX_PROJECT_BYTES)))),
+            1 => Just(Value::from(format!("/{}", "p".repeat(MAX_PROJECT_BYTES - 1)))),
+            2 => Just(json!(TARGET)),
+            3 => Just(json!({"a": 1})),
+            1 => Just(json!([])),
+            1 => Just(json!(null)),
+            1 => Just(json!(7)),
+        ]
+    };
+    let kind = prop::sample::select(ActionKind::ALL.to_vec());
+    let other = prop::sample::select(vec!["tool", "project", "binding", "", "Action", "runners"]);
+    let action = prop_oneof![
+        12 => Just(None),
+        1 => Just(Some(json!("nope"))),
+        1 => Just(Some(json!(1))),
+        1 => Just(Some(Value::Null)),
+    ];
+    (
+        kind,
+        action,
+        prop::collection::vec((prop::bool::weighted(0.8), value()), 4),
+        prop::option::weighted(0.15, (other, value())),
+    )
+        .prop_map(|(kind, action, fields, extra)| {
+            let mut map = serde_json::Map::new();
+            // `None`: the action's own name; `Null`: no action field at all.
+            match action {
+                None => drop(map.insert("action".into(), kind.as_str().into())),
+                Some(Value::Null) => {}
+                Some(other) => drop(map.insert("action".into(), other)),
+            }
+            for (name, (present, value)) in kind.fields().iter().zip(fields) {
+                if present {
+                    map.insert(name.to_string(), value);
+                }
+            }
+            if let Some((name, value)) = extra {
+                map.insert(name.to_string(), value);
+            }
+            Value::Object(map)
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+    /// The one-pass parse accepts what the serde reading accepts, as the same action, and
+    /// refuses the rest as `invalid_arguments`.
+    #[test]
+    fn the_one_pass_parse_agrees_with_serde(params in params_strategy()) {
+        let parsed = Action::parse(&params);
+        let expected = serde_oracle::parse(&params);
+        match (&parsed, expected) {
+            (Ok(action), Some(expected)) => proptest::prop_assert_eq!(action, &expected),
+            (Err(e), None) => proptest::prop_assert_eq!(e.code(), ErrorCode::InvalidArguments),
+            (parsed, expected) => proptest::prop_assert!(
+                false,
+                "{} gives {:?}, serde {:?}", params, parsed, expected
+            ),
+        }
+    }
+}
+
 #[test]
 fn describe_takes_an_optional_absolute_project() {
     for project in [

@@ -26,7 +26,6 @@ use crate::frame::{RequestEncoder, ResponseLine};
 use port::{Held, ReaderSleep, StdoutPort};
 
 /// The name [`crate::provider::response_wait_mode`] reports for this path.
-#[cfg(any(test, feature = "internals"))]
 pub(crate) const NAME: &str = "direct";
 
 /// The response path of one provider: its stdout, shared by the reader thread and requests.

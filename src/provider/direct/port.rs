@@ -121,7 +121,7 @@ impl StdoutPort {
     /// The caller's take-over for one request (waiting while the reader reads what is
     /// there): `None` when the reader holds a line it could not queue, reading has ended, or
     /// there is no kicker, so the request takes the event channel instead.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn take(&self) -> Option<Held<'_>> {
         let kicker = self.kicker.as_deref()?;
         let mut state = self.state.lock();

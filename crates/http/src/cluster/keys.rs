@@ -413,30 +413,5 @@ impl BindingSealer for ClusterKeys {
     }
 }
 
-/// The fuzz target `sealed_binding`: `data` as binding text opened by a fixed key, and as
-/// contents sealed and opened again (the round trip must give them back), then read as a
-/// binding's target. Never panics.
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub fn fuzz_sealed_binding(data: &[u8]) {
-    use webcodex_plugin_host::gateway::SealedTarget;
-    let set = KeySet::parse(
-        "[[keys]]\nid = \"fuzz\"\nsecret = \"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\"\n",
-    )
-    .expect("the fuzz key");
-    let keys = ClusterKeys::new(set, Some(DEFAULT_BINDING_TTL)).expect("randomness");
-    if let Ok(text) = std::str::from_utf8(data) {
-        if let Some(contents) = keys.open_at(text, 1) {
-            let _ = SealedTarget::decode(&contents);
-        }
-    }
-    if let Some(text) = keys.seal_at(data, 1) {
-        assert_eq!(keys.open_at(&text, 2).as_deref(), Some(data));
-    }
-    if let Some(target) = SealedTarget::decode(data) {
-        assert_eq!(target.encode().as_deref(), Some(data));
-    }
-}
-
 #[cfg(test)]
 mod tests;

@@ -178,3 +178,47 @@ fn writes_what_serde_json_writes_on_generated_values() {
         assert_same(&v);
     }
 }
+
+#[test]
+fn ids_are_written_like_display() {
+    let samples = [
+        0,
+        1,
+        9,
+        10,
+        99,
+        100,
+        12_345,
+        999_999_999,
+        1_000_000_000,
+        u64::from(u32::MAX),
+        u64::MAX / 10,
+        u64::MAX - 1,
+        u64::MAX,
+    ];
+    let powers = (0..20).map(|e| 10u64.pow(e));
+    let below = (1..20).map(|e| 10u64.pow(e) - 1);
+    for n in samples.into_iter().chain(powers).chain(below) {
+        let mut out = b"x".to_vec();
+        push_u64(&mut out, n);
+        let mut digits = Digits::of(n.saturating_sub(1));
+        if n > 0 {
+            digits.increment();
+        }
+        let mut counted = b"x".to_vec();
+        digits.push_to(&mut counted);
+        assert_eq!(counted, out, "{n}");
+        assert_eq!(String::from_utf8(out).unwrap(), format!("x{n}"));
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn writes_what_serde_json_writes_on_any_number(n in proptest::prelude::any::<u64>()) {
+        let mut out = Vec::new();
+        push_u64(&mut out, n);
+        proptest::prop_assert_eq!(out, n.to_string().into_bytes());
+        assert_same(&Value::from(n));
+        assert_same(&Value::from(n as i64));
+    }
+}

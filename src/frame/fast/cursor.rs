@@ -1,23 +1,22 @@
-//! A cursor over one JSON text: the byte-level steps of the hand-written fast paths (the
-//! response line's, and the tool result's scan in `catalog`).
+//! A cursor over one JSON text: the byte-level steps of the tool result's scan.
 
-use super::bounds::string_run;
+use super::bytes::string_run;
 
 /// Longest number a fast path reads: 18 digits always fit a u64.
 const MAX_DIGITS: usize = 18;
 
 /// A position in one JSON text.
-pub(crate) struct Cursor<'a> {
+pub(super) struct Cursor<'a> {
     /// The text's bytes.
-    pub(crate) bytes: &'a [u8],
+    pub(super) bytes: &'a [u8],
     text: &'a str,
     /// The next byte to read.
-    pub(crate) at: usize,
+    pub(super) at: usize,
 }
 
 impl<'a> Cursor<'a> {
     /// A cursor at the start of `text`.
-    pub(crate) fn new(text: &'a str) -> Cursor<'a> {
+    pub(super) fn new(text: &'a str) -> Cursor<'a> {
         Cursor {
             bytes: text.as_bytes(),
             text,
@@ -27,13 +26,13 @@ impl<'a> Cursor<'a> {
 
     /// The next byte, not consumed.
     #[inline]
-    pub(crate) fn peek(&self) -> Option<u8> {
+    pub(super) fn peek(&self) -> Option<u8> {
         self.bytes.get(self.at).copied()
     }
 
     /// The next byte, consumed.
     #[inline]
-    pub(crate) fn next(&mut self) -> Option<u8> {
+    pub(super) fn next(&mut self) -> Option<u8> {
         let b = self.peek()?;
         self.at += 1;
         Some(b)
@@ -41,7 +40,7 @@ impl<'a> Cursor<'a> {
 
     /// Skips JSON whitespace; true when there was some.
     #[inline]
-    pub(crate) fn skip_ws(&mut self) -> bool {
+    pub(super) fn skip_ws(&mut self) -> bool {
         let start = self.at;
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.at += 1;
@@ -49,24 +48,17 @@ impl<'a> Cursor<'a> {
         self.at != start
     }
 
-    /// Whitespace, then the byte `b`.
-    #[inline]
-    pub(crate) fn token(&mut self, b: u8) -> Option<()> {
-        self.skip_ws();
-        (self.next()? == b).then_some(())
-    }
-
     /// The bytes `lit`, when they come next.
-    #[inline(always)]
-    pub(crate) fn literal(&mut self, lit: &[u8]) -> Option<()> {
+    #[inline]
+    pub(super) fn literal(&mut self, lit: &[u8]) -> Option<()> {
         let end = self.at + lit.len();
         (self.bytes.get(self.at..end) == Some(lit)).then(|| self.at = end)
     }
 
     /// The text of a string whose opening quote was just read, without escapes or control
     /// characters, and whether it is all printable ASCII; the closing quote is consumed.
-    #[inline(always)]
-    pub(crate) fn string(&mut self) -> Option<(&'a str, bool)> {
+    #[inline]
+    pub(super) fn string(&mut self) -> Option<(&'a str, bool)> {
         let (len, ascii) = string_run(&self.bytes[self.at..]);
         let end = self.at + len;
         (self.bytes.get(end) == Some(&b'"')).then_some(())?;
@@ -78,7 +70,7 @@ impl<'a> Cursor<'a> {
 
     /// A non-negative integer of at most 18 digits, without a leading zero, not followed by a
     /// fraction or an exponent: its value and its length.
-    pub(crate) fn digits(&mut self) -> Option<(u64, usize)> {
+    pub(super) fn digits(&mut self) -> Option<(u64, usize)> {
         let start = self.at;
         while let Some(b'0'..=b'9') = self.peek() {
             self.at += 1;
@@ -95,12 +87,12 @@ impl<'a> Cursor<'a> {
     }
 
     /// The text from `start` to here.
-    pub(crate) fn since(&self, start: usize) -> &'a str {
+    pub(super) fn since(&self, start: usize) -> &'a str {
         &self.text[start..self.at]
     }
 
     /// True at the end of the text.
-    pub(crate) fn at_end(&self) -> bool {
+    pub(super) fn at_end(&self) -> bool {
         self.at == self.bytes.len()
     }
 }

@@ -135,3 +135,17 @@ fn at_most_32_items_and_512_kib_are_read() {
         assert_eq!(scan(&text).is_some(), len <= fill, "{len}");
     }
 }
+
+#[test]
+fn reads_a_canonical_result_in_place() {
+    let text = r#"{"content":[{"text":"hi","type":"text"}],"isError":false,"structuredContent":{"a":[1,{"b":null}]}}"#;
+    let shape = scan(text).expect("scanned");
+    assert_eq!(
+        shape.insert_at_in_place(text.len()),
+        text.find(",\"structuredContent\"")
+    );
+    let python = r#"{"content": [{"type": "text", "text": "hi"}], "structuredContent": {"a": [1, {"b": null}]}, "isError": false}"#;
+    let shape = scan(python).expect("scanned");
+    assert_eq!(shape.insert_at_in_place(python.len()), None);
+    assert_eq!(shape.write_canonical().text, text);
+}

@@ -1,14 +1,29 @@
-//! Reading requests from arbitrary bytes as the listener does, for the fuzz targets in `fuzz/`
-//! (not public API).
+//! Not API: the entry points of the fuzz targets in `fuzz/` — a read body answered as the
+//! server answers it, arbitrary bytes read as requests as the listener reads them, and a
+//! binding's text opened by a cluster key. Nothing
+//! here is stable or covered by semver; it may change in any release. Always compiled (no
+//! feature switches it on), and hidden from the docs.
 
 use std::io::Write;
 use std::net::{Shutdown, TcpStream};
 use std::time::Instant;
 
-use super::wire::{BodyError, Conn, REQUEST_DEADLINE};
+use serde_json::Value;
+use webcodex_plugin_host::gateway::Caller;
+use webcodex_plugin_host::transport::Dispatcher;
 
-/// One request read by [`fuzz_read_requests`] (fuzz targets only, not public API).
-#[doc(hidden)]
+pub use super::wire::BodyError;
+use super::wire::{Conn, REQUEST_DEADLINE};
+
+/// A request body answered as `POST /api/tools/call` answers a body it read: the status and the
+/// response body.
+pub fn fuzz_answer_body(dispatcher: &Dispatcher, caller: &Caller, body: &[u8]) -> (u16, Value) {
+    let (status, response) = super::server::answer_body(dispatcher, caller, body);
+    let response = webcodex_plugin_host::transport::response_body(response.id, response.output);
+    (status, response.to_value())
+}
+
+/// One request read by [`fuzz_read_requests`].
 #[derive(Debug)]
 pub struct FuzzRequest {
     /// The request method.
@@ -27,8 +42,7 @@ pub struct FuzzRequest {
 /// sent, and reads requests from it as the listener does (head, then a body of at most
 /// `max_body` bytes, or the body dropped when larger), until the stream ends or a request
 /// fails. Returns the requests read and the status a failed head is answered with (after
-/// writing that answer). For the fuzz targets in `fuzz/` (not public API).
-#[doc(hidden)]
+/// writing that answer).
 pub fn fuzz_read_requests(input: &[u8], max_body: usize) -> (Vec<FuzzRequest>, Option<u16>) {
     use std::net::TcpListener;
     use std::sync::OnceLock;
@@ -82,5 +96,29 @@ pub fn fuzz_read_requests(input: &[u8], max_body: usize) -> (Vec<FuzzRequest>, O
         if stop {
             return (requests, None);
         }
+    }
+}
+
+/// The fuzz target `sealed_binding`: `data` as binding text opened by a fixed key, and as
+/// contents sealed and opened again (the round trip must give them back), then read as a
+/// binding's target. Never panics.
+pub fn fuzz_sealed_binding(data: &[u8]) {
+    use crate::cluster::{ClusterKeys, KeySet, DEFAULT_BINDING_TTL};
+    use webcodex_plugin_host::gateway::SealedTarget;
+    let set = KeySet::parse(
+        "[[keys]]\nid = \"fuzz\"\nsecret = \"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\"\n",
+    )
+    .expect("the fuzz key");
+    let keys = ClusterKeys::new(set, Some(DEFAULT_BINDING_TTL)).expect("randomness");
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Some(contents) = keys.open_at(text, 1) {
+            let _ = SealedTarget::decode(&contents);
+        }
+    }
+    if let Some(text) = keys.seal_at(data, 1) {
+        assert_eq!(keys.open_at(&text, 2).as_deref(), Some(data));
+    }
+    if let Some(target) = SealedTarget::decode(data) {
+        assert_eq!(target.encode().as_deref(), Some(data));
     }
 }

@@ -1,34 +1,41 @@
-//! The canonical text of a tool result, found without building a `Value`.
+//! The tool result of a call, read from its text in one scan, and its canonical text.
 //!
 //! A result's canonical form is what serde_json writes for its validated map (keys sorted,
 //! compact): `{"content":[{"text":…,"type":"text"},…],"isError":…,"structuredContent":…}`.
-//! [`scan`] reads the plugin's text once: it checks that the text is one JSON value within the
-//! JSON bounds (docs/PROTOCOL.md §3) and a result of the usual kind, and finds its shape;
-//! [`Shape::insert_at_in_place`] tells when the plugin already wrote the canonical form
-//! (serde_json plugins do), and [`Shape::write_canonical`] writes it otherwise. Anything [`scan`]
-//! is not sure of — an unknown or repeated member, a wrong type, an escape, a number that is not
-//! a non-negative integer of at most 18 digits, object keys out of order in
-//! `structuredContent`, more than [`MAX_CONTENT_ITEMS`] items, a broken bound — returns `None`,
-//! and the caller decides it on the `Value` path, which then gives every verdict as before.
+//! [`scan_result`] reads the plugin's text once: it checks that the text is one JSON value
+//! within the JSON bounds (docs/PROTOCOL.md §3) and a result of the usual kind, finds its
+//! shape, and keeps the text as it came when the plugin already wrote the canonical form
+//! (serde_json plugins do) or writes the canonical form otherwise. Anything the scan is not sure
+//! of — an unknown or repeated member, a wrong type, an escape, a number that is not a
+//! non-negative integer of at most 18 digits, object keys out of order in `structuredContent`,
+//! more than [`MAX_CONTENT_ITEMS`] items, a broken bound — returns `None`, and the caller
+//! decides it on the `Value` path (`catalog::validate_tool_result`), which then gives every
+//! verdict as before.
+//!
+//! [`CanonicalResult`] is the canonical text as a `RawValue`, made only here: from a scanned
+//! text or from one serde_json wrote ([`CanonicalResult::write`]), so that the one `unsafe`
+//! conversion below sees only text this module knows to be one JSON value.
+//!
+//! Oracle: the `Value` path, decoding the text and validating the value; the tests in
+//! `catalog::result` hold the two to the same verdict and the same bytes on generated results.
 
-use crate::frame::{string_run, Cursor, Tally, MAX_DEPTH};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
-/// Most content items in one result.
-pub(super) const MAX_CONTENT_ITEMS: usize = 32;
-/// Longest text of one content item, in bytes.
-pub(super) const MAX_TEXT_BYTES: usize = 512 * 1024;
-/// Largest serialized result, in bytes.
-pub(super) const MAX_RESULT_BYTES: usize = 512 * 1024;
+use super::bytes::string_run;
+use super::cursor::Cursor;
+use crate::frame::bounds::{Tally, MAX_CONTENT_ITEMS, MAX_RESULT_BYTES, MAX_TEXT_BYTES};
+use crate::frame::MAX_DEPTH;
 
 /// The members of a result, found in its text.
 #[cfg_attr(test, derive(Debug, PartialEq))]
-pub(super) struct Shape<'a> {
+struct Shape<'a> {
     /// The `content` array, as written.
     content: &'a str,
     /// The `isError` member.
-    pub(super) is_error: Option<bool>,
+    is_error: Option<bool>,
     /// The `structuredContent` object, as written.
-    pub(super) structured: Option<&'a str>,
+    structured: Option<&'a str>,
     /// `structuredContent` has whitespace between its tokens.
     structured_spaced: bool,
     /// The whole text is already the canonical form.
@@ -37,19 +44,19 @@ pub(super) struct Shape<'a> {
 
 /// The canonical text and where a member that sorts between `isError` and
 /// `structuredContent` goes in it.
-pub(super) struct Canonical {
+struct Canonical {
     /// The canonical JSON text.
-    pub(super) text: String,
+    text: String,
     /// The offset of `,"structuredContent":`, or of the closing brace.
-    pub(super) insert_at: usize,
+    insert_at: usize,
 }
 
 /// The member key that follows `isError` in the canonical text.
-pub(super) const STRUCTURED_KEY: &str = ",\"structuredContent\":";
+const STRUCTURED_KEY: &str = ",\"structuredContent\":";
 
 /// Reads a result's text when it is one JSON value within the bounds and a valid result of the
 /// usual kind.
-pub(super) fn scan(text: &str) -> Option<Shape<'_>> {
+fn scan(text: &str) -> Option<Shape<'_>> {
     scan_canonical(text).or_else(|| scan_members(text))
 }
 
@@ -177,7 +184,7 @@ fn scan_canonical(text: &str) -> Option<Shape<'_>> {
 impl Shape<'_> {
     /// When the text `scan` read (of `len` bytes) is already canonical: where a member that
     /// sorts between `isError` and `structuredContent` goes in it.
-    pub(super) fn insert_at_in_place(&self, len: usize) -> Option<usize> {
+    fn insert_at_in_place(&self, len: usize) -> Option<usize> {
         self.canonical.then(|| match self.structured {
             Some(structured) => len - 1 - structured.len() - STRUCTURED_KEY.len(),
             None => len - 1,
@@ -185,7 +192,7 @@ impl Shape<'_> {
     }
 
     /// The canonical text, written from the members.
-    pub(super) fn write_canonical(&self) -> Canonical {
+    fn write_canonical(&self) -> Canonical {
         let structured = self
             .structured
             .map_or(0, |s| s.len() + STRUCTURED_KEY.len());
@@ -221,6 +228,130 @@ impl Shape<'_> {
             insert_at,
         }
     }
+}
+
+/// A result read from its text by one scan, in its canonical form: valid JSON within the
+/// bounds and of the result's shape; only the output schema is left to check.
+pub(crate) struct ScannedResult {
+    canonical: Canonical,
+    is_error: bool,
+    structured: bool,
+}
+
+/// Reads a tools/call `result` from its text, or `None` when the scan is not sure of it (the
+/// text is then to be decoded and validated on the `Value` path, which decides it).
+pub(crate) fn scan_result(text: &str) -> Option<ScannedResult> {
+    let shape = scan(text)?;
+    let canonical = match shape.insert_at_in_place(text.len()) {
+        Some(insert_at) => Canonical {
+            text: text.to_owned(),
+            insert_at,
+        },
+        None => shape.write_canonical(),
+    };
+    Some(ScannedResult {
+        canonical,
+        is_error: shape.is_error == Some(true),
+        structured: shape.structured.is_some(),
+    })
+}
+
+impl ScannedResult {
+    /// The `isError` member (false when absent).
+    pub(crate) fn is_error(&self) -> bool {
+        self.is_error
+    }
+
+    /// The canonical text of `structuredContent`, when the result has it.
+    pub(crate) fn structured(&self) -> Option<&str> {
+        let text = &self.canonical.text;
+        let start = self.canonical.insert_at + STRUCTURED_KEY.len();
+        self.structured.then(|| &text[start..text.len() - 1])
+    }
+
+    /// The canonical text.
+    pub(crate) fn into_canonical(self) -> CanonicalResult {
+        CanonicalResult::new(self.canonical)
+    }
+}
+
+/// The canonical text of a validated result, as a `RawValue` (written out as it is), and where
+/// a member that sorts between `isError` and `structuredContent` goes in it.
+#[derive(Debug, Clone)]
+pub(crate) struct CanonicalResult {
+    json: Box<RawValue>,
+    /// The offset of `,"structuredContent":` in `json`, or of its closing brace. (At most
+    /// [`MAX_RESULT_BYTES`]: a `u32`, so a result travels in fewer bytes.)
+    insert_at: u32,
+}
+
+impl CanonicalResult {
+    /// The canonical text of a result whose members are validated: serde_json writes them.
+    pub(crate) fn write(content: &Value, is_error: bool, structured: Option<&Value>) -> Self {
+        let mut text = String::with_capacity(128);
+        let push = |text: &mut String, value: &Value| {
+            text.push_str(&serde_json::to_string(value).unwrap_or_else(|_| "null".into()))
+        };
+        text.push_str("{\"content\":");
+        push(&mut text, content);
+        text.push_str(if is_error {
+            ",\"isError\":true"
+        } else {
+            ",\"isError\":false"
+        });
+        let insert_at = text.len();
+        if let Some(structured) = structured {
+            text.push_str(STRUCTURED_KEY);
+            push(&mut text, structured);
+        }
+        text.push('}');
+        CanonicalResult::new(Canonical { text, insert_at })
+    }
+
+    /// `canonical` as a `RawValue`.
+    fn new(canonical: Canonical) -> CanonicalResult {
+        CanonicalResult {
+            json: raw(canonical.text),
+            insert_at: u32::try_from(canonical.insert_at).expect("a result within its bound"),
+        }
+    }
+
+    /// The canonical JSON text.
+    pub(crate) fn as_raw(&self) -> &RawValue {
+        &self.json
+    }
+
+    /// The canonical JSON text, by value.
+    pub(crate) fn into_raw(self) -> Box<RawValue> {
+        self.json
+    }
+
+    /// The canonical JSON text with `"key":"value"` added where it sorts: `key` must sort
+    /// after `isError` and before `structuredContent`; when either needs an escape, the text
+    /// as it is.
+    pub(crate) fn into_raw_with(self, key: &str, value: &str) -> Box<RawValue> {
+        debug_assert!(key > "isError" && key < "structuredContent");
+        let plain = |s: &str| string_run(s.as_bytes()).0 == s.len();
+        if !plain(key) || !plain(value) {
+            return self.json;
+        }
+        let json = self.json.get();
+        let (head, tail) = json.split_at(self.insert_at as usize);
+        raw(format!("{head},\"{key}\":\"{value}\"{tail}"))
+    }
+}
+
+/// `text` as a `RawValue`, not parsed again: every caller in this module hands over one JSON
+/// value with no whitespace around it (checked again in debug builds, so in `cargo test`).
+fn raw(text: String) -> Box<RawValue> {
+    // SAFETY: the texts are a result `scan` read as one valid JSON value (kept as it came, or
+    // written again from its members, strings without escapes), a text serde_json wrote
+    // (`CanonicalResult::write`), or one of those with a string member of plain text (no `"`,
+    // `\` or control character) inserted before `,"structuredContent":` or the closing brace
+    // (`into_raw_with`): one JSON value, no whitespace around it. Not `RawValue::from_string`:
+    // that parses the text again, half as many instructions again as the whole call
+    // (docs/DECISIONS.md 1.38).
+    unsafe { RawValue::from_string_unchecked(text) }
 }
 
 /// `json` without the whitespace between its tokens (its strings have no escapes, so every
@@ -286,7 +417,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// The text of a string whose opening quote was just read (see [`Cursor::string`]).
-    #[inline(always)]
+    #[inline]
     fn string(&mut self) -> Option<&'a str> {
         self.c.string().map(|(s, _)| s)
     }
