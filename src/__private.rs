@@ -28,5 +28,3 @@ pub mod provider {
 /// A tool result read from its text: one scan when it is sure, else decoded and validated as a
 /// `Value` (the `tool_result_text` fuzz target compares it with `catalog::validate_tool_result`).
 pub use crate::catalog::result::validate_tool_result_text;
-/// `plugin_tool` parameters parsed into an owned action (the `gateway_params` fuzz target).
-pub use crate::gateway::params::Action;

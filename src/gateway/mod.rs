@@ -53,7 +53,7 @@ pub use outcome::{
 };
 pub use output::failure_output;
 pub use output::{ToolOutput, MAX_DETAIL_BYTES};
-pub use params::{ActionKind, MAX_PROJECT_BYTES, MAX_RECORDING_SESSION_ID_BYTES};
+pub use params::{Action, ActionKind, MAX_PROJECT_BYTES, MAX_RECORDING_SESSION_ID_BYTES};
 pub use recording::{RecordingEvent, RecordingHook};
 pub use relay::MAX_RELAYED_MESSAGE_BYTES;
 pub use remote::{

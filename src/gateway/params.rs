@@ -119,8 +119,9 @@ impl ActionKind {
     }
 }
 
-/// Parsed `plugin_tool` parameters, owned (what the tests and the `gateway_params` fuzz target
-/// read; the gateway acts on the borrowed `ActionRef`).
+/// A `plugin_tool` request, typed: what [`Action::parse`] makes of the JSON parameters, and
+/// what [`Gateway::act_on`](super::Gateway::act_on) takes from a program that builds its
+/// requests itself (the gateway acts on a borrowed form of either, copying nothing).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// `list`: no runner → the runners; a runner → its providers; runner + plugin → its tools.
@@ -183,6 +184,81 @@ impl Action {
     /// Parses `plugin_tool` parameters strictly; every failure is `invalid_arguments`.
     pub fn parse(params: &Value) -> Result<Action, Error> {
         ActionRef::parse(params).map(ActionRef::into_action)
+    }
+
+    /// The borrowed form the gateway acts on, after the checks [`Action::parse`] makes on
+    /// the same values (a typed request and its JSON form are refused alike).
+    pub(crate) fn checked(&self) -> Result<ActionRef<'_>, Error> {
+        fn text(s: &Option<String>) -> Option<&str> {
+            s.as_deref()
+        }
+        let kind = self.kind();
+        Ok(match self {
+            Action::List { runner, plugin } => {
+                check_list(text(runner), text(plugin))?;
+                ActionRef::List {
+                    runner: text(runner),
+                    plugin: text(plugin),
+                }
+            }
+            Action::Describe {
+                runner,
+                plugin,
+                tool,
+                project,
+            } => {
+                check_project(kind, text(project))?;
+                ActionRef::Describe {
+                    runner,
+                    plugin,
+                    tool,
+                    project: text(project),
+                }
+            }
+            Action::Call {
+                binding,
+                arguments,
+                recording_session_id,
+                project_target,
+            } => {
+                if !arguments.is_object() {
+                    return Err(invalid(
+                        "field `arguments` must be a JSON object for action `call`".to_string(),
+                    ));
+                }
+                check_session_id(kind, text(recording_session_id))?;
+                check_project_target(kind, text(project_target))?;
+                ActionRef::Call {
+                    binding,
+                    arguments,
+                    recording_session_id: text(recording_session_id),
+                    project_target: text(project_target),
+                }
+            }
+            Action::Check {
+                runner,
+                plugin,
+                recording_session_id,
+            } => {
+                check_session_id(kind, text(recording_session_id))?;
+                ActionRef::Check {
+                    runner,
+                    plugin,
+                    recording_session_id: text(recording_session_id),
+                }
+            }
+            Action::Reload {
+                runner,
+                recording_session_id,
+            } => {
+                check_session_id(kind, text(recording_session_id))?;
+                ActionRef::Reload {
+                    runner,
+                    recording_session_id: text(recording_session_id),
+                }
+            }
+            Action::Catalog { runner, project } => ActionRef::Catalog { runner, project },
+        })
     }
 
     /// The action without its parameters.
@@ -313,11 +389,7 @@ impl<'a> ActionRef<'a> {
             ActionKind::List => {
                 let runner = fields.optional_string(0)?;
                 let plugin = fields.optional_string(1)?;
-                if plugin.is_some() && runner.is_none() {
-                    return Err(invalid(
-                        "field `plugin` needs field `runner` for action `list`".to_string(),
-                    ));
-                }
+                check_list(runner, plugin)?;
                 ActionRef::List { runner, plugin }
             }
             ActionKind::Describe => ActionRef::Describe {
@@ -437,6 +509,68 @@ impl<'a> ActionRef<'a> {
     }
 }
 
+/// `list` names a plugin only within a runner.
+fn check_list(runner: Option<&str>, plugin: Option<&str>) -> Result<(), Error> {
+    if plugin.is_some() && runner.is_none() {
+        return Err(invalid(
+            "field `plugin` needs field `runner` for action `list`".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// A `recording_session_id`: 1..=[`MAX_RECORDING_SESSION_ID_BYTES`] bytes without control
+/// characters.
+fn check_session_id(kind: ActionKind, id: Option<&str>) -> Result<(), Error> {
+    match id {
+        Some(id)
+            if id.is_empty()
+                || id.len() > MAX_RECORDING_SESSION_ID_BYTES
+                || id.chars().any(char::is_control) =>
+        {
+            Err(invalid(format!(
+                "field `recording_session_id` must be 1..={MAX_RECORDING_SESSION_ID_BYTES} \
+                 bytes without control characters for action `{}`",
+                kind.as_str()
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The `project` of a `describe`: an absolute path (of any platform: the runner that serves it
+/// decides what it names), 1..=[`MAX_PROJECT_BYTES`] bytes without control characters.
+#[cold]
+fn check_project(kind: ActionKind, project: Option<&str>) -> Result<(), Error> {
+    match project {
+        Some(project)
+            if project.len() > MAX_PROJECT_BYTES
+                || project.chars().any(char::is_control)
+                || !absolute_on_some_platform(project) =>
+        {
+            Err(invalid(format!(
+                "field `project` must be an absolute path (at most {MAX_PROJECT_BYTES} \
+                 bytes, no control characters) for action `{}`",
+                kind.as_str()
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The `project_target` of a `call`: a project target id.
+#[cold]
+fn check_project_target(kind: ActionKind, target: Option<&str>) -> Result<(), Error> {
+    if target.is_some_and(|t| !crate::host::valid_project_target(t)) {
+        return Err(invalid(format!(
+            "field `project_target` must be the projectTarget a describe returned \
+             (wc_proot_ and 32 hex digits) for action `{}`",
+            kind.as_str()
+        )));
+    }
+    Ok(())
+}
+
 /// The fields of one action, each at its place in [`ActionKind::fields`].
 struct Fields<'a> {
     values: [Option<&'a Value>; MAX_FIELDS],
@@ -478,18 +612,7 @@ impl<'a> Fields<'a> {
     fn session_id(&self, slot: usize) -> Result<Option<&'a str>, Error> {
         debug_assert_eq!(self.name(slot), "recording_session_id");
         let id = self.optional_string(slot)?;
-        if let Some(id) = id {
-            if id.is_empty()
-                || id.len() > MAX_RECORDING_SESSION_ID_BYTES
-                || id.chars().any(char::is_control)
-            {
-                return Err(invalid(format!(
-                    "field `recording_session_id` must be 1..={MAX_RECORDING_SESSION_ID_BYTES} \
-                     bytes without control characters for action `{}`",
-                    self.kind.as_str()
-                )));
-            }
-        }
+        check_session_id(self.kind, id)?;
         Ok(id)
     }
 
@@ -500,18 +623,7 @@ impl<'a> Fields<'a> {
     fn project(&self, slot: usize) -> Result<Option<&'a str>, Error> {
         debug_assert_eq!(self.name(slot), "project");
         let project = self.optional_string(slot)?;
-        if let Some(project) = project {
-            if project.len() > MAX_PROJECT_BYTES
-                || project.chars().any(char::is_control)
-                || !absolute_on_some_platform(project)
-            {
-                return Err(invalid(format!(
-                    "field `project` must be an absolute path (at most {MAX_PROJECT_BYTES} \
-                     bytes, no control characters) for action `{}`",
-                    self.kind.as_str()
-                )));
-            }
-        }
+        check_project(self.kind, project)?;
         Ok(project)
     }
 
@@ -520,13 +632,7 @@ impl<'a> Fields<'a> {
     fn project_target(&self, slot: usize) -> Result<Option<&'a str>, Error> {
         debug_assert_eq!(self.name(slot), "project_target");
         let target = self.optional_string(slot)?;
-        if target.is_some_and(|t| !crate::host::valid_project_target(t)) {
-            return Err(invalid(format!(
-                "field `project_target` must be the projectTarget a describe returned \
-                 (wc_proot_ and 32 hex digits) for action `{}`",
-                self.kind.as_str()
-            )));
-        }
+        check_project_target(self.kind, target)?;
         Ok(target)
     }
 

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::binding::{BindingStore, BindingTarget};
 use super::outcome::{DescribedProject, Outcome};
 use super::output::{self, Failure, ToolOutput};
-use super::params::ActionRef;
+use super::params::{Action, ActionRef};
 use super::project;
 use super::recording::{RecordingEvent, RecordingHook};
 use super::remote::{RemoteRunner, RemoteSlots};
@@ -326,7 +326,24 @@ impl Gateway {
     /// Handles one `plugin_tool` request: strict parameter parsing (`invalid_arguments`), then
     /// the scope check (`insufficient_scope`), then the action.
     pub fn plugin_tool(&self, caller: &Caller, params: &Value) -> ToolOutput {
-        self.handle(caller, params, None)
+        self.handle(caller, ActionRef::parse(params), None)
+    }
+
+    /// [`Gateway::plugin_tool`] for a typed request: the same checks of the values (a bad one
+    /// is `invalid_arguments`), the same scope check and the same action, with no JSON to
+    /// parse. For a program that builds its requests itself; a JSON front parses with
+    /// [`Action::parse`] or calls [`Gateway::plugin_tool`].
+    ///
+    /// ```
+    /// # use webcodex_plugin_host::gateway::{Action, Caller, Gateway};
+    /// # fn example(gateway: &Gateway) {
+    /// let list = Action::List { runner: Some("local".into()), plugin: None };
+    /// let output = gateway.act_on(&Caller::trusted(), &list);
+    /// # let _ = output;
+    /// # }
+    /// ```
+    pub fn act_on(&self, caller: &Caller, action: &Action) -> ToolOutput {
+        self.handle(caller, action.checked(), None)
     }
 
     /// [`Gateway::plugin_tool`] for a caller on this machine: a `check` also returns the
@@ -334,7 +351,7 @@ impl Gateway {
     /// remote caller sees: stderr may hold anything the plugin printed.
     pub fn plugin_tool_local(&self, caller: &Caller, params: &Value) -> LocalOutput {
         let mut local = Local::default();
-        let output = self.handle(caller, params, Some(&mut local));
+        let output = self.handle(caller, ActionRef::parse(params), Some(&mut local));
         LocalOutput {
             output,
             check_stderr: local.check_stderr,
@@ -342,9 +359,15 @@ impl Gateway {
         }
     }
 
-    fn handle(&self, caller: &Caller, params: &Value, mut local: Option<&mut Local>) -> ToolOutput {
-        // Borrowed from `params`: neither the call arguments nor any string is copied.
-        let action = match ActionRef::parse(params) {
+    /// Acts on a request parsed or checked (borrowed: neither the call arguments nor any
+    /// string is copied).
+    fn handle(
+        &self,
+        caller: &Caller,
+        action: Result<ActionRef<'_>, Error>,
+        mut local: Option<&mut Local>,
+    ) -> ToolOutput {
+        let action = match action {
             Ok(action) => action,
             Err(error) => return ToolOutput::failure(&error),
         };

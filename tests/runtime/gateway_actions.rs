@@ -610,3 +610,122 @@ fn a_panicking_recording_hook_does_not_break_the_request() {
     );
     assert_eq!(out["runner"], "local");
 }
+
+/// A typed request (`Gateway::act_on`) and its JSON form (`Gateway::plugin_tool`) are one
+/// request: the same answers from the real plugin, the same refusals of bad values, the same
+/// scope check.
+#[test]
+fn a_typed_request_is_answered_as_its_json_form() {
+    use webcodex_plugin_host::gateway::Action;
+    let gw = gateway(vec![provider("alpha", &["normal"])]);
+    let trusted = Caller::trusted();
+    let both = |caller: &Caller, params: serde_json::Value| {
+        let action = Action::parse(&params).expect("parses");
+        let typed = gw.act_on(caller, &action).to_json();
+        (typed, gw.plugin_tool(caller, &params).to_json())
+    };
+    for params in [
+        json!({"action": "list"}),
+        json!({"action": "list", "runner": "local"}),
+        json!({"action": "list", "runner": "local", "plugin": "alpha"}),
+        json!({"action": "list", "runner": "nowhere"}),
+        json!({"action": "check", "runner": "local", "plugin": "alpha"}),
+        json!({"action": "call", "binding": "wc_pbind_unknown", "arguments": {}}),
+        json!({"action": "describe", "runner": "local", "plugin": "alpha", "tool": "nope"}),
+    ] {
+        let (typed, parsed) = both(&trusted, params.clone());
+        assert_eq!(typed, parsed, "{params}");
+    }
+    // describe → call, typed all the way: the plugin answers the typed call.
+    let describe = Action::Describe {
+        runner: "local".into(),
+        plugin: "alpha".into(),
+        tool: "echo".into(),
+        project: None,
+    };
+    let described = gw.act_on(&trusted, &describe);
+    let binding = described.binding().expect("described").to_string();
+    let call = Action::Call {
+        binding,
+        arguments: json!({"text": "typed"}),
+        recording_session_id: None,
+        project_target: None,
+    };
+    let called = gw.act_on(&trusted, &call);
+    assert!(called.is_success(), "{}", called.to_json());
+    assert_eq!(
+        called.to_json(),
+        run(&gw, serde_json::to_value(call_params(&call)).unwrap()).to_json()
+    );
+    // Values the JSON parser refuses are refused in the typed form, with the same message.
+    let refused = [
+        (
+            Action::List {
+                runner: None,
+                plugin: Some("alpha".into()),
+            },
+            json!({"action": "list", "plugin": "alpha"}),
+        ),
+        (
+            Action::Describe {
+                runner: "local".into(),
+                plugin: "alpha".into(),
+                tool: "echo".into(),
+                project: Some("relative/path".into()),
+            },
+            json!({"action": "describe", "runner": "local", "plugin": "alpha", "tool": "echo",
+                   "project": "relative/path"}),
+        ),
+        (
+            Action::Call {
+                binding: "wc_pbind_x".into(),
+                arguments: json!([1]),
+                recording_session_id: None,
+                project_target: None,
+            },
+            json!({"action": "call", "binding": "wc_pbind_x", "arguments": [1]}),
+        ),
+        (
+            Action::Reload {
+                runner: "local".into(),
+                recording_session_id: Some(String::new()),
+            },
+            json!({"action": "reload", "runner": "local", "recording_session_id": ""}),
+        ),
+        (
+            Action::Call {
+                binding: "wc_pbind_x".into(),
+                arguments: json!({}),
+                recording_session_id: None,
+                project_target: Some("not-a-target".into()),
+            },
+            json!({"action": "call", "binding": "wc_pbind_x", "arguments": {},
+                   "project_target": "not-a-target"}),
+        ),
+    ];
+    for (action, params) in refused {
+        let typed = gw.act_on(&trusted, &action).to_json();
+        assert_eq!(code(&typed), "invalid_arguments", "{typed}");
+        assert_eq!(
+            typed,
+            gw.plugin_tool(&trusted, &params).to_json(),
+            "{params}"
+        );
+    }
+    // The scope check is the same: a caller without plugin:inspect cannot list.
+    let none = Caller::new(Scopes::none());
+    let (typed, parsed) = both(&none, json!({"action": "list"}));
+    assert_eq!(code(&typed), "insufficient_scope", "{typed}");
+    assert_eq!(typed, parsed);
+    gw.shutdown();
+}
+
+/// The JSON form of a typed `call` (what a JSON front would send).
+fn call_params(action: &webcodex_plugin_host::gateway::Action) -> serde_json::Value {
+    match action {
+        webcodex_plugin_host::gateway::Action::Call {
+            binding, arguments, ..
+        } => json!({"action": "call", "binding": binding, "arguments": arguments}),
+        other => panic!("not a call: {other:?}"),
+    }
+}

@@ -2,7 +2,7 @@
 //!
 //! Each URL's host is resolved, and each address it resolves to gets a link of its own (a
 //! [`Dialer`] pinned to it, with the usual backoff): a headless Service name gives one link per
-//! replica. Only the addresses of one family are taken, IPv4 when the name has any ([`preferred`]):
+//! replica. Only the addresses of one family are taken, IPv4 when the name has any (`preferred`):
 //! a dual-stack name of one front (an A and an AAAA record) is one front, and two links of one
 //! runner to one front would replace each other in turn. Every [`RESOLVE_EVERY`] the names are resolved again: a new address gets a link, a
 //! link to an address that is gone is closed (1001). A name that does not resolve keeps the
