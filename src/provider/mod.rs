@@ -145,7 +145,7 @@ impl Provider {
     /// (so a failed admission's stderr can still be shown to the operator), and ends at once
     /// when `cancel` is cancelled during admission: the plugin is killed and the error is
     /// `plugin_manager_stopping`, never a wait for its initialize or tools/list.
-    pub fn start_cancellable(
+    pub(crate) fn start_cancellable(
         spec: ProviderSpec,
         observe: &mut dyn FnMut(Arc<Mutex<StderrRing>>),
         cancel: &AdmissionCancel,
