@@ -1757,6 +1757,15 @@ impl StuckLink {
     fn read(&self) -> usize {
         self.read.load(std::sync::atomic::Ordering::SeqCst)
     }
+
+    /// Waits (bounded by `LIMIT`) until the link has read `n` requests; the count then.
+    fn wait_read(&self, n: usize) -> usize {
+        let deadline = Instant::now() + LIMIT;
+        while self.read() < n && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.read()
+    }
 }
 
 impl Drop for StuckLink {
@@ -2051,7 +2060,9 @@ fn a_runner_tokens_max_in_flight_caps_its_runner_and_is_validated() {
         );
         assert!(body.to_string().contains("2 requests in flight"), "{body}");
     }
-    assert_eq!(stuck.read(), 2);
+    // The two admitted requests reach the link (their writes may trail the refusals), and no
+    // third one ever does.
+    assert_eq!(stuck.wait_read(2), 2);
     drop(stuck);
     for _ in 0..2 {
         let (_, body) = rx.recv_timeout(LIMIT).expect("a lost answer");
