@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use serde_json::{json, Map, Value};
-use webcodex_plugin_host::__private::frame::{
-    check_json_bounds, check_json_bounds_sized, decode_response, validate_raw, LineReader,
-    ReadFault, RequestEncoder, MAX_LINE_BYTES, MAX_NODES,
+use webcodex_plugin_host::{
+    __private::frame::check_json_bounds, __private::frame::check_json_bounds_sized,
+    __private::frame::decode_response, __private::frame::validate_raw,
+    __private::frame::LineReader, __private::frame::ReadFault, __private::frame::RequestEncoder,
+    __private::frame::MAX_LINE_BYTES, __private::frame::MAX_NODES,
 };
 
 /// Headroom left under `MAX_LINE_BYTES` for the id to grow while the encode bench runs.

@@ -11,9 +11,9 @@ use criterion::{
     black_box, criterion_group, criterion_main, BatchSize, BenchmarkGroup, Criterion, Throughput,
 };
 use serde_json::{json, Map, Value};
-use webcodex_plugin_host::__private::frame::{check_json_bounds, MAX_NODES};
-use webcodex_plugin_host::catalog::MAX_ARGUMENTS_BYTES;
-use webcodex_plugin_host::catalog::{validate_tool_result, Schema};
+use webcodex_plugin_host::MAX_ARGUMENTS_BYTES;
+use webcodex_plugin_host::{__private::frame::check_json_bounds, __private::frame::MAX_NODES};
+use webcodex_plugin_host::{validate_tool_result, Schema};
 
 /// Largest serialized schema (docs/PROTOCOL.md §3, bounds).
 const MAX_SCHEMA_BYTES: usize = 64 * 1024;

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use webcodex_plugin_host::env::{PluginsConfig, ProviderConfig, RunnerConfig};
-use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
+use webcodex_plugin_host::{ConfigSource, Host, HostOptions};
+use webcodex_plugin_host::{PluginsConfig, ProviderConfig, RunnerConfig};
 
 fn main() {
     let mut args = std::env::args().skip(1);

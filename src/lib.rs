@@ -1,8 +1,8 @@
 //! Synchronous host for `webcodex-plugin-v1` Native Tool Plugins.
 //!
 //! A plugin is a trusted local program that speaks newline-delimited JSON-RPC 2.0 on its
-//! stdin/stdout. A [`host::Host`] starts every configured plugin once (in parallel), admits and
-//! freezes its tool catalog, and serves calls; [`gateway::Gateway`] exposes all of it as the one
+//! stdin/stdout. A [`Host`] starts every configured plugin once (in parallel), admits and
+//! freezes its tool catalog, and serves calls; [`Gateway`] exposes all of it as the one
 //! canonical tool `plugin_tool` (`list` → `describe` → `call`, `check`, `reload`). There is no
 //! async runtime: each provider is a process with its own I/O threads, and the calling thread
 //! enforces its own deadline.
@@ -11,19 +11,18 @@
 //! the request may have taken effect: `not_started` (provably nothing reached the plugin),
 //! `outcome_unknown` (never retry) or `completed` (the plugin answered).
 //!
-//! [`transport`] carries `plugin_tool` requests to the gateway as JSON lines on any reader and
-//! writer. This crate is the runtime alone: HTTP, MCP, operations and the `webcodex-plugin`
+//! [`serve_lines`] carries `plugin_tool` requests to the gateway as JSON lines on any reader and
+//! writer; [`Gateway::act_on`] takes a typed [`Action`] where a program builds its requests itself. This crate is the runtime alone: HTTP, MCP, operations and the `webcodex-plugin`
 //! command line are crates of their own in the same workspace (`webcodex-plugin-http`,
 //! `webcodex-plugin-mcp`, `webcodex-plugin-ops`, `webcodex-plugin-cli`).
 //!
 //! ```
 //! use std::sync::Arc;
 //! use serde_json::json;
-//! use webcodex_plugin_host::gateway::{Caller, Gateway};
-//! use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
+//! use webcodex_plugin_host::{Caller, ConfigSource, Gateway, Host, HostOptions};
 //!
 //! // A runner with the repository's Python example plugin (standard library only).
-//! let config = webcodex_plugin_host::env::parse_runner_config(
+//! let config = webcodex_plugin_host::parse_runner_config(
 //!     r#"
 //!     [[plugins.providers]]
 //!     id = "notes"
@@ -70,32 +69,85 @@
 
 #[doc(hidden)]
 pub mod __private;
-pub mod catalog;
+mod catalog;
 mod diagnostic;
-pub mod env;
-pub mod error;
-pub(crate) mod frame;
-pub mod gateway;
-pub mod host;
-pub(crate) mod provider;
+mod env;
+mod error;
+mod frame;
+mod gateway;
+mod host;
+mod provider;
 mod random;
 mod spawn;
 #[allow(unsafe_code)]
 mod sys;
-pub mod trace;
-pub mod transport;
+mod trace;
+mod transport;
 
+// The whole public face of the crate: every module is private, and what an embedder and the
+// workspace's other crates (HTTP, MCP, operations, the CLI) use is named here once, by area.
+
+/// Tool definitions, Schema Profile v1, tool results and the frozen catalog.
+pub use catalog::{
+    admit_tools_list, validate_tool_result, Diagnostic, DiagnosticCode, FrozenCatalog, ResultFault,
+    Schema, SchemaFault, SchemaMismatch, Tool, ToolHints, ToolResult, DIAGNOSTIC_FIELDS,
+    MAX_ARGUMENTS_BYTES, MAX_TOOLS,
+};
+/// `runner.toml`, the environment a plugin starts with, and executable resolution.
+pub use env::{
+    is_sensitive_variable, load_runner_config, parse_runner_config, prepare_environment,
+    resolve_executable, EnvSnapshot, PluginsConfig, ProfileConfig, ProviderConfig, Restart,
+    RestartPolicy, RunnerConfig, SecretNames, ShellConfig, DEFAULT_MAX_PROVIDERS,
+    DEFAULT_REQUEST_TIMEOUT, DEFAULT_RESTART_MAX, INIT_SCRIPT_LIMIT, MAX_SECRET_NAMES,
+    RESTART_MAX_RANGE,
+};
+/// Failures: the error, its stable code, whether the request may have taken effect, the phase.
 pub use error::{Dispatch, Error, ErrorCode, Phase, Result};
-/// The longest protocol line in either direction (1 MiB), without its newline.
-pub use frame::MAX_LINE_BYTES;
-/// The protocol's version string.
-pub use frame::PROTOCOL_VERSION;
-pub use gateway::{Caller, Gateway, ToolOutput};
-pub use host::{ConfigSource, Host, HostOptions};
+/// The protocol's line bound and version string.
+pub use frame::{MAX_LINE_BYTES, PROTOCOL_VERSION};
+/// `plugin_tool`: typed and JSON requests, scopes, bindings (stored or sealed), remote runners and the typed outcomes.
+pub use gateway::{
+    failure_output, load_runners, observation_bytes, observation_text, parse_runners,
+    valid_id as valid_runner_id, Action, ActionKind, Binding, BindingSealer, BindingStore,
+    BindingTarget, CallAnswer, Caller, CatalogOutcome, CheckOutcome, Described, DescribedProject,
+    Gateway, LinkAnswer, LinkFailure, LocalOutput, Outcome, ProviderDetail, ProviderList,
+    ProviderStatus, ProviderSummary, Received, RecordingEvent, RecordingHook, Recovery,
+    ReloadFailure, ReloadOutcome, RemoteRunner, RemoteSlots, RunnerEntry, RunnerLink,
+    RunnerSummary, RunnersError, Scope, ScopeParseError, Scopes, SealedTarget, TokenSource,
+    ToolFailure, ToolOutput, ToolSummary, BINDING_CAPACITY, BINDING_PREFIX, BREAKER_STATES,
+    DEFAULT_RUNNER_IN_FLIGHT, FAILURE_THRESHOLD, LOCAL_RUNNER, MAX_DETAIL_BYTES, MAX_PROJECT_BYTES,
+    MAX_RECORDING_SESSION_ID_BYTES, MAX_RELAYED_MESSAGE_BYTES, MAX_RUNNERS, MAX_RUNNER_ID_BYTES,
+    MAX_RUNNER_IN_FLIGHT, MAX_RUNNER_NAME_BYTES, OPEN_FOR, REMOTE_IN_FLIGHT, REMOTE_RUNNER,
+    SEALED_TOOL_CACHE,
+};
+/// One runner: its committed provider set, calls, check, reload, restarts and project roots.
+pub use host::{
+    valid_project_target, CheckReport, ConfigSource, Host, HostOptions, InstanceCall,
+    ProjectCatalog, ProjectTarget, ProjectTool, ProviderEntry, ProviderSet, ProviderState,
+    ReloadReport, RunnerId, DEFAULT_PROJECT_CATALOG_BYTES, PROJECT_TARGET_PREFIX,
+    RESTART_BACKOFF_BASE, RESTART_BACKOFF_CAP, RESTART_RESET_AFTER,
+};
 /// One plugin process without a host: what `webcodex-plugin bench --command` measures.
 pub use provider::{retirement_counts, InstanceId, LaunchSpec, Provider, ProviderSpec, StderrLine};
 /// The one source of random ids (the operating system's generator).
 pub use random::random_bytes;
+/// The W3C trace context of the request a thread runs.
+pub use trace::{
+    begin as begin_trace, current as current_trace, current_fields as current_trace_fields,
+    RequestFields, TraceContext, TraceScope, TRACEPARENT,
+};
+/// What a front reports about each request it finished.
+pub use transport::observe::{
+    install_observer, observer as installed_observer, Finished, Observer, Outcome as RequestOutcome,
+};
+/// What every front shares: requests and responses, the in-flight bound, the stdio front.
+pub use transport::{
+    drive_lines, first_byte as first_json_byte, internal_error as internal_error_output,
+    invalid_request as invalid_request_output, parse_object as parse_json_object, parse_request,
+    response_body, saturated as saturated_output, serve_lines, Dispatcher, Framing, Input,
+    LineWriter, Present, Rejection, Request, RequestId, ResponseBody, Slot, TypedResponseBody,
+    MAX_IN_FLIGHT, TOOL_NAME, WORKER_STACK,
+};
 
 /// The README's embedding example (section "Library"), compiled as a doctest;
 /// `tests/readme.rs` keeps it equal to the README's copy.
@@ -103,7 +155,7 @@ pub use random::random_bytes;
 /// ```rust,no_run
 /// use std::sync::Arc;
 /// use serde_json::json;
-/// use webcodex_plugin_host::gateway::Outcome;
+/// use webcodex_plugin_host::Outcome;
 /// use webcodex_plugin_host::{Caller, ConfigSource, Gateway, Host, HostOptions};
 ///
 /// let host = Host::start(ConfigSource::File("runner.toml".into()), HostOptions::default())?;

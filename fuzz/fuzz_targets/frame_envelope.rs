@@ -17,8 +17,10 @@ use std::io::{BufReader, Cursor};
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};
-use webcodex_plugin_host::__private::frame::{
-    usual_result, validate_raw, Envelope, EnvelopeFault, LineReader, ReadFault, MAX_LINE_BYTES,
+use webcodex_plugin_host::{
+    __private::frame::usual_result, __private::frame::validate_raw, __private::frame::Envelope,
+    __private::frame::EnvelopeFault, __private::frame::LineReader, __private::frame::ReadFault,
+    __private::frame::MAX_LINE_BYTES,
 };
 
 /// Most responses read from one input.

@@ -8,9 +8,9 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use webcodex_plugin_host::gateway::Action;
-use webcodex_plugin_host::gateway::MAX_PROJECT_BYTES;
-use webcodex_plugin_host::host::valid_project_target;
+use webcodex_plugin_host::valid_project_target;
+use webcodex_plugin_host::Action;
+use webcodex_plugin_host::MAX_PROJECT_BYTES;
 use webcodex_plugin_host::{Dispatch, ErrorCode};
 
 fuzz_target!(|data: &[u8]| {

@@ -10,11 +10,11 @@ use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use webcodex_plugin_host::env::parse_runner_config;
-use webcodex_plugin_host::gateway::{Caller, Gateway};
+use webcodex_plugin_host::parse_runner_config;
+use webcodex_plugin_host::Dispatcher;
+use webcodex_plugin_host::{Caller, Gateway};
+use webcodex_plugin_host::{ConfigSource, Host, HostOptions};
 use webcodex_plugin_http::__private::fuzz_answer_body;
-use webcodex_plugin_host::transport::Dispatcher;
-use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 
 fn dispatcher() -> &'static Dispatcher {
     static DISPATCHER: OnceLock<Dispatcher> = OnceLock::new();

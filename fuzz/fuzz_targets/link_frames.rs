@@ -9,7 +9,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use webcodex_plugin_host::gateway::ActionKind;
+use webcodex_plugin_host::ActionKind;
 use webcodex_plugin_http::link::wire;
 
 fuzz_target!(|data: &[u8]| {
@@ -23,11 +23,17 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(again, hello);
     }
     if let Ok(runner) = wire::parse_welcome(text) {
-        assert_eq!(wire::parse_welcome(&wire::welcome(&runner)).unwrap(), runner);
+        assert_eq!(
+            wire::parse_welcome(&wire::welcome(&runner)).unwrap(),
+            runner
+        );
     }
     match wire::parse_request(text) {
         Ok(request) => {
-            let kind = request.operation.carries(&request.params).expect("checked on parse");
+            let kind = request
+                .operation
+                .carries(&request.params)
+                .expect("checked on parse");
             let encoded = wire::encode_request(
                 request.id,
                 request.operation,

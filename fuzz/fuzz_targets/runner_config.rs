@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use webcodex_plugin_host::env::{parse_runner_config, DEFAULT_MAX_PROVIDERS, RESTART_MAX_RANGE};
 use webcodex_plugin_host::ErrorCode;
+use webcodex_plugin_host::{parse_runner_config, DEFAULT_MAX_PROVIDERS, RESTART_MAX_RANGE};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

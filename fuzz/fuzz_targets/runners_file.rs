@@ -9,8 +9,8 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use webcodex_plugin_host::gateway::{
-    parse_runners, valid_id, TokenSource, LOCAL_RUNNER, MAX_RUNNERS, MAX_RUNNER_NAME_BYTES,
+use webcodex_plugin_host::{
+    parse_runners, valid_runner_id, TokenSource, LOCAL_RUNNER, MAX_RUNNERS, MAX_RUNNER_NAME_BYTES,
 };
 
 fuzz_target!(|data: &[u8]| {
@@ -25,7 +25,7 @@ fuzz_target!(|data: &[u8]| {
         Ok(entries) => {
             assert!((1..=MAX_RUNNERS).contains(&entries.len()));
             for (i, entry) in entries.iter().enumerate() {
-                assert!(valid_id(&entry.id));
+                assert!(valid_runner_id(&entry.id));
                 assert!(!(with_local && entry.id == LOCAL_RUNNER));
                 assert!(entries[..i].iter().all(|e| e.id != entry.id));
                 assert!(!entry.name.trim().is_empty());

@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
-use webcodex_plugin_host::catalog::{validate_tool_result, Schema};
 use webcodex_plugin_host::__private::frame::check_json_bounds;
+use webcodex_plugin_host::{validate_tool_result, Schema};
 
 fuzz_target!(|data: &[u8]| {
     let mut values = serde_json::Deserializer::from_slice(data).into_iter::<Value>();

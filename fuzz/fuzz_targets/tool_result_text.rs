@@ -9,7 +9,7 @@
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 use webcodex_plugin_host::__private::validate_tool_result_text;
-use webcodex_plugin_host::catalog::{validate_tool_result, Schema};
+use webcodex_plugin_host::{validate_tool_result, Schema};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -25,12 +25,14 @@ fuzz_target!(|data: &[u8]| {
         let scanned = validate_tool_result_text(text, output_schema);
         let decoded = match serde_json::from_str::<Value>(text) {
             Ok(value) => validate_tool_result(value, output_schema),
-            Err(_) => Err(webcodex_plugin_host::catalog::ResultFault::Invalid),
+            Err(_) => Err(webcodex_plugin_host::ResultFault::Invalid),
         };
         match (&scanned, &decoded) {
             (Ok(a), Ok(b)) => assert_eq!(a.as_raw().get(), b.as_raw().get(), "{text}"),
             (Err(a), Err(b)) => assert_eq!(a, b, "{text}"),
-            _ => panic!("the scan and the Value path disagree on {text:?}: {scanned:?} / {decoded:?}"),
+            _ => panic!(
+                "the scan and the Value path disagree on {text:?}: {scanned:?} / {decoded:?}"
+            ),
         }
     }
 });

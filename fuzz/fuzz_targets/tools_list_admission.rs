@@ -7,7 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
-use webcodex_plugin_host::catalog::admit_tools_list;
+use webcodex_plugin_host::admit_tools_list;
 
 const FIELDS: &[&str] = &[
     "name",
@@ -53,7 +53,10 @@ fuzz_target!(|data: &[u8]| {
                 let field = field.as_str().expect("field is a string");
                 // Only the six labels of docs/PROTOCOL.md (check diagnostics), and none for a
                 // malformed list or too many tools.
-                assert!(FIELDS.contains(&field), "unexpected diagnostic field {field:?}");
+                assert!(
+                    FIELDS.contains(&field),
+                    "unexpected diagnostic field {field:?}"
+                );
                 assert!(
                     !matches!(code, "tools_list_result_malformed" | "tool_count_exceeded"),
                     "{code} carries field {field:?}"

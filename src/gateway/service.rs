@@ -335,7 +335,7 @@ impl Gateway {
     /// [`Action::parse`] or calls [`Gateway::plugin_tool`].
     ///
     /// ```
-    /// # use webcodex_plugin_host::gateway::{Action, Caller, Gateway};
+    /// # use webcodex_plugin_host::{Action, Caller, Gateway};
     /// # fn example(gateway: &Gateway) {
     /// let list = Action::List { runner: Some("local".into()), plugin: None };
     /// let output = gateway.act_on(&Caller::trusted(), &list);

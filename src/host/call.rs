@@ -12,7 +12,7 @@ use crate::provider::{InstanceId, Provider};
 ///
 /// ```
 /// # use serde_json::json;
-/// # use webcodex_plugin_host::host::InstanceCall;
+/// # use webcodex_plugin_host::InstanceCall;
 /// # fn example(instance: webcodex_plugin_host::InstanceId) {
 /// let arguments = json!({"text": "hi"});
 /// let call = InstanceCall::new("notes", instance, "word_count", &arguments)

@@ -8,9 +8,9 @@ use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
 
 use super::observe::Finished;
-use super::trace::TraceContext;
 use crate::error::{Dispatch, Error, ErrorCode};
 use crate::gateway::{ActionKind, Caller, Gateway, ToolOutput};
+use crate::trace::TraceContext;
 
 /// Most requests a transport handles at once; beyond it a request gets `gateway_saturated`.
 pub const MAX_IN_FLIGHT: usize = 64;
@@ -98,7 +98,7 @@ impl Dispatcher {
     /// Runs one `plugin_tool` request. Should it panic (a bug), the answer is
     /// `gateway_internal_error` with dispatch `outcome_unknown`: the request is still answered.
     /// It runs in the trace context of this thread's request (a fresh one when none is open,
-    /// see [`super::trace`]).
+    /// see [`current_trace`](crate::current_trace)).
     pub fn execute(&self, caller: &Caller, params: &Value) -> ToolOutput {
         self.execute_traced(caller, params, None)
     }
@@ -112,7 +112,7 @@ impl Dispatcher {
         params: &Value,
         trace: Option<TraceContext>,
     ) -> ToolOutput {
-        let _scope = super::trace::begin(trace);
+        let _scope = crate::trace::begin(trace);
         let observer = super::observe::observer();
         let started = Instant::now();
         let output = catch_unwind(AssertUnwindSafe(|| {
@@ -128,7 +128,7 @@ impl Dispatcher {
             (None, Some(ActionKind::Call)) if output.is_success() => Some("completed"),
             (None, _) => None,
         };
-        super::trace::note_finished(
+        crate::trace::note_finished(
             finished.action.map(ActionKind::as_str),
             dispatch,
             finished.elapsed.as_millis() as u64,

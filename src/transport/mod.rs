@@ -22,8 +22,6 @@ mod line_writer;
 pub mod observe;
 mod request;
 mod stdio;
-/// The trace context of a request; it lives at the crate root ([`crate::trace`]) so the gateway, below the transports, can note what a request addressed.
-pub use crate::trace;
 
 pub use dispatcher::{
     internal_error, invalid_request, saturated, Dispatcher, Slot, MAX_IN_FLIGHT, WORKER_STACK,

@@ -7,8 +7,8 @@ use crate::gateway_support;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use webcodex_plugin_host::gateway::{Caller, Gateway, RecordingEvent, Scope, Scopes};
 use webcodex_plugin_host::Dispatch;
+use webcodex_plugin_host::{Caller, Gateway, RecordingEvent, Scope, Scopes};
 
 use gateway_support::*;
 
@@ -616,7 +616,7 @@ fn a_panicking_recording_hook_does_not_break_the_request() {
 /// scope check.
 #[test]
 fn a_typed_request_is_answered_as_its_json_form() {
-    use webcodex_plugin_host::gateway::Action;
+    use webcodex_plugin_host::Action;
     let gw = gateway(vec![provider("alpha", &["normal"])]);
     let trusted = Caller::trusted();
     let both = |caller: &Caller, params: serde_json::Value| {
@@ -721,9 +721,9 @@ fn a_typed_request_is_answered_as_its_json_form() {
 }
 
 /// The JSON form of a typed `call` (what a JSON front would send).
-fn call_params(action: &webcodex_plugin_host::gateway::Action) -> serde_json::Value {
+fn call_params(action: &webcodex_plugin_host::Action) -> serde_json::Value {
     match action {
-        webcodex_plugin_host::gateway::Action::Call {
+        webcodex_plugin_host::Action::Call {
             binding, arguments, ..
         } => json!({"action": "call", "binding": binding, "arguments": arguments}),
         other => panic!("not a call: {other:?}"),

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use webcodex_plugin_host::gateway::{Caller, Gateway, Scope, Scopes};
-use webcodex_plugin_host::host::Host;
+use webcodex_plugin_host::Host;
+use webcodex_plugin_host::{Caller, Gateway, Scope, Scopes};
 
 /// A project root with one fixture provider (`fx`, working in it) and another (`other`,
 /// working elsewhere), the plugins' log beside them.

@@ -9,7 +9,7 @@ use crate::gateway_support;
 use std::sync::Arc;
 
 use serde_json::json;
-use webcodex_plugin_host::gateway::{BindingSealer, Gateway, SealedTarget};
+use webcodex_plugin_host::{BindingSealer, Gateway, SealedTarget};
 
 use gateway_support::*;
 

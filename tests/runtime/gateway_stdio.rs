@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use webcodex_plugin_host::gateway::{Caller, Gateway};
-use webcodex_plugin_host::transport::{serve_lines, MAX_IN_FLIGHT};
+use webcodex_plugin_host::{serve_lines, MAX_IN_FLIGHT};
+use webcodex_plugin_host::{Caller, Gateway};
 
 use gateway_support::*;
 
@@ -222,9 +222,8 @@ fn beyond_the_in_flight_bound_requests_are_saturated() {
 fn scopes_of_the_transport_caller_apply() {
     let gw = Arc::new(gateway(vec![provider("alpha", &["normal"])]));
     let (sink, rx) = JsonLineSink::new();
-    let caller = Caller::new(
-        webcodex_plugin_host::gateway::Scopes::parse("plugin:inspect,plugin:invoke").unwrap(),
-    );
+    let caller =
+        Caller::new(webcodex_plugin_host::Scopes::parse("plugin:inspect,plugin:invoke").unwrap());
     let input = r#"{"id":1,"tool":"plugin_tool","params":{"action":"reload","runner":"local"}}"#;
     serve_lines(gw, caller, Cursor::new(input.as_bytes().to_vec()), sink).unwrap();
     let r = rx.try_recv().unwrap();

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use webcodex_plugin_host::env::parse_runner_config;
-use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions, InstanceCall, ProviderState};
+use webcodex_plugin_host::parse_runner_config;
+use webcodex_plugin_host::{ConfigSource, Host, HostOptions, InstanceCall, ProviderState};
 use webcodex_plugin_host::{Dispatch, ErrorCode, Phase};
 
 use tempdir::TempDir;
@@ -804,7 +804,7 @@ fn never_leaves_a_crashed_plugin_down() {
     old.call("crash", &json!({})).unwrap_err();
     assert!(old.is_retired());
     // Three times the longest first backoff: a restart would have started by then.
-    std::thread::sleep(webcodex_plugin_host::host::RESTART_BACKOFF_BASE * 3);
+    std::thread::sleep(webcodex_plugin_host::RESTART_BACKOFF_BASE * 3);
     assert_eq!(
         host.provider("alpha").unwrap_err().code(),
         ErrorCode::ProviderUnavailable

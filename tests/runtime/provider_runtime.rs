@@ -11,11 +11,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use webcodex_plugin_host::__private::provider::{
-    STDERR_MAX_LINES, STDERR_MAX_LINE_BYTES, STDERR_MAX_TOTAL_BYTES,
+use webcodex_plugin_host::DiagnosticCode;
+use webcodex_plugin_host::EnvSnapshot;
+use webcodex_plugin_host::{
+    __private::provider::STDERR_MAX_LINES, __private::provider::STDERR_MAX_LINE_BYTES,
+    __private::provider::STDERR_MAX_TOTAL_BYTES,
 };
-use webcodex_plugin_host::catalog::DiagnosticCode;
-use webcodex_plugin_host::env::EnvSnapshot;
 use webcodex_plugin_host::{Dispatch, ErrorCode, Phase};
 use webcodex_plugin_host::{Provider, StderrLine};
 
@@ -50,7 +51,7 @@ const FIXTURE_TOOLS: &[&str] = &[
     "wrong_id",
 ];
 
-fn texts(result: &webcodex_plugin_host::catalog::ToolResult) -> Vec<&str> {
+fn texts(result: &webcodex_plugin_host::ToolResult) -> Vec<&str> {
     result.texts()
 }
 

@@ -1,7 +1,7 @@
 //! The README walk-through: the Python example plugin (standard library only) behind the host.
 
 use serde_json::json;
-use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
+use webcodex_plugin_host::{ConfigSource, Host, HostOptions};
 
 /// The example's runner.toml as the README runs it, but for its 10 s timeout: a test takes a
 /// generous 60 s, so a machine busy enough to start Python slowly fails no test.
@@ -10,7 +10,7 @@ fn host() -> Host {
     let text = std::fs::read_to_string(path).unwrap();
     assert!(text.contains("request_timeout_secs = 10\n"), "{text}");
     let text = text.replace("request_timeout_secs = 10\n", "request_timeout_secs = 60\n");
-    let config = webcodex_plugin_host::env::parse_runner_config(&text, 8).unwrap();
+    let config = webcodex_plugin_host::parse_runner_config(&text, 8).unwrap();
     Host::start(ConfigSource::Fixed(config), HostOptions::default()).unwrap()
 }
 

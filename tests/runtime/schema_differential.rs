@@ -31,7 +31,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Map, Value};
 use webcodex_plugin_host::__private::frame::check_json_bounds;
-use webcodex_plugin_host::catalog::Schema;
+use webcodex_plugin_host::Schema;
 
 /// Schemas per default run; each brings [`INSTANCES`] instances.
 const DEFAULT_CASES: u32 = 2000;

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::json;
-use webcodex_plugin_host::env::EnvSnapshot;
+use webcodex_plugin_host::EnvSnapshot;
 use webcodex_plugin_host::{LaunchSpec, Provider, ProviderSpec};
 
 /// This crate's binary, built by cargo for benches; it serves the example plugin as

@@ -11,7 +11,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use webcodex_plugin_host::gateway::{BindingStore, SealedTarget};
+use webcodex_plugin_host::{BindingStore, SealedTarget};
 use webcodex_plugin_http::cluster::{ClusterKeys, KeySet, DEFAULT_BINDING_TTL};
 
 /// What a stored remote binding keeps (about the size of the gateway's own entry).

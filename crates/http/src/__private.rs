@@ -9,8 +9,8 @@ use std::net::{Shutdown, TcpStream};
 use std::time::Instant;
 
 use serde_json::Value;
-use webcodex_plugin_host::gateway::Caller;
-use webcodex_plugin_host::transport::Dispatcher;
+use webcodex_plugin_host::Caller;
+use webcodex_plugin_host::Dispatcher;
 
 pub use super::wire::BodyError;
 use super::wire::{Conn, REQUEST_DEADLINE};
@@ -19,7 +19,7 @@ use super::wire::{Conn, REQUEST_DEADLINE};
 /// response body.
 pub fn fuzz_answer_body(dispatcher: &Dispatcher, caller: &Caller, body: &[u8]) -> (u16, Value) {
     let (status, response) = super::server::answer_body(dispatcher, caller, body);
-    let response = webcodex_plugin_host::transport::response_body(response.id, response.output);
+    let response = webcodex_plugin_host::response_body(response.id, response.output);
     (status, response.to_value())
 }
 
@@ -104,7 +104,7 @@ pub fn fuzz_read_requests(input: &[u8], max_body: usize) -> (Vec<FuzzRequest>, O
 /// binding's target. Never panics.
 pub fn fuzz_sealed_binding(data: &[u8]) {
     use crate::cluster::{ClusterKeys, KeySet, DEFAULT_BINDING_TTL};
-    use webcodex_plugin_host::gateway::SealedTarget;
+    use webcodex_plugin_host::SealedTarget;
     let set = KeySet::parse(
         "[[keys]]\nid = \"fuzz\"\nsecret = \"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\"\n",
     )

@@ -4,12 +4,12 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use webcodex_plugin_host::transport::{invalid_request, saturated};
-use webcodex_plugin_host::transport::{RequestId, ResponseBody};
+use webcodex_plugin_host::{invalid_request_output, saturated_output};
+use webcodex_plugin_host::{RequestId, ResponseBody};
 
 /// The 503 body of `/api/tools/call` for a connection beyond the connection limit.
 pub(super) fn saturated_body() -> ResponseBody {
-    failure_body(None, saturated().into_json())
+    failure_body(None, saturated_output().into_json())
 }
 
 /// The failure body `{"id"?,"success":false,"output":output}` of `/api/tools/call`.
@@ -37,5 +37,5 @@ pub(super) fn json_bytes<T: Serialize + ?Sized>(body: &T) -> Vec<u8> {
 
 /// The `invalid_request` failure output for `message`.
 pub(super) fn transport_failure(message: &str) -> Value {
-    invalid_request(message).into_json()
+    invalid_request_output(message).into_json()
 }

@@ -22,9 +22,9 @@ pub(crate) use self::tunnel::tunnel;
 
 use crate::TOOLS_CALL_PATH;
 pub(crate) use base_url::BaseUrl;
-use webcodex_plugin_host::gateway::ToolOutput;
-use webcodex_plugin_host::trace::TRACEPARENT;
-use webcodex_plugin_host::transport::TOOL_NAME;
+use webcodex_plugin_host::ToolOutput;
+use webcodex_plugin_host::TOOL_NAME;
+use webcodex_plugin_host::TRACEPARENT;
 use webcodex_plugin_mcp::http::MCP_PATH;
 
 /// Default time to resolve the host and set the connection up (TCP, proxy CONNECT, TLS).
@@ -470,7 +470,7 @@ impl HttpClient {
         write(body);
         let mut fields = HeadFields::new();
         // A front hop: the request's trace id goes on, under a new parent id.
-        if let Some(trace) = webcodex_plugin_host::trace::current() {
+        if let Some(trace) = webcodex_plugin_host::current_trace() {
             fields.push(TRACEPARENT.as_bytes());
             fields.push(b": ");
             fields.push(&trace.child().header_bytes());

@@ -73,7 +73,7 @@
 //! bodies at 1 MiB), on a connection kept for the next request only while that is provably safe
 //! (docs/DECISIONS.md D-CLIENT-1, D-CLIENT-2).
 //!
-//! [`MAX_IN_FLIGHT`]: webcodex_plugin_host::transport::MAX_IN_FLIGHT
+//! [`MAX_IN_FLIGHT`]: webcodex_plugin_host::MAX_IN_FLIGHT
 //! [`MAX_CONNECTIONS`]: listener::MAX_CONNECTIONS
 
 #![deny(missing_docs)]

@@ -23,8 +23,8 @@ use parking_lot::Mutex;
 
 use super::tokens::TokenMemo;
 use super::wire::{BodyError, Conn, Framing, Head, HeadError, KEEP_ALIVE_IDLE, REQUEST_DEADLINE};
-use webcodex_plugin_host::transport::observe::{observer, Observer};
-use webcodex_plugin_host::transport::WORKER_STACK;
+use webcodex_plugin_host::WORKER_STACK;
+use webcodex_plugin_host::{installed_observer, Observer};
 
 /// The most connections served at once (each on its own thread); beyond it a new connection is
 /// answered 503 and closed.
@@ -213,7 +213,7 @@ impl Exchange<'_> {
     }
 
     fn observer(&self) -> Option<&'static dyn Observer> {
-        self.observed.then(observer).flatten()
+        self.observed.then(installed_observer).flatten()
     }
 }
 
@@ -307,7 +307,7 @@ impl Listener {
     }
 
     fn observer(&self) -> Option<&'static dyn Observer> {
-        self.observed.then(observer).flatten()
+        self.observed.then(installed_observer).flatten()
     }
 
     /// The bound address.

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::client::{CallReply, ClientError, ClientOptions, HttpClient, ProxyChoice, Received};
-use webcodex_plugin_host::gateway::{
+use webcodex_plugin_host::{
     CallAnswer, LinkAnswer, LinkFailure, RemoteRunner, RunnerEntry, RunnerLink, RunnersError,
 };
 

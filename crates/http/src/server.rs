@@ -18,12 +18,12 @@ use super::listener::{Exchange, Handler, Listener};
 use super::tokens::{bearer, Tokens};
 use super::wire::BodyError;
 use super::{MAX_BODY_BYTES, RUNNER_INSTANCE_HEADER, TOOLS_CALL_PATH};
-use webcodex_plugin_host::error::{Dispatch, ErrorCode};
-use webcodex_plugin_host::gateway::{Caller, Gateway, Scopes, ToolOutput};
-use webcodex_plugin_host::trace::{TraceContext, TRACEPARENT};
-use webcodex_plugin_host::transport::RequestId;
-use webcodex_plugin_host::transport::{invalid_request, Dispatcher};
-use webcodex_plugin_host::transport::{parse_request, Framing, TypedResponseBody};
+use webcodex_plugin_host::RequestId;
+use webcodex_plugin_host::{invalid_request_output, Dispatcher};
+use webcodex_plugin_host::{parse_request, Framing, TypedResponseBody};
+use webcodex_plugin_host::{Caller, Gateway, Scopes, ToolOutput};
+use webcodex_plugin_host::{Dispatch, ErrorCode};
+use webcodex_plugin_host::{TraceContext, TRACEPARENT};
 use webcodex_plugin_mcp::headers::RoutingHeaders;
 use webcodex_plugin_mcp::http::{self as mcp_http, MCP_PATH};
 
@@ -213,7 +213,7 @@ fn route(shared: &Routes, request: &mut Exchange<'_>) {
     };
     // The request's trace context, for every log line of this exchange (its access line
     // included) and the front's hop: the caller's `traceparent`, else a fresh one.
-    let _trace = webcodex_plugin_host::trace::begin(Some(TraceContext::from_value_or_fresh(
+    let _trace = webcodex_plugin_host::begin_trace(Some(TraceContext::from_value_or_fresh(
         head.unique(TRACEPARENT),
     )));
     let head = request.head();
@@ -470,7 +470,7 @@ pub(crate) fn answer_body(
     let request = match parse_request(body, Framing::Body) {
         Ok(request) => request,
         Err(rejection) => {
-            let output = invalid_request(rejection.message);
+            let output = invalid_request_output(rejection.message);
             return (400, TypedResponseBody::new(rejection.id, output));
         }
     };
@@ -541,7 +541,7 @@ fn answer_mcp(
     request: &Exchange<'_>,
     caller: &Caller,
     body: &[u8],
-    slot: webcodex_plugin_host::transport::Slot,
+    slot: webcodex_plugin_host::Slot,
 ) -> mcp_http::HttpAnswer {
     // Absent, or given twice (ambiguous): treated as absent, which fails the check.
     let header = |name: &str| request.head().unique(name).map(str::to_string);
@@ -627,7 +627,7 @@ fn log_answer(request: &Exchange<'_>, status: u16, name: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use webcodex_plugin_host::error::Error;
+    use webcodex_plugin_host::Error;
 
     #[test]
     fn status_mapping() {

@@ -8,8 +8,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
-use webcodex_plugin_host::gateway::{
-    valid_id, Scope, Scopes, DEFAULT_RUNNER_IN_FLIGHT, LOCAL_RUNNER, MAX_RUNNER_IN_FLIGHT,
+use webcodex_plugin_host::{
+    valid_runner_id, Scope, Scopes, DEFAULT_RUNNER_IN_FLIGHT, LOCAL_RUNNER, MAX_RUNNER_IN_FLIGHT,
 };
 
 /// The shortest token a tokens file may hold, in bytes.
@@ -480,7 +480,7 @@ fn parse_runner_entry(index: usize, item: &toml::Value) -> Result<RunnerTokenEnt
                 "`local` is the name of a front's own runner; choose another id",
             ))
         }
-        Some(toml::Value::String(id)) if valid_id(id) => id.clone(),
+        Some(toml::Value::String(id)) if valid_runner_id(id) => id.clone(),
         Some(toml::Value::String(_)) => {
             return Err(err(
                 "runner",

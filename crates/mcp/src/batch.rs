@@ -14,8 +14,8 @@ use super::jsonrpc::{Outgoing, Response};
 /// would otherwise grow with the count of tiny members a 1 MiB message can hold).
 pub const MAX_BATCH_MEMBERS: usize = 256;
 use super::{Step, Ticket, ToolCall};
-use webcodex_plugin_host::gateway::Caller;
-use webcodex_plugin_host::transport::{saturated, Dispatcher, Slot, WORKER_STACK};
+use webcodex_plugin_host::Caller;
+use webcodex_plugin_host::{saturated_output, Dispatcher, Slot, WORKER_STACK};
 
 /// One member of a batch, decided on the reading thread.
 #[derive(Debug)]
@@ -49,7 +49,7 @@ impl Member {
     pub(crate) fn admit(call: ToolCall, ticket: Option<Ticket>, dispatcher: &Dispatcher) -> Member {
         match dispatcher.try_admit() {
             Some(slot) => Member::Call { call, slot, ticket },
-            None => Member::Answer(call.respond(saturated()).message),
+            None => Member::Answer(call.respond(saturated_output()).message),
         }
     }
 
@@ -59,7 +59,7 @@ impl Member {
         match self {
             Member::Answer(response) => Some(response.clone()),
             Member::Call { call, .. } => {
-                Some(call.without_arguments().respond(saturated()).message)
+                Some(call.without_arguments().respond(saturated_output()).message)
             }
             Member::Silent => None,
         }
@@ -107,7 +107,7 @@ pub(crate) fn run(
 ) -> (Option<Outgoing>, Vec<Slot>) {
     let mut slots = Vec::new();
     // The exchange's context (its `traceparent` header), for members that name none.
-    let parent = webcodex_plugin_host::trace::current();
+    let parent = webcodex_plugin_host::current_trace();
     let answers = std::thread::scope(|scope| {
         let answers: Vec<Answer<'_>> = members
             .into_iter()
@@ -128,7 +128,7 @@ pub(crate) fn run(
                         });
                     match worker {
                         Ok(worker) => Answer::Running(worker),
-                        Err(_) => Answer::Known(Some(fallback.respond(saturated()).message)),
+                        Err(_) => Answer::Known(Some(fallback.respond(saturated_output()).message)),
                     }
                 }
             })

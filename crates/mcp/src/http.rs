@@ -25,8 +25,8 @@ use super::jsonrpc::INVALID_REQUEST;
 use super::jsonrpc::{self, Body, Incoming, Malformed, Outgoing, RequestId, Response, RpcError};
 use super::version;
 use super::{McpSession, Step, Transport};
-use webcodex_plugin_host::gateway::Caller;
-use webcodex_plugin_host::transport::{Dispatcher, Slot};
+use webcodex_plugin_host::Caller;
+use webcodex_plugin_host::{Dispatcher, Slot};
 
 /// The path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";
@@ -165,7 +165,7 @@ mod tests {
 
     use super::*;
     use crate::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
-    use webcodex_plugin_host::gateway::Gateway;
+    use webcodex_plugin_host::Gateway;
 
     fn dispatcher() -> Dispatcher {
         Dispatcher::new(Arc::new(Gateway::new([])))

@@ -14,8 +14,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-pub use webcodex_plugin_host::transport::RequestId;
-use webcodex_plugin_host::transport::{first_byte, parse_object, Present};
+pub use webcodex_plugin_host::RequestId;
+use webcodex_plugin_host::{first_json_byte, parse_json_object, Present};
 
 /// The text is not JSON.
 pub const PARSE_ERROR: i64 = -32700;
@@ -244,7 +244,7 @@ pub enum Body {
 
 /// Parses a line or body that may be a batch.
 pub fn parse_body(bytes: &[u8]) -> Body {
-    if first_byte(bytes) == Some(b'[') {
+    if first_json_byte(bytes) == Some(b'[') {
         if let Ok(members) = serde_json::from_slice::<Vec<Box<RawValue>>>(bytes) {
             return Body::Batch(members);
         }
@@ -343,7 +343,7 @@ impl<'de> Visitor<'de> for ParamsVisitor {
 /// Parses one message (a JSON array is not one: -32600).
 pub fn parse(bytes: &[u8]) -> Result<Incoming, Malformed> {
     let null = RequestId::null;
-    match first_byte(bytes) {
+    match first_json_byte(bytes) {
         Some(b'{') => {}
         first => {
             if serde_json::from_slice::<IgnoredAny>(bytes).is_err() {
@@ -362,7 +362,7 @@ pub fn parse(bytes: &[u8]) -> Result<Incoming, Malformed> {
             return Err(Malformed::new(null(), INVALID_REQUEST, message));
         }
     }
-    let envelope: Envelope = parse_object(bytes)
+    let envelope: Envelope = parse_json_object(bytes)
         .map_err(|_| Malformed::new(null(), PARSE_ERROR, "the message is not valid JSON"))?;
     let id = match envelope.id.0 {
         None => None,

@@ -8,10 +8,8 @@
 
 use serde_json::{json, Map, Value};
 
-use webcodex_plugin_host::gateway::{
-    ActionKind, MAX_PROJECT_BYTES, MAX_RECORDING_SESSION_ID_BYTES,
-};
-use webcodex_plugin_host::transport::TOOL_NAME;
+use webcodex_plugin_host::TOOL_NAME;
+use webcodex_plugin_host::{ActionKind, MAX_PROJECT_BYTES, MAX_RECORDING_SESSION_ID_BYTES};
 
 /// The tool's display title.
 pub const TITLE: &str = "Native tool plugins";
@@ -181,8 +179,7 @@ mod tests {
 
     #[test]
     fn the_schema_is_admitted_by_the_hosts_own_schema_profile() {
-        let admitted =
-            webcodex_plugin_host::catalog::admit_tools_list(&json!({"tools": [tool_spec()]}));
+        let admitted = webcodex_plugin_host::admit_tools_list(&json!({"tools": [tool_spec()]}));
         assert!(admitted.is_ok(), "{admitted:?}");
     }
 

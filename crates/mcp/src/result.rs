@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::jsonrpc::{self, RawJson};
-use webcodex_plugin_host::gateway::{Outcome, ToolOutput};
+use webcodex_plugin_host::{Outcome, ToolOutput};
 
 /// The `CallToolResult` for the output of `plugin_tool(params)`.
 pub fn call_tool_result(params: &Value, output: ToolOutput) -> Value {
@@ -113,13 +113,13 @@ struct TextContent<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use webcodex_plugin_host::error::{Error, ErrorCode};
+    use webcodex_plugin_host::{Error, ErrorCode};
 
     #[test]
     fn a_call_passes_the_tool_result_through() {
         let result = json!({"content":[{"type":"text","text":"boom"}],"isError":true});
         let output: ToolOutput = Outcome::Called(
-            webcodex_plugin_host::catalog::validate_tool_result(result.clone(), None).unwrap(),
+            webcodex_plugin_host::validate_tool_result(result.clone(), None).unwrap(),
         )
         .into();
         let params = json!({"action":"call","binding":"b","arguments":{}});
@@ -131,7 +131,7 @@ mod tests {
         let failure = ToolOutput::failure(&Error::not_started(ErrorCode::InvalidArguments, "m\"q"));
         let listed = ToolOutput::received(true, json!({"runners":[{"runner":"l\u{e9}\n"}]}));
         let called: ToolOutput = Outcome::Called(
-            webcodex_plugin_host::catalog::validate_tool_result(
+            webcodex_plugin_host::validate_tool_result(
                 json!({"content":[{"type":"text","text":"ok"}],"isError":false}),
                 None,
             )

@@ -21,9 +21,9 @@ use super::jsonrpc::{
 use super::manifest;
 use super::result::call_tool_outcome;
 use super::version::{self, SUPPORTED_VERSIONS};
-use webcodex_plugin_host::gateway::ToolOutput;
-use webcodex_plugin_host::trace::{TraceContext, TRACEPARENT};
-use webcodex_plugin_host::transport::TOOL_NAME;
+use webcodex_plugin_host::ToolOutput;
+use webcodex_plugin_host::TOOL_NAME;
+use webcodex_plugin_host::{TraceContext, TRACEPARENT};
 
 /// The `_meta` key of a stateless request's protocol version.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -597,7 +597,7 @@ mod tests {
         assert_eq!(r.message["id"], 9);
         assert_eq!(r.message["result"]["resultType"], "complete");
         assert_eq!(r.message["result"]["isError"], false);
-        let r = seen(call.respond(webcodex_plugin_host::transport::saturated()));
+        let r = seen(call.respond(webcodex_plugin_host::saturated_output()));
         assert_eq!(
             r.message["result"]["structuredContent"]["error"]["code"],
             "gateway_saturated"

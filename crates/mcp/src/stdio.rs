@@ -21,10 +21,10 @@ use serde_json::value::RawValue;
 use super::batch::{self, Member};
 use super::jsonrpc::{self, Body, RequestId, RpcError, INVALID_REQUEST};
 use super::{McpSession, PendingCalls, Step, ToolCall, Transport};
-use webcodex_plugin_host::gateway::{Caller, Gateway};
-use webcodex_plugin_host::transport::{
-    drive_lines, saturated, Dispatcher, Input, LineWriter, WORKER_STACK,
+use webcodex_plugin_host::{
+    drive_lines, saturated_output, Dispatcher, Input, LineWriter, WORKER_STACK,
 };
+use webcodex_plugin_host::{Caller, Gateway};
 
 /// Serves MCP from `input` until EOF, writing messages to `output`.
 ///
@@ -76,7 +76,7 @@ fn start_call(
         return writer.send(&id_in_flight(call.id()));
     };
     let Some(slot) = dispatcher.try_admit() else {
-        return writer.send(&call.respond(saturated()).message);
+        return writer.send(&call.respond(saturated_output()).message);
     };
     let (worker_dispatcher, worker_writer) = (dispatcher.clone(), writer.clone());
     let fallback = call.without_arguments();
@@ -93,7 +93,7 @@ fn start_call(
         });
     if spawned.is_err() {
         // The closure (with the ticket and the slot) was dropped: both are released.
-        writer.send(&fallback.respond(saturated()).message);
+        writer.send(&fallback.respond(saturated_output()).message);
     }
 }
 

@@ -29,7 +29,7 @@ use parking_lot::Mutex;
 use serde_json::json;
 
 use super::{readiness, Metrics, METRICS_CONTENT_TYPE};
-use webcodex_plugin_host::gateway::Gateway;
+use webcodex_plugin_host::Gateway;
 use webcodex_plugin_http::{Bounds, Exchange, Handler, Listener};
 
 /// The liveness route.

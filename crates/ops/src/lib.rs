@@ -7,7 +7,7 @@
 //! - [`readiness`]: which configured providers are not ready (`GET /readyz`), read from the
 //!   committed sets when asked;
 //! - [`Metrics`]: the Prometheus exposition (`GET /metrics`): counters and histograms fed by the
-//!   front ends' [`Observer`](webcodex_plugin_host::transport::observe::Observer) hooks, and
+//!   front ends' [`Observer`](webcodex_plugin_host::Observer) hooks, and
 //!   gauges read when scraped (provider status, retirements, remote runners: in flight,
 //!   breaker, link up and reconnects, the process's memory, threads and descriptors), so an
 //!   idle host wakes for nothing;

@@ -20,7 +20,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 
-use webcodex_plugin_host::gateway::RemoteRunner;
+use webcodex_plugin_host::RemoteRunner;
 
 /// What the process knows of its dial-out runners.
 #[derive(Debug, Default)]

@@ -23,9 +23,9 @@ use prometheus_client::registry::{Registry, Unit};
 use super::links::{self, DialOutIds, Links};
 use super::process;
 use super::readiness::{self, ProviderStatus};
-use webcodex_plugin_host::error::ErrorCode;
-use webcodex_plugin_host::gateway::Gateway;
-use webcodex_plugin_host::transport::observe::{Finished, Observer};
+use webcodex_plugin_host::ErrorCode;
+use webcodex_plugin_host::Gateway;
+use webcodex_plugin_host::{Finished, Observer};
 use webcodex_plugin_http::TOOLS_CALL_PATH;
 use webcodex_plugin_mcp::http::MCP_PATH;
 
@@ -128,7 +128,7 @@ impl Metrics {
         Metrics { registry, live }
     }
 
-    /// The hooks to install with [`webcodex_plugin_host::transport::observe::install_observer`].
+    /// The hooks to install with [`webcodex_plugin_host::install_observer`].
     pub fn observer(&self) -> Arc<dyn Observer> {
         Arc::new(Feed(self.live.clone()))
     }
@@ -298,7 +298,7 @@ impl Collector for Scraped {
             )?;
             for remote in &remotes {
                 let current = remote.breaker_state();
-                for state in webcodex_plugin_host::gateway::BREAKER_STATES {
+                for state in webcodex_plugin_host::BREAKER_STATES {
                     let labels = [("runner", remote.id()), ("state", state)];
                     let value = i64::from(current == state);
                     ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
@@ -371,8 +371,8 @@ mod tests {
     #[test]
     fn project_refusals_are_counted_by_action_and_code() {
         use std::time::Duration;
-        use webcodex_plugin_host::error::Error;
-        use webcodex_plugin_host::gateway::ToolOutput;
+        use webcodex_plugin_host::Error;
+        use webcodex_plugin_host::ToolOutput;
 
         let metrics = Metrics::new(Arc::new(Gateway::new([])));
         let feed = metrics.observer();

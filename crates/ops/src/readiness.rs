@@ -4,8 +4,8 @@
 //! the protocol), is not. The exit watch retires an instance as soon as its plugin exits, so a
 //! crash shows here at the next question. Remote runners never make a front unready.
 
-use webcodex_plugin_host::gateway::Gateway;
-use webcodex_plugin_host::host::ProviderState;
+use webcodex_plugin_host::Gateway;
+use webcodex_plugin_host::ProviderState;
 
 /// The status of one configured provider, as the readiness probe and the metrics see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

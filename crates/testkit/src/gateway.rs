@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 use serde_json::Value;
-use webcodex_plugin_host::env::{PluginsConfig, ProviderConfig, RunnerConfig, ShellConfig};
-use webcodex_plugin_host::gateway::{Caller, Gateway, ToolOutput};
-use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
+use webcodex_plugin_host::{Caller, Gateway, ToolOutput};
+use webcodex_plugin_host::{ConfigSource, Host, HostOptions};
+use webcodex_plugin_host::{PluginsConfig, ProviderConfig, RunnerConfig, ShellConfig};
 
 /// The fixture plugin, built on first use by the same cargo (see [`crate::fixture_path`]),
 /// so `cargo test --test NAME` works on a fresh target too.

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
-use webcodex_plugin_host::env::EnvSnapshot;
+use webcodex_plugin_host::EnvSnapshot;
 use webcodex_plugin_host::{Dispatch, Error, ErrorCode};
 use webcodex_plugin_host::{LaunchSpec, Provider, ProviderSpec};
 

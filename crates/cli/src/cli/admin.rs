@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use webcodex_plugin_host::gateway::Gateway;
-use webcodex_plugin_host::transport::observe::install_observer;
+use webcodex_plugin_host::install_observer;
+use webcodex_plugin_host::Gateway;
 use webcodex_plugin_ops::{AdminServer, AdminStopper, DialOutIds, Metrics};
 
 use super::{EXIT_FAILURE, EXIT_USAGE};

@@ -4,12 +4,10 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use webcodex_plugin_host::env::{
-    PluginsConfig, ProviderConfig, RunnerConfig, DEFAULT_REQUEST_TIMEOUT,
-};
-use webcodex_plugin_host::gateway::{Caller, Gateway, ToolOutput};
-use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 use webcodex_plugin_host::Dispatch;
+use webcodex_plugin_host::{Caller, Gateway, ToolOutput};
+use webcodex_plugin_host::{ConfigSource, Host, HostOptions};
+use webcodex_plugin_host::{PluginsConfig, ProviderConfig, RunnerConfig, DEFAULT_REQUEST_TIMEOUT};
 
 use super::{human, EXIT_FAILURE, EXIT_OK};
 

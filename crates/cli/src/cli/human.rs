@@ -4,11 +4,11 @@
 use std::fmt::Write;
 
 use serde_json::Value;
-use webcodex_plugin_host::catalog::{Tool, ToolResult};
-use webcodex_plugin_host::gateway::{
+use webcodex_plugin_host::{
     CatalogOutcome, CheckOutcome, Outcome, ProviderDetail, ProviderStatus, ProviderSummary,
     ReloadOutcome, ToolFailure, ToolSummary,
 };
+use webcodex_plugin_host::{Tool, ToolResult};
 
 /// Longest single text printed; longer texts are cut with a note pointing at `--json`.
 const MAX_TEXT_BYTES: usize = 16 * 1024;
@@ -279,7 +279,7 @@ pub(super) fn catalog(c: &CatalogOutcome) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
-    use webcodex_plugin_host::gateway::{ActionKind, ToolOutput};
+    use webcodex_plugin_host::{ActionKind, ToolOutput};
 
     /// The typed outcome of a canonical output object of an action of kind `kind`.
     fn typed(kind: ActionKind, success: bool, json: Value) -> Outcome {

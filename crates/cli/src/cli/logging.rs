@@ -10,7 +10,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use webcodex_plugin_host::trace;
+use webcodex_plugin_host::{current_trace_fields, RequestFields};
 
 /// True once `--log-format json` was chosen.
 static JSON: AtomicBool = AtomicBool::new(false);
@@ -52,7 +52,7 @@ pub(crate) fn write_record(
     record: &log::Record<'_>,
 ) -> std::io::Result<()> {
     let ts = rfc3339(SystemTime::now());
-    let fields = trace::current_fields();
+    let fields = current_trace_fields();
     if JSON.load(Ordering::Relaxed) {
         let mut line = serde_json::json!({
             "ts": ts,
@@ -90,7 +90,7 @@ pub(crate) fn write_record(
 }
 
 /// The request's fields that are known, in a fixed order.
-fn field_pairs(fields: &trace::RequestFields) -> Vec<(&'static str, String)> {
+fn field_pairs(fields: &RequestFields) -> Vec<(&'static str, String)> {
     let mut pairs = vec![("trace_id", fields.trace_id.clone())];
     let named = [
         ("runner", fields.runner.as_deref()),

@@ -413,7 +413,7 @@ fn with(
 /// The exit code of `call` after its output was printed with exit code `printed`: a completed
 /// call whose tool reported `isError: true` exits [`EXIT_FAILURE`] like any failed call, so a
 /// script can tell a refused operation from a done one (human and `--json` alike).
-fn call_exit_code(output: &webcodex_plugin_host::gateway::ToolOutput, printed: i32) -> i32 {
+fn call_exit_code(output: &webcodex_plugin_host::ToolOutput, printed: i32) -> i32 {
     let tool_error = output.is_tool_error();
     if printed == EXIT_OK && tool_error {
         EXIT_FAILURE

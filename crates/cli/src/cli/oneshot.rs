@@ -8,9 +8,9 @@ use std::io::Write;
 use std::path::Path;
 
 use serde_json::{json, Value};
-use webcodex_plugin_host::env::{load_runner_config, DEFAULT_MAX_PROVIDERS};
-use webcodex_plugin_host::error::ErrorCode;
-use webcodex_plugin_host::gateway::{ActionKind, Outcome, ToolOutput};
+use webcodex_plugin_host::ErrorCode;
+use webcodex_plugin_host::{load_runner_config, DEFAULT_MAX_PROVIDERS};
+use webcodex_plugin_host::{ActionKind, Outcome, ToolOutput};
 
 use super::human;
 use super::target::{Answer, Resolved, Runner, Startup, Target};

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crossbeam_channel::{Sender, TrySendError};
-use webcodex_plugin_host::gateway::Gateway;
+use webcodex_plugin_host::Gateway;
 use webcodex_plugin_http::cluster::ClusterKeys;
 use webcodex_plugin_http::{Tokens, TokensSwap};
 use webcodex_plugin_ops::DialOutIds;

@@ -8,8 +8,8 @@ use super::reload::{check_runner_ids, Reload};
 use super::stop_signal::{SignalEvent, StopSignal};
 use super::target::Front;
 
-use webcodex_plugin_host::gateway::{load_runners, Caller, Scopes};
-use webcodex_plugin_host::transport::serve_lines;
+use webcodex_plugin_host::serve_lines;
+use webcodex_plugin_host::{load_runners, Caller, Scopes};
 use webcodex_plugin_http::cors::check_allowed_origin;
 use webcodex_plugin_http::{readable_by_everyone, Tokens};
 
@@ -28,7 +28,7 @@ pub(super) fn on_stdio(
     scopes: &str,
     what: &str,
     serve: impl FnOnce(
-        std::sync::Arc<webcodex_plugin_host::gateway::Gateway>,
+        std::sync::Arc<webcodex_plugin_host::Gateway>,
         Caller,
         std::io::StdinLock<'static>,
         std::io::Stdout,

@@ -4,7 +4,7 @@
 use std::net::TcpListener;
 use std::sync::Arc;
 
-use webcodex_plugin_host::gateway::Gateway;
+use webcodex_plugin_host::Gateway;
 use webcodex_plugin_http::{HttpServer, Tokens};
 use webcodex_plugin_ops::systemd;
 

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use webcodex_plugin_host::gateway::{
-    load_runners, valid_id, Caller, Gateway, RemoteRunner, RunnerEntry, RunnersError, TokenSource,
-    ToolOutput, LOCAL_RUNNER,
-};
-use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 use webcodex_plugin_host::StderrLine;
+use webcodex_plugin_host::{
+    load_runners, valid_runner_id, Caller, Gateway, RemoteRunner, RunnerEntry, RunnersError,
+    TokenSource, ToolOutput, LOCAL_RUNNER,
+};
+use webcodex_plugin_host::{ConfigSource, Host, HostOptions};
 use webcodex_plugin_http::{
     remote_runner, ClientError, ClientOptions, HttpClient, ProxyChoice, SetupPart, CONNECT_TIMEOUT,
     READ_TIMEOUT,
@@ -145,7 +145,7 @@ impl Source {
         };
         let runner = Runner(self.runner);
         if let Some(id) = &runner.0 {
-            if !valid_id(id) {
+            if !valid_runner_id(id) {
                 return Err(usage(format!(
                     "--runner: `{}` is not a runner id (1 to 64 characters of a-z, 0-9, `_`, \
                      `.` and `-`); `list --server-url URL` shows the runners",

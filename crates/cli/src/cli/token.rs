@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use webcodex_plugin_host::gateway::{valid_id, Scope, LOCAL_RUNNER};
+use webcodex_plugin_host::{valid_runner_id, Scope, LOCAL_RUNNER};
 use webcodex_plugin_http::MAX_TOKEN_NAME_BYTES;
 
 use super::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
@@ -96,7 +96,7 @@ fn new(args: &NewToken) -> i32 {
     let token = format!("{TOKEN_PREFIX}{}", base64url(secret));
     let text = match &args.runner {
         Some(runner) => {
-            if !valid_id(runner) || runner == LOCAL_RUNNER {
+            if !valid_runner_id(runner) || runner == LOCAL_RUNNER {
                 eprintln!(
                     "error: --runner: a runner id is 1 to 64 characters of a-z, 0-9, `_`, `.` \
                      and `-`, and not `local`"
@@ -120,7 +120,7 @@ fn new(args: &NewToken) -> i32 {
 /// `token new --cluster-key [--name ID]`: prints a `[[keys]]` entry.
 fn new_cluster_key(name: Option<&str>) -> i32 {
     let id = match name {
-        Some(id) if valid_id(id) => id.to_string(),
+        Some(id) if valid_runner_id(id) => id.to_string(),
         Some(_) => {
             eprintln!(
                 "error: --name: a cluster key id is 1 to 64 characters of a-z, 0-9, `_`, `.` \

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
+use webcodex_plugin_host::{ConfigSource, Host, HostOptions};
 
 use common::{run_to_end, Run};
 use tempdir::TempDir;
@@ -166,7 +166,7 @@ runPlugin(definePlugin({ tools: [echo, boom] }));"#,
 /// names the script relative to it).
 fn node_example_host() -> Host {
     let path = Path::new(common::REPO_ROOT).join("examples/node/runner.toml");
-    let mut config = webcodex_plugin_host::env::load_runner_config(&path, 8).unwrap();
+    let mut config = webcodex_plugin_host::load_runner_config(&path, 8).unwrap();
     let root = Path::new(common::REPO_ROOT).canonicalize().unwrap();
     config.plugins.providers[0].cwd = Some(root);
     Host::start(ConfigSource::Fixed(config), HostOptions::default()).unwrap()

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
-use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
+use webcodex_plugin_host::{ConfigSource, Host, HostOptions};
 
 const BIN: &str = env!("CARGO_BIN_EXE_webcodex-plugin");
 

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use webcodex_plugin_host::env::ProviderConfig;
-use webcodex_plugin_host::gateway::{Caller, Gateway};
-use webcodex_plugin_host::transport::serve_lines;
+use webcodex_plugin_host::serve_lines;
+use webcodex_plugin_host::ProviderConfig;
+use webcodex_plugin_host::{Caller, Gateway};
 use webcodex_plugin_http::{HttpServer, Tokens};
 
 use common::Canary;

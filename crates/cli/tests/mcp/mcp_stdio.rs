@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use webcodex_plugin_host::gateway::{Caller, Gateway, RecordingEvent, Scopes};
-use webcodex_plugin_host::transport::{serve_lines, MAX_IN_FLIGHT};
 use webcodex_plugin_host::Dispatch;
+use webcodex_plugin_host::{serve_lines, MAX_IN_FLIGHT};
+use webcodex_plugin_host::{Caller, Gateway, RecordingEvent, Scopes};
 use webcodex_plugin_mcp::serve_stdio;
 
 use gateway_support::*;
@@ -200,7 +200,7 @@ fn scopes_hold_over_mcp_exactly_as_over_the_json_lines_gateway() {
             assert_eq!(
                 denied,
                 !caller.has(
-                    webcodex_plugin_host::gateway::ActionKind::ALL
+                    webcodex_plugin_host::ActionKind::ALL
                         .into_iter()
                         .find(|a| a.as_str() == params["action"])
                         .unwrap()

@@ -520,14 +520,14 @@ fn a_binding_described_on_one_replica_is_called_on_another_and_a_foreign_one_is_
         "describe_required"
     );
     // The box holds the runner and the runner's own (sealed) binding, readable with the key.
-    let target = webcodex_plugin_host::gateway::SealedTarget::decode(
+    let target = webcodex_plugin_host::SealedTarget::decode(
         &sealer(&[&std::fs::read_to_string(&keys).unwrap()])
             .open_at(&binding, 0)
             .expect("the cluster key opens it"),
     )
     .unwrap();
     match target {
-        webcodex_plugin_host::gateway::SealedTarget::Remote {
+        webcodex_plugin_host::SealedTarget::Remote {
             runner,
             binding,
             plugin,
@@ -672,8 +672,8 @@ fn a_project_bound_binding_is_called_on_another_replica_until_its_root_changes()
     let opened = sealer(&[&std::fs::read_to_string(&keys).unwrap()])
         .open_at(&binding, 0)
         .expect("the cluster key opens it");
-    match webcodex_plugin_host::gateway::SealedTarget::decode(&opened).unwrap() {
-        webcodex_plugin_host::gateway::SealedTarget::Remote { project, .. } => {
+    match webcodex_plugin_host::SealedTarget::decode(&opened).unwrap() {
+        webcodex_plugin_host::SealedTarget::Remote { project, .. } => {
             assert_eq!(project.as_deref(), Some(target.as_bytes()));
         }
         other => panic!("{other:?}"),

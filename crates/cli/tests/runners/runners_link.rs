@@ -1512,7 +1512,7 @@ fn bursts_of_requests_past_the_in_flight_cap_are_each_answered_once_and_never_ru
 /// The runner's in-flight cap (`MAX_IN_FLIGHT`), which bounds its request threads.
 #[cfg(target_os = "linux")]
 fn in_flight_cap() -> usize {
-    webcodex_plugin_host::transport::MAX_IN_FLIGHT
+    webcodex_plugin_host::MAX_IN_FLIGHT
 }
 
 #[test]

@@ -25,7 +25,7 @@ use parking_lot::Mutex;
 
 use crate::link::{wire, ConnectOptions, Dialer, DialerStop, LinkEnd};
 use crate::SetupError;
-use webcodex_plugin_host::gateway::Gateway;
+use webcodex_plugin_host::Gateway;
 
 /// How often each front URL's host is resolved again.
 pub const RESOLVE_EVERY: Duration = Duration::from_secs(30);

@@ -39,7 +39,7 @@ use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
 use sha2::{Digest, Sha256};
 use webcodex_plugin_host::random_bytes;
 
-use webcodex_plugin_host::gateway::{valid_id, BindingSealer, BINDING_PREFIX};
+use webcodex_plugin_host::{valid_runner_id, BindingSealer, BINDING_PREFIX};
 
 /// The bytes of a key's secret.
 pub const KEY_BYTES: usize = 32;
@@ -214,13 +214,17 @@ fn parse_entry(index: usize, item: &toml::Value) -> Result<(String, [u8; KEY_BYT
         .keys()
         .find(|k| !matches!(k.as_str(), "id" | "secret"))
     {
-        let key = if valid_id(key) { key.as_str() } else { "…" };
+        let key = if valid_runner_id(key) {
+            key.as_str()
+        } else {
+            "…"
+        };
         return Err(KeysError(format!(
             "keys[{index}]: unknown key `{key}` (an entry has `id` and `secret`)"
         )));
     }
     let id = match table.get("id") {
-        Some(toml::Value::String(id)) if valid_id(id) => id.clone(),
+        Some(toml::Value::String(id)) if valid_runner_id(id) => id.clone(),
         Some(_) => {
             return Err(KeysError(format!(
                 "keys[{index}].id: must be 1 to 64 characters of a-z, 0-9, `_`, `.` and `-`"

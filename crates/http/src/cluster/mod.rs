@@ -12,7 +12,7 @@
 //! The MCP HTTP binding (`POST /mcp`) keeps no session (each message is handled on its own),
 //! so it has no session id to seal: any replica serves any MCP request as it is.
 //!
-//! [`BindingSealer`]: webcodex_plugin_host::gateway::BindingSealer
+//! [`BindingSealer`]: webcodex_plugin_host::BindingSealer
 
 pub mod fleet;
 pub mod keys;

@@ -14,7 +14,7 @@
 use serde_json::{json, Value};
 
 use super::listener::Exchange;
-use webcodex_plugin_host::gateway::{Scope, Scopes};
+use webcodex_plugin_host::{Scope, Scopes};
 
 /// The page itself.
 pub const PAGE_PATH: &str = "/";

@@ -16,7 +16,7 @@
 //! Every request is answered exactly once: by the thread that runs it, or at once with a
 //! `not_started` failure (unreadable, over the bound, no thread could start).
 //!
-//! [`MAX_IN_FLIGHT`]: webcodex_plugin_host::transport::MAX_IN_FLIGHT
+//! [`MAX_IN_FLIGHT`]: webcodex_plugin_host::MAX_IN_FLIGHT
 
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -28,10 +28,10 @@ use tungstenite::protocol::frame::coding::CloseCode;
 
 use super::socket::{LinkSocket, Next};
 use super::wire::{self, LinkRequest};
-use webcodex_plugin_host::error::{Dispatch, ErrorCode};
-use webcodex_plugin_host::gateway::{Caller, Gateway};
-use webcodex_plugin_host::trace::TraceContext;
-use webcodex_plugin_host::transport::{Dispatcher, Slot, WORKER_STACK};
+use webcodex_plugin_host::TraceContext;
+use webcodex_plugin_host::{Caller, Gateway};
+use webcodex_plugin_host::{Dispatch, ErrorCode};
+use webcodex_plugin_host::{Dispatcher, Slot, WORKER_STACK};
 
 /// A runner link with no frame from the front for this long is dead (the front pings every
 /// 15 s).
@@ -42,9 +42,9 @@ const DEAD_AFTER: Duration = Duration::from_secs(45);
 const WORKER_IDLE: Duration = Duration::from_secs(30);
 
 /// The most request threads a link has: one for each request in flight
-/// ([`webcodex_plugin_host::transport::MAX_IN_FLIGHT`]), and one to read. At that count one of them at
+/// ([`webcodex_plugin_host::MAX_IN_FLIGHT`]), and one to read. At that count one of them at
 /// least holds no request and is on its way back to read, so none is started.
-const MAX_THREADS: usize = webcodex_plugin_host::transport::MAX_IN_FLIGHT + 1;
+const MAX_THREADS: usize = webcodex_plugin_host::MAX_IN_FLIGHT + 1;
 
 /// The request threads of a link alive, at most [`MAX_THREADS`].
 #[derive(Debug, Default)]
@@ -285,7 +285,7 @@ fn take<S: Read + Write>(dispatcher: &Dispatcher, socket: &LinkSocket<S>, next: 
 }
 
 /// Parses one request of the front and takes its in-flight slot, at most
-/// [`webcodex_plugin_host::transport::MAX_IN_FLIGHT`] (64) at once; beyond it, or when the frame is not a
+/// [`webcodex_plugin_host::MAX_IN_FLIGHT`] (64) at once; beyond it, or when the frame is not a
 /// readable request, the front is answered at once (`None`).
 fn admit<S: Read + Write>(
     dispatcher: &Dispatcher,
@@ -346,7 +346,7 @@ fn answer<S: Read + Write>(
         return;
     };
     let trace = request.trace.unwrap_or_else(TraceContext::fresh);
-    let _scope = webcodex_plugin_host::trace::begin(Some(trace));
+    let _scope = webcodex_plugin_host::begin_trace(Some(trace));
     let output = dispatcher.execute(&Caller::trusted(), &request.params);
     drop(slot);
     let outcome = match output.code() {

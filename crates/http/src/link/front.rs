@@ -35,7 +35,7 @@ use tungstenite::protocol::{Role, WebSocket};
 use super::socket::{config, LinkSocket, Next, SendError, SharedTcp};
 use super::wire::{self, Operation};
 use crate::tokens::Tokens;
-use webcodex_plugin_host::gateway::{
+use webcodex_plugin_host::{
     ActionKind, CallAnswer, Gateway, LinkAnswer, LinkFailure, RemoteRunner, RunnerLink, ToolOutput,
 };
 
@@ -388,7 +388,7 @@ impl DialLink {
             return Err(LinkFailure::NotSent("the front is stopping".into()));
         }
         // The request's trace id goes on to the runner, under a new parent id.
-        let trace = webcodex_plugin_host::trace::current().map(|trace| trace.child());
+        let trace = webcodex_plugin_host::current_trace().map(|trace| trace.child());
         let frame = wire::encode_request(id, operation, params, trace.as_ref());
         let deadline = Instant::now() + ANSWER_WITHIN;
         match connection.socket.send_text(frame) {
@@ -484,7 +484,7 @@ impl LinkRegistry {
         let Some(connection) = self.attach(runner, token, hello, socket, peer) else {
             return;
         };
-        if let Some(observer) = webcodex_plugin_host::transport::observe::observer() {
+        if let Some(observer) = webcodex_plugin_host::installed_observer() {
             observer.link_accepted(runner);
         }
         log::info!("runner link `{runner}`: connected from {}", connection.peer);

@@ -25,7 +25,7 @@ use super::wire;
 use super::{LINK_LOG_TARGET, RUNNERS_CONNECT_PATH};
 use crate::client::BaseUrl;
 use crate::client::{ca_der, link_proxy, tunnel, ProxyChoice, SetupError, SetupPart};
-use webcodex_plugin_host::gateway::Gateway;
+use webcodex_plugin_host::Gateway;
 
 /// How long the front has to welcome the runner.
 const WELCOME_WITHIN: Duration = Duration::from_secs(10);

@@ -16,9 +16,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use webcodex_plugin_host::error::{Dispatch, ErrorCode};
-use webcodex_plugin_host::gateway::{ActionKind, ToolOutput, MAX_RUNNER_NAME_BYTES};
-use webcodex_plugin_host::trace::{TraceContext, TRACEPARENT};
+use webcodex_plugin_host::{ActionKind, ToolOutput, MAX_RUNNER_NAME_BYTES};
+use webcodex_plugin_host::{Dispatch, ErrorCode};
+use webcodex_plugin_host::{TraceContext, TRACEPARENT};
 
 /// The protocol name a runner's hello carries (and the WebSocket subprotocol it asks for).
 pub const PROTOCOL: &str = "webcodex-runner-link-v1";
@@ -461,7 +461,7 @@ fn only_keys<'v>(value: &'v Value, allowed: &[&str]) -> Option<&'v Map<String, V
 #[cfg(test)]
 mod tests {
     use super::*;
-    use webcodex_plugin_host::error::Error;
+    use webcodex_plugin_host::Error;
 
     #[test]
     fn hello_and_welcome_round_trip() {
@@ -504,7 +504,7 @@ mod tests {
         assert_eq!(parse_call_result(&frame), Some((12, result)));
         assert!(parse_reply(&frame).is_ok());
         let list = ToolOutput::received(true, json!({"providers": []}));
-        let failed = ToolOutput::failure(&webcodex_plugin_host::error::Error::not_started(
+        let failed = ToolOutput::failure(&webcodex_plugin_host::Error::not_started(
             ErrorCode::ProviderBusy,
             "busy",
         ));

@@ -22,7 +22,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::{refuse, Handler, Listener};
 use crate::wire::Conn;
-use webcodex_plugin_host::transport::WORKER_STACK;
+use webcodex_plugin_host::WORKER_STACK;
 
 /// The most connections waiting for their first bytes.
 pub(super) const MAX_WAITING: usize = 64;

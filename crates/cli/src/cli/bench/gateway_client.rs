@@ -12,7 +12,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use serde_json::Value;
 use wait_timeout::ChildExt;
-use webcodex_plugin_host::gateway::ToolOutput;
+use webcodex_plugin_host::ToolOutput;
 
 /// How long a closed gateway may take to exit before it is killed.
 const EXIT_BOUND: Duration = Duration::from_secs(10);

@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 
 use super::stats::{current_rss_kb, nearest_rank, peak_rss_kb};
 use serde_json::json;
-use webcodex_plugin_host::env::{ProviderConfig, RunnerConfig, DEFAULT_MAX_PROVIDERS};
-use webcodex_plugin_host::host::{ConfigSource, Host, HostOptions};
 use webcodex_plugin_host::Error;
+use webcodex_plugin_host::{ConfigSource, Host, HostOptions};
+use webcodex_plugin_host::{ProviderConfig, RunnerConfig, DEFAULT_MAX_PROVIDERS};
 
 use super::super::{EXIT_FAILURE, EXIT_OK};
 

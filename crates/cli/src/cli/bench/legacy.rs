@@ -6,10 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use webcodex_plugin_host::env::{
-    prepare_environment, resolve_executable, ProviderConfig, RunnerConfig,
-};
-use webcodex_plugin_host::gateway::{Caller, Gateway, ToolOutput};
+use webcodex_plugin_host::{prepare_environment, resolve_executable, ProviderConfig, RunnerConfig};
+use webcodex_plugin_host::{Caller, Gateway, ToolOutput};
 use webcodex_plugin_host::{LaunchSpec, Provider, ProviderSpec};
 
 use super::super::{EXIT_FAILURE, EXIT_OK};

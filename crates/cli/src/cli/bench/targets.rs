@@ -16,11 +16,11 @@ use std::sync::Arc;
 
 use clap::ArgMatches;
 use serde_json::{json, Value};
-use webcodex_plugin_host::env::{
+use webcodex_plugin_host::{
     load_runner_config, PluginsConfig, ProviderConfig, RunnerConfig, DEFAULT_MAX_PROVIDERS,
     DEFAULT_REQUEST_TIMEOUT,
 };
-use webcodex_plugin_host::gateway::{Caller, Gateway, ToolOutput};
+use webcodex_plugin_host::{Caller, Gateway, ToolOutput};
 use webcodex_plugin_http::{ClientOptions, HttpClient};
 
 use super::gateway_client::GatewayClient;

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use super::{create, Lang, ScaffoldError};
 use serde_json::{json, Value};
-use webcodex_plugin_host::catalog::admit_tools_list;
+use webcodex_plugin_host::admit_tools_list;
 
 /// A fresh, not yet existing path under the system temp dir.
 fn temp_path(tag: &str) -> PathBuf {

@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 use super::{preferred, Fleet, Resolver};
 use crate::link::{ConnectOptions, LinkEnd};
 use crate::{HttpServer, HttpStopper, ProxyChoice, Tokens};
-use webcodex_plugin_host::gateway::Gateway;
+use webcodex_plugin_host::Gateway;
 
 /// A hang guard, never a timing.
 const LIMIT: Duration = Duration::from_secs(30);

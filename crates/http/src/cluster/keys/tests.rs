@@ -117,7 +117,7 @@ fn an_ephemeral_sealer_never_expires_and_no_other_process_opens_its_boxes() {
 
 #[test]
 fn a_sealed_target_round_trips_through_a_box() {
-    use webcodex_plugin_host::gateway::SealedTarget;
+    use webcodex_plugin_host::SealedTarget;
     let keys = sealer(&[("a", 1)], DEFAULT_BINDING_TTL);
     let target = SealedTarget::Remote {
         runner: "edge-1".into(),

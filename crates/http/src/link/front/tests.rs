@@ -14,7 +14,7 @@ use parking_lot::RwLock;
 
 use super::{Heartbeat, LinkRegistry};
 use crate::tokens::Tokens;
-use webcodex_plugin_host::gateway::Gateway;
+use webcodex_plugin_host::Gateway;
 
 /// A hang guard (never a timing: the links here end within a second).
 const LIMIT: Duration = Duration::from_secs(20);
@@ -181,11 +181,11 @@ fn wait_runner(gateway: &Gateway) {
 /// no other caller reading, so it claims the reading and reads its own answer).
 fn list_through(
     gateway: &Arc<Gateway>,
-) -> std::thread::JoinHandle<webcodex_plugin_host::gateway::ToolOutput> {
+) -> std::thread::JoinHandle<webcodex_plugin_host::ToolOutput> {
     let gateway = gateway.clone();
     std::thread::spawn(move || {
         gateway.plugin_tool(
-            &webcodex_plugin_host::gateway::Caller::trusted(),
+            &webcodex_plugin_host::Caller::trusted(),
             &serde_json::json!({"action": "list", "runner": "quiet"}),
         )
     })
@@ -330,7 +330,7 @@ fn a_revoked_token_closes_its_link_at_once_and_ends_the_request_waiting_on_it() 
         let output = asked.join().unwrap();
         assert_eq!(
             output.code(),
-            Some(webcodex_plugin_host::error::ErrorCode::GatewayTimeout),
+            Some(webcodex_plugin_host::ErrorCode::GatewayTimeout),
             "{}",
             output.to_json()
         );
@@ -403,7 +403,7 @@ fn a_draining_front_awaits_the_answer_owed_then_closes_the_link() {
     assert_eq!(
         (refused.code(), refused.to_json()["dispatch"].as_str()),
         (
-            Some(webcodex_plugin_host::error::ErrorCode::RunnerUnavailable),
+            Some(webcodex_plugin_host::ErrorCode::RunnerUnavailable),
             Some("not_started")
         ),
         "{}",
