@@ -12,7 +12,8 @@ H=${1:?the side-by-side harness directory (with http-floor and echo-plugin)}
 ROUNDS=${2:-3}; N=${3:-5000}
 (cd "$H" && cargo build --release -q -p echo-plugin -p http-floor)
 HT=${HARNESS_TARGET:-$H/target}; EP=$HT/release/echo-plugin; HF=$HT/release/http-floor
-cargo build --release -q --features cli --bin webcodex-plugin --example serve_load
+cargo build --release -q -p webcodex-plugin-cli --bin webcodex-plugin
+cargo build --release -q --example serve_load
 BIN=${BIN:-target/release/webcodex-plugin}; CL=target/release/examples/serve_load
 W=$(mktemp -d /tmp/perf-serve.XXXX)
 TOKEN=bench-token-0123456789abcdef

@@ -6,7 +6,7 @@
 #                                                    # (doc tests left out: the crate's example
 #                                                    # runs the Python plugin; Wine has no Python)
 #   scripts/windows-test.sh test --test provider_runtime
-#   scripts/windows-test.sh check --lib --no-default-features
+#   scripts/windows-test.sh check --workspace --lib
 #
 # Needs (Debian 12): wine64, gcc-mingw-w64-x86-64 (linker, and the C compiler ring needs), and
 # `rustup target add x86_64-pc-windows-gnu`; INSTALL=1 installs whatever is missing.
