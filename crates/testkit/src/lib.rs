@@ -408,6 +408,22 @@ pub fn cli_command(binary: &str) -> Command {
     cmd
 }
 
+/// `webcodex-plugin connect` as every runner test starts it: [`cli_command`] with `connect`,
+/// `token` in `WEBCODEX_RUNNER_TOKEN`, no stdin or stdout, stderr piped (read it with
+/// [`read_all`]) and no proxy variable of this environment (loopback fronts only).
+pub fn connect_command(binary: &str, token: &str) -> Command {
+    let mut cmd = cli_command(binary);
+    cmd.arg("connect")
+        .env("WEBCODEX_RUNNER_TOKEN", token)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for var in PROXY_VARIABLES {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
 /// Asks the process `pid` (a child of this test) to stop as an operator would: SIGTERM. True
 /// when the signal was sent.
 #[cfg(unix)]

@@ -84,19 +84,12 @@ impl Runner {
 
     /// Starts `connect --log-format json` to `front` (the credential in the environment).
     fn start(&mut self, front: SocketAddr) {
-        let mut cmd = common::cli_command(BIN);
-        cmd.args(["connect", "--front-url", &format!("http://{front}")])
+        let mut cmd = common::connect_command(BIN, &self.token);
+        cmd.args(["--front-url", &format!("http://{front}")])
             .args(["--config", s(&self.config), "--log-format", "json"])
-            .env("WEBCODEX_RUNNER_TOKEN", &self.token)
             .env("FIXTURE_PIDS", &self.pids)
             .env("FIXTURE_LOG", &self.log)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        for var in common::PROXY_VARIABLES {
-            cmd.env_remove(var);
-        }
+            .env("RUST_LOG", "info");
         let mut child = cmd.spawn().expect("spawn connect");
         self.stderr
             .push(common::read_all(child.stderr.take().expect("stderr")));

@@ -233,20 +233,12 @@ impl Runner {
         }
         let config = dir.write(&format!("{id}.toml"), &config);
         let pids = dir.path(&format!("{id}.pids"));
-        let mut cmd = common::cli_command(BIN);
-        cmd.args(["connect", "--config", s(&config), "--name", id]);
+        let mut cmd = common::connect_command(BIN, &runner_token(id));
+        cmd.args(["--config", s(&config), "--name", id]);
         for front in fronts {
             cmd.args(["--front-url", front]);
         }
-        cmd.env("WEBCODEX_RUNNER_TOKEN", runner_token(id))
-            .env("FIXTURE_PIDS", &pids)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        for var in common::PROXY_VARIABLES {
-            cmd.env_remove(var);
-        }
+        cmd.env("FIXTURE_PIDS", &pids).env("RUST_LOG", "info");
         let mut child = cmd.spawn().expect("spawn connect");
         let stderr = common::read_all(child.stderr.take().unwrap());
         Runner {

@@ -79,9 +79,8 @@ impl Runner {
 
     /// Starts `connect` to `front` (the credential in WEBCODEX_RUNNER_TOKEN).
     fn start(&mut self, front: SocketAddr) {
-        let mut cmd = common::cli_command(BIN);
+        let mut cmd = common::connect_command(BIN, &runner_token(self.id));
         cmd.args([
-            "connect",
             "--front-url",
             &format!("http://{front}"),
             "--config",
@@ -90,16 +89,9 @@ impl Runner {
             &format!("Runner {}", self.id),
         ])
         .args(&self.extra)
-        .env("WEBCODEX_RUNNER_TOKEN", runner_token(self.id))
         .env("FIXTURE_LOG", &self.log)
         .env("FIXTURE_PIDS", &self.pids)
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-        for var in common::PROXY_VARIABLES {
-            cmd.env_remove(var);
-        }
+        .env("RUST_LOG", "info");
         let mut child = cmd.spawn().expect("spawn connect");
         self.stderr = Some(common::read_all(child.stderr.take().expect("stderr")));
         self.child = Some(child);

@@ -17,7 +17,7 @@ use crate::tempdir;
 use common::serve::{runner_token, ServeProcess};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 use tempdir::TempDir;
 
@@ -221,23 +221,10 @@ fn a_linked_runner_decides_project_bound_calls_and_its_plugins_read_no_refused_o
     let tokens = front_tokens(&dir, &["edge-1"]);
     let front = serve(&["--listen", "127.0.0.1:0", "--tokens", s(&tokens)], &[]);
     let (log, pids) = (dir.path("plugins.log"), dir.path("plugins.pids"));
-    let mut cmd = common::cli_command(BIN);
-    cmd.args([
-        "connect",
-        "--front-url",
-        &front.url(),
-        "--config",
-        s(&config),
-    ])
-    .env("WEBCODEX_RUNNER_TOKEN", runner_token("edge-1"))
-    .env("FIXTURE_LOG", &log)
-    .env("FIXTURE_PIDS", &pids)
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped());
-    for var in common::PROXY_VARIABLES {
-        cmd.env_remove(var);
-    }
+    let mut cmd = common::connect_command(BIN, &runner_token("edge-1"));
+    cmd.args(["--front-url", &front.url(), "--config", s(&config)])
+        .env("FIXTURE_LOG", &log)
+        .env("FIXTURE_PIDS", &pids);
     let mut runner: Child = cmd.spawn().expect("spawn connect");
     let stderr = common::read_all(runner.stderr.take().unwrap());
     wait_listed(front.addr, "edge-1");
