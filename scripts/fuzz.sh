@@ -47,7 +47,15 @@ stamp=fuzz/logs/.started
 touch "$stamp"
 echo "# building ${#TARGETS[@]} targets (nightly, sanitizer: address, debug assertions on)"
 for target in "${TARGETS[@]}"; do
-  nice -n "$NICE" cargo +nightly fuzz build "$target" 2>&1 | tail -n 2
+  # The whole build log is kept; a failed build prints its end (the compiler's or cargo's
+  # error, not only cargo-fuzz's backtrace) and the free disk space, then stops.
+  if ! nice -n "$NICE" cargo +nightly fuzz build "$target" >"fuzz/logs/$target.build.log" 2>&1; then
+    echo "fuzz: building $target failed ($(df -h --output=avail . | tail -n 1 | tr -d ' ') free on disk);" \
+      "the end of fuzz/logs/$target.build.log:" >&2
+    tail -n 40 "fuzz/logs/$target.build.log" >&2
+    exit 1
+  fi
+  tail -n 1 "fuzz/logs/$target.build.log"
 done
 
 run_one() {
