@@ -11,9 +11,12 @@
 #   musl-tools), aarch64 a cross C compiler (Debian's gcc-aarch64-linux-gnu).
 # - The binary is target/<arch>-unknown-linux-musl/<profile>/webcodex-plugin (PROFILE=release by
 #   default). It has no program interpreter and needs no shared library: copy it to the host.
-# - Smoke test: x86_64 runs `demo`; aarch64 runs a `check` and a `call` of its built-in example
-#   plugin under qemu-user (qemu-aarch64-static or qemu-aarch64) when one is installed, and says
-#   that it skipped otherwise (Debian: `apt-get install qemu-user-static`). SMOKE=0 skips both.
+# - Smoke test: x86_64 runs `demo` and prints the idle memory of 8 providers; aarch64 runs a
+#   `check` and a `call` of its built-in example plugin under qemu-user (qemu-aarch64-static or
+#   qemu-aarch64) when one is installed, and says that it skipped otherwise (Debian: `apt-get
+#   install qemu-user-static`). SMOKE=0 skips both.
+# - Static optimised builds link with crates/cli/layout/idle.ld (the CLI's build.rs), which lays
+#   out the code a host runs to start and idle together (docs/DECISIONS.md D-PLAT-5).
 #
 # Prints one line per binary: target, path, size in bytes and MiB.
 set -euo pipefail
@@ -95,6 +98,12 @@ smoke() {
       if [[ $(uname -m) == x86_64 ]]; then
         "$bin" demo >/dev/null
         echo "smoke: $bin demo ok" >&2
+        # The edge figure (docs/PERFORMANCE.md): resident memory of a host idling with 8
+        # providers, 4 MiB at most; it creeps up when crates/cli/layout/idle.ld goes stale
+        # (scripts/idle-layout.py regenerates it).
+        local rss
+        rss=$("$bin" bench --idle 1 --providers 8 | grep -o '"rss_kb":[0-9]*' | cut -d: -f2)
+        echo "idle: $bin holds $rss KiB with 8 idle providers (goal: at most 4096)" >&2
       fi
       ;;
     aarch64)
