@@ -36,52 +36,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_rig import USER, Rig  # noqa: E402
-
-DISPATCHES = {"not_started", "outcome_unknown", "completed"}
-
-
-def read(path):
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def proc_stat(pid):
-    raw = read(f"/proc/{pid}/stat")
-    if raw is None:
-        return None
-    text = raw.decode("utf-8", "replace")
-    rest = text[text.rindex(")") + 2:].split()
-    return rest[0], int(rest[1])
-
-
-def measure(pid):
-    status = read(f"/proc/{pid}/status")
-    if status is None:
-        return None
-    fields = {}
-    for line in status.decode().splitlines():
-        key, _, value = line.partition(":")
-        fields[key] = value.strip()
-    try:
-        fds = len(os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
-        return None
-    return {"fds": fds, "threads": int(fields.get("Threads", "0")),
-            "rss_kib": int(fields.get("VmRSS", "0 kB").split()[0])}
-
-
-def table():
-    rows = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            stat = proc_stat(int(name))
-            if stat:
-                rows[int(name)] = stat
-    return rows
-
+from proc_table import DISPATCHES, measure, read, table  # noqa: E402
 
 def plugin_processes(binary, before=frozenset()):
     """PIDs of the example plugins of this binary (`BIN example-plugin`), but those of

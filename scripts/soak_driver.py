@@ -28,26 +28,8 @@ import tempfile
 import threading
 import time
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-DISPATCHES = {"not_started", "outcome_unknown", "completed"}
-
-
-def read(path):
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def proc_stat(pid):
-    """(state, ppid, start_ticks) of a process, or None when it is gone."""
-    raw = read(f"/proc/{pid}/stat")
-    if raw is None:
-        return None
-    text = raw.decode("utf-8", "replace")
-    rest = text[text.rindex(")") + 2:].split()
-    return rest[0], int(rest[1]), int(rest[19])
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proc_table import CLK_TCK, DISPATCHES, measure, proc_stat, read  # noqa: E402
 
 
 def uptime_ticks():
@@ -200,15 +182,7 @@ def reloader(gateway, tally, stop, period, seed):
 
 def sample(gateway_pid, marker, started):
     """One sample of the gateway and its processes."""
-    status = read(f"/proc/{gateway_pid}/status")
-    fields = {}
-    for line in (status or b"").decode().splitlines():
-        key, _, value = line.partition(":")
-        fields[key] = value.strip()
-    try:
-        fds = len(os.listdir(f"/proc/{gateway_pid}/fd"))
-    except OSError:
-        fds = None
+    measured = measure(gateway_pid) or {"fds": None, "threads": 0, "rss_kib": 0}
     now = uptime_ticks()
     children, states, grandchildren, orphans, zombie_pids = [], {}, 0, [], []
     for name in os.listdir("/proc"):
@@ -232,9 +206,7 @@ def sample(gateway_pid, marker, started):
             orphans.append({"pid": pid, "ppid": stat[1], "state": stat[0], "age_s": round(age, 1)})
     return {
         "t": round(time.monotonic() - started, 1),
-        "fds": fds,
-        "threads": int(fields.get("Threads", "0") or 0),
-        "rss_kib": int((fields.get("VmRSS", "0 kB").split() or ["0"])[0]),
+        **measured,
         "children": len(children),
         "child_states": states,
         "zombies": states.get("Z", 0),
