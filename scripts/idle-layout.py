@@ -14,19 +14,25 @@ Usage: scripts/idle-layout.py [BINARY]
           `scripts/build-static.sh x86_64` first when missing.
 
 Needs valgrind (callgrind). Runs the binary under callgrind in the scenarios an edge host goes
-through (`bench --idle` with 8 providers; `gateway` with 8 providers answering a list, a
-describe and a call, then EOF), collects every function that ran, and writes one input-section
-pattern per function. The hash a symbol name carries (`17h…E`, `Cs…_`, `.llvm.…`) becomes `*`,
-so the script survives a toolchain or version change; a function that no longer exists matches
-nothing, and a new one lands in the ordinary text, so a stale file costs memory, never
-correctness. Regenerate it when the idle RSS that scripts/build-static.sh prints creeps up.
+through, in this order: `bench --idle` with 8 providers; `gateway` with 8 providers answering a
+list, a describe and a call, then EOF; a `connect` runner of the 8 linked to a `serve` front,
+one describe and one call through the front, then SIGTERM; the front itself. It collects every
+function that ran and writes one input-section pattern per function, the first scenario's
+first, so that the idle host's code stays the most compact. The hash a symbol name carries
+(`17h…E`, `Cs…_`, `.llvm.…`) becomes `*`, so the script survives a toolchain or version change;
+a function that no longer exists matches nothing, and a new one lands in the ordinary text, so
+a stale file costs memory, never correctness. Regenerate it when the idle RSS that
+scripts/build-static.sh prints creeps up.
 """
+import http.client
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUTPUT = os.path.join(ROOT, "crates", "cli", "layout", "idle.ld")
@@ -96,6 +102,52 @@ def scenarios(binary, work):
     ask(gateway, {"action": "call", "binding": binding, "arguments": {"text": "hi"}})
     gateway.communicate(timeout=600)
     yield profile
+    yield from front_and_runner(binary, config, work)
+
+
+def front_and_runner(binary, config, work):
+    """A `serve` front and a `connect` runner of the 8 providers linked to it, both under
+    callgrind: the runner links, one describe and one call go through the front, then both
+    stop (SIGTERM). Yields the runner's profile, then the front's."""
+    tokens = os.path.join(work, "tokens.toml")
+    with open(tokens, "w", encoding="utf-8") as f:
+        for args in (["--name", "user", "--token-file", os.path.join(work, "user.tok")],
+                     ["--runner", "edge", "--token-file", os.path.join(work, "edge.tok")]):
+            f.write(subprocess.run([binary, "token", "new", *args], check=True,
+                                   capture_output=True, text=True).stdout)
+    with open(os.path.join(work, "user.tok"), encoding="utf-8") as f:
+        user = f.read().strip()
+    front_profile = os.path.join(work, "serve.out")
+    front = callgrind(binary, ["serve", "--listen", "127.0.0.1:0", "--tokens", tokens],
+                      front_profile)
+    address = re.search(r"http://([0-9.:]+)", front.stdout.readline()).group(1)
+    runner_profile = os.path.join(work, "connect.out")
+    runner = callgrind(binary, ["connect", "--front-url", f"http://{address}", "--config",
+                                config, "--token-file", os.path.join(work, "edge.tok")],
+                       runner_profile)
+
+    def ask_front(request):
+        connection = http.client.HTTPConnection(address, timeout=120)
+        connection.request("POST", "/api/tools/call",
+                           json.dumps({"tool": "plugin_tool", "params": request}),
+                           {"Authorization": f"Bearer {user}",
+                            "Content-Type": "application/json"})
+        return connection.getresponse().read().decode()
+
+    deadline = time.monotonic() + 300
+    while '"edge"' not in ask_front({"action": "list"}):
+        if time.monotonic() > deadline:
+            raise SystemExit("the runner did not link to the front within 300 s")
+        time.sleep(0.5)
+    described = ask_front({"action": "describe", "runner": "edge", "plugin": "p0",
+                           "tool": "echo"})
+    binding = re.search(r'"(wc_pbind_[^"]+)"', described).group(1)
+    ask_front({"action": "call", "binding": binding, "arguments": {"text": "hi"}})
+    for process in (runner, front):
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=600)
+    yield runner_profile
+    yield front_profile
 
 
 def main():
