@@ -16,7 +16,8 @@
 #   qemu-aarch64) when one is installed, and says that it skipped otherwise (Debian: `apt-get
 #   install qemu-user-static`). SMOKE=0 skips both.
 # - Static optimised builds link with crates/cli/layout/idle.ld (the CLI's build.rs), which lays
-#   out the code a host runs to start and idle together (docs/DECISIONS.md D-PLAT-5).
+#   out the code a host runs to start and idle together (docs/DECISIONS.md D-PLAT-5); a binary
+#   without its `.text.idle` section fails the build.
 #
 # Prints one line per binary: target, path, size in bytes and MiB.
 set -euo pipefail
@@ -52,6 +53,17 @@ check_static() {
   local bin=$1
   if command -v readelf >/dev/null && readelf -l "$bin" | grep -q 'INTERP'; then
     echo "error: $bin is dynamically linked" >&2
+    exit 1
+  fi
+}
+
+# Fails when an optimised build lacks the idle layout's section (the CLI's build.rs passes
+# crates/cli/layout/idle.ld to the linker; docs/DECISIONS.md D-PLAT-5).
+check_idle_layout() {
+  local bin=$1
+  if [[ $profile != dev ]] && command -v readelf >/dev/null &&
+    ! readelf -S -W "$bin" | grep -q ' \.text\.idle '; then
+    echo "error: $bin has no .text.idle section: the idle layout was not linked" >&2
     exit 1
   fi
 }
@@ -137,6 +149,7 @@ for arch in "${arches[@]}"; do
   cargo build --quiet --profile "$profile" --target "$target" --bin webcodex-plugin
   bin=target/$target/$profile_dir/webcodex-plugin
   check_static "$bin"
+  check_idle_layout "$bin"
   smoke "$arch" "$bin"
   bytes=$(stat -c %s "$bin")
   printf '%s\t%s\t%s bytes (%s MiB)\n' "$target" "$bin" "$bytes" \
